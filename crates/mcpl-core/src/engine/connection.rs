@@ -1,0 +1,596 @@
+//! One live connection: the writer and reader tasks, the in-flight tables, and [`Peer`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::{NotificationContext, RequestContext};
+use super::options::{ProgressUpdate, RequestOptions};
+use super::{CloseReason, HandlerTable, Shared, lock};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
+};
+use crate::transport::{TransportReceiver, TransportSender};
+
+/// Method names the engine itself acts on.
+pub(crate) const CANCELLED: &str = "notifications/cancelled";
+pub(crate) const PROGRESS: &str = "notifications/progress";
+const INITIALIZE: &str = "initialize";
+
+/// How many notifications may wait for their handler before reading pauses.
+const NOTIFICATION_QUEUE: usize = 1024;
+/// How many progress updates may wait for a request's caller before more are dropped.
+const PROGRESS_QUEUE: usize = 64;
+
+struct PendingEntry {
+    tx: oneshot::Sender<Result<Value>>,
+    progress: Option<mpsc::Sender<ProgressUpdate>>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    writer: Option<JoinHandle<Result<()>>>,
+    reader: Option<AbortHandle>,
+    notifier: Option<AbortHandle>,
+}
+
+pub(crate) struct Connection {
+    pub(crate) generation: u64,
+    outbound: mpsc::UnboundedSender<Message>,
+    closed: CancellationToken,
+    torn_down: AtomicBool,
+    /// Whether the connection completed `connect` (only those report to the close callback).
+    pub(crate) published: AtomicBool,
+    pending: Mutex<HashMap<RequestId, PendingEntry>>,
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    tasks: Mutex<Tasks>,
+    next_id: Arc<AtomicI64>,
+    request_timeout: Duration,
+    close_timeout: Duration,
+    handlers: Arc<HandlerTable>,
+    shared: Weak<Shared>,
+}
+
+impl Connection {
+    /// Starts the writer, reader and notifier tasks over a started transport.
+    pub(crate) fn spawn<S, R>(
+        generation: u64,
+        shared: &Arc<Shared>,
+        sender: S,
+        receiver: R,
+    ) -> Arc<Connection>
+    where
+        S: TransportSender,
+        R: TransportReceiver,
+    {
+        let (outbound, outbound_rx) = mpsc::unbounded_channel();
+        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let conn = Arc::new(Connection {
+            generation,
+            outbound,
+            closed: CancellationToken::new(),
+            torn_down: AtomicBool::new(false),
+            published: AtomicBool::new(false),
+            pending: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Tasks::default()),
+            next_id: shared.next_id.clone(),
+            request_timeout: shared.config.request_timeout,
+            close_timeout: shared.config.close_timeout,
+            handlers: shared.handlers.clone(),
+            shared: Arc::downgrade(shared),
+        });
+        let writer = tokio::spawn(write_loop(conn.clone(), sender, outbound_rx));
+        let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx));
+        let reader = tokio::spawn(read_loop(conn.clone(), receiver, notify_tx));
+        *lock(&conn.tasks) = Tasks {
+            writer: Some(writer),
+            reader: Some(reader.abort_handle()),
+            notifier: Some(notifier.abort_handle()),
+        };
+        conn
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    fn send(&self, message: Message) -> Result<()> {
+        if self.closed.is_cancelled() {
+            return Err(Error::ConnectionClosed);
+        }
+        self.outbound.send(message).map_err(|_| Error::ConnectionClosed)
+    }
+
+    /// Ends the connection: the close callback, then handlers cancelled and pending requests
+    /// settled, then the transport closed. Runs once; later calls return `Ok(())` at once.
+    pub(crate) async fn teardown(self: &Arc<Self>, reason: CloseReason) -> Result<()> {
+        if self.torn_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        tracing::debug!(generation = self.generation, ?reason, "connection closing");
+        // 1. The user's close callback, for connections that were fully established.
+        if self.published.load(Ordering::SeqCst) {
+            if let Some(shared) = self.shared.upgrade() {
+                shared.run_close_callback(&reason);
+            }
+        }
+        // 2. In-flight handlers are cancelled (their tokens are children of `closed`), and no
+        //    further message can be queued on this connection.
+        self.closed.cancel();
+        lock(&self.inflight).clear();
+        // 3. Pending requests settle with `ConnectionClosed`.
+        let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
+        for entry in pending {
+            let _ = entry.tx.send(Err(Error::ConnectionClosed));
+        }
+        // 4. The transport closes; a close that never finishes is abandoned after a bound.
+        let tasks = std::mem::take(&mut *lock(&self.tasks));
+        if let Some(reader) = tasks.reader {
+            reader.abort();
+        }
+        if let Some(notifier) = tasks.notifier {
+            notifier.abort();
+        }
+        let result = match tasks.writer {
+            Some(writer) => {
+                let abort = writer.abort_handle();
+                match tokio::time::timeout(self.close_timeout, writer).await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(join)) => Err(Error::transport("transport writer task failed", join)),
+                    Err(_) => {
+                        abort.abort();
+                        Err(Error::Transport {
+                            context: format!(
+                                "transport close did not finish within {:?}",
+                                self.close_timeout
+                            ),
+                            source: None,
+                        })
+                    }
+                }
+            }
+            None => Ok(()),
+        };
+        tracing::debug!(generation = self.generation, "connection closed");
+        result
+    }
+
+    /// Called from the connection's own tasks when the transport ended or failed.
+    fn lost(self: &Arc<Self>, reason: CloseReason) {
+        if self.torn_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let conn = self.clone();
+        tokio::spawn(async move {
+            // Free the engine's slot first, but only if it still holds this connection.
+            if let Some(shared) = conn.shared.upgrade() {
+                shared.detach(conn.generation);
+            }
+            if let Err(e) = conn.teardown(reason).await {
+                tracing::debug!(error = %e, "transport close after connection loss failed");
+            }
+        });
+    }
+
+    fn dispatch_request(self: &Arc<Self>, request: Request) {
+        let Request { id, method, params } = request;
+        let Some(handler) = self.handlers.request_handler(&method) else {
+            tracing::debug!(%method, "no handler for request");
+            let _ = self
+                .send(ErrorResponse::new(Some(id), ErrorObject::method_not_found(&method)).into());
+            return;
+        };
+        let token = self.closed.child_token();
+        {
+            let mut inflight = lock(&self.inflight);
+            if inflight.contains_key(&id) {
+                drop(inflight);
+                let error = ErrorObject::invalid_request(format_args!(
+                    "request id {id} is already in flight"
+                ));
+                let _ = self.send(ErrorResponse::new(Some(id), error).into());
+                return;
+            }
+            inflight.insert(id.clone(), token.clone());
+        }
+        let meta = params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object).cloned();
+        let ctx = RequestContext {
+            id: id.clone(),
+            method,
+            meta,
+            peer: Peer { conn: self.clone() },
+            cancel: token.clone(),
+        };
+        let conn = self.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = token.cancelled() => None,
+                outcome = handler.handle(ctx, params) => Some(outcome),
+            };
+            lock(&conn.inflight).remove(&id);
+            // A cancelled request gets no response at all.
+            if let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) {
+                let message = match outcome {
+                    Ok(result) => Response::new(id, result).into(),
+                    Err(error) => ErrorResponse::new(Some(id), error).into(),
+                };
+                let _ = conn.send(message);
+            }
+        });
+    }
+
+    fn settle(&self, id: &RequestId, result: Result<Value>) {
+        match lock(&self.pending).remove(id) {
+            Some(entry) => {
+                let _ = entry.tx.send(result);
+            }
+            None => tracing::debug!(%id, "response to an unknown or settled request"),
+        }
+    }
+
+    fn on_cancelled(&self, params: Option<&Value>) {
+        let Some(id) = params
+            .and_then(|p| p.get("requestId"))
+            .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok())
+        else {
+            tracing::debug!("notifications/cancelled without a valid requestId");
+            return;
+        };
+        if let Some(token) = lock(&self.inflight).remove(&id) {
+            tracing::debug!(%id, "request cancelled by peer");
+            token.cancel();
+        }
+    }
+
+    fn on_progress(&self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let Some(id) = params
+            .get("progressToken")
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok())
+        else {
+            return;
+        };
+        let Some(progress) = params.get("progress").and_then(Value::as_f64) else { return };
+        let update = ProgressUpdate {
+            progress,
+            total: params.get("total").and_then(Value::as_f64),
+            message: params.get("message").and_then(Value::as_str).map(str::to_owned),
+        };
+        let pending = lock(&self.pending);
+        if let Some(tx) = pending.get(&id).and_then(|e| e.progress.as_ref()) {
+            // Progress is advisory: when the caller lags far behind, updates are dropped.
+            let _ = tx.try_send(update);
+        }
+    }
+}
+
+async fn write_loop<S: TransportSender>(
+    conn: Arc<Connection>,
+    mut sender: S,
+    mut rx: mpsc::UnboundedReceiver<Message>,
+) -> Result<()> {
+    let closed = conn.closed.clone();
+    // Do not keep the connection alive from its own writer.
+    let weak = Arc::downgrade(&conn);
+    drop(conn);
+    loop {
+        tokio::select! {
+            biased;
+            message = rx.recv() => {
+                let Some(message) = message else { break };
+                if let Err(e) = sender.send(message).await {
+                    tracing::debug!(error = %e, "transport send failed");
+                    if let Some(conn) = weak.upgrade() {
+                        conn.lost(CloseReason::Failed(Arc::new(e)));
+                    }
+                    return sender.close().await;
+                }
+            }
+            _ = closed.cancelled() => break,
+        }
+    }
+    // Flush what was queued before the close, then close the transport.
+    while let Ok(message) = rx.try_recv() {
+        if sender.send(message).await.is_err() {
+            break;
+        }
+    }
+    sender.close().await
+}
+
+async fn read_loop<R: TransportReceiver>(
+    conn: Arc<Connection>,
+    mut receiver: R,
+    notify: mpsc::Sender<Notification>,
+) {
+    loop {
+        let message = match receiver.recv().await {
+            Ok(Some(message)) => message,
+            Ok(None) => {
+                conn.lost(CloseReason::PeerClosed);
+                return;
+            }
+            Err(Error::InvalidMessage(e)) => {
+                tracing::debug!(error = %e, "invalid message from peer");
+                let _ = conn.send(e.to_response().into());
+                continue;
+            }
+            Err(Error::MessageTooLarge { limit }) => {
+                tracing::warn!(limit, "message from peer over the size limit; discarded");
+                let error =
+                    ErrorObject::invalid_request(format_args!("message exceeds {limit} bytes"));
+                let _ = conn.send(ErrorResponse::new(None, error).into());
+                continue;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "transport receive failed");
+                conn.lost(CloseReason::Failed(Arc::new(e)));
+                return;
+            }
+        };
+        if conn.is_closed() {
+            return;
+        }
+        match message {
+            Message::Request(request) => conn.dispatch_request(request),
+            Message::Response(Response { id, result }) => conn.settle(&id, Ok(result)),
+            Message::Error(ErrorResponse { id: Some(id), error }) => {
+                conn.settle(&id, Err(Error::from_rpc(error)))
+            }
+            Message::Error(ErrorResponse { id: None, error }) => {
+                tracing::warn!(code = error.code.0, message = %error.message, "peer reported an error without an id");
+            }
+            Message::Notification(n) if n.method == CANCELLED => {
+                conn.on_cancelled(n.params.as_ref())
+            }
+            Message::Notification(n) if n.method == PROGRESS => conn.on_progress(n.params.as_ref()),
+            Message::Notification(n) => {
+                if notify.send(n).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Notification>) {
+    while let Some(Notification { method, params }) = rx.recv().await {
+        match conn.handlers.notification_handler(&method) {
+            Some(handler) => {
+                let ctx = NotificationContext { method, peer: Peer { conn: conn.clone() } };
+                handler.handle(ctx, params).await;
+            }
+            None => tracing::trace!(%method, "no handler for notification"),
+        }
+    }
+}
+
+/// A handle to the peer on one connection.
+///
+/// Cheap to clone. A `Peer` stays bound to the connection it came from: once that connection
+/// closes, every send through it fails with `ConnectionClosed`, even if the engine has connected
+/// again since.
+#[derive(Clone)]
+pub struct Peer {
+    pub(crate) conn: Arc<Connection>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("generation", &self.conn.generation)
+            .field("closed", &self.conn.is_closed())
+            .finish()
+    }
+}
+
+/// Settles an outgoing request when its future is dropped early: removes it from the pending
+/// table and tells the peer with `notifications/cancelled`.
+struct PendingGuard<'a> {
+    conn: &'a Connection,
+    id: Option<RequestId>,
+    method: &'a str,
+}
+
+impl PendingGuard<'_> {
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+
+    fn cancel(&mut self, reason: &str) {
+        let Some(id) = self.id.take() else { return };
+        lock(&self.conn.pending).remove(&id);
+        // The 2025 lifecycle forbids cancelling `initialize`.
+        if self.method == INITIALIZE || self.conn.is_closed() {
+            return;
+        }
+        let params = serde_json::json!({ "requestId": id, "reason": reason });
+        let _ = self.conn.send(Notification::new(CANCELLED, Some(params)).into());
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.cancel("The caller abandoned the request");
+    }
+}
+
+impl Peer {
+    /// Sends a request and waits for its response.
+    ///
+    /// # Errors
+    ///
+    /// - `ConnectionClosed` if the connection is closed or closes before the response.
+    /// - `RequestTimeout` after the timeout (see [`RequestOptions`]); the peer is sent
+    ///   `notifications/cancelled`.
+    /// - `Cancelled` when the options' cancellation token fires.
+    /// - The peer's JSON-RPC error, lifted to a typed variant where MCP defines one.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the request: the peer is sent `notifications/cancelled`
+    /// (except for `initialize`, which MCP forbids cancelling).
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        let conn = &*self.conn;
+        if conn.is_closed() {
+            return Err(Error::ConnectionClosed);
+        }
+        let id = RequestId::Number(conn.next_id.fetch_add(1, Ordering::Relaxed));
+        let RequestOptions {
+            timeout,
+            reset_timeout_on_progress,
+            max_total_timeout,
+            on_progress,
+            cancel,
+            meta,
+        } = options;
+        let (progress_tx, mut progress_rx) = match on_progress {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let params = with_meta(params, meta, progress_tx.as_ref().map(|_| &id));
+        let (tx, mut rx) = oneshot::channel();
+        lock(&conn.pending).insert(id.clone(), PendingEntry { tx, progress: progress_tx });
+        let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
+        if let Err(e) = conn.send(Request::new(id, method, params).into()) {
+            guard.disarm();
+            return Err(e);
+        }
+
+        let start = Instant::now();
+        let timeout = timeout.unwrap_or(conn.request_timeout);
+        let hard_deadline = max_total_timeout.map(|m| start + m);
+        let deadline_after = |now: Instant| {
+            let soft = now + timeout;
+            hard_deadline.map_or(soft, |hard| soft.min(hard))
+        };
+        let sleep = tokio::time::sleep_until(deadline_after(start));
+        tokio::pin!(sleep);
+        let cancel = cancel.unwrap_or_default();
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut rx => {
+                    guard.disarm();
+                    // Progress sent before the response was routed before it: deliver it first.
+                    if let (Some(f), Some(progress)) = (&on_progress, progress_rx.as_mut()) {
+                        while let Ok(update) = progress.try_recv() {
+                            f(update);
+                        }
+                    }
+                    return result.unwrap_or(Err(Error::ConnectionClosed));
+                }
+                _ = cancel.cancelled() => {
+                    guard.cancel("The caller cancelled the request");
+                    return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
+                }
+                Some(update) = recv_opt(&mut progress_rx) => {
+                    if let Some(f) = &on_progress {
+                        f(update);
+                    }
+                    if reset_timeout_on_progress {
+                        sleep.as_mut().reset(deadline_after(Instant::now()));
+                    }
+                }
+                _ = &mut sleep => {
+                    guard.cancel("Request timed out");
+                    return Err(Error::RequestTimeout { method: method.to_owned(), elapsed: start.elapsed() });
+                }
+            }
+        }
+    }
+
+    /// Sends a notification.
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionClosed` if the connection is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the notification is queued before the first await point.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        self.conn.send(Notification::new(method, params).into())
+    }
+
+    /// Whether this peer's connection has closed.
+    pub fn is_closed(&self) -> bool {
+        self.conn.is_closed()
+    }
+
+    /// Resolves when this peer's connection closes.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn closed(&self) {
+        self.conn.closed.cancelled().await;
+    }
+
+    /// The number of requests sent through this connection that await a response.
+    pub fn pending_requests(&self) -> usize {
+        lock(&self.conn.pending).len()
+    }
+
+    /// The number of incoming requests whose handlers are running.
+    pub fn inflight_requests(&self) -> usize {
+        lock(&self.conn.inflight).len()
+    }
+}
+
+async fn recv_opt<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Merges `meta` and a progress token into `params._meta`. Params that are not an object (MCP
+/// params always are) are left as they are.
+fn with_meta(
+    params: Option<Value>,
+    meta: Option<Map<String, Value>>,
+    progress_token: Option<&RequestId>,
+) -> Option<Value> {
+    if meta.is_none() && progress_token.is_none() {
+        return params;
+    }
+    let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
+    if let Some(object) = params.as_object_mut() {
+        let slot = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
+        }
+        if let Some(target) = slot.as_object_mut() {
+            if let Some(meta) = meta {
+                target.extend(meta);
+            }
+            if let Some(token) = progress_token {
+                target.insert(
+                    "progressToken".into(),
+                    serde_json::to_value(token).unwrap_or_default(),
+                );
+            }
+        }
+    }
+    Some(params)
+}

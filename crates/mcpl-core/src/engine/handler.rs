@@ -1,0 +1,181 @@
+//! Handlers for incoming requests and notifications, and the context they run in.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::Peer;
+use crate::error::Result;
+use crate::jsonrpc::{ErrorObject, RequestId};
+
+/// A boxed, `Send` future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a request handler answers: a result value or a JSON-RPC error.
+pub type HandlerResult = std::result::Result<Value, ErrorObject>;
+
+/// Handles one incoming request method.
+///
+/// Implemented for every `Fn(RequestContext, Option<Value>) -> impl Future<Output =
+/// HandlerResult>`, so a closure or an `async fn` is a handler.
+#[diagnostic::on_unimplemented(
+    note = "request handlers are async fns taking (RequestContext, Option<serde_json::Value>) and \
+            returning Result<serde_json::Value, ErrorObject>"
+)]
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Serves one request.
+    fn handle(
+        &self,
+        ctx: RequestContext,
+        params: Option<Value>,
+    ) -> BoxFuture<'static, HandlerResult>;
+}
+
+impl<F, Fut> RequestHandler for F
+where
+    F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = HandlerResult> + Send + 'static,
+{
+    fn handle(
+        &self,
+        ctx: RequestContext,
+        params: Option<Value>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        Box::pin(self(ctx, params))
+    }
+}
+
+/// Handles one incoming notification method.
+///
+/// Notifications of one connection are delivered one at a time, in the order they arrived.
+#[diagnostic::on_unimplemented(
+    note = "notification handlers are async fns taking (NotificationContext, Option<serde_json::Value>)"
+)]
+pub trait NotificationHandler: Send + Sync + 'static {
+    /// Handles one notification.
+    fn handle(&self, ctx: NotificationContext, params: Option<Value>) -> BoxFuture<'static, ()>;
+}
+
+impl<F, Fut> NotificationHandler for F
+where
+    F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn handle(&self, ctx: NotificationContext, params: Option<Value>) -> BoxFuture<'static, ()> {
+        Box::pin(self(ctx, params))
+    }
+}
+
+pub(crate) type SharedRequestHandler = Arc<dyn RequestHandler>;
+pub(crate) type SharedNotificationHandler = Arc<dyn NotificationHandler>;
+
+/// The context of one incoming request.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) peer: Peer,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl RequestContext {
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The method name.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The request's `_meta` object, if it had one.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.meta.as_ref()
+    }
+
+    /// The progress token the caller asked progress notifications for, if any.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.meta
+            .as_ref()
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+    }
+
+    /// The peer that sent the request; use it to send requests and notifications back on the
+    /// same connection. After that connection closed, sends fail with `ConnectionClosed`.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// Whether the request was cancelled (by the peer, or because the connection closed).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when the request is cancelled.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    /// The token cancelled with this request, to hand to sub-tasks.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Sends `notifications/progress` for this request, if the caller asked for progress.
+    ///
+    /// Returns `Ok(false)` without sending anything when the request carried no progress token.
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionClosed` if the connection has closed.
+    pub async fn progress(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<bool> {
+        let Some(token) = self.progress_token().cloned() else {
+            return Ok(false);
+        };
+        let mut params = Map::new();
+        params.insert("progressToken".into(), token);
+        params.insert("progress".into(), progress.into());
+        if let Some(total) = total {
+            params.insert("total".into(), total.into());
+        }
+        if let Some(message) = message {
+            params.insert("message".into(), message.into());
+        }
+        self.peer.notify("notifications/progress", Some(Value::Object(params))).await?;
+        Ok(true)
+    }
+}
+
+/// The context of one incoming notification.
+#[derive(Debug, Clone)]
+pub struct NotificationContext {
+    pub(crate) method: String,
+    pub(crate) peer: Peer,
+}
+
+impl NotificationContext {
+    /// The method name.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The peer that sent the notification.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+}

@@ -1,0 +1,490 @@
+//! The protocol engine: request correlation, concurrent handlers, cancellation, progress,
+//! timeouts, and a connection lifecycle that cannot be misused.
+//!
+//! An [`Engine`] is one protocol endpoint (client, server or host side alike). It holds the
+//! handlers for incoming requests and notifications, and at most one live connection at a time:
+//!
+//! - [`Engine::connect`] starts a transport (consuming it) and fails fast with `AlreadyConnected`
+//!   while another connection is live or connecting, before the new transport is touched.
+//! - [`Engine::close`] frees the engine at once, whatever the transport does: then the close
+//!   callback runs, in-flight handlers are cancelled, pending requests settle with
+//!   `ConnectionClosed`, and the transport is closed (bounded by a timeout).
+//! - Each connection has its own tables and tasks; events from a replaced transport can never
+//!   reach a later connection, and a [`Peer`] handle stays bound to the connection it came from.
+//!
+//! # Examples
+//!
+//! ```
+//! use mcpl_core::engine::{Engine, RequestOptions};
+//! use mcpl_core::transport::memory;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+//! let server = Engine::new();
+//! server.on_request("echo", |_ctx, params: Option<serde_json::Value>| async move {
+//!     Ok(params.unwrap_or_default())
+//! });
+//! let client = Engine::new();
+//!
+//! let (a, b) = memory::pair();
+//! server.connect(b).await?;
+//! let peer = client.connect(a).await?;
+//! let answer = peer.request("echo", Some(json!({"x": 1})), RequestOptions::new()).await?;
+//! assert_eq!(answer, json!({"x": 1}));
+//! client.close().await?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::transport::Transport;
+
+mod connection;
+mod handler;
+mod options;
+mod typed;
+
+use self::connection::Connection;
+pub use self::connection::Peer;
+pub use self::handler::{
+    BoxFuture, HandlerResult, NotificationContext, NotificationHandler, RequestContext,
+    RequestHandler,
+};
+use self::handler::{SharedNotificationHandler, SharedRequestHandler};
+pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
+pub use tokio_util::sync::CancellationToken;
+
+/// The default bound on how long closing a transport may take: 5 seconds.
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct EngineConfig {
+    request_timeout: Duration,
+    close_timeout: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            close_timeout: DEFAULT_CLOSE_TIMEOUT,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The timeout of outgoing requests that do not set their own. Default: 60 s.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long closing a transport may take before it is abandoned. Default: 5 s.
+    pub fn close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
+        self
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// [`Engine::close`] was called.
+    Local,
+    /// The peer closed the transport.
+    PeerClosed,
+    /// The transport failed.
+    Failed(Arc<Error>),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::Local => f.write_str("closed locally"),
+            CloseReason::PeerClosed => f.write_str("closed by the peer"),
+            CloseReason::Failed(e) => write!(f, "transport failed: {e}"),
+        }
+    }
+}
+
+type CloseCallback = Arc<dyn Fn(&CloseReason) + Send + Sync>;
+
+#[derive(Default)]
+pub(crate) struct HandlerTable {
+    requests: RwLock<HashMap<String, SharedRequestHandler>>,
+    notifications: RwLock<HashMap<String, SharedNotificationHandler>>,
+    request_fallback: RwLock<Option<SharedRequestHandler>>,
+    notification_fallback: RwLock<Option<SharedNotificationHandler>>,
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl HandlerTable {
+    pub(crate) fn request_handler(&self, method: &str) -> Option<SharedRequestHandler> {
+        read(&self.requests).get(method).cloned().or_else(|| read(&self.request_fallback).clone())
+    }
+
+    pub(crate) fn notification_handler(&self, method: &str) -> Option<SharedNotificationHandler> {
+        read(&self.notifications)
+            .get(method)
+            .cloned()
+            .or_else(|| read(&self.notification_fallback).clone())
+    }
+}
+
+enum State {
+    Idle,
+    Connecting(Arc<Connection>),
+    /// A transport is starting; it has no connection yet.
+    Starting(u64),
+    Connected(Arc<Connection>),
+}
+
+impl State {
+    fn generation(&self) -> Option<u64> {
+        match self {
+            State::Idle => None,
+            State::Starting(g) => Some(*g),
+            State::Connecting(c) | State::Connected(c) => Some(c.generation),
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub(crate) handlers: Arc<HandlerTable>,
+    pub(crate) next_id: Arc<AtomicI64>,
+    next_generation: AtomicU64,
+    pub(crate) config: EngineConfig,
+    on_close: RwLock<Option<CloseCallback>>,
+}
+
+impl Shared {
+    /// Frees the slot if it still holds `generation`; returns the connection it held.
+    pub(crate) fn detach(&self, generation: u64) -> Option<Arc<Connection>> {
+        let mut state = lock(&self.state);
+        if state.generation() != Some(generation) {
+            return None;
+        }
+        match std::mem::replace(&mut *state, State::Idle) {
+            State::Connecting(c) | State::Connected(c) => Some(c),
+            State::Starting(_) | State::Idle => None,
+        }
+    }
+
+    pub(crate) fn run_close_callback(&self, reason: &CloseReason) {
+        let callback = read(&self.on_close).clone();
+        if let Some(callback) = callback {
+            callback(reason);
+        }
+    }
+}
+
+/// One protocol endpoint: handlers plus at most one live connection.
+///
+/// Cheap to clone; clones share handlers and the connection slot. See the
+/// [module documentation](self) for the lifecycle rules.
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("connected", &self.is_connected())
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Engine {
+    /// Creates an engine with default settings.
+    pub fn new() -> Engine {
+        Engine::with_config(EngineConfig::default())
+    }
+
+    /// Creates an engine with `config`.
+    pub fn with_config(config: EngineConfig) -> Engine {
+        Engine {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::Idle),
+                handlers: Arc::new(HandlerTable::default()),
+                next_id: Arc::new(AtomicI64::new(0)),
+                next_generation: AtomicU64::new(1),
+                config,
+                on_close: RwLock::new(None),
+            }),
+        }
+    }
+
+    /// Registers the handler for incoming requests of `method`, replacing any previous one.
+    ///
+    /// Handlers run concurrently, each in its own task. Any method name works, including custom
+    /// ones such as MCPL's.
+    pub fn on_request(&self, method: impl Into<String>, handler: impl RequestHandler) -> &Self {
+        write(&self.shared.handlers.requests).insert(method.into(), Arc::new(handler));
+        self
+    }
+
+    /// Registers the handler for requests whose method has no handler of its own.
+    ///
+    /// Without one, such requests are answered with `-32601` (method not found).
+    pub fn on_any_request(&self, handler: impl RequestHandler) -> &Self {
+        *write(&self.shared.handlers.request_fallback) = Some(Arc::new(handler));
+        self
+    }
+
+    /// Registers the handler for incoming notifications of `method`.
+    ///
+    /// `notifications/cancelled` and `notifications/progress` are handled by the engine itself.
+    pub fn on_notification(
+        &self,
+        method: impl Into<String>,
+        handler: impl NotificationHandler,
+    ) -> &Self {
+        write(&self.shared.handlers.notifications).insert(method.into(), Arc::new(handler));
+        self
+    }
+
+    /// Registers the handler for notifications whose method has no handler of its own.
+    pub fn on_any_notification(&self, handler: impl NotificationHandler) -> &Self {
+        *write(&self.shared.handlers.notification_fallback) = Some(Arc::new(handler));
+        self
+    }
+
+    /// Sets the callback that runs first when an established connection ends, before in-flight
+    /// handlers are cancelled and pending requests settle.
+    pub fn on_close(&self, callback: impl Fn(&CloseReason) + Send + Sync + 'static) -> &Self {
+        *write(&self.shared.on_close) = Some(Arc::new(callback));
+        self
+    }
+
+    /// Whether a connection is established.
+    pub fn is_connected(&self) -> bool {
+        matches!(*lock(&self.shared.state), State::Connected(_))
+    }
+
+    /// The peer of the established connection, if any.
+    pub fn peer(&self) -> Option<Peer> {
+        match &*lock(&self.shared.state) {
+            State::Connected(conn) => Some(Peer { conn: conn.clone() }),
+            _ => None,
+        }
+    }
+
+    /// Starts `transport` and makes it this engine's connection.
+    ///
+    /// # Errors
+    ///
+    /// - `AlreadyConnected` if a connection is established or connecting; the transport is
+    ///   dropped without being started and the live connection is untouched.
+    /// - Whatever the transport's `start` returned; the engine stays unconnected.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the engine unconnected and closes the transport if it started.
+    pub async fn connect<T: Transport>(&self, transport: T) -> Result<Peer> {
+        self.connect_with(transport, |_| async { Ok(()) }).await.map(|(peer, ())| peer)
+    }
+
+    /// Like [`connect`](Self::connect), but runs `setup` (e.g. a handshake) over the started
+    /// connection before publishing it.
+    ///
+    /// While `setup` runs, the engine counts as connecting: another `connect` fails with
+    /// `AlreadyConnected`, [`peer`](Self::peer) is `None`, and [`close`](Self::close) aborts the
+    /// attempt. If `setup` fails, the new connection is torn down (its transport closed, its
+    /// handlers detached) and the engine is left unconnected and reconnectable.
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect), plus `setup`'s error, or `ConnectionClosed` if the
+    /// connection ended (or [`close`](Self::close) was called) during `setup`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future tears the attempt down and leaves the engine unconnected.
+    pub async fn connect_with<T, F, Fut, O>(&self, transport: T, setup: F) -> Result<(Peer, O)>
+    where
+        T: Transport,
+        F: FnOnce(Peer) -> Fut,
+        Fut: Future<Output = Result<O>>,
+    {
+        // Reserve the slot before touching the transport.
+        let generation = {
+            let mut state = lock(&self.shared.state);
+            if !matches!(*state, State::Idle) {
+                return Err(Error::AlreadyConnected);
+            }
+            let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
+            *state = State::Starting(generation);
+            generation
+        };
+        let mut attempt = Attempt { shared: &self.shared, generation, done: false };
+
+        let (sender, receiver) = transport.start().await?;
+        let conn = Connection::spawn(generation, &self.shared, sender, receiver);
+        let still_ours = {
+            let mut state = lock(&self.shared.state);
+            let ours = state.generation() == Some(generation);
+            if ours {
+                *state = State::Connecting(conn.clone());
+            }
+            ours
+        };
+        if !still_ours {
+            // `close` ran while the transport was starting.
+            attempt.done = true;
+            let _ = conn.teardown(CloseReason::Local).await;
+            return Err(Error::ConnectionClosed);
+        }
+        let peer = Peer { conn: conn.clone() };
+        let output = match setup(peer.clone()).await {
+            Ok(output) => output,
+            Err(e) => {
+                attempt.done = true;
+                self.shared.detach(generation);
+                let _ = conn.teardown(CloseReason::Local).await;
+                return Err(e);
+            }
+        };
+        let published = {
+            let mut state = lock(&self.shared.state);
+            let ours = state.generation() == Some(generation) && !conn.is_closed();
+            if ours {
+                conn.published.store(true, Ordering::SeqCst);
+                *state = State::Connected(conn.clone());
+            }
+            ours
+        };
+        if !published {
+            attempt.done = true;
+            let _ = conn.teardown(CloseReason::Local).await;
+            return Err(Error::ConnectionClosed);
+        }
+        attempt.done = true;
+        Ok((peer, output))
+    }
+
+    /// Closes the current connection, if any.
+    ///
+    /// The engine is free for a new [`connect`](Self::connect) as soon as this is called, even if
+    /// the transport's close hangs or fails. Then, in order: the close callback runs, in-flight
+    /// handlers are cancelled, pending requests settle with `ConnectionClosed`, and the transport
+    /// is closed (abandoned after the close timeout).
+    ///
+    /// # Errors
+    ///
+    /// The transport's close error, reported after the engine was freed.
+    ///
+    /// # Cancel safety
+    ///
+    /// The engine is freed before the first await point; dropping the future skips only the wait
+    /// for the transport to close.
+    pub async fn close(&self) -> Result<()> {
+        let taken = {
+            let mut state = lock(&self.shared.state);
+            match std::mem::replace(&mut *state, State::Idle) {
+                State::Connected(c) | State::Connecting(c) => Some(c),
+                State::Starting(_) | State::Idle => None,
+            }
+        };
+        match taken {
+            Some(conn) => conn.teardown(CloseReason::Local).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Sends a request on the current connection and waits for the response.
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionClosed` if there is no connection; otherwise as [`Peer::request`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Peer::request`]: dropping the future cancels the request.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        let peer = self.peer().ok_or(Error::ConnectionClosed)?;
+        peer.request(method, params, options).await
+    }
+
+    /// Sends a notification on the current connection.
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionClosed` if there is no connection.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        let peer = self.peer().ok_or(Error::ConnectionClosed)?;
+        peer.notify(method, params).await
+    }
+}
+
+/// Frees the slot if a connect attempt ends early (an error or a dropped future).
+struct Attempt<'a> {
+    shared: &'a Shared,
+    generation: u64,
+    done: bool,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(conn) = self.shared.detach(self.generation) {
+            // The future was dropped mid-setup: close the half-made connection in the background.
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let _ = conn.teardown(CloseReason::Local).await;
+                });
+            }
+        } else {
+            let mut state = lock(&self.shared.state);
+            if matches!(*state, State::Starting(g) if g == self.generation) {
+                *state = State::Idle;
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! The error type of the SDK.
+
+use std::time::Duration;
+
+use crate::jsonrpc::{DecodeError, ErrorCode, ErrorObject};
+
+/// A boxed error from a transport or a user callback.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, as a small `Copy` value that stays stable across releases.
+///
+/// Match on this instead of on [`Error`]'s variants or its message text (which is not stable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// `connect` on an instance that already has a connection (or is connecting).
+    AlreadyConnected,
+    /// The connection is closed, or was closed while the operation was pending.
+    ConnectionClosed,
+    /// A single-use stateless transport was used a second time.
+    StatelessTransportReuse,
+    /// A request got no response in time.
+    RequestTimeout,
+    /// A request was cancelled.
+    Cancelled,
+    /// The peer did not advertise the capability an operation needs.
+    CapabilityNotSupported,
+    /// The peer does not support the requested protocol version.
+    UnsupportedProtocolVersion,
+    /// HTTP headers disagree with the message body.
+    HeaderMismatch,
+    /// The request needs a client capability that was not declared.
+    MissingRequiredClientCapability,
+    /// The peer answered with a JSON-RPC error.
+    Rpc,
+    /// Bytes from the peer were not a valid message.
+    InvalidMessage,
+    /// A message exceeded the configured size limit.
+    MessageTooLarge,
+    /// The transport failed (I/O or another transport error).
+    Transport,
+    /// A value could not be (de)serialized into the expected type.
+    Serialization,
+}
+
+/// The error type of every mcpl crate.
+///
+/// Ask [`Error::kind`] what happened; the variants carry the details. The `Display` text
+/// describes only this level (the cause is in [`std::error::Error::source`]) and is not stable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `connect` was called on an instance that already has a connection or is connecting.
+    #[error("already connected; close the current connection first")]
+    AlreadyConnected,
+    /// The connection is closed, or was closed while the operation was pending.
+    #[error("connection closed")]
+    ConnectionClosed,
+    /// A single-use stateless transport was used a second time.
+    #[error("stateless transport reused: it serves exactly one request")]
+    StatelessTransportReuse,
+    /// A request got no response in time.
+    #[error("request {method:?} timed out after {elapsed:?}")]
+    RequestTimeout {
+        /// The method of the request.
+        method: String,
+        /// How long the request waited.
+        elapsed: Duration,
+    },
+    /// A request was cancelled.
+    #[error("request cancelled{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
+    Cancelled {
+        /// Why, if known.
+        reason: Option<String>,
+    },
+    /// The peer did not advertise the capability an operation needs.
+    #[error("peer does not support {capability}")]
+    CapabilityNotSupported {
+        /// The capability, as a path such as `tools` or `resources.subscribe`.
+        capability: String,
+    },
+    /// The peer does not support the requested protocol version.
+    #[error("protocol version {requested:?} is not supported (supported: {supported:?})")]
+    UnsupportedProtocolVersion {
+        /// The version that was asked for.
+        requested: String,
+        /// The versions the peer supports, if it said.
+        supported: Vec<String>,
+    },
+    /// HTTP headers disagree with the message body, or a required header is missing.
+    #[error("header mismatch: {detail}")]
+    HeaderMismatch {
+        /// What disagreed.
+        detail: String,
+    },
+    /// The request needs a client capability the request did not declare.
+    #[error("missing required client capability")]
+    MissingRequiredClientCapability {
+        /// The capabilities the server requires, as sent in the error data.
+        required: serde_json::Value,
+    },
+    /// The peer answered with a JSON-RPC error.
+    #[error("peer returned error {}: {}", .0.code.0, .0.message)]
+    Rpc(Box<ErrorObject>),
+    /// Bytes from the peer were not a valid message.
+    #[error("invalid message from peer")]
+    InvalidMessage(#[source] Box<DecodeError>),
+    /// A message exceeded the configured size limit.
+    #[error("message exceeds the limit of {limit} bytes")]
+    MessageTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Transport I/O failed.
+    #[error("transport i/o failed")]
+    Io(#[source] std::io::Error),
+    /// Another transport failure.
+    #[error("transport failed: {context}")]
+    Transport {
+        /// What the transport was doing.
+        context: String,
+        /// The cause, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// A value could not be (de)serialized into the expected type.
+    #[error("could not (de)serialize {what}")]
+    Serialization {
+        /// What was being converted.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Error {
+    /// What went wrong, as a stable [`ErrorKind`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::AlreadyConnected => ErrorKind::AlreadyConnected,
+            Error::ConnectionClosed => ErrorKind::ConnectionClosed,
+            Error::StatelessTransportReuse => ErrorKind::StatelessTransportReuse,
+            Error::RequestTimeout { .. } => ErrorKind::RequestTimeout,
+            Error::Cancelled { .. } => ErrorKind::Cancelled,
+            Error::CapabilityNotSupported { .. } => ErrorKind::CapabilityNotSupported,
+            Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,
+            Error::HeaderMismatch { .. } => ErrorKind::HeaderMismatch,
+            Error::MissingRequiredClientCapability { .. } => {
+                ErrorKind::MissingRequiredClientCapability
+            }
+            Error::Rpc(_) => ErrorKind::Rpc,
+            Error::InvalidMessage(_) => ErrorKind::InvalidMessage,
+            Error::MessageTooLarge { .. } => ErrorKind::MessageTooLarge,
+            Error::Io(_) | Error::Transport { .. } => ErrorKind::Transport,
+            Error::Serialization { .. } => ErrorKind::Serialization,
+        }
+    }
+
+    /// Builds the error for a JSON-RPC error response from the peer, lifting the MCP error codes
+    /// that have typed variants (`-32020`, `-32021`, `-32022`).
+    pub fn from_rpc(error: ErrorObject) -> Error {
+        let data = error.data.as_ref();
+        match error.code {
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => {
+                let requested = data
+                    .and_then(|d| d.get("requested"))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                let supported = data
+                    .and_then(|d| d.get("supported"))
+                    .and_then(|v| v.as_array())
+                    .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default();
+                Error::UnsupportedProtocolVersion { requested, supported }
+            }
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+                Error::MissingRequiredClientCapability {
+                    required: data
+                        .and_then(|d| d.get("requiredCapabilities"))
+                        .cloned()
+                        .unwrap_or_default(),
+                }
+            }
+            ErrorCode::HEADER_MISMATCH => Error::HeaderMismatch { detail: error.message },
+            _ => Error::Rpc(Box::new(error)),
+        }
+    }
+
+    /// A transport error with context and a cause.
+    pub fn transport(context: impl Into<String>, source: impl Into<BoxError>) -> Error {
+        Error::Transport { context: context.into(), source: Some(source.into()) }
+    }
+
+    /// The JSON-RPC error object, when the peer answered with an error.
+    pub fn rpc_error(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether this is [`ErrorKind::ConnectionClosed`].
+    pub fn is_closed(&self) -> bool {
+        self.kind() == ErrorKind::ConnectionClosed
+    }
+
+    /// Whether this is [`ErrorKind::RequestTimeout`].
+    pub fn is_timeout(&self) -> bool {
+        self.kind() == ErrorKind::RequestTimeout
+    }
+
+    /// Converts the error into the JSON-RPC error object a handler should answer with.
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Error::Rpc(e) => (**e).clone(),
+            Error::UnsupportedProtocolVersion { requested, supported } => ErrorObject::new(
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(serde_json::json!({ "requested": requested, "supported": supported })),
+            Error::MissingRequiredClientCapability { required } => ErrorObject::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                "Missing required client capability",
+            )
+            .with_data(serde_json::json!({ "requiredCapabilities": required })),
+            Error::HeaderMismatch { detail } => {
+                ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {detail}"))
+            }
+            Error::InvalidMessage(e) => e.error_object().clone(),
+            Error::Serialization { what, source } => {
+                ErrorObject::invalid_params(format_args!("{what}: {source}"))
+            }
+            other => ErrorObject::internal(other),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+impl From<ErrorObject> for Error {
+    fn from(e: ErrorObject) -> Self {
+        Error::from_rpc(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn error_is_send_sync_and_small() {
+        fn ok<T: Send + Sync + 'static>() {}
+        ok::<Error>();
+        assert!(std::mem::size_of::<Error>() <= 64, "{}", std::mem::size_of::<Error>());
+    }
+
+    #[test]
+    fn typed_mcp_codes_lift_from_rpc_errors() {
+        let e = Error::from_rpc(
+            ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "no")
+                .with_data(json!({"requested": "1999-01-01", "supported": ["2025-11-25"]})),
+        );
+        assert_eq!(e.kind(), ErrorKind::UnsupportedProtocolVersion);
+        let Error::UnsupportedProtocolVersion { requested, supported } = &e else { panic!() };
+        assert_eq!(requested, "1999-01-01");
+        assert_eq!(supported, &["2025-11-25"]);
+        // And back to the wire unchanged in substance.
+        let obj = e.to_error_object();
+        assert_eq!(obj.code, ErrorCode::UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(obj.data.unwrap()["supported"], json!(["2025-11-25"]));
+
+        let e = Error::from_rpc(
+            ErrorObject::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, "x")
+                .with_data(json!({"requiredCapabilities": {"sampling": {}}})),
+        );
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredClientCapability);
+        assert_eq!(
+            Error::from_rpc(ErrorObject::new(ErrorCode::HEADER_MISMATCH, "h")).kind(),
+            ErrorKind::HeaderMismatch
+        );
+        assert_eq!(Error::from_rpc(ErrorObject::method_not_found("x")).kind(), ErrorKind::Rpc);
+    }
+
+    #[test]
+    fn display_is_lowercase_without_cause() {
+        let io = Error::Io(std::io::Error::other("disk on fire"));
+        assert_eq!(io.to_string(), "transport i/o failed");
+        assert!(std::error::Error::source(&io).is_some());
+        assert_eq!(
+            Error::Cancelled { reason: Some("user".into()) }.to_string(),
+            "request cancelled: user"
+        );
+    }
+}

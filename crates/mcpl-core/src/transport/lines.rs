@@ -1,0 +1,240 @@
+//! Newline-delimited JSON over any byte stream.
+//!
+//! Each message is one line of compact JSON terminated by `\n` (a preceding `\r` is tolerated).
+//! Blank lines are skipped. A line longer than the configured limit is discarded without
+//! buffering it, and reported as [`Error::MessageTooLarge`]; reading then goes on with the next
+//! line.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+use super::{DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender};
+use crate::error::{Error, Result};
+use crate::jsonrpc::Message;
+
+/// A transport that frames messages as lines of JSON over a reader and a writer.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::transport::lines::LineTransport;
+///
+/// let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+/// let (r, w) = tokio::io::split(client_io);
+/// let transport = LineTransport::new(r, w).max_message_size(1024 * 1024);
+/// # drop((transport, server_io));
+/// ```
+#[derive(Debug)]
+pub struct LineTransport<R, W> {
+    reader: R,
+    writer: W,
+    max_message_size: usize,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// Creates a line transport reading from `reader` and writing to `writer`.
+    pub fn new(reader: R, writer: W) -> Self {
+        LineTransport { reader, writer, max_message_size: DEFAULT_MAX_MESSAGE_SIZE }
+    }
+
+    /// Sets the longest line accepted, in bytes (not counting the newline).
+    ///
+    /// Default: 4 MiB. A limit of 0 is raised to 1.
+    #[must_use]
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes.max(1);
+        self
+    }
+}
+
+impl<R, W> Transport for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Sender = LineSender<W>;
+    type Receiver = LineReceiver<BufReader<R>>;
+
+    async fn start(self) -> Result<(Self::Sender, Self::Receiver)> {
+        Ok((
+            LineSender { writer: self.writer, buf: Vec::with_capacity(1024) },
+            LineReceiver::new(BufReader::new(self.reader), self.max_message_size),
+        ))
+    }
+}
+
+/// The sending half of a [`LineTransport`].
+#[derive(Debug)]
+pub struct LineSender<W> {
+    writer: W,
+    buf: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> TransportSender for LineSender<W> {
+    async fn send(&mut self, message: Message) -> Result<()> {
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, &message)
+            .map_err(|source| Error::Serialization { what: "outgoing message".into(), source })?;
+        self.buf.push(b'\n');
+        self.writer.write_all(&self.buf).await?;
+        self.writer.flush().await?;
+        Ok(())
+    }
+
+    async fn close(mut self) -> Result<()> {
+        self.writer.flush().await?;
+        self.writer.shutdown().await?;
+        Ok(())
+    }
+}
+
+/// The receiving half of a [`LineTransport`]; works over any buffered reader.
+#[derive(Debug)]
+pub struct LineReceiver<R> {
+    reader: R,
+    line: Vec<u8>,
+    max: usize,
+}
+
+impl<R: AsyncBufRead + Unpin + Send + 'static> LineReceiver<R> {
+    /// Creates a receiver reading lines of at most `max` bytes from `reader`.
+    pub fn new(reader: R, max: usize) -> Self {
+        LineReceiver { reader, line: Vec::new(), max: max.max(1) }
+    }
+
+    /// Reads one line into `self.line`, without its terminator. Returns `Ok(false)` at a clean
+    /// end of input and `Err(MessageTooLarge)` for a line over the limit (which is skipped).
+    async fn read_line(&mut self) -> Result<bool> {
+        self.line.clear();
+        let mut oversized = false;
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                // End of input. A final unterminated line still counts as a line.
+                if oversized {
+                    return Err(Error::MessageTooLarge { limit: self.max });
+                }
+                return Ok(!self.line.is_empty());
+            }
+            let (chunk, found, used) = match memchr_newline(available) {
+                Some(i) => (&available[..i], true, i + 1),
+                None => (available, false, available.len()),
+            };
+            if !oversized {
+                if self.line.len() + chunk.len() > self.max + 1 {
+                    // +1 leaves room for a `\r` before the newline.
+                    oversized = true;
+                    self.line.clear();
+                    self.line.shrink_to(64 * 1024);
+                } else {
+                    self.line.extend_from_slice(chunk);
+                }
+            }
+            self.reader.consume(used);
+            if found {
+                if oversized {
+                    return Err(Error::MessageTooLarge { limit: self.max });
+                }
+                if self.line.last() == Some(&b'\r') {
+                    self.line.pop();
+                }
+                if self.line.len() > self.max {
+                    return Err(Error::MessageTooLarge { limit: self.max });
+                }
+                return Ok(true);
+            }
+        }
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+impl<R: AsyncBufRead + Unpin + Send + 'static> TransportReceiver for LineReceiver<R> {
+    async fn recv(&mut self) -> Result<Option<Message>> {
+        loop {
+            if !self.read_line().await? {
+                return Ok(None);
+            }
+            if self.line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Message::decode(&self.line)
+                .map(Some)
+                .map_err(|e| Error::InvalidMessage(Box::new(e)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+    use crate::ErrorKind;
+
+    async fn receiver_for(
+        input: &[u8],
+        max: usize,
+    ) -> LineReceiver<BufReader<std::io::Cursor<Vec<u8>>>> {
+        LineReceiver::new(BufReader::with_capacity(8, std::io::Cursor::new(input.to_vec())), max)
+    }
+
+    #[tokio::test]
+    async fn reads_lines_skipping_blanks_and_crlf() {
+        let input = b"\n{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\r\n  \n{\"jsonrpc\":\"2.0\",\"method\":\"b\"}";
+        let mut rx = receiver_for(input, 1024).await;
+        assert_eq!(rx.recv().await.unwrap().unwrap().method(), Some("a"));
+        assert_eq!(rx.recv().await.unwrap().unwrap().method(), Some("b"));
+        assert!(rx.recv().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn oversized_line_is_a_typed_error_and_reading_continues() {
+        let big = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{}\"}}\n", "x".repeat(500));
+        let input = format!("{big}{{\"jsonrpc\":\"2.0\",\"method\":\"ok\"}}\n{big}");
+        let mut rx = receiver_for(input.as_bytes(), 100).await;
+        let e = rx.recv().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::MessageTooLarge);
+        assert!(rx.line.capacity() <= 64 * 1024);
+        assert_eq!(rx.recv().await.unwrap().unwrap().method(), Some("ok"));
+        assert_eq!(rx.recv().await.unwrap_err().kind(), ErrorKind::MessageTooLarge);
+        assert!(rx.recv().await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn exactly_the_limit_is_accepted() {
+        let msg = r#"{"jsonrpc":"2.0","method":"m"}"#;
+        let input = format!("{msg}\r\n{msg}\n");
+        let mut rx = receiver_for(input.as_bytes(), msg.len()).await;
+        assert!(rx.recv().await.unwrap().is_some());
+        assert!(rx.recv().await.unwrap().is_some());
+        let mut rx = receiver_for(input.as_bytes(), msg.len() - 1).await;
+        assert_eq!(rx.recv().await.unwrap_err().kind(), ErrorKind::MessageTooLarge);
+    }
+
+    #[tokio::test]
+    async fn invalid_json_is_per_message() {
+        let mut rx = receiver_for(b"{oops\n{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n", 1024).await;
+        let e = rx.recv().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidMessage);
+        assert!(rx.recv().await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn sender_writes_one_line_per_message() {
+        let (a, mut b) = tokio::io::duplex(1024);
+        let (_r, w) = tokio::io::split(a);
+        let mut tx = LineSender { writer: w, buf: Vec::new() };
+        tx.send(crate::jsonrpc::Notification::new("x", None).into()).await.unwrap();
+        tx.close().await.unwrap();
+        let mut out = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut b, &mut out).await.unwrap();
+        assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");
+        b.shutdown().await.unwrap();
+    }
+}

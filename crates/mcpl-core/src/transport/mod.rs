@@ -1,0 +1,87 @@
+//! Transports: how messages travel between two peers.
+//!
+//! A [`Transport`] is consumed when it starts and splits into a [`TransportSender`] and a
+//! [`TransportReceiver`], which the engine drives from its own tasks. Because `start` takes the
+//! transport by value, one transport can never be started twice or shared by two connections.
+//!
+//! Provided here:
+//! - [`lines::LineTransport`]: newline-delimited JSON over any `AsyncRead` + `AsyncWrite`, with a
+//!   bounded line length.
+//! - [`stdio::stdio`]: the line transport over this process's stdin and stdout.
+//! - [`memory::pair`]: two in-memory transports wired to each other, for tests and embedding.
+
+use std::future::Future;
+
+use crate::error::Result;
+use crate::jsonrpc::Message;
+
+pub mod lines;
+pub mod memory;
+pub mod stdio;
+
+/// The default largest message a transport accepts: 4 MiB.
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+
+/// A message channel to a peer, not yet started.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::transport::{memory, Transport, TransportReceiver, TransportSender};
+/// use mcpl_core::jsonrpc::{Message, Notification};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+/// let (a, b) = memory::pair();
+/// let (mut a_tx, _a_rx) = a.start().await?;
+/// let (_b_tx, mut b_rx) = b.start().await?;
+/// a_tx.send(Notification::new("ping", None).into()).await?;
+/// assert_eq!(b_rx.recv().await?.and_then(|m| m.method().map(str::to_owned)).as_deref(), Some("ping"));
+/// # Ok(()) }
+/// ```
+#[diagnostic::on_unimplemented(
+    note = "a transport is started once with `start(self)` and splits into a sender and a receiver"
+)]
+pub trait Transport: Send + 'static {
+    /// The sending half.
+    type Sender: TransportSender;
+    /// The receiving half.
+    type Receiver: TransportReceiver;
+
+    /// Starts the transport (spawning processes, opening streams) and splits it.
+    ///
+    /// # Errors
+    ///
+    /// Whatever prevented the transport from starting.
+    fn start(self) -> impl Future<Output = Result<(Self::Sender, Self::Receiver)>> + Send;
+}
+
+/// The sending half of a started transport.
+pub trait TransportSender: Send + 'static {
+    /// Writes one message.
+    ///
+    /// # Errors
+    ///
+    /// A transport error; the engine treats it as the end of the connection.
+    fn send(&mut self, message: Message) -> impl Future<Output = Result<()>> + Send;
+
+    /// Flushes and closes the sending side, consuming it.
+    ///
+    /// # Errors
+    ///
+    /// A failure to close; the connection is closed regardless.
+    fn close(self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The receiving half of a started transport.
+pub trait TransportReceiver: Send + 'static {
+    /// Reads the next message.
+    ///
+    /// Returns `Ok(None)` when the peer closed the transport cleanly.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidMessage`](crate::ErrorKind::InvalidMessage) and
+    /// [`ErrorKind::MessageTooLarge`](crate::ErrorKind::MessageTooLarge) concern one message
+    /// only: the engine answers them and keeps reading. Any other error ends the connection.
+    fn recv(&mut self) -> impl Future<Output = Result<Option<Message>>> + Send;
+}

@@ -1,0 +1,372 @@
+//! Content blocks (text, image, audio, resource links, embedded resources, tool use and tool
+//! results), annotations, roles and icons.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::meta::Meta;
+use super::resources::ResourceContents;
+use super::serde_util::{opt_num, strict_tag, tagged_union};
+
+/// The sender or recipient of a message in a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The assistant (the model).
+    Assistant,
+}
+
+/// Optional hints telling a client how to use or display an object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the object is meant for: the user, the assistant, or both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<Role>>,
+    /// How important the object is, from 0 (least) to 1 (most).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_num")]
+    pub priority: Option<f64>,
+    /// When the object was last modified, as an ISO 8601 timestamp (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+/// The theme an icon is designed for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IconTheme {
+    /// For light backgrounds.
+    Light,
+    /// For dark backgrounds.
+    Dark,
+}
+
+/// An icon a client may show for an implementation, tool, prompt or resource (2025-11-25 and
+/// later).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// The icon's URI: an `https:` URL or a `data:` URI.
+    pub src: String,
+    /// The icon's MIME type, when `src` does not make it clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The sizes the icon is available in, e.g. `"48x48"` or `"any"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    /// The theme the icon is designed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<IconTheme>,
+}
+
+impl Icon {
+    /// Creates an icon from its source URI.
+    pub fn new(src: impl Into<String>) -> Self {
+        Icon { src: src.into(), mime_type: None, sizes: None, theme: None }
+    }
+}
+
+/// Text content (`"type": "text"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "text", rename_all = "camelCase")]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Display hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl TextContent {
+    /// Creates text content.
+    pub fn new(text: impl Into<String>) -> Self {
+        TextContent { text: text.into(), annotations: None, meta: None }
+    }
+}
+
+/// An image (`"type": "image"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "image", rename_all = "camelCase")]
+pub struct ImageContent {
+    /// The base64-encoded image data.
+    pub data: String,
+    /// The image's MIME type.
+    pub mime_type: String,
+    /// Display hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl ImageContent {
+    /// Creates an image from base64 data and a MIME type.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ImageContent {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+/// Audio (`"type": "audio"`, 2025-03-26 and later).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "audio", rename_all = "camelCase")]
+pub struct AudioContent {
+    /// The base64-encoded audio data.
+    pub data: String,
+    /// The audio's MIME type.
+    pub mime_type: String,
+    /// Display hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl AudioContent {
+    /// Creates audio from base64 data and a MIME type.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        AudioContent {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+/// A link to a resource the server can read (`"type": "resource_link"`, 2025-06-18 and later).
+///
+/// It has the fields of a [`Resource`](crate::types::Resource); it need not appear in
+/// `resources/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "resource_link", rename_all = "camelCase")]
+pub struct ResourceLink {
+    /// The resource's URI.
+    pub uri: String,
+    /// The resource's programmatic name.
+    pub name: String,
+    /// A human-readable name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the resource is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The resource's MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The raw size in bytes, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Icons for the resource (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Display hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl ResourceLink {
+    /// Creates a link from a URI and a name.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            icons: None,
+            annotations: None,
+            meta: None,
+        }
+    }
+}
+
+/// The contents of a resource, embedded in a message (`"type": "resource"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "resource", rename_all = "camelCase")]
+pub struct EmbeddedResource {
+    /// The resource's contents.
+    pub resource: ResourceContents,
+    /// Display hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl EmbeddedResource {
+    /// Embeds resource contents.
+    pub fn new(resource: impl Into<ResourceContents>) -> Self {
+        EmbeddedResource { resource: resource.into(), annotations: None, meta: None }
+    }
+}
+
+/// A model's request to call a tool, in sampling (`"type": "tool_use"`, 2025-11-25 and later).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "tool_use", rename_all = "camelCase")]
+pub struct ToolUseContent {
+    /// The id of this tool use; the matching [`ToolResultContent`] refers to it.
+    pub id: String,
+    /// The name of the tool to call.
+    pub name: String,
+    /// The tool's arguments.
+    pub input: Map<String, Value>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl ToolUseContent {
+    /// Creates a tool use.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Map<String, Value>) -> Self {
+        ToolUseContent { id: id.into(), name: name.into(), input, meta: None }
+    }
+}
+
+/// The result of a tool use, in sampling (`"type": "tool_result"`, 2025-11-25 and later).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
+#[serde(tag = "type", rename = "tool_result", rename_all = "camelCase")]
+pub struct ToolResultContent {
+    /// The id of the [`ToolUseContent`] this answers.
+    pub tool_use_id: String,
+    /// The unstructured result.
+    pub content: Vec<ContentBlock>,
+    /// The structured result: an object in 2025-11-25, any JSON value in 2026-07-28.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool use failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl ToolResultContent {
+    /// Creates a tool result.
+    pub fn new(tool_use_id: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+        ToolResultContent {
+            tool_use_id: tool_use_id.into(),
+            content,
+            structured_content: None,
+            is_error: None,
+            meta: None,
+        }
+    }
+}
+
+/// Content in prompts and tool results, tagged by `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// `text`.
+    Text(TextContent),
+    /// `image`.
+    Image(ImageContent),
+    /// `audio` (2025-03-26 and later).
+    Audio(AudioContent),
+    /// `resource_link` (2025-06-18 and later).
+    ResourceLink(ResourceLink),
+    /// `resource`.
+    Resource(EmbeddedResource),
+}
+
+tagged_union!(ContentBlock, "type", {
+    Text(TextContent) = "text",
+    Image(ImageContent) = "image",
+    Audio(AudioContent) = "audio",
+    ResourceLink(ResourceLink) = "resource_link",
+    Resource(EmbeddedResource) = "resource",
+});
+
+impl ContentBlock {
+    /// Text content.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text(TextContent::new(text))
+    }
+}
+
+/// Content in sampling messages, tagged by `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SamplingMessageContentBlock {
+    /// `text`.
+    Text(TextContent),
+    /// `image`.
+    Image(ImageContent),
+    /// `audio`.
+    Audio(AudioContent),
+    /// `tool_use` (2025-11-25 and later).
+    ToolUse(ToolUseContent),
+    /// `tool_result` (2025-11-25 and later).
+    ToolResult(ToolResultContent),
+}
+
+tagged_union!(SamplingMessageContentBlock, "type", {
+    Text(TextContent) = "text",
+    Image(ImageContent) = "image",
+    Audio(AudioContent) = "audio",
+    ToolUse(ToolUseContent) = "tool_use",
+    ToolResult(ToolResultContent) = "tool_result",
+});
+
+strict_tag! {
+    TextContent: "type" = "text",
+    ImageContent: "type" = "image",
+    AudioContent: "type" = "audio",
+    ResourceLink: "type" = "resource_link",
+    EmbeddedResource: "type" = "resource",
+    ToolUseContent: "type" = "tool_use",
+    ToolResultContent: "type" = "tool_result",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn content_block_dispatches_on_type() {
+        let v = json!({"type": "image", "data": "AA==", "mimeType": "image/png",
+            "annotations": {"priority": 1, "audience": ["user"]}});
+        let block: ContentBlock = serde_json::from_value(v.clone()).unwrap();
+        assert!(matches!(block, ContentBlock::Image(_)));
+        assert_eq!(serde_json::to_value(&block).unwrap(), v);
+        assert!(serde_json::from_value::<ContentBlock>(json!({"type": "video"})).is_err());
+        assert!(serde_json::from_value::<ContentBlock>(json!({"text": "x"})).is_err());
+    }
+
+    #[test]
+    fn standalone_structs_check_their_tag() {
+        assert!(
+            serde_json::from_value::<TextContent>(json!({"type": "text", "text": "x"})).is_ok()
+        );
+        assert!(serde_json::from_value::<TextContent>(json!({"text": "x"})).is_err());
+        assert!(
+            serde_json::from_value::<TextContent>(json!({"type": "image", "text": "x"})).is_err()
+        );
+        let t = TextContent::new("x");
+        assert_eq!(serde_json::to_value(&t).unwrap(), json!({"type": "text", "text": "x"}));
+    }
+}

@@ -1,0 +1,352 @@
+//! Result basics: the 2026-07-28 `resultType`, cache hints, empty and paginated results,
+//! `input_required` results with their input requests and responses, and [`Outcome`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::elicitation::ElicitResult;
+use super::envelope::{ElicitInputRequest, ListRootsInputRequest, SamplingInputRequest};
+use super::meta::Meta;
+use super::roots::ListRootsResult;
+use super::sampling::CreateMessageResult;
+use super::serde_util::{from_value, str_member, tagged_union};
+use super::tasks::CreateTaskResult;
+
+/// How a 2026-07-28 result ends the request: `complete` or `input_required`.
+///
+/// Unknown values are kept in [`ResultType::Other`]. Results of revisions before 2026-07-28 have
+/// no `resultType`; every result type's `result_type()` method reads an absent value as
+/// [`ResultType::Complete`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub enum ResultType {
+    /// The request is done (`complete`).
+    #[default]
+    Complete,
+    /// The server needs input from the client before it can finish (`input_required`).
+    InputRequired,
+    /// A value this SDK does not know.
+    Other(String),
+}
+
+impl ResultType {
+    /// The wire form.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Other(s) => s,
+        }
+    }
+
+    fn input_required() -> Self {
+        ResultType::InputRequired
+    }
+}
+
+impl From<&str> for ResultType {
+    fn from(s: &str) -> Self {
+        match s {
+            "complete" => ResultType::Complete,
+            "input_required" => ResultType::InputRequired,
+            other => ResultType::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for ResultType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ResultType {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(ResultType::from(s.as_ref()))
+    }
+}
+
+/// Who may reuse a cacheable 2026-07-28 result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheScope {
+    /// Only the client that asked.
+    Private,
+    /// Any client of the server.
+    Public,
+}
+
+/// Adds `result_type()` and `is_complete()` to result structs with an `Option<ResultType>` field.
+macro_rules! impl_result_type {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl $ty {
+            /// The `resultType`, reading an absent value (any revision before 2026-07-28) as
+            /// [`ResultType::Complete`](crate::types::ResultType::Complete).
+            pub fn result_type(&self) -> $crate::types::ResultType {
+                self.result_type.clone().unwrap_or_default()
+            }
+
+            /// Whether the result completes the request.
+            pub fn is_complete(&self) -> bool {
+                self.result_type() == $crate::types::ResultType::Complete
+            }
+        }
+    )+};
+}
+
+pub(crate) use impl_result_type;
+
+/// A result with no members of its own (the answer to `ping`, `resources/subscribe`,
+/// `logging/setLevel`...); also the schema's base `Result`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmptyResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// `complete` (required in 2026-07-28, absent before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The members every paginated result has (the schema's `PaginatedResult`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PaginatedResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// `complete` (required in 2026-07-28, absent before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// The cursor of the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The members every cacheable 2026-07-28 result has (the schema's `CacheableResult`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheableResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// `complete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// How long the result may be reused, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl_result_type!(EmptyResult, PaginatedResult, CacheableResult);
+
+/// A request the server needs the client to answer before it can finish (2026-07-28): sampling,
+/// a roots listing, or an elicitation, tagged by `method`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputRequest {
+    /// `sampling/createMessage`.
+    CreateMessage(SamplingInputRequest),
+    /// `roots/list`.
+    ListRoots(ListRootsInputRequest),
+    /// `elicitation/create`.
+    Elicit(ElicitInputRequest),
+}
+
+tagged_union!(InputRequest, "method", {
+    CreateMessage(SamplingInputRequest) = "sampling/createMessage",
+    ListRoots(ListRootsInputRequest) = "roots/list",
+    Elicit(ElicitInputRequest) = "elicitation/create",
+});
+
+/// Input requests keyed by an id the server picks (2026-07-28).
+pub type InputRequests = BTreeMap<String, InputRequest>;
+
+/// The client's answer to one [`InputRequest`] (2026-07-28).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum InputResponse {
+    /// The answer to `sampling/createMessage`.
+    CreateMessage(CreateMessageResult),
+    /// The answer to `roots/list`.
+    ListRoots(ListRootsResult),
+    /// The answer to `elicitation/create`.
+    Elicit(ElicitResult),
+}
+
+impl<'de> Deserialize<'de> for InputResponse {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(d)?;
+        if map.contains_key("action") {
+            from_value::<_, D>(Value::Object(map)).map(InputResponse::Elicit)
+        } else if map.contains_key("roots") {
+            from_value::<_, D>(Value::Object(map)).map(InputResponse::ListRoots)
+        } else {
+            from_value::<_, D>(Value::Object(map)).map(InputResponse::CreateMessage)
+        }
+    }
+}
+
+/// Input responses keyed by the ids of the input requests they answer (2026-07-28).
+pub type InputResponses = BTreeMap<String, InputResponse>;
+
+/// The members a retried 2026-07-28 request adds after an `input_required` result (the
+/// schema's `InputResponseRequestParams`; `tools/call`, `prompts/get` and `resources/read` params
+/// carry the same members).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputResponseRequestParams {
+    /// Request metadata (required).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Answers to the input requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The `requestState` of the `input_required` result, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A result saying the server needs input before it can finish the request (2026-07-28).
+///
+/// The client answers each input request and retries the original request with
+/// `inputResponses` and the `requestState` echoed back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Always [`ResultType::InputRequired`].
+    #[serde(default = "ResultType::input_required")]
+    pub result_type: ResultType,
+    /// What the server needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputRequests>,
+    /// Opaque state the client sends back on the retried request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for InputRequiredResult {
+    fn default() -> Self {
+        InputRequiredResult {
+            meta: None,
+            result_type: ResultType::InputRequired,
+            input_requests: None,
+            request_state: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// What a request that may be suspended answers: its own result, an [`InputRequiredResult`]
+/// (2026-07-28 `tools/call`, `prompts/get`, `resources/read`), or a [`CreateTaskResult`]
+/// (2025-11-25 task-augmented requests).
+///
+/// Decoding looks at `resultType` first (`input_required`), then at a `task` object member; any
+/// other object decodes as `R`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Outcome<R> {
+    /// The request finished.
+    Complete(R),
+    /// The server needs input first (2026-07-28).
+    InputRequired(InputRequiredResult),
+    /// The server started a task that will produce the result (2025-11-25).
+    TaskCreated(CreateTaskResult),
+}
+
+impl<R> Outcome<R> {
+    /// The finished result, if any.
+    pub fn complete(self) -> Option<R> {
+        match self {
+            Outcome::Complete(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl<R> From<R> for Outcome<R> {
+    fn from(r: R) -> Self {
+        Outcome::Complete(r)
+    }
+}
+
+impl<'de, R: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<R> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(d)?;
+        if str_member(&map, "resultType") == Some("input_required") {
+            from_value::<_, D>(Value::Object(map)).map(Outcome::InputRequired)
+        } else if map.get("task").is_some_and(Value::is_object) {
+            from_value::<_, D>(Value::Object(map)).map(Outcome::TaskCreated)
+        } else {
+            from_value::<_, D>(Value::Object(map)).map(Outcome::Complete)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn absent_result_type_means_complete() {
+        let r: EmptyResult = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(r.result_type, None);
+        assert_eq!(r.result_type(), ResultType::Complete);
+        assert!(r.is_complete());
+        assert_eq!(serde_json::to_value(&r).unwrap(), json!({}));
+    }
+
+    #[test]
+    fn unknown_result_type_survives() {
+        let v = json!({"resultType": "partial", "x": 1});
+        let r: EmptyResult = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(r.result_type(), ResultType::Other("partial".into()));
+        assert!(!r.is_complete());
+        assert_eq!(serde_json::to_value(&r).unwrap(), v);
+    }
+
+    #[test]
+    fn outcome_dispatch() {
+        let o: Outcome<EmptyResult> =
+            serde_json::from_value(json!({"resultType": "input_required"})).unwrap();
+        assert!(matches!(o, Outcome::InputRequired(_)));
+        let o: Outcome<EmptyResult> = serde_json::from_value(json!({"task": {"taskId": "t",
+            "status": "working", "createdAt": "x", "lastUpdatedAt": "x", "ttl": null}}))
+        .unwrap();
+        assert!(matches!(o, Outcome::TaskCreated(_)));
+        let o: Outcome<EmptyResult> =
+            serde_json::from_value(json!({"resultType": "complete"})).unwrap();
+        assert!(o.complete().unwrap().is_complete());
+    }
+}

@@ -1,0 +1,264 @@
+//! Tools: definitions, `tools/list` and `tools/call`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::content::{ContentBlock, Icon};
+use super::meta::Meta;
+use super::result::{CacheScope, InputResponses, ResultType, impl_result_type};
+use super::tasks::TaskMetadata;
+
+/// Hints about a tool's behaviour. They are hints only: a client must not rely on them for
+/// tools from untrusted servers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy data (default true; meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeating a call with the same arguments has no further effect (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool reaches an open world of external entities (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// Whether a tool can run as a task (2025-11-25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// The tool must not be called as a task (the default).
+    Forbidden,
+    /// The tool may be called as a task or not.
+    Optional,
+    /// The tool must be called as a task.
+    Required,
+}
+
+/// Execution properties of a tool (2025-11-25).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Whether the tool can run as a task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+}
+
+/// A JSON Schema describing a tool's input or output.
+///
+/// The common members are typed; any other keyword (`oneOf`, `$defs`, `additionalProperties`...)
+/// is kept in `extra`. An input schema must have `type: "object"`; in 2026-07-28 an output
+/// schema may have any type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    /// The JSON Schema dialect (`$schema`); 2020-12 when absent.
+    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// The schema's `type` (usually the string `"object"`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub schema_type: Option<Value>,
+    /// The object's properties, each a JSON Schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub properties: Option<Map<String, Value>>,
+    /// The required property names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+    /// Every other keyword, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl ToolSchema {
+    /// An object schema with no properties (a tool without parameters).
+    pub fn object() -> Self {
+        ToolSchema { schema_type: Some(Value::String("object".to_owned())), ..Default::default() }
+    }
+
+    /// Adds a property.
+    #[must_use]
+    pub fn with_property(mut self, name: impl Into<String>, schema: Value) -> Self {
+        self.properties.get_or_insert_with(Map::new).insert(name.into(), schema);
+        self
+    }
+
+    /// Adds a required property name.
+    #[must_use]
+    pub fn with_required(mut self, name: impl Into<String>) -> Self {
+        self.required.get_or_insert_with(Vec::new).push(name.into());
+        self
+    }
+}
+
+/// A tool a server offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The programmatic name.
+    pub name: String,
+    /// A human-readable name (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The schema of the tool's arguments.
+    pub input_schema: ToolSchema,
+    /// The schema of the tool's `structuredContent` (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<ToolSchema>,
+    /// Behaviour hints (2025-03-26 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Execution properties (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// Icons for the tool (2025-11-25 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Extra metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl Tool {
+    /// Creates a tool from a name and an input schema.
+    pub fn new(name: impl Into<String>, input_schema: ToolSchema) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            input_schema,
+            output_schema: None,
+            annotations: None,
+            execution: None,
+            icons: None,
+            meta: None,
+        }
+    }
+}
+
+/// The answer to `tools/list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// `complete` (required in 2026-07-28, absent before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// The tools.
+    pub tools: Vec<Tool>,
+    /// The cursor of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// How long the result may be reused, in milliseconds (2026-07-28, required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may reuse the result (2026-07-28, required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Params of `tools/call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolRequestParams {
+    /// Request metadata (required in 2026-07-28).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The tool's name.
+    pub name: String,
+    /// The tool's arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// Run the call as a task (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+    /// Answers to the input requests of an earlier `input_required` result (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The `requestState` of an earlier `input_required` result, echoed (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl CallToolRequestParams {
+    /// Creates params calling the named tool without arguments.
+    pub fn new(name: impl Into<String>) -> Self {
+        CallToolRequestParams {
+            meta: None,
+            name: name.into(),
+            arguments: None,
+            task: None,
+            input_responses: None,
+            request_state: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Sets the arguments.
+    #[must_use]
+    pub fn with_arguments(mut self, arguments: Map<String, Value>) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+}
+
+/// The result of a tool call.
+///
+/// A tool's own failure is reported here with `isError: true` (so the model can see it), not as
+/// a JSON-RPC error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// `complete` (required in 2026-07-28, absent before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// The unstructured result.
+    pub content: Vec<ContentBlock>,
+    /// The structured result: an object up to 2025-11-25, any JSON value in 2026-07-28
+    /// (2025-06-18 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl CallToolResult {
+    /// A successful result with the given content.
+    pub fn success(content: Vec<ContentBlock>) -> Self {
+        CallToolResult { content, ..Default::default() }
+    }
+
+    /// A failed result with an error message the model can read.
+    pub fn error(message: impl Into<String>) -> Self {
+        CallToolResult {
+            content: vec![ContentBlock::text(message)],
+            is_error: Some(true),
+            ..Default::default()
+        }
+    }
+}
+
+impl_result_type!(ListToolsResult, CallToolResult);

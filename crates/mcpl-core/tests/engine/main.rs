@@ -1,0 +1,8 @@
+//! Engine integration tests: request handling and the lifecycle invariants.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub)]
+
+mod lifecycle;
+mod requests;
+mod support;
+mod wire;

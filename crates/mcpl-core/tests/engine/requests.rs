@@ -1,0 +1,363 @@
+//! Requests, handlers, timeouts, progress and cancellation over an in-memory pair.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpl_core::engine::{Engine, ProgressUpdate, RequestContext, RequestOptions};
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, Message, Notification, Request, RequestId};
+use mcpl_core::transport::memory;
+use mcpl_core::{ErrorKind, Peer};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::support::{CloseBehavior, scripted};
+
+type Params = Option<Value>;
+
+async fn connected(server: &Engine) -> (Engine, Peer) {
+    let (a, b) = memory::pair();
+    server.connect(b).await.unwrap();
+    let client = Engine::new();
+    let peer = client.connect(a).await.unwrap();
+    (client, peer)
+}
+
+#[tokio::test]
+async fn concurrent_requests_are_correlated_by_id() {
+    let server = Engine::new();
+    server.on_request("delay", |_ctx: RequestContext, p: Params| async move {
+        let ms = p.as_ref().and_then(|p| p["ms"].as_u64()).unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(json!({ "ms": ms }))
+    });
+    let (_client, peer) = connected(&server).await;
+    let calls = (0..20u64).map(|i| {
+        let peer = peer.clone();
+        async move {
+            let ms = (20 - i) * 3;
+            let r = peer.request("delay", Some(json!({ "ms": ms })), RequestOptions::new()).await;
+            (ms, r.unwrap())
+        }
+    });
+    for (ms, result) in futures::future::join_all(calls).await {
+        assert_eq!(result, json!({ "ms": ms }));
+    }
+}
+
+#[tokio::test]
+async fn incoming_requests_are_served_concurrently() {
+    let server = Engine::new();
+    let gate = Arc::new(tokio::sync::Barrier::new(3));
+    let g = gate.clone();
+    server.on_request("wait", move |_ctx: RequestContext, _p: Params| {
+        let g = g.clone();
+        async move {
+            // Completes only when three handlers run at the same time.
+            g.wait().await;
+            Ok(json!("done"))
+        }
+    });
+    let (_client, peer) = connected(&server).await;
+    let opts = || RequestOptions::new().timeout(Duration::from_secs(5));
+    let (a, b, c) = tokio::join!(
+        peer.request("wait", None, opts()),
+        peer.request("wait", None, opts()),
+        peer.request("wait", None, opts()),
+    );
+    assert_eq!((a.unwrap(), b.unwrap(), c.unwrap()), (json!("done"), json!("done"), json!("done")));
+}
+
+#[tokio::test]
+async fn custom_methods_and_unknown_methods() {
+    let server = Engine::new();
+    server.on_request("mcpl/featureSets/update", |_ctx: RequestContext, p: Params| async move {
+        Ok(json!({ "echo": p }))
+    });
+    let (_client, peer) = connected(&server).await;
+    let ok = peer.request("mcpl/featureSets/update", Some(json!({"a": 1})), RequestOptions::new());
+    assert_eq!(ok.await.unwrap(), json!({"echo": {"a": 1}}));
+    let err = peer.request("no/such/method", None, RequestOptions::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Rpc);
+    assert_eq!(err.rpc_error().unwrap().code, ErrorCode::METHOD_NOT_FOUND);
+}
+
+#[tokio::test]
+async fn fallback_handler_serves_unregistered_methods() {
+    let server = Engine::new();
+    server.on_any_request(|ctx: RequestContext, _p: Params| async move {
+        Ok(json!({ "method": ctx.method() }))
+    });
+    let (_client, peer) = connected(&server).await;
+    let r = peer.request("anything/at/all", None, RequestOptions::new()).await.unwrap();
+    assert_eq!(r, json!({"method": "anything/at/all"}));
+}
+
+#[tokio::test]
+async fn handler_errors_reach_the_caller_typed() {
+    let server = Engine::new();
+    server.on_request("fail", |_ctx: RequestContext, _p: Params| async move {
+        Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "no")
+            .with_data(json!({"requested": "x", "supported": ["2025-11-25"]})))
+    });
+    let (_client, peer) = connected(&server).await;
+    let err = peer.request("fail", None, RequestOptions::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnsupportedProtocolVersion);
+}
+
+/// Sets its flag when dropped: a cancelled handler's future is dropped at its next await.
+pub(crate) struct SetOnDrop(pub(crate) Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn never_answers(server: &Engine, cancelled: Arc<AtomicBool>) {
+    server.on_request("hang", move |_ctx: RequestContext, _p: Params| {
+        let guard = SetOnDrop(cancelled.clone());
+        async move {
+            std::future::pending::<()>().await;
+            drop(guard);
+            Ok(json!("unreachable"))
+        }
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_fails_the_request_and_cancels_the_handler() {
+    let server = Engine::new();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    never_answers(&server, cancelled.clone());
+    let (_client, peer) = connected(&server).await;
+    let err = peer
+        .request("hang", None, RequestOptions::new().timeout(Duration::from_millis(50)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RequestTimeout);
+    assert_eq!(peer.pending_requests(), 0);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(cancelled.load(Ordering::SeqCst), "the server's handler saw notifications/cancelled");
+}
+
+#[tokio::test(start_paused = true)]
+async fn default_timeout_is_sixty_seconds() {
+    let server = Engine::new();
+    never_answers(&server, Arc::new(AtomicBool::new(false)));
+    let (_client, peer) = connected(&server).await;
+    let start = tokio::time::Instant::now();
+    let err = peer.request("hang", None, RequestOptions::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RequestTimeout);
+    assert_eq!(start.elapsed().as_secs(), 60);
+}
+
+fn slow_with_progress(server: &Engine) {
+    server.on_request("slow", |ctx: RequestContext, _p: Params| async move {
+        for i in 1..=10 {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            ctx.progress(i as f64, Some(10.0), Some(&format!("step {i}"))).await.unwrap();
+        }
+        Ok(json!("finished"))
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_is_routed_to_the_caller_and_resets_the_timeout() {
+    let server = Engine::new();
+    slow_with_progress(&server);
+    let (_client, peer) = connected(&server).await;
+    let seen = Arc::new(Mutex::new(Vec::<ProgressUpdate>::new()));
+    let s = seen.clone();
+    let opts = RequestOptions::new()
+        .timeout(Duration::from_millis(50))
+        .reset_timeout_on_progress(true)
+        .on_progress(move |p| s.lock().unwrap().push(p));
+    assert_eq!(peer.request("slow", None, opts).await.unwrap(), json!("finished"));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 10);
+    assert_eq!(seen[0].message.as_deref(), Some("step 1"));
+    assert!(seen.windows(2).all(|w| w[0].progress < w[1].progress));
+    assert_eq!(seen[9].total, Some(10.0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_reset_progress_does_not_extend_the_timeout() {
+    let server = Engine::new();
+    slow_with_progress(&server);
+    let (_client, peer) = connected(&server).await;
+    let opts = RequestOptions::new().timeout(Duration::from_millis(50)).on_progress(|_| {});
+    let err = peer.request("slow", None, opts).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RequestTimeout);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_total_timeout_caps_progress_resets() {
+    let server = Engine::new();
+    slow_with_progress(&server);
+    let (_client, peer) = connected(&server).await;
+    let start = tokio::time::Instant::now();
+    let opts = RequestOptions::new()
+        .timeout(Duration::from_millis(50))
+        .reset_timeout_on_progress(true)
+        .max_total_timeout(Duration::from_millis(100))
+        .on_progress(|_| {});
+    let err = peer.request("slow", None, opts).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RequestTimeout);
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_request_future_sends_cancelled() {
+    let server = Engine::new();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    never_answers(&server, cancelled.clone());
+    let (_client, peer) = connected(&server).await;
+    let task = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request("hang", None, RequestOptions::new()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(peer.pending_requests(), 1);
+    task.abort();
+    let _ = task.await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(peer.pending_requests(), 0);
+    assert!(cancelled.load(Ordering::SeqCst));
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancellation_token_aborts_the_request() {
+    let server = Engine::new();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    never_answers(&server, cancelled.clone());
+    let (_client, peer) = connected(&server).await;
+    let token = tokio_util_token();
+    let t = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        t.cancel();
+    });
+    let err = peer.request("hang", None, RequestOptions::new().cancel_on(token)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Cancelled);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert!(cancelled.load(Ordering::SeqCst));
+}
+
+fn tokio_util_token() -> tokio_util::sync::CancellationToken {
+    tokio_util::sync::CancellationToken::new()
+}
+
+#[tokio::test(start_paused = true)]
+async fn incoming_cancel_stops_the_handler_and_no_response_is_sent() {
+    let server = Engine::new();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    never_answers(&server, cancelled.clone());
+    server.on_request("ping", |_ctx: RequestContext, _p: Params| async move { Ok(json!({})) });
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    let peer = server.connect(transport).await.unwrap();
+    let send = |m: Message| script.inject.send(Ok(Some(m))).unwrap();
+    send(Request::new(7, "hang", None).into());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(peer.inflight_requests(), 1);
+    send(Notification::new("notifications/cancelled", Some(json!({"requestId": 7}))).into());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert!(cancelled.load(Ordering::SeqCst));
+    assert_eq!(peer.inflight_requests(), 0);
+    send(Request::new(8, "ping", None).into());
+    // The only thing the server ever sends is the answer to the ping.
+    let first = script.sent.recv().await.unwrap();
+    assert_eq!(first.id(), Some(&RequestId::Number(8)));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(script.sent.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn duplicate_in_flight_id_is_refused() {
+    let server = Engine::new();
+    let release = Arc::new(Notify::new());
+    let r = release.clone();
+    server.on_request("block", move |_ctx: RequestContext, _p: Params| {
+        let r = r.clone();
+        async move {
+            r.notified().await;
+            Ok(json!("released"))
+        }
+    });
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    server.connect(transport).await.unwrap();
+    script.inject.send(Ok(Some(Request::new("dup", "block", None).into()))).unwrap();
+    script.inject.send(Ok(Some(Request::new("dup", "block", None).into()))).unwrap();
+    let Message::Error(e) = script.sent.recv().await.unwrap() else { panic!("expected an error") };
+    assert_eq!(e.error.code, ErrorCode::INVALID_REQUEST);
+    release.notify_one();
+    let Message::Response(r) = script.sent.recv().await.unwrap() else {
+        panic!("expected a result")
+    };
+    assert_eq!(r.result, json!("released"));
+}
+
+#[tokio::test]
+async fn shutdown_settles_every_pending_request_with_connection_closed() {
+    let server = Engine::new();
+    never_answers(&server, Arc::new(AtomicBool::new(false)));
+    let (client, peer) = connected(&server).await;
+    let calls: Vec<_> = (0..5)
+        .map(|_| {
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.request("hang", None, RequestOptions::new()).await })
+        })
+        .collect();
+    while peer.pending_requests() < 5 {
+        tokio::task::yield_now().await;
+    }
+    client.close().await.unwrap();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap_err().kind(), ErrorKind::ConnectionClosed);
+    }
+}
+
+#[tokio::test]
+async fn peer_closing_settles_pending_and_frees_the_engine() {
+    let server = Engine::new();
+    never_answers(&server, Arc::new(AtomicBool::new(false)));
+    let (client, peer) = connected(&server).await;
+    let call = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request("hang", None, RequestOptions::new()).await }
+    });
+    while peer.pending_requests() < 1 {
+        tokio::task::yield_now().await;
+    }
+    server.close().await.unwrap();
+    assert_eq!(call.await.unwrap().unwrap_err().kind(), ErrorKind::ConnectionClosed);
+    peer.closed().await;
+    while client.is_connected() {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn notifications_are_delivered_in_order() {
+    let server = Engine::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let count = Arc::new(AtomicUsize::new(0));
+    let (s, c) = (seen.clone(), count.clone());
+    server.on_notification("note", move |_ctx, p: Params| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            // Handlers that yield still see notifications one at a time.
+            tokio::task::yield_now().await;
+            s.lock().unwrap().push(p.unwrap()["n"].as_u64().unwrap());
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let (_client, peer) = connected(&server).await;
+    for n in 0..100 {
+        peer.notify("note", Some(json!({ "n": n }))).await.unwrap();
+    }
+    while count.load(Ordering::SeqCst) < 100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(*seen.lock().unwrap(), (0..100).collect::<Vec<_>>());
+}

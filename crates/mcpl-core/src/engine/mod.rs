@@ -21,9 +21,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
 //! let server = Engine::new();
-//! server.on_request("echo", |_ctx, params: Option<serde_json::Value>| async move {
-//!     Ok(params.unwrap_or_default())
-//! });
+//! server.on_request("echo", |_ctx, params| async move { Ok(params.unwrap_or_default()) });
 //! let client = Engine::new();
 //!
 //! let (a, b) = memory::pair();
@@ -254,7 +252,11 @@ impl Engine {
     ///
     /// Handlers run concurrently, each in its own task. Any method name works, including custom
     /// ones such as MCPL's.
-    pub fn on_request(&self, method: impl Into<String>, handler: impl RequestHandler) -> &Self {
+    pub fn on_request<F, Fut>(&self, method: impl Into<String>, handler: F) -> &Self
+    where
+        F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
         write(&self.shared.handlers.requests).insert(method.into(), Arc::new(handler));
         self
     }
@@ -262,7 +264,11 @@ impl Engine {
     /// Registers the handler for requests whose method has no handler of its own.
     ///
     /// Without one, such requests are answered with `-32601` (method not found).
-    pub fn on_any_request(&self, handler: impl RequestHandler) -> &Self {
+    pub fn on_any_request<F, Fut>(&self, handler: F) -> &Self
+    where
+        F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult> + Send + 'static,
+    {
         *write(&self.shared.handlers.request_fallback) = Some(Arc::new(handler));
         self
     }
@@ -270,17 +276,21 @@ impl Engine {
     /// Registers the handler for incoming notifications of `method`.
     ///
     /// `notifications/cancelled` and `notifications/progress` are handled by the engine itself.
-    pub fn on_notification(
-        &self,
-        method: impl Into<String>,
-        handler: impl NotificationHandler,
-    ) -> &Self {
+    pub fn on_notification<F, Fut>(&self, method: impl Into<String>, handler: F) -> &Self
+    where
+        F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         write(&self.shared.handlers.notifications).insert(method.into(), Arc::new(handler));
         self
     }
 
     /// Registers the handler for notifications whose method has no handler of its own.
-    pub fn on_any_notification(&self, handler: impl NotificationHandler) -> &Self {
+    pub fn on_any_notification<F, Fut>(&self, handler: F) -> &Self
+    where
+        F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         *write(&self.shared.handlers.notification_fallback) = Some(Arc::new(handler));
         self
     }

@@ -60,7 +60,7 @@ where
 
     async fn start(self) -> Result<(Self::Sender, Self::Receiver)> {
         Ok((
-            LineSender { writer: self.writer, buf: Vec::with_capacity(1024) },
+            LineSender::new(self.writer),
             LineReceiver::new(BufReader::new(self.reader), self.max_message_size),
         ))
     }
@@ -71,6 +71,13 @@ where
 pub struct LineSender<W> {
     writer: W,
     buf: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> LineSender<W> {
+    /// Creates a sender writing one line of JSON per message to `writer`.
+    pub fn new(writer: W) -> Self {
+        LineSender { writer, buf: Vec::with_capacity(1024) }
+    }
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> TransportSender for LineSender<W> {

@@ -1,0 +1,31 @@
+//! The MCPL agent host: what an agent framework embeds to run many MCPL servers at once.
+//!
+//! Every tool a server offers reaches the model under a namespaced name,
+//! `<prefix>--<tool>`, where the prefix defaults to `mcpl--<server id>`. Two servers may only
+//! be configured together if their prefixes can never produce the same name; [`prefixes_meet`]
+//! decides that exactly.
+//!
+//! ```
+//! use mcpl_host::{prefixes_meet, naming::ToolName};
+//!
+//! assert!(!prefixes_meet("foo", "foo-bar"));
+//! assert!(prefixes_meet("foo", "foo-")); // "foo---x": foo's tool "-x", foo-'s tool "x"
+//! assert!(prefixes_meet("foo", "foo--bar"));
+//!
+//! let name = ToolName::new("mcpl--weather", "forecast");
+//! assert_eq!(name.to_string(), "mcpl--weather--forecast");
+//! ```
+//!
+//! # Modules
+//!
+//! - [`prefix`]: the prefix-meeting rule.
+//! - [`naming`]: namespaced tool names and default prefixes.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod naming;
+pub mod prefix;
+
+#[doc(inline)]
+pub use self::prefix::prefixes_meet;

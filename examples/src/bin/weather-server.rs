@@ -1,0 +1,7 @@
+//! The weather example server on stdin/stdout.
+
+#[tokio::main]
+async fn main() -> mcpl_core::Result<()> {
+    mcpl_examples::init_logging();
+    mcpl_server::stdio::serve(mcpl_examples::weather_server()).await
+}

@@ -58,3 +58,8 @@ pub fn init_logging() {
         )
         .try_init();
 }
+
+/// The README's code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -7,8 +7,7 @@ use mcpl_core::types::{Implementation, ServerCapabilities, Tool, ToolsCapability
 
 use std::future::Future;
 
-use mcpl_core::engine::RequestContext;
-
+use crate::context::Context;
 use crate::tool::{Arguments, ToolEntry, ToolResult, validate_tool_name};
 
 /// A built server: its identity and features. Cheap to clone; serve it with
@@ -57,9 +56,14 @@ impl Server {
     /// The capabilities this server advertises.
     pub fn capabilities(&self) -> ServerCapabilities {
         ServerCapabilities {
-            tools: (!self.inner.tools.is_empty()).then(ToolsCapability::default),
+            tools: self.has_tools().then(ToolsCapability::default),
+            logging: Some(Default::default()),
             ..ServerCapabilities::default()
         }
+    }
+
+    pub(crate) fn has_tools(&self) -> bool {
+        !self.inner.tools.is_empty()
     }
 
     pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
@@ -111,7 +115,7 @@ impl ServerBuilder {
     /// An invalid or duplicate name is reported by [`try_build`](Self::try_build).
     pub fn tool<F, Fut>(mut self, tool: Tool, handler: F) -> Self
     where
-        F: Fn(RequestContext, Arguments) -> Fut + Send + Sync + 'static,
+        F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult> + Send + 'static,
     {
         if let Err(e) = validate_tool_name(&tool.name) {

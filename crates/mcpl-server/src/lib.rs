@@ -26,6 +26,7 @@
 //!
 //! - [`builder`]: [`ServerBuilder`], which collects the server's identity and features.
 //! - [`tool`]: tool handlers and what they return.
+//! - [`context`]: [`Context`], what a handler knows about its request.
 //! - [`session`]: serving one connection; the handshake and the lifecycle guard.
 //! - [`stdio`]: serving on this process's stdin and stdout.
 
@@ -33,12 +34,16 @@
 #![forbid(unsafe_code)]
 
 pub mod builder;
+pub mod context;
+mod router;
 pub mod session;
 pub mod stdio;
 pub mod tool;
 
 #[doc(inline)]
 pub use self::builder::{Server, ServerBuilder};
+#[doc(inline)]
+pub use self::context::Context;
 #[doc(inline)]
 pub use self::session::Session;
 #[doc(inline)]

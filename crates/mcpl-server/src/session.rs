@@ -1,55 +1,39 @@
-//! Serving one connection: the `initialize` handshake, the lifecycle guard and the methods.
+//! Serving one stateful-era connection: the `initialize` handshake and the lifecycle guard.
 //!
-//! The lifecycle of a stateful-era connection has three phases. Before the `initialize`
-//! response only `initialize` and `ping` are served (anything else is refused with `-32600`);
-//! `initialize` negotiates the protocol version (the client's, if this SDK speaks it as a
-//! stateful revision, else the newest stateful one); a second `initialize` is refused.
+//! Before the `initialize` response only `initialize` and `ping` are served (anything else is
+//! refused with `-32600`). `initialize` negotiates the protocol version: the client's, if this
+//! SDK speaks it as a stateful revision, else the newest stateful one. A second `initialize` is
+//! refused.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mcpl_core::engine::{CloseReason, Engine, HandlerResult, RequestContext};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
-    CallToolRequestParams, ClientCapabilities, EmptyResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, names,
+    ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult, names,
 };
 use mcpl_core::{Era, Peer, ProtocolVersion, Result, Transport};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::builder::Server;
+use crate::context::{ClientState, Context, SharedClientState, lock};
+use crate::router::{decode, dispatch, encode};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// No `initialize` yet.
-    New,
-    /// `initialize` answered.
-    Initialized,
-    /// `notifications/initialized` received.
-    Ready,
-}
+/// No `initialize` yet.
+const NEW: u8 = 0;
+/// `initialize` answered.
+const INITIALIZED: u8 = 1;
+/// `notifications/initialized` received.
+const READY: u8 = 2;
 
-#[derive(Debug)]
-struct State {
-    phase: Phase,
-    version: Option<ProtocolVersion>,
-    client_info: Option<Implementation>,
-    client_capabilities: Option<ClientCapabilities>,
-}
-
-type SharedState = Arc<Mutex<State>>;
-
-fn lock_state(s: &SharedState) -> std::sync::MutexGuard<'_, State> {
-    s.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// One served connection.
+/// One served stateful-era connection.
 #[derive(Debug, Clone)]
 pub struct Session {
     engine: Engine,
     peer: Peer,
-    state: SharedState,
+    phase: Arc<AtomicU8>,
+    client: SharedClientState,
 }
 
 impl Server {
@@ -65,55 +49,43 @@ impl Server {
     /// Dropping the future before it resolves leaves nothing running.
     pub async fn serve<T: Transport>(&self, transport: T) -> Result<Session> {
         let engine = Engine::new();
-        let state: SharedState = Arc::new(Mutex::new(State {
-            phase: Phase::New,
-            version: None,
-            client_info: None,
-            client_capabilities: None,
-        }));
-        let (server, st) = (self.clone(), state.clone());
+        let phase = Arc::new(AtomicU8::new(NEW));
+        let client: SharedClientState = Arc::new(Mutex::new(ClientState::default()));
+        let (server, ph, cl) = (self.clone(), phase.clone(), client.clone());
         engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-            let (server, st) = (server.clone(), st.clone());
-            async move { route(&server, &st, ctx, params).await }
+            let (server, ph, cl) = (server.clone(), ph.clone(), cl.clone());
+            async move { route(&server, &ph, cl, ctx, params).await }
         });
-        let st = state.clone();
-        engine.on_notification(
-            names::NOTIFICATIONS_INITIALIZED,
-            move |_ctx, _params: Option<Value>| {
-                let st = st.clone();
-                async move {
-                    let mut s = lock_state(&st);
-                    if s.phase == Phase::Initialized {
-                        s.phase = Phase::Ready;
-                    }
-                }
-            },
-        );
+        let ph = phase.clone();
+        engine.on_notification(names::NOTIFICATIONS_INITIALIZED, move |_ctx, _params| {
+            let _ = ph.compare_exchange(INITIALIZED, READY, Ordering::SeqCst, Ordering::SeqCst);
+            async {}
+        });
         engine.on_close(|reason: &CloseReason| tracing::debug!(%reason, "session closed"));
         let peer = engine.connect(transport).await?;
-        Ok(Session { engine, peer, state })
+        Ok(Session { engine, peer, phase, client })
     }
 }
 
 impl Session {
     /// The protocol version negotiated by `initialize`, once it happened.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        lock_state(&self.state).version
+        lock(&self.client).version
     }
 
     /// The client's identity, once it initialized.
     pub fn client_info(&self) -> Option<Implementation> {
-        lock_state(&self.state).client_info.clone()
+        lock(&self.client).client_info.clone()
     }
 
     /// The client's capabilities, once it initialized.
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        lock_state(&self.state).client_capabilities.clone()
+        lock(&self.client).client_capabilities.clone()
     }
 
     /// Whether the client sent `notifications/initialized`.
     pub fn is_ready(&self) -> bool {
-        lock_state(&self.state).phase == Phase::Ready
+        self.phase.load(Ordering::SeqCst) == READY
     }
 
     /// The client, for sending requests and notifications to it.
@@ -140,67 +112,42 @@ impl Session {
     }
 }
 
-fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
-    serde_json::from_value(params.unwrap_or_else(|| Value::Object(Default::default())))
-        .map_err(ErrorObject::invalid_params)
-}
-
-fn encode<T: Serialize>(value: T) -> HandlerResult {
-    serde_json::to_value(value).map_err(ErrorObject::internal)
-}
-
 async fn route(
     server: &Server,
-    st: &SharedState,
+    phase: &AtomicU8,
+    client: SharedClientState,
     ctx: RequestContext,
     params: Option<Value>,
 ) -> HandlerResult {
     let method = ctx.method().to_owned();
-    let phase = lock_state(st).phase;
     match method.as_str() {
-        names::PING => return encode(EmptyResult::default()),
-        names::INITIALIZE => return initialize(server, st, params),
-        _ if phase == Phase::New => {
-            return Err(ErrorObject::invalid_request(format_args!(
-                "{method} before initialize: the server is not initialized"
-            )));
-        }
-        _ => {}
-    }
-    match method.as_str() {
-        names::TOOLS_LIST => {
-            let tools = server.tools().cloned().collect();
-            encode(ListToolsResult { tools, ..ListToolsResult::default() })
-        }
-        names::TOOLS_CALL => {
-            let params: CallToolRequestParams = decode(params)?;
-            let Some(entry) = server.tool(&params.name) else {
-                return Err(ErrorObject::invalid_params(format_args!(
-                    "unknown tool {:?}",
-                    params.name
-                )));
-            };
-            let handler = entry.handler.clone();
-            encode(handler.call(ctx, params.arguments.unwrap_or_default()).await?)
-        }
-        _ => Err(ErrorObject::method_not_found(&method)),
+        names::INITIALIZE => initialize(server, phase, &client, params),
+        names::PING => dispatch(server, Context::new(ctx, client), &method, params).await,
+        _ if phase.load(Ordering::SeqCst) == NEW => Err(ErrorObject::invalid_request(
+            format_args!("{method} before initialize: the server is not initialized"),
+        )),
+        _ => dispatch(server, Context::new(ctx, client), &method, params).await,
     }
 }
 
-fn initialize(server: &Server, st: &SharedState, params: Option<Value>) -> HandlerResult {
+fn initialize(
+    server: &Server,
+    phase: &AtomicU8,
+    client: &SharedClientState,
+    params: Option<Value>,
+) -> HandlerResult {
     let params: InitializeRequestParams = decode(params)?;
     let version = ProtocolVersion::parse(&params.protocol_version)
         .filter(|v| v.era() == Era::Stateful)
         .unwrap_or(ProtocolVersion::LATEST_STATEFUL);
+    if phase.compare_exchange(NEW, INITIALIZED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        return Err(ErrorObject::invalid_request("initialize was already received"));
+    }
     {
-        let mut s = lock_state(st);
-        if s.phase != Phase::New {
-            return Err(ErrorObject::invalid_request("initialize was already received"));
-        }
-        s.phase = Phase::Initialized;
-        s.version = Some(version);
-        s.client_info = Some(params.client_info);
-        s.client_capabilities = Some(params.capabilities);
+        let mut c = lock(client);
+        c.version = Some(version);
+        c.client_info = Some(params.client_info);
+        c.client_capabilities = Some(params.capabilities);
     }
     tracing::debug!(%version, "initialized");
     let mut result =

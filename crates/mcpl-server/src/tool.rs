@@ -3,10 +3,12 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcpl_core::engine::{BoxFuture, RequestContext};
+use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{CallToolResult, ContentBlock, Tool};
 use serde_json::{Map, Value};
+
+use crate::context::Context;
 
 /// The arguments of a tool call.
 pub type Arguments = Map<String, Value>;
@@ -36,21 +38,21 @@ impl ToolOutput {
 
 /// Serves the calls of one tool.
 ///
-/// Implemented for every `Fn(RequestContext, Arguments) -> impl Future<Output = ToolResult>`.
+/// Implemented for every `Fn(Context, Arguments) -> impl Future<Output = ToolResult>`.
 #[diagnostic::on_unimplemented(
-    note = "tool handlers are async fns taking (RequestContext, Arguments) and returning ToolResult"
+    note = "tool handlers are async fns taking (Context, Arguments) and returning ToolResult"
 )]
 pub trait ToolHandler: Send + Sync + 'static {
     /// Serves one call.
-    fn call(&self, ctx: RequestContext, args: Arguments) -> BoxFuture<'static, ToolResult>;
+    fn call(&self, ctx: Context, args: Arguments) -> BoxFuture<'static, ToolResult>;
 }
 
 impl<F, Fut> ToolHandler for F
 where
-    F: Fn(RequestContext, Arguments) -> Fut + Send + Sync + 'static,
+    F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ToolResult> + Send + 'static,
 {
-    fn call(&self, ctx: RequestContext, args: Arguments) -> BoxFuture<'static, ToolResult> {
+    fn call(&self, ctx: Context, args: Arguments) -> BoxFuture<'static, ToolResult> {
         Box::pin(self(ctx, args))
     }
 }

@@ -38,6 +38,17 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 /// assert_eq!(b_rx.recv().await?.and_then(|m| m.method().map(str::to_owned)).as_deref(), Some("ping"));
 /// # Ok(()) }
 /// ```
+///
+/// A transport cannot be started twice: `start` consumes it.
+///
+/// ```compile_fail
+/// use mcpl_core::transport::{memory, Transport};
+/// # async fn f() {
+/// let (a, _b) = memory::pair();
+/// let first = a.start().await;
+/// let second = a.start().await; // error[E0382]: use of moved value: `a`
+/// # }
+/// ```
 #[diagnostic::on_unimplemented(
     note = "a transport is started once with `start(self)` and splits into a sender and a receiver"
 )]

@@ -45,7 +45,7 @@ struct Tasks {
 
 pub(crate) struct Connection {
     pub(crate) generation: u64,
-    outbound: mpsc::UnboundedSender<Message>,
+    outbound: mpsc::UnboundedSender<Outbound>,
     closed: CancellationToken,
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
@@ -105,10 +105,14 @@ impl Connection {
     }
 
     fn send(&self, message: Message) -> Result<()> {
+        self.send_related(message, None)
+    }
+
+    fn send_related(&self, message: Message, related: Option<RequestId>) -> Result<()> {
         if self.closed.is_cancelled() {
             return Err(Error::ConnectionClosed);
         }
-        self.outbound.send(message).map_err(|_| Error::ConnectionClosed)
+        self.outbound.send((message, related)).map_err(|_| Error::ConnectionClosed)
     }
 
     /// Ends the connection: the close callback, then handlers cancelled and pending requests
@@ -208,7 +212,7 @@ impl Connection {
             id: id.clone(),
             method,
             meta,
-            peer: Peer { conn: self.clone() },
+            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
             cancel: token.clone(),
         };
         let conn = self.clone();
@@ -222,10 +226,10 @@ impl Connection {
             // A cancelled request gets no response at all.
             if let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) {
                 let message = match outcome {
-                    Ok(result) => Response::new(id, result).into(),
-                    Err(error) => ErrorResponse::new(Some(id), error).into(),
+                    Ok(result) => Response::new(id.clone(), result).into(),
+                    Err(error) => ErrorResponse::new(Some(id.clone()), error).into(),
                 };
-                let _ = conn.send(message);
+                let _ = conn.send_related(message, Some(id));
             }
         });
     }
@@ -275,10 +279,13 @@ impl Connection {
     }
 }
 
+/// A message to write, with the incoming request it relates to.
+type Outbound = (Message, Option<RequestId>);
+
 async fn write_loop<S: TransportSender>(
     conn: Arc<Connection>,
     mut sender: S,
-    mut rx: mpsc::UnboundedReceiver<Message>,
+    mut rx: mpsc::UnboundedReceiver<Outbound>,
 ) -> Result<()> {
     let closed = conn.closed.clone();
     // Do not keep the connection alive from its own writer.
@@ -288,8 +295,8 @@ async fn write_loop<S: TransportSender>(
         tokio::select! {
             biased;
             message = rx.recv() => {
-                let Some(message) = message else { break };
-                if let Err(e) = sender.send(message).await {
+                let Some((message, related)) = message else { break };
+                if let Err(e) = sender.send_related(message, related).await {
                     tracing::debug!(error = %e, "transport send failed");
                     if let Some(conn) = weak.upgrade() {
                         conn.lost(CloseReason::Failed(Arc::new(e)));
@@ -301,8 +308,8 @@ async fn write_loop<S: TransportSender>(
         }
     }
     // Flush what was queued before the close, then close the transport.
-    while let Ok(message) = rx.try_recv() {
-        if sender.send(message).await.is_err() {
+    while let Ok((message, related)) = rx.try_recv() {
+        if sender.send_related(message, related).await.is_err() {
             break;
         }
     }
@@ -368,7 +375,10 @@ async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Notification>
     while let Some(Notification { method, params }) = rx.recv().await {
         match conn.handlers.notification_handler(&method) {
             Some(handler) => {
-                let ctx = NotificationContext { method, peer: Peer { conn: conn.clone() } };
+                let ctx = NotificationContext {
+                    method,
+                    peer: Peer { conn: conn.clone(), related: None },
+                };
                 handler.handle(ctx, params).await;
             }
             None => tracing::trace!(%method, "no handler for notification"),
@@ -384,6 +394,9 @@ async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Notification>
 #[derive(Clone)]
 pub struct Peer {
     pub(crate) conn: Arc<Connection>,
+    /// The incoming request this peer handle was given for, if any: what it sends is related
+    /// to that request (Streamable HTTP sends it on that request's stream).
+    pub(crate) related: Option<RequestId>,
 }
 
 impl fmt::Debug for Peer {
@@ -471,7 +484,9 @@ impl Peer {
         let (tx, mut rx) = oneshot::channel();
         lock(&conn.pending).insert(id.clone(), PendingEntry { tx, progress: progress_tx });
         let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
-        if let Err(e) = conn.send(Request::new(id, method, params).into()) {
+        if let Err(e) =
+            conn.send_related(Request::new(id, method, params).into(), self.related.clone())
+        {
             guard.disarm();
             return Err(e);
         }
@@ -529,7 +544,12 @@ impl Peer {
     ///
     /// Cancel safe: the notification is queued before the first await point.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        self.conn.send(Notification::new(method, params).into())
+        self.conn.send_related(Notification::new(method, params).into(), self.related.clone())
+    }
+
+    /// The incoming request this handle relates what it sends to, if any.
+    pub fn related_request(&self) -> Option<&RequestId> {
+        self.related.as_ref()
     }
 
     /// Whether this peer's connection has closed.

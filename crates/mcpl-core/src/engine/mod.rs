@@ -310,7 +310,7 @@ impl Engine {
     /// The peer of the established connection, if any.
     pub fn peer(&self) -> Option<Peer> {
         match &*lock(&self.shared.state) {
-            State::Connected(conn) => Some(Peer { conn: conn.clone() }),
+            State::Connected(conn) => Some(Peer { conn: conn.clone(), related: None }),
             _ => None,
         }
     }
@@ -380,7 +380,7 @@ impl Engine {
             let _ = conn.teardown(CloseReason::Local).await;
             return Err(Error::ConnectionClosed);
         }
-        let peer = Peer { conn: conn.clone() };
+        let peer = Peer { conn: conn.clone(), related: None };
         let output = match setup(peer.clone()).await {
             Ok(output) => output,
             Err(e) => {

@@ -13,7 +13,7 @@
 use std::future::Future;
 
 use crate::error::Result;
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
 
 pub mod lines;
 pub mod memory;
@@ -74,6 +74,25 @@ pub trait TransportSender: Send + 'static {
     ///
     /// A transport error; the engine treats it as the end of the connection.
     fn send(&mut self, message: Message) -> impl Future<Output = Result<()>> + Send;
+
+    /// Writes one message that relates to the incoming request `related` (a response to it, or
+    /// a notification or request sent while serving it).
+    ///
+    /// The engine always sends through this method. Transports that multiplex streams (such as
+    /// Streamable HTTP, which delivers such messages on the request's own stream) override it;
+    /// the default ignores `related` and calls [`send`](Self::send).
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    fn send_related(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = related;
+        self.send(message)
+    }
 
     /// Flushes and closes the sending side, consuming it.
     ///

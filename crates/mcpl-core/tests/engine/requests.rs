@@ -361,3 +361,24 @@ async fn notifications_are_delivered_in_order() {
     }
     assert_eq!(*seen.lock().unwrap(), (0..100).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn messages_sent_while_serving_a_request_relate_to_it() {
+    let server = Engine::new();
+    server.on_request("work", |ctx: RequestContext, _p: Params| async move {
+        ctx.peer().notify("notifications/message", None).await.unwrap();
+        Ok(json!("done"))
+    });
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    let peer = server.connect(transport).await.unwrap();
+    script.inject.send(Ok(Some(Request::new("r1", "work", None).into()))).unwrap();
+    let note = script.sent.recv().await.unwrap();
+    assert_eq!(note.method(), Some("notifications/message"));
+    assert_eq!(script.related.recv().await.unwrap(), Some(RequestId::from("r1")));
+    let response = script.sent.recv().await.unwrap();
+    assert_eq!(response.id(), Some(&RequestId::from("r1")));
+    assert_eq!(script.related.recv().await.unwrap(), Some(RequestId::from("r1")));
+    peer.notify("unrelated", None).await.unwrap();
+    script.sent.recv().await.unwrap();
+    assert_eq!(script.related.recv().await.unwrap(), None);
+}

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use mcpl_core::jsonrpc::Message;
+use mcpl_core::jsonrpc::{Message, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
 use mcpl_core::{Error, Result};
 use tokio::sync::mpsc;
@@ -23,6 +23,8 @@ pub enum CloseBehavior {
 pub struct Script {
     /// Messages the engine sent.
     pub sent: mpsc::UnboundedReceiver<Message>,
+    /// The request each sent message related to, in order.
+    pub related: mpsc::UnboundedReceiver<Option<RequestId>>,
     /// Feed messages (or an end/err) to the engine.
     pub inject: mpsc::UnboundedSender<Result<Option<Message>>>,
     /// Set once `start` ran.
@@ -33,6 +35,7 @@ pub struct Script {
 
 pub struct ScriptedTransport {
     sent: mpsc::UnboundedSender<Message>,
+    related: mpsc::UnboundedSender<Option<RequestId>>,
     inject: mpsc::UnboundedReceiver<Result<Option<Message>>>,
     started: Arc<AtomicBool>,
     closes: Arc<AtomicUsize>,
@@ -42,19 +45,21 @@ pub struct ScriptedTransport {
 
 pub fn scripted(close: CloseBehavior) -> (ScriptedTransport, Script) {
     let (sent_tx, sent_rx) = mpsc::unbounded_channel();
+    let (related_tx, related_rx) = mpsc::unbounded_channel();
     let (inject_tx, inject_rx) = mpsc::unbounded_channel();
     let started = Arc::new(AtomicBool::new(false));
     let closes = Arc::new(AtomicUsize::new(0));
     (
         ScriptedTransport {
             sent: sent_tx,
+            related: related_tx,
             inject: inject_rx,
             started: started.clone(),
             closes: closes.clone(),
             close,
             fail_start: false,
         },
-        Script { sent: sent_rx, inject: inject_tx, started, closes },
+        Script { sent: sent_rx, related: related_rx, inject: inject_tx, started, closes },
     )
 }
 
@@ -66,6 +71,7 @@ pub fn failing_start() -> (ScriptedTransport, Script) {
 
 pub struct ScriptedSender {
     sent: mpsc::UnboundedSender<Message>,
+    related: mpsc::UnboundedSender<Option<RequestId>>,
     closes: Arc<AtomicUsize>,
     close: CloseBehavior,
 }
@@ -84,7 +90,12 @@ impl Transport for ScriptedTransport {
             return Err(Error::Io(std::io::Error::other("start failed")));
         }
         Ok((
-            ScriptedSender { sent: self.sent, closes: self.closes, close: self.close },
+            ScriptedSender {
+                sent: self.sent,
+                related: self.related,
+                closes: self.closes,
+                close: self.close,
+            },
             ScriptedReceiver { inject: self.inject },
         ))
     }
@@ -93,6 +104,11 @@ impl Transport for ScriptedTransport {
 impl TransportSender for ScriptedSender {
     async fn send(&mut self, message: Message) -> Result<()> {
         self.sent.send(message).map_err(|_| Error::ConnectionClosed)
+    }
+
+    async fn send_related(&mut self, message: Message, related: Option<RequestId>) -> Result<()> {
+        let _ = self.related.send(related);
+        self.send(message).await
     }
 
     async fn close(self) -> Result<()> {

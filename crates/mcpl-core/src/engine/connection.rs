@@ -21,6 +21,30 @@ use crate::jsonrpc::{
 };
 use crate::transport::{TransportReceiver, TransportSender};
 
+/// The parts of a new connection its tasks take when they start.
+pub(crate) struct Starter {
+    outbound_rx: mpsc::UnboundedReceiver<Outbound>,
+}
+
+impl Starter {
+    /// Starts the writer, reader and notifier tasks of `conn` over a started transport.
+    pub(crate) fn run<S, R>(self, conn: &Arc<Connection>, sender: S, receiver: R)
+    where
+        S: TransportSender,
+        R: TransportReceiver,
+    {
+        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let writer = tokio::spawn(write_loop(conn.clone(), sender, self.outbound_rx));
+        let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx));
+        let reader = tokio::spawn(read_loop(conn.clone(), receiver, notify_tx));
+        *lock(&conn.tasks) = Tasks {
+            writer: Some(writer),
+            reader: Some(reader.abort_handle()),
+            notifier: Some(notifier.abort_handle()),
+        };
+    }
+}
+
 /// Method names the engine itself acts on.
 pub(crate) const CANCELLED: &str = "notifications/cancelled";
 pub(crate) const PROGRESS: &str = "notifications/progress";
@@ -61,19 +85,9 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the writer, reader and notifier tasks over a started transport.
-    pub(crate) fn spawn<S, R>(
-        generation: u64,
-        shared: &Arc<Shared>,
-        sender: S,
-        receiver: R,
-    ) -> Arc<Connection>
-    where
-        S: TransportSender,
-        R: TransportReceiver,
-    {
+    /// Creates a connection whose tasks are not running yet; [`Starter::run`] starts them.
+    pub(crate) fn new(generation: u64, shared: &Arc<Shared>) -> (Arc<Connection>, Starter) {
         let (outbound, outbound_rx) = mpsc::unbounded_channel();
-        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
         let conn = Arc::new(Connection {
             generation,
             outbound,
@@ -89,15 +103,7 @@ impl Connection {
             handlers: shared.handlers.clone(),
             shared: Arc::downgrade(shared),
         });
-        let writer = tokio::spawn(write_loop(conn.clone(), sender, outbound_rx));
-        let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx));
-        let reader = tokio::spawn(read_loop(conn.clone(), receiver, notify_tx));
-        *lock(&conn.tasks) = Tasks {
-            writer: Some(writer),
-            reader: Some(reader.abort_handle()),
-            notifier: Some(notifier.abort_handle()),
-        };
-        conn
+        (conn, Starter { outbound_rx })
     }
 
     pub(crate) fn is_closed(&self) -> bool {

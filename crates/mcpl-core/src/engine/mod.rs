@@ -327,7 +327,10 @@ impl Engine {
     ///
     /// Dropping the future leaves the engine unconnected and closes the transport if it started.
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<Peer> {
-        self.connect_with(transport, |_| async { Ok(()) }).await.map(|(peer, ())| peer)
+        let (peer, _) = self
+            .connect_inner(transport, None::<fn(Peer) -> std::future::Ready<Result<()>>>)
+            .await?;
+        Ok(peer)
     }
 
     /// Like [`connect`](Self::connect), but runs `setup` (e.g. a handshake) over the started
@@ -352,6 +355,26 @@ impl Engine {
         F: FnOnce(Peer) -> Fut,
         Fut: Future<Output = Result<O>>,
     {
+        let (peer, output) = self.connect_inner(transport, Some(setup)).await?;
+        match output {
+            Some(output) => Ok((peer, output)),
+            // Unreachable: with a setup step, its output is always present.
+            None => Err(Error::ConnectionClosed),
+        }
+    }
+
+    /// Connects; without `setup` the connection is established as soon as the transport has
+    /// started (before its tasks run, so even a peer that closes at once finds it established).
+    async fn connect_inner<T, F, Fut, O>(
+        &self,
+        transport: T,
+        setup: Option<F>,
+    ) -> Result<(Peer, Option<O>)>
+    where
+        T: Transport,
+        F: FnOnce(Peer) -> Fut,
+        Fut: Future<Output = Result<O>>,
+    {
         // Reserve the slot before touching the transport.
         let generation = {
             let mut state = lock(&self.shared.state);
@@ -365,15 +388,22 @@ impl Engine {
         let mut attempt = Attempt { shared: &self.shared, generation, done: false };
 
         let (sender, receiver) = transport.start().await?;
-        let conn = Connection::spawn(generation, &self.shared, sender, receiver);
+        let (conn, starter) = Connection::new(generation, &self.shared);
         let still_ours = {
             let mut state = lock(&self.shared.state);
             let ours = state.generation() == Some(generation);
             if ours {
-                *state = State::Connecting(conn.clone());
+                if setup.is_some() {
+                    *state = State::Connecting(conn.clone());
+                } else {
+                    conn.published.store(true, Ordering::SeqCst);
+                    *state = State::Connected(conn.clone());
+                }
             }
             ours
         };
+        // The tasks start only once the slot holds the connection.
+        starter.run(&conn, sender, receiver);
         if !still_ours {
             // `close` ran while the transport was starting.
             attempt.done = true;
@@ -381,6 +411,10 @@ impl Engine {
             return Err(Error::ConnectionClosed);
         }
         let peer = Peer { conn: conn.clone(), related: None };
+        let Some(setup) = setup else {
+            attempt.done = true;
+            return Ok((peer, None));
+        };
         let output = match setup(peer.clone()).await {
             Ok(output) => output,
             Err(e) => {
@@ -405,7 +439,7 @@ impl Engine {
             return Err(Error::ConnectionClosed);
         }
         attempt.done = true;
-        Ok((peer, output))
+        Ok((peer, Some(output)))
     }
 
     /// Closes the current connection, if any.

@@ -43,3 +43,36 @@ fn weather_server_answers_a_raw_initialize_over_stdio() {
     assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn http_server_answers_initialize_over_a_real_socket() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_http-server"))
+        .env("PORT", port.to_string())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the "listening" line.
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("listening"), "{line}");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.to_ascii_lowercase().contains("mcp-session-id:"), "{response}");
+    assert!(response.contains("\"protocolVersion\":\"2025-11-25\""), "{response}");
+}

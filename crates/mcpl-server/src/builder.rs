@@ -1,17 +1,27 @@
 //! [`ServerBuilder`] collects a server's identity and features; [`Server`] is the result.
 
 use std::fmt;
-use std::sync::Arc;
-
-use mcpl_core::types::{Implementation, ServerCapabilities, Tool, ToolsCapability};
-
 use std::future::Future;
+use std::sync::{Arc, PoisonError, RwLock};
 
+use mcpl_core::types::{
+    Implementation, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
+    ServerCapabilities, Tool, ToolsCapability,
+};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
+
+use crate::completion::{CompletionRequest, CompletionResult};
 use crate::context::Context;
-use crate::tool::{Arguments, ToolEntry, ToolResult, validate_tool_name};
+use crate::events::{EVENT_BUFFER, ServerEvent};
+use crate::prompt::{PromptArguments, PromptEntry, PromptResult};
+use crate::registry::{PromptsMut, ReadGuard, Registry, ResourcesMut, ToolsMut, WriteGuard};
+use crate::resource::{ReadRequest, ReadResult, ResourceEntry, TemplateEntry};
+use crate::tool::{Arguments, ToolEntry, ToolResult, Typed, typed_tool, with_schema_of};
 
-/// A built server: its identity and features. Cheap to clone; serve it with
-/// [`Server::serve`] or [`crate::stdio::serve`].
+/// A built server: its identity and features. Cheap to clone (clones share the features);
+/// serve it with [`Server::serve`] or [`crate::stdio::serve`].
 #[derive(Clone)]
 pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
@@ -20,14 +30,20 @@ pub struct Server {
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
-    pub(crate) tools: Vec<ToolEntry>,
+    pub(crate) page_size: Option<usize>,
+    registry: RwLock<Registry>,
+    events: broadcast::Sender<ServerEvent>,
 }
 
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let registry = self.read();
         f.debug_struct("Server")
             .field("info", &self.inner.info)
-            .field("tools", &self.inner.tools.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
+            .field("tools", &registry.tools.items.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
+            .field("resources", &registry.resources.items.len())
+            .field("resource_templates", &registry.templates.items.len())
+            .field("prompts", &registry.prompts.items.len())
             .finish()
     }
 }
@@ -38,7 +54,8 @@ impl Server {
         ServerBuilder {
             info: Implementation::new(name, version),
             instructions: None,
-            tools: Vec::new(),
+            page_size: None,
+            registry: Registry::default(),
             errors: Vec::new(),
         }
     }
@@ -48,26 +65,112 @@ impl Server {
         &self.inner.info
     }
 
-    /// The tools, in registration order (the order of `tools/list`).
-    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
-        self.inner.tools.iter().map(|t| &t.tool)
+    /// The instructions sent to clients, if any.
+    pub fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
     }
 
-    /// The capabilities this server advertises.
+    /// The definition of the enabled tool `name`.
+    pub fn tool_definition(&self, name: &str) -> Option<Tool> {
+        self.read().tools.get(name).filter(|t| t.enabled).map(|t| t.tool.clone())
+    }
+
+    /// The enabled tools, in registration order (the order of `tools/list`).
+    pub fn tools(&self) -> Vec<Tool> {
+        self.read().tools.items.iter().filter(|t| t.enabled).map(|t| t.tool.clone()).collect()
+    }
+
+    /// The static resources, in registration order.
+    pub fn resources(&self) -> Vec<Resource> {
+        self.read().resources.items.iter().map(|r| r.resource.clone()).collect()
+    }
+
+    /// The resource templates, in registration order.
+    pub fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        self.read().templates.items.iter().map(|t| t.template.clone()).collect()
+    }
+
+    /// The prompts, in registration order.
+    pub fn prompts(&self) -> Vec<Prompt> {
+        self.read().prompts.items.iter().map(|p| p.prompt.clone()).collect()
+    }
+
+    /// How many items one page of a list request holds; `None`: all of them.
+    pub fn page_size(&self) -> Option<usize> {
+        self.inner.page_size
+    }
+
+    /// The capabilities this server advertises: each feature that was ever registered (a
+    /// feature emptied at run time stays declared, with an empty list), `logging`, and
+    /// `completions` when there are prompts or resources to complete.
     pub fn capabilities(&self) -> ServerCapabilities {
+        let r = self.read();
         ServerCapabilities {
-            tools: self.has_tools().then(ToolsCapability::default),
+            tools: r
+                .has_tools
+                .then(|| ToolsCapability { list_changed: Some(true), ..Default::default() }),
+            resources: r.has_resources.then(|| ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            prompts: r
+                .has_prompts
+                .then(|| PromptsCapability { list_changed: Some(true), ..Default::default() }),
+            completions: r.has_completions().then(Default::default),
             logging: Some(Default::default()),
             ..ServerCapabilities::default()
         }
     }
 
-    pub(crate) fn has_tools(&self) -> bool {
-        !self.inner.tools.is_empty()
+    /// A handle to add, remove, replace, enable and disable tools while sessions are live;
+    /// each change tells every session's client (`notifications/tools/list_changed`).
+    pub fn tools_mut(&self) -> ToolsMut<'_> {
+        ToolsMut::new(self)
     }
 
-    pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
-        self.inner.tools.iter().find(|t| t.tool.name == name)
+    /// A handle to add, remove and replace resources and resource templates while sessions are
+    /// live; each change tells every session's client
+    /// (`notifications/resources/list_changed`).
+    pub fn resources_mut(&self) -> ResourcesMut<'_> {
+        ResourcesMut::new(self)
+    }
+
+    /// A handle to add, remove and replace prompts while sessions are live; each change tells
+    /// every session's client (`notifications/prompts/list_changed`).
+    pub fn prompts_mut(&self) -> PromptsMut<'_> {
+        PromptsMut::new(self)
+    }
+
+    /// Tells the sessions subscribed to `uri` (`resources/subscribe`) that the resource changed
+    /// (`notifications/resources/updated`).
+    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
+        self.publish(ServerEvent::ResourceUpdated { uri: uri.into() });
+    }
+
+    /// Receives every [`ServerEvent`] from now on, for a transport that forwards them to its
+    /// clients (sessions served by [`Server::serve`] subscribe on their own).
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<ServerEvent> {
+        self.inner.events.subscribe()
+    }
+
+    fn publish(&self, event: ServerEvent) {
+        // An error only means no session is listening.
+        let _ = self.inner.events.send(event);
+    }
+
+    pub(crate) fn announce(&self, changed: bool, event: ServerEvent) {
+        if changed {
+            self.publish(event);
+        }
+    }
+
+    pub(crate) fn read(&self) -> ReadGuard<'_> {
+        self.inner.registry.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn write(&self) -> WriteGuard<'_> {
+        self.inner.registry.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -76,25 +179,66 @@ impl Server {
 pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
-    tools: Vec<ToolEntry>,
-    errors: Vec<String>,
+    page_size: Option<usize>,
+    registry: Registry,
+    errors: Vec<RegistrationError>,
 }
 
 impl fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerBuilder")
             .field("info", &self.info)
-            .field("tools", &self.tools.len())
+            .field("tools", &self.registry.tools.items.len())
+            .field("resources", &self.registry.resources.items.len())
+            .field("resource_templates", &self.registry.templates.items.len())
+            .field("prompts", &self.registry.prompts.items.len())
+            .field("errors", &self.errors)
             .finish()
     }
 }
 
+/// Why a feature could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistrationError {
+    /// A tool name breaks the naming rules (see [`crate::tool::validate_tool_name`]).
+    #[error("{0}")]
+    InvalidName(String),
+    /// A tool's input or output schema is not a valid object schema.
+    #[error("tool {tool:?}: {problem}")]
+    InvalidSchema {
+        /// The tool's name.
+        tool: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A resource template does not parse.
+    #[error("{0}")]
+    InvalidTemplate(String),
+    /// The name or URI is already registered.
+    #[error("{kind} {key:?} is defined twice")]
+    Duplicate {
+        /// What kind of feature: `tool`, `resource`, `resource template` or `prompt`.
+        kind: &'static str,
+        /// Its name or URI.
+        key: String,
+    },
+    /// A completer names a prompt argument or template variable that does not exist.
+    #[error("completer for {target}: no such {what}")]
+    UnknownCompletionTarget {
+        /// The prompt or template, and the argument or variable.
+        target: String,
+        /// What is missing.
+        what: &'static str,
+    },
+}
+
 /// Why a [`ServerBuilder`] could not build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid server definition: {}", problems.join("; "))]
+#[error("invalid server definition: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
 pub struct BuildError {
     /// Every problem found.
-    pub problems: Vec<String>,
+    pub problems: Vec<RegistrationError>,
 }
 
 impl ServerBuilder {
@@ -110,30 +254,264 @@ impl ServerBuilder {
         self
     }
 
+    /// Splits `tools/list`, `resources/list`, `resources/templates/list` and `prompts/list`
+    /// into pages of `size` items (at least 1), linked by opaque cursors. By default every
+    /// list is one page.
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = Some(size.max(1));
+        self
+    }
+
+    fn record(mut self, result: Result<(), RegistrationError>) -> Self {
+        if let Err(e) = result {
+            self.errors.push(e);
+        }
+        self
+    }
+
     /// Adds a tool. Tools are listed in the order they were added.
     ///
-    /// An invalid or duplicate name is reported by [`try_build`](Self::try_build).
-    pub fn tool<F, Fut>(mut self, tool: Tool, handler: F) -> Self
+    /// Every call's arguments are checked against the tool's input schema first: arguments
+    /// that do not match get a tool error result (`isError: true`) naming the problem, and the
+    /// handler is not called. When the tool has an output schema, the handler's structured
+    /// content is checked against it; a mismatch is the server's bug and answers `-32603`.
+    ///
+    /// An invalid or duplicate name, or an invalid schema, is reported by
+    /// [`try_build`](Self::try_build).
+    pub fn tool<F, Fut>(self, tool: Tool, handler: F) -> Self
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult> + Send + 'static,
     {
-        if let Err(e) = validate_tool_name(&tool.name) {
-            self.errors.push(e);
-        }
-        if self.tools.iter().any(|t| t.tool.name == tool.name) {
-            self.errors.push(format!("tool {:?} is defined twice", tool.name));
-        }
-        self.tools.push(ToolEntry { tool, handler: Arc::new(handler) });
+        self.tool_entry(ToolEntry::new(tool, Arc::new(handler)))
+    }
+
+    /// Adds a tool whose arguments deserialize into `Args`; its input schema is generated from
+    /// `Args` (JSON Schema 2020-12).
+    ///
+    /// ```
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Add {
+    ///     /// The first term.
+    ///     a: i64,
+    ///     /// The second term.
+    ///     b: i64,
+    /// }
+    ///
+    /// let server = Server::builder("calc", "1.0.0")
+    ///     .typed_tool("add", "Adds two integers.", |_ctx, args: Add| async move {
+    ///         Ok(ToolOutput::text((args.a + args.b).to_string()))
+    ///     })
+    ///     .try_build()
+    ///     .unwrap();
+    /// assert_eq!(server.tools()[0].input_schema.required.as_deref(), Some(&["a".to_owned(), "b".to_owned()][..]));
+    /// ```
+    pub fn typed_tool<Args, F, Fut>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        Args: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        let entry = typed_tool::<Args>(name, description)
+            .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
+        self.tool_entry(entry)
+    }
+
+    /// Adds a tool whose arguments deserialize into `Args`, from a full definition (title,
+    /// annotations, output schema...) whose input schema is replaced by the one of `Args`.
+    pub fn typed_tool_with<Args, F, Fut>(self, tool: Tool, handler: F) -> Self
+    where
+        Args: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        let entry = with_schema_of::<Args>(tool)
+            .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
+        self.tool_entry(entry)
+    }
+
+    fn tool_entry(mut self, entry: Result<ToolEntry, RegistrationError>) -> Self {
+        let result = entry.and_then(|entry| self.registry.add_tool(entry));
+        self.record(result)
+    }
+
+    /// Adds a static resource, read by `handler`. Resources are listed in the order they were
+    /// added.
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let mut readme = Resource::new("file:///README.md", "README");
+    /// readme.mime_type = Some("text/markdown".into());
+    /// let server = Server::builder("files", "1.0.0")
+    ///     .resource(readme, |_ctx, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn resource<F, Fut>(mut self, resource: Resource, handler: F) -> Self
+    where
+        F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadResult> + Send + 'static,
+    {
+        let result =
+            self.registry.add_resource(ResourceEntry { resource, handler: Arc::new(handler) });
+        self.record(result)
+    }
+
+    /// Adds a resource template (RFC 6570, see [`crate::uri_template`]); reads of URIs it
+    /// matches go to `handler` with the template's variables. Static resources are matched
+    /// first, then templates in the order they were added.
+    ///
+    /// ```
+    /// use mcpl_core::types::ResourceTemplate;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("users", "1.0.0")
+    ///     .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    ///         let id = req.var("id").unwrap_or_default().to_owned();
+    ///         Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, handler: F) -> Self
+    where
+        F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadResult> + Send + 'static,
+    {
+        let result = TemplateEntry::new(template, Arc::new(handler))
+            .and_then(|entry| self.registry.add_template(entry));
+        self.record(result)
+    }
+
+    /// Adds a prompt. Prompts are listed in the order they were added; a `prompts/get` that
+    /// lacks a required argument is refused (`-32602`) before `handler` runs.
+    ///
+    /// ```
+    /// use mcpl_core::types::{Prompt, PromptArgument};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let mut prompt = Prompt::new("review");
+    /// let mut code = PromptArgument::new("code");
+    /// code.required = Some(true);
+    /// prompt.arguments = Some(vec![code]);
+    /// let server = Server::builder("reviewer", "1.0.0")
+    ///     .prompt(prompt, |_ctx, args| async move {
+    ///         Ok(PromptOutput::user_text(format!("Review this:\n{}", args["code"])))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn prompt<F, Fut>(mut self, prompt: Prompt, handler: F) -> Self
+    where
+        F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PromptResult> + Send + 'static,
+    {
+        let result = self.registry.add_prompt(PromptEntry { prompt, handler: Arc::new(handler) });
+        self.record(result)
+    }
+
+    /// Sets the completer of a prompt's argument (`completion/complete` with `ref/prompt`).
+    ///
+    /// [`try_build`](Self::try_build) reports a completer whose prompt or argument does not
+    /// exist.
+    ///
+    /// ```
+    /// use mcpl_core::types::{Prompt, PromptArgument};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::completion::matching;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let mut prompt = Prompt::new("greet");
+    /// prompt.arguments = Some(vec![PromptArgument::new("language")]);
+    /// let server = Server::builder("s", "1")
+    ///     .prompt(prompt, |_ctx, _args| async { Ok(PromptOutput::user_text("hi")) })
+    ///     .prompt_completer("greet", "language", |_ctx, req| async move {
+    ///         Ok(matching(["english", "esperanto", "french"], &req.value))
+    ///     })
+    ///     .try_build()
+    ///     .unwrap();
+    /// # drop(server);
+    /// ```
+    pub fn prompt_completer<F, Fut>(mut self, prompt: &str, argument: &str, completer: F) -> Self
+    where
+        F: Fn(Context, CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = CompletionResult> + Send + 'static,
+    {
+        let key = (prompt.to_owned(), argument.to_owned());
+        self.registry.prompt_completers.insert(key, Arc::new(completer));
         self
+    }
+
+    /// Sets the completer of a resource template's variable (`completion/complete` with
+    /// `ref/resource`, whose `uri` is the template).
+    ///
+    /// [`try_build`](Self::try_build) reports a completer whose template or variable does not
+    /// exist.
+    pub fn resource_completer<F, Fut>(
+        mut self,
+        uri_template: &str,
+        variable: &str,
+        completer: F,
+    ) -> Self
+    where
+        F: Fn(Context, CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = CompletionResult> + Send + 'static,
+    {
+        let key = (uri_template.to_owned(), variable.to_owned());
+        self.registry.template_completers.insert(key, Arc::new(completer));
+        self
+    }
+
+    fn check_completers(&mut self) {
+        let r = &self.registry;
+        for (prompt, argument) in r.prompt_completers.keys() {
+            let exists = r
+                .prompts
+                .get(prompt)
+                .is_some_and(|p| p.prompt.arguments.iter().flatten().any(|a| &a.name == argument));
+            if !exists {
+                self.errors.push(RegistrationError::UnknownCompletionTarget {
+                    target: format!("prompt {prompt:?} argument {argument:?}"),
+                    what: "prompt argument",
+                });
+            }
+        }
+        for (template, variable) in r.template_completers.keys() {
+            let exists = r
+                .templates
+                .get(template)
+                .is_some_and(|t| t.parsed.variables().any(|v| v == variable));
+            if !exists {
+                self.errors.push(RegistrationError::UnknownCompletionTarget {
+                    target: format!("template {template:?} variable {variable:?}"),
+                    what: "template variable",
+                });
+            }
+        }
     }
 
     /// Builds the server, checking the definition.
     ///
     /// # Errors
     ///
-    /// A [`BuildError`] listing every invalid or duplicate tool name.
-    pub fn try_build(self) -> Result<Server, BuildError> {
+    /// A [`BuildError`] listing every invalid or duplicate name, invalid schema or template,
+    /// and completer without a target.
+    pub fn try_build(mut self) -> Result<Server, BuildError> {
+        self.check_completers();
         if !self.errors.is_empty() {
             return Err(BuildError { problems: self.errors });
         }
@@ -141,8 +519,10 @@ impl ServerBuilder {
     }
 
     /// Builds the server. Problems [`try_build`](Self::try_build) would report are logged as
-    /// warnings instead; a duplicate tool name serves the first definition.
-    pub fn build(self) -> Server {
+    /// warnings instead, and the features they concern are left out (a duplicate serves the
+    /// first definition).
+    pub fn build(mut self) -> Server {
+        self.check_completers();
         for problem in &self.errors {
             tracing::warn!(%problem, "server definition problem");
         }
@@ -150,17 +530,14 @@ impl ServerBuilder {
     }
 
     fn build_unchecked(self) -> Server {
-        let mut tools: Vec<ToolEntry> = Vec::with_capacity(self.tools.len());
-        for entry in self.tools {
-            if !tools.iter().any(|t| t.tool.name == entry.tool.name) {
-                tools.push(entry);
-            }
-        }
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
         Server {
             inner: Arc::new(ServerInner {
                 info: self.info,
                 instructions: self.instructions,
-                tools,
+                page_size: self.page_size,
+                registry: RwLock::new(self.registry),
+                events,
             }),
         }
     }

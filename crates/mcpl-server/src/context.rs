@@ -1,5 +1,6 @@
 //! [`Context`]: what a server handler knows about the request it serves.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcpl_core::engine::RequestContext;
@@ -10,6 +11,8 @@ use mcpl_core::types::{
 use mcpl_core::{Era, Peer, ProtocolVersion, Result};
 use serde_json::Value;
 
+use crate::builder::Server;
+
 /// What the server knows about the client on one connection (stateful era) or from one
 /// request's `_meta` (stateless era).
 #[derive(Debug, Clone, Default)]
@@ -19,6 +22,8 @@ pub(crate) struct ClientState {
     pub(crate) client_capabilities: Option<ClientCapabilities>,
     /// The minimum level of log messages the client asked for; `None`: no log messages.
     pub(crate) log_level: Option<LoggingLevel>,
+    /// The resource URIs this client subscribed to (`resources/subscribe`).
+    pub(crate) subscriptions: HashSet<String>,
 }
 
 pub(crate) type SharedClientState = Arc<Mutex<ClientState>>;
@@ -36,11 +41,20 @@ pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientSta
 pub struct Context {
     pub(crate) request: RequestContext,
     pub(crate) client: SharedClientState,
+    pub(crate) server: Option<Server>,
 }
 
 impl Context {
     pub(crate) fn new(request: RequestContext, client: SharedClientState) -> Self {
-        Context { request, client }
+        Context { request, client, server: None }
+    }
+
+    /// The server serving this request, to change its features at run time (see
+    /// [`Server::tools_mut`]) or to announce resource updates.
+    ///
+    /// Set for every handler a [`Server`] calls; `None` only for a context built outside one.
+    pub fn server(&self) -> Option<&Server> {
+        self.server.as_ref()
     }
 
     /// The engine-level context: id, method, `_meta`, cancellation.

@@ -19,31 +19,50 @@
 //! ```
 //!
 //! This release serves the stateful (2025) era over stream transports: the `initialize`
-//! handshake with version negotiation and a lifecycle guard, `ping`, `tools/list` (in
-//! registration order) and `tools/call`.
+//! handshake with version negotiation and a lifecycle guard, `ping`, tools (typed arguments,
+//! input and output schema validation), resources and resource templates (with subscriptions),
+//! prompts, argument completion, logging, pagination of every list, and changes of all of these
+//! while sessions are live (`notifications/*/list_changed`).
 //!
 //! # Modules
 //!
 //! - [`builder`]: [`ServerBuilder`], which collects the server's identity and features.
-//! - [`tool`]: tool handlers and what they return.
+//! - [`registry`]: handles that change a running server's features.
+//! - [`tool`]: tool handlers and what they return; [`schema`]: their JSON Schemas.
+//! - [`resource`]: resource handlers; [`uri_template`]: RFC 6570 templates they are routed by.
+//! - [`prompt`]: prompt handlers.
+//! - [`completion`]: completers for prompt arguments and template variables.
+//! - [`events`]: [`ServerEvent`], what sessions tell clients about changes.
 //! - [`context`]: [`Context`], what a handler knows about its request.
 //! - [`session`]: serving one connection; the handshake and the lifecycle guard.
 //! - [`stdio`]: serving on this process's stdin and stdout.
+//! - [`http`]: serving over Streamable HTTP.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod builder;
+pub mod completion;
 pub mod context;
+pub mod events;
+pub mod http;
+mod pagination;
+pub mod prompt;
+pub mod registry;
+pub mod resource;
 mod router;
+pub mod schema;
 pub mod session;
 pub mod stdio;
 pub mod tool;
+pub mod uri_template;
 
 #[doc(inline)]
-pub use self::builder::{Server, ServerBuilder};
+pub use self::builder::{BuildError, RegistrationError, Server, ServerBuilder};
 #[doc(inline)]
 pub use self::context::Context;
+#[doc(inline)]
+pub use self::events::ServerEvent;
 #[doc(inline)]
 pub use self::session::Session;
 #[doc(inline)]

@@ -1,19 +1,28 @@
 //! Method routing: one place that maps each MCP method to the feature that serves it.
 //!
 //! Both eras route through here; era-specific steps (the stateful handshake, the stateless
-//! `_meta` checks) happen before.
+//! `_meta` checks) happen before. A feature's methods are served once the feature was ever
+//! registered (so they answer for as long as its capability is declared); before that they
+//! are unknown methods (`-32601`).
 
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
-    CallToolRequestParams, EmptyResult, ListToolsResult, SetLevelRequestParams, names,
+    CallToolRequestParams, CompleteRequestParams, CompleteResult, CompletionReference, EmptyResult,
+    GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+    ResourceRequestParams, SetLevelRequestParams, names,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::builder::Server;
+use crate::completion::{CompletionRequest, capped};
 use crate::context::{Context, lock};
+use crate::pagination::{Page, paginate};
+use crate::registry::Registry;
+use crate::resource::{ReadRequest, not_found, read};
 
 /// Decodes params, reading absent params as `{}`; failures are `-32602`.
 pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
@@ -29,27 +38,75 @@ pub(crate) fn encode<T: Serialize>(value: T) -> HandlerResult {
 /// Serves one request of an initialized client.
 pub(crate) async fn dispatch(
     server: &Server,
-    ctx: Context,
+    mut ctx: Context,
     method: &str,
     params: Option<Value>,
 ) -> HandlerResult {
+    ctx.server = Some(server.clone());
+    let (tools, resources, prompts, completions) = {
+        let r = server.read();
+        (r.has_tools, r.has_resources, r.has_prompts, r.has_completions())
+    };
     match method {
         names::PING => encode(EmptyResult::default()),
-        names::TOOLS_LIST if server.has_tools() => {
-            let tools = server.tools().cloned().collect();
-            encode(ListToolsResult { tools, ..ListToolsResult::default() })
+        names::TOOLS_LIST if tools => {
+            let page = list(server, params, "tools", |r| {
+                let items = r.tools.items.iter().filter(|t| t.enabled);
+                (r.tools.revision, items.map(|t| t.tool.clone()).collect())
+            })?;
+            encode(ListToolsResult {
+                tools: page.items,
+                next_cursor: page.next_cursor,
+                ..Default::default()
+            })
         }
-        names::TOOLS_CALL if server.has_tools() => {
-            let params: CallToolRequestParams = decode(params)?;
-            let Some(entry) = server.tool(&params.name) else {
-                return Err(ErrorObject::invalid_params(format_args!(
-                    "unknown tool {:?}",
-                    params.name
-                )));
-            };
-            let handler = entry.handler.clone();
-            encode(handler.call(ctx, params.arguments.unwrap_or_default()).await?)
+        names::TOOLS_CALL if tools => call_tool(server, ctx, params).await,
+        names::RESOURCES_LIST if resources => {
+            let page = list(server, params, "resources", |r| {
+                let items = r.resources.items.iter().map(|e| e.resource.clone());
+                (r.resources.revision, items.collect())
+            })?;
+            encode(ListResourcesResult {
+                resources: page.items,
+                next_cursor: page.next_cursor,
+                ..Default::default()
+            })
         }
+        names::RESOURCES_TEMPLATES_LIST if resources => {
+            let page = list(server, params, "resource templates", |r| {
+                let items = r.templates.items.iter().map(|e| e.template.clone());
+                (r.templates.revision, items.collect())
+            })?;
+            encode(ListResourceTemplatesResult {
+                resource_templates: page.items,
+                next_cursor: page.next_cursor,
+                ..Default::default()
+            })
+        }
+        names::RESOURCES_READ if resources => read_resource(server, ctx, params).await,
+        names::RESOURCES_SUBSCRIBE if resources => {
+            let params: ResourceRequestParams = decode(params)?;
+            lock(&ctx.client).subscriptions.insert(params.uri);
+            encode(EmptyResult::default())
+        }
+        names::RESOURCES_UNSUBSCRIBE if resources => {
+            let params: ResourceRequestParams = decode(params)?;
+            lock(&ctx.client).subscriptions.remove(&params.uri);
+            encode(EmptyResult::default())
+        }
+        names::PROMPTS_LIST if prompts => {
+            let page = list(server, params, "prompts", |r| {
+                let items = r.prompts.items.iter().map(|e| e.prompt.clone());
+                (r.prompts.revision, items.collect())
+            })?;
+            encode(ListPromptsResult {
+                prompts: page.items,
+                next_cursor: page.next_cursor,
+                ..Default::default()
+            })
+        }
+        names::PROMPTS_GET if prompts => get_prompt(server, ctx, params).await,
+        names::COMPLETION_COMPLETE if completions => complete(server, ctx, params).await,
         names::LOGGING_SET_LEVEL => {
             let params: SetLevelRequestParams = decode(params)?;
             lock(&ctx.client).log_level = Some(params.level);
@@ -57,4 +114,92 @@ pub(crate) async fn dispatch(
         }
         _ => Err(ErrorObject::method_not_found(method)),
     }
+}
+
+/// One page of a list: `snapshot` gives the list's revision and items under the lock.
+fn list<T: Clone>(
+    server: &Server,
+    params: Option<Value>,
+    name: &str,
+    snapshot: impl FnOnce(&Registry) -> (u64, Vec<T>),
+) -> Result<Page<T>, ErrorObject> {
+    let params: PaginatedRequestParams = decode(params)?;
+    let (revision, items) = snapshot(&server.read());
+    paginate(name, revision, &items, params.cursor.as_deref(), server.page_size())
+}
+
+async fn call_tool(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
+    let params: CallToolRequestParams = decode(params)?;
+    let runner =
+        server.read().tools.get(&params.name).filter(|t| t.enabled).map(|t| t.runner.clone());
+    let Some(runner) = runner else {
+        return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
+    };
+    encode(runner.call(ctx, params.arguments.unwrap_or_default()).await?)
+}
+
+async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
+    let params: ReadResourceRequestParams = decode(params)?;
+    let uri = params.uri;
+    let target = {
+        let r = server.read();
+        match r.resources.get(&uri) {
+            Some(e) => Some((e.handler.clone(), e.resource.mime_type.clone(), Default::default())),
+            None => r.templates.items.iter().find_map(|t| {
+                let vars = t.parsed.matches(&uri)?;
+                Some((t.handler.clone(), t.template.mime_type.clone(), vars))
+            }),
+        }
+    };
+    let Some((handler, mime_type, variables)) = target else {
+        return Err(not_found(&uri));
+    };
+    let contents = read(handler, mime_type, ctx, ReadRequest { uri, variables }).await?;
+    encode(ReadResourceResult { contents, ..Default::default() })
+}
+
+async fn get_prompt(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
+    let params: GetPromptRequestParams = decode(params)?;
+    let Some(entry) = server.read().prompts.get(&params.name).cloned() else {
+        return Err(ErrorObject::invalid_params(format_args!("unknown prompt {:?}", params.name)));
+    };
+    let args = params.arguments.unwrap_or_default();
+    let missing = entry.missing(&args);
+    if !missing.is_empty() {
+        return Err(ErrorObject::invalid_params(format_args!(
+            "prompt {:?} is missing required arguments: {}",
+            params.name,
+            missing.join(", ")
+        )));
+    }
+    encode(entry.handler.get(ctx, args).await?)
+}
+
+async fn complete(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
+    let params: CompleteRequestParams = decode(params)?;
+    let argument = params.argument.name;
+    let completer = {
+        let r = server.read();
+        match &params.reference {
+            CompletionReference::Prompt(p) => {
+                r.prompt_completers.get(&(p.name.clone(), argument.clone())).cloned()
+            }
+            CompletionReference::ResourceTemplate(t) => {
+                r.template_completers.get(&(t.uri.clone(), argument.clone())).cloned()
+            }
+        }
+    };
+    let values = match completer {
+        // Nothing to suggest for unknown references or arguments without a completer.
+        None => Vec::new(),
+        Some(completer) => {
+            let request = CompletionRequest {
+                argument,
+                value: params.argument.value,
+                context: params.context.and_then(|c| c.arguments).unwrap_or_default(),
+            };
+            completer.complete(ctx, request).await?
+        }
+    };
+    encode(CompleteResult { completion: capped(values), ..Default::default() })
 }

@@ -4,6 +4,9 @@
 //! refused with `-32600`). `initialize` negotiates the protocol version: the client's, if this
 //! SDK speaks it as a stateful revision, else the newest stateful one. A second `initialize` is
 //! refused.
+//!
+//! Once initialized, a session forwards the server's [`ServerEvent`](crate::events::ServerEvent)s
+//! to its client: list changes, and updates of the resources the client subscribed to.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +21,7 @@ use serde_json::Value;
 
 use crate::builder::Server;
 use crate::context::{ClientState, Context, SharedClientState, lock};
+use crate::events;
 use crate::router::{decode, dispatch, encode};
 
 /// No `initialize` yet.
@@ -62,7 +66,12 @@ impl Server {
             async {}
         });
         engine.on_close(|reason: &CloseReason| tracing::debug!(%reason, "session closed"));
+        // Subscribe before connecting so no change made once the client can talk is missed.
+        let events = self.subscribe_changes();
         let peer = engine.connect(transport).await?;
+        let ph = phase.clone();
+        let ready = move || ph.load(Ordering::SeqCst) != NEW;
+        tokio::spawn(events::forward(events, peer.clone(), client.clone(), ready));
         Ok(Session { engine, peer, phase, client })
     }
 }

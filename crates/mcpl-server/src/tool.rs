@@ -1,14 +1,20 @@
 //! Tool handlers and what they return.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
-use mcpl_core::types::{CallToolResult, ContentBlock, Tool};
+use mcpl_core::types::{CallToolResult, ContentBlock, Tool, ToolSchema};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::builder::RegistrationError;
 use crate::context::Context;
+use crate::schema::{CompiledSchema, SchemaError, input_schema_for};
 
 /// The arguments of a tool call.
 pub type Arguments = Map<String, Value>;
@@ -34,6 +40,36 @@ impl ToolOutput {
     pub fn error(message: impl Into<String>) -> CallToolResult {
         CallToolResult::error(message)
     }
+
+    /// A successful result carrying `value` as structured content, and the same value as a
+    /// JSON text block for clients that do not read structured content.
+    ///
+    /// ```
+    /// #[derive(serde::Serialize)]
+    /// struct Sum {
+    ///     total: i64,
+    /// }
+    ///
+    /// let result = mcpl_server::ToolOutput::structured(&Sum { total: 5 }).unwrap();
+    /// assert_eq!(result.structured_content, Some(serde_json::json!({"total": 5})));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `-32603` if `value` does not serialize to JSON.
+    pub fn structured<T: Serialize + ?Sized>(value: &T) -> ToolResult {
+        let value = serde_json::to_value(value).map_err(ErrorObject::internal)?;
+        Ok(Self::structured_value(value))
+    }
+
+    /// A successful result carrying `value` as structured content, and as a JSON text block.
+    pub fn structured_value(value: Value) -> CallToolResult {
+        CallToolResult {
+            content: vec![ContentBlock::text(value.to_string())],
+            structured_content: Some(value),
+            ..CallToolResult::default()
+        }
+    }
 }
 
 /// Serves the calls of one tool.
@@ -57,11 +93,123 @@ where
     }
 }
 
-/// A registered tool: its definition and its handler.
+/// A registered tool: its definition, whether it is enabled, and what serves its calls.
 #[derive(Clone)]
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
-    pub(crate) handler: Arc<dyn ToolHandler>,
+    pub(crate) enabled: bool,
+    pub(crate) runner: Arc<ToolRunner>,
+}
+
+/// What serves a tool's calls: its handler and its compiled schemas.
+pub(crate) struct ToolRunner {
+    name: String,
+    handler: Arc<dyn ToolHandler>,
+    input: CompiledSchema,
+    output: Option<CompiledSchema>,
+}
+
+impl ToolEntry {
+    /// Checks the tool's name and compiles its schemas.
+    pub(crate) fn new(
+        tool: Tool,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<Self, RegistrationError> {
+        validate_tool_name(&tool.name).map_err(RegistrationError::InvalidName)?;
+        let schema_error = |e: SchemaError| RegistrationError::InvalidSchema {
+            tool: tool.name.clone(),
+            problem: e.to_string(),
+        };
+        if tool.input_schema.schema_type != Some(Value::String("object".to_owned())) {
+            return Err(schema_error(SchemaError::NotAnObject("the input".to_owned())));
+        }
+        let input = CompiledSchema::compile(&tool.input_schema).map_err(schema_error)?;
+        let output = tool.output_schema.as_ref().map(CompiledSchema::compile).transpose();
+        let output = output.map_err(schema_error)?;
+        let runner = ToolRunner { name: tool.name.clone(), handler, input, output };
+        Ok(ToolEntry { tool, enabled: true, runner: Arc::new(runner) })
+    }
+}
+
+impl ToolRunner {
+    /// Serves one call: checks the arguments, runs the handler, checks its structured output.
+    pub(crate) async fn call(&self, ctx: Context, args: Arguments) -> ToolResult {
+        let value = Value::Object(args);
+        if let Err(problem) = self.input.check(&value) {
+            return Ok(CallToolResult::error(format!(
+                "invalid arguments for tool {:?}: {problem}",
+                self.name
+            )));
+        }
+        let Value::Object(args) = value else {
+            return Err(ErrorObject::internal("arguments are not an object"));
+        };
+        let result = self.handler.call(ctx, args).await?;
+        if let (Some(output), false) = (&self.output, result.is_error == Some(true)) {
+            let Some(structured) = &result.structured_content else {
+                return Err(ErrorObject::internal(format_args!(
+                    "tool {:?} has an output schema but returned no structured content",
+                    self.name
+                )));
+            };
+            if let Err(problem) = output.check(structured) {
+                return Err(ErrorObject::internal(format_args!(
+                    "tool {:?} returned structured content that does not match its output \
+                     schema: {problem}",
+                    self.name
+                )));
+            }
+        }
+        Ok(result)
+    }
+}
+
+/// A tool definition whose input schema is generated from `Args`.
+pub(crate) fn typed_tool<Args: JsonSchema>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+) -> Result<Tool, RegistrationError> {
+    let name = name.into();
+    let mut tool = Tool::new(name.clone(), ToolSchema::object());
+    tool.description = Some(description.into());
+    with_schema_of::<Args>(tool)
+}
+
+/// `tool` with its input schema generated from `Args`.
+pub(crate) fn with_schema_of<Args: JsonSchema>(mut tool: Tool) -> Result<Tool, RegistrationError> {
+    tool.input_schema = input_schema_for::<Args>().map_err(|e| {
+        RegistrationError::InvalidSchema { tool: tool.name.clone(), problem: e.to_string() }
+    })?;
+    Ok(tool)
+}
+
+/// Adapts a handler taking typed arguments to [`ToolHandler`].
+pub(crate) struct Typed<Args, F> {
+    handler: F,
+    _args: PhantomData<fn() -> Args>,
+}
+
+impl<Args, F> Typed<Args, F> {
+    pub(crate) fn new(handler: F) -> Self {
+        Typed { handler, _args: PhantomData }
+    }
+}
+
+impl<Args, F, Fut> ToolHandler for Typed<Args, F>
+where
+    Args: DeserializeOwned + 'static,
+    F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    fn call(&self, ctx: Context, args: Arguments) -> BoxFuture<'static, ToolResult> {
+        match serde_json::from_value::<Args>(Value::Object(args)) {
+            Ok(args) => Box::pin((self.handler)(ctx, args)),
+            Err(e) => {
+                let result = CallToolResult::error(format!("invalid arguments: {e}"));
+                Box::pin(std::future::ready(Ok(result)))
+            }
+        }
+    }
 }
 
 /// Checks a tool name against the MCP naming rules (2025-11-25): 1 to 128 characters, each an

@@ -2,10 +2,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use futures::FutureExt;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -226,7 +228,13 @@ impl Connection {
             let outcome = tokio::select! {
                 biased;
                 _ = token.cancelled() => None,
-                outcome = handler.handle(ctx, params) => Some(outcome),
+                // A panicking handler answers -32603 instead of leaving the caller waiting.
+                outcome = AssertUnwindSafe(handler.handle(ctx, params)).catch_unwind() => Some(
+                    outcome.unwrap_or_else(|_| {
+                        tracing::error!("request handler panicked");
+                        Err(ErrorObject::internal("the request handler panicked"))
+                    }),
+                ),
             };
             lock(&conn.inflight).remove(&id);
             // A cancelled request gets no response at all.

@@ -382,3 +382,20 @@ async fn messages_sent_while_serving_a_request_relate_to_it() {
     script.sent.recv().await.unwrap();
     assert_eq!(script.related.recv().await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn a_panicking_handler_answers_internal_error() {
+    let server = Engine::new();
+    server.on_request("boom", |_ctx: RequestContext, _p: Params| async move {
+        if true {
+            panic!("handler bug");
+        }
+        Ok(json!(null))
+    });
+    let (_client, peer) = connected(&server).await;
+    let err = peer.request("boom", None, RequestOptions::new()).await.unwrap_err();
+    assert_eq!(err.rpc_error().unwrap().code, ErrorCode::INTERNAL_ERROR);
+    // The connection keeps serving.
+    let err = peer.request("nothing", None, RequestOptions::new()).await.unwrap_err();
+    assert_eq!(err.rpc_error().unwrap().code, ErrorCode::METHOD_NOT_FOUND);
+}

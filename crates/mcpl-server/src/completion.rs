@@ -1,0 +1,101 @@
+//! Completers: suggestions for prompt arguments and resource template variables
+//! (`completion/complete`).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use mcpl_core::engine::BoxFuture;
+use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::types::Completion;
+
+use crate::context::Context;
+
+/// The most values one completion answer carries.
+pub const MAX_VALUES: usize = 100;
+
+/// What is being completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletionRequest {
+    /// The name of the prompt argument or template variable.
+    pub argument: String,
+    /// What the user typed so far.
+    pub value: String,
+    /// Values of other arguments the client already resolved (`context.arguments`).
+    pub context: BTreeMap<String, String>,
+}
+
+/// What a completer returns: every suggestion (the server sends the first
+/// [`MAX_VALUES`] and says how many there are), or a protocol error.
+pub type CompletionResult = Result<Vec<String>, ErrorObject>;
+
+/// Suggests values for one prompt argument or template variable.
+///
+/// Implemented for every `Fn(Context, CompletionRequest) -> impl Future<Output =
+/// CompletionResult>`.
+#[diagnostic::on_unimplemented(
+    note = "completers are async fns taking (Context, CompletionRequest) and returning \
+            CompletionResult"
+)]
+pub trait Completer: Send + Sync + 'static {
+    /// Suggests values.
+    fn complete(
+        &self,
+        ctx: Context,
+        request: CompletionRequest,
+    ) -> BoxFuture<'static, CompletionResult>;
+}
+
+impl<F, Fut> Completer for F
+where
+    F: Fn(Context, CompletionRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = CompletionResult> + Send + 'static,
+{
+    fn complete(
+        &self,
+        ctx: Context,
+        request: CompletionRequest,
+    ) -> BoxFuture<'static, CompletionResult> {
+        Box::pin(self(ctx, request))
+    }
+}
+
+/// The candidates that start with `typed`, ignoring ASCII case, in their order.
+///
+/// ```
+/// let values = mcpl_server::completion::matching(["python", "perl", "rust"], "p");
+/// assert_eq!(values, ["python", "perl"]);
+/// ```
+pub fn matching<'a>(candidates: impl IntoIterator<Item = &'a str>, typed: &str) -> Vec<String> {
+    let typed = typed.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .filter(|c| c.to_ascii_lowercase().starts_with(&typed))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The completion answering with `values`: at most [`MAX_VALUES`] of them, with the total and
+/// whether more exist.
+pub(crate) fn capped(mut values: Vec<String>) -> Completion {
+    let total = values.len();
+    let has_more = total > MAX_VALUES;
+    values.truncate(MAX_VALUES);
+    Completion {
+        values,
+        total: Some(u64::try_from(total).unwrap_or(u64::MAX)),
+        has_more: Some(has_more),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_capped_at_100() {
+        let c = capped((0..150).map(|i| i.to_string()).collect());
+        assert_eq!((c.values.len(), c.total, c.has_more), (100, Some(150), Some(true)));
+        let c = capped(vec!["a".into()]);
+        assert_eq!((c.values.len(), c.total, c.has_more), (1, Some(1), Some(false)));
+    }
+}

@@ -1,0 +1,125 @@
+//! [`HttpConfig`]: the settings of the Streamable HTTP endpoint.
+
+use std::time::Duration;
+
+/// The default request body limit: 4 MiB.
+pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Settings of the Streamable HTTP endpoint.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpl_server::http::HttpConfig;
+///
+/// let config = HttpConfig::new()
+///     .max_body(1024 * 1024)
+///     .allowed_hosts(["localhost", "mcp.example.com"])
+///     .allowed_origins(["https://app.example.com"])
+///     .keep_alive(Duration::from_secs(10));
+/// # drop(config);
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct HttpConfig {
+    pub(crate) max_body: usize,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) json_response: bool,
+    pub(crate) keep_alive: Duration,
+    pub(crate) retry: Duration,
+    pub(crate) session_idle_timeout: Duration,
+    pub(crate) max_sessions: usize,
+    pub(crate) cache_ttl: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            max_body: DEFAULT_MAX_BODY,
+            allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]),
+            allowed_origins: Vec::new(),
+            json_response: false,
+            keep_alive: Duration::from_secs(15),
+            retry: Duration::from_secs(1),
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 10_000,
+            cache_ttl: Duration::ZERO,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The largest request body accepted; larger ones get `413`. Default: 4 MiB.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The host names (without port) the `Host` header may carry; others get `403`. This is the
+    /// DNS-rebinding protection. Default: `localhost`, `127.0.0.1`, `[::1]`.
+    pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Accepts any `Host` header. Only for servers behind a proxy that checks it.
+    pub fn allow_any_host(mut self) -> Self {
+        self.allowed_hosts = None;
+        self
+    }
+
+    /// Origins (`scheme://host[:port]`) allowed besides those on an allowed host. Requests with
+    /// another `Origin` get `403`. Default: none.
+    pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        origins: I,
+    ) -> Self {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Answer requests with a single JSON body instead of an SSE stream. Related
+    /// notifications then go to the session's GET stream. Default: `false` (SSE).
+    pub fn json_response(mut self, json: bool) -> Self {
+        self.json_response = json;
+        self
+    }
+
+    /// How often idle SSE streams get a keep-alive comment. Default: 15 s.
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every;
+        self
+    }
+
+    /// The reconnection delay advised to clients in SSE `retry` fields. Default: 1 s.
+    pub fn retry(mut self, delay: Duration) -> Self {
+        self.retry = delay;
+        self
+    }
+
+    /// How long a session may go unused before it is closed. Default: 30 minutes.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The `ttlMs` put on stateless-era list, read and discover results that set none
+    /// themselves. Default: 0 (clients re-fetch each time).
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// The most live sessions; an `initialize` beyond it gets `503`. Default: 10 000.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+}

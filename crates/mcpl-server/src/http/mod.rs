@@ -1,0 +1,581 @@
+//! Streamable HTTP: the MCP endpoint as an axum [`Router`](axum::Router), mountable in any
+//! axum or tower application.
+//!
+//! This release serves the stateful (2025) era:
+//!
+//! - `POST` carries one JSON-RPC message. An `initialize` request creates a session whose id
+//!   (from a CSPRNG, 128 bits) comes back in `Mcp-Session-Id`; every later request must carry
+//!   it (`400` without, `404` for an unknown or ended session). A request is answered with an
+//!   SSE stream (or one JSON body with [`HttpConfig::json_response`]) carrying its response and
+//!   whatever the server sends while serving it; notifications and responses get `202`.
+//! - `GET` opens the session's standalone SSE stream for server-initiated messages, or resumes
+//!   any stream with `Last-Event-ID`.
+//! - `DELETE` ends the session.
+//!
+//! Every request is checked first: `Host` and `Origin` against allow-lists (DNS-rebinding
+//! protection, on by default), `Accept`, `Content-Type`, `MCP-Protocol-Version`, and the body
+//! size (default limit 4 MiB).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use mcpl_server::Server;
+//! use mcpl_server::http::{HttpConfig, StreamableHttp};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let server = Server::builder("demo", "1.0.0").build();
+//! let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! mcpl_server::http::serve(listener, app).await
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use futures::StreamExt;
+use mcpl_core::ProtocolVersion;
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message};
+use tokio::sync::mpsc;
+
+use self::event_store::{EventPosition, EventStore, InMemoryEventStore};
+use self::guard::Refusal;
+use self::session::{Event, HttpSession, StreamError};
+use crate::builder::Server;
+
+mod config;
+pub mod event_store;
+mod guard;
+mod session;
+pub mod stateless;
+
+pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
+
+/// The session header.
+pub const SESSION_ID: &str = "mcp-session-id";
+/// The protocol version header.
+pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// The resumption header.
+pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The Streamable HTTP endpoint of a [`Server`].
+#[derive(Clone)]
+pub struct StreamableHttp {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    server: Server,
+    config: HttpConfig,
+    events: Arc<dyn EventStore>,
+    sessions: RwLock<HashMap<String, Arc<HttpSession>>>,
+    reaper: std::sync::Once,
+}
+
+impl std::fmt::Debug for StreamableHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttp")
+            .field("server", &self.inner.server)
+            .field("config", &self.inner.config)
+            .field("sessions", &self.session_count())
+            .finish()
+    }
+}
+
+impl StreamableHttp {
+    /// The endpoint of `server` with `config`, keeping SSE events in memory.
+    pub fn new(server: Server, config: HttpConfig) -> Self {
+        Self::with_event_store(server, config, InMemoryEventStore::default())
+    }
+
+    /// The endpoint of `server` with `config`, keeping SSE events in `events`.
+    pub fn with_event_store(server: Server, config: HttpConfig, events: impl EventStore) -> Self {
+        StreamableHttp {
+            inner: Arc::new(Inner {
+                server,
+                config,
+                events: Arc::new(events),
+                sessions: RwLock::new(HashMap::new()),
+                reaper: std::sync::Once::new(),
+            }),
+        }
+    }
+
+    /// An axum router serving the endpoint at `path`.
+    pub fn into_router(self, path: &str) -> Router {
+        Router::new().route(path, any(handle)).with_state(self)
+    }
+
+    /// The number of live sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.inner
+            .sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    fn remove_session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id)
+    }
+
+    fn start_reaper(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        let period = (self.inner.config.session_idle_timeout / 4).max(Duration::from_millis(100));
+        self.inner.reaper.call_once(|| {
+            tokio::spawn(reap(weak, period));
+        });
+    }
+}
+
+/// Closes sessions idle for longer than the configured timeout, until the endpoint is dropped.
+async fn reap(inner: Weak<Inner>, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(inner) = inner.upgrade() else { return };
+        let timeout = inner.config.session_idle_timeout;
+        let expired: Vec<Arc<HttpSession>> = {
+            let mut sessions =
+                inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let ids: Vec<String> = sessions
+                .iter()
+                .filter(|(_, s)| s.idle_since().elapsed() > timeout)
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        for session in expired {
+            tracing::debug!(session = %session.id, "closing idle session");
+            session.close().await;
+        }
+    }
+}
+
+/// Serves `router` on `listener` with `TCP_NODELAY` set on every accepted connection (without
+/// it, small SSE writes can stall for tens of milliseconds).
+///
+/// # Errors
+///
+/// An I/O error of the listener.
+pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, router).await
+}
+
+fn new_session_id() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn json_body(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
+        .into_response()
+}
+
+/// A request refused with an HTTP status and a JSON-RPC error body.
+struct Reject {
+    status: StatusCode,
+    code: ErrorCode,
+    message: String,
+}
+
+impl Reject {
+    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Self {
+        Reject { status, code, message: message.into() }
+    }
+}
+
+impl IntoResponse for Reject {
+    fn into_response(self) -> Response {
+        rpc_error(self.status, self.code, self.message)
+    }
+}
+
+/// An HTTP error carrying a JSON-RPC error body.
+fn rpc_error(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
+    let error = ErrorResponse::new(None, ErrorObject::new(code, message));
+    json_body(status, &Message::Error(error))
+}
+
+fn refused(r: Refusal) -> Response {
+    rpc_error(r.status, ErrorCode::INVALID_REQUEST, r.message)
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn handle(State(http): State<StreamableHttp>, request: Request) -> Response {
+    if let Err(r) = guard::check_host_and_origin(&http.inner.config, request.headers()) {
+        return refused(r);
+    }
+    match *request.method() {
+        Method::POST => post(http, request).await,
+        Method::GET => get(http, request).await,
+        Method::DELETE => delete(http, request).await,
+        _ => {
+            let mut response = rpc_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                ErrorCode::INVALID_REQUEST,
+                "method not allowed",
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// Checks `MCP-Protocol-Version` on a request after `initialize`.
+fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<(), Reject> {
+    let Some(value) = header_str(headers, PROTOCOL_VERSION) else {
+        // Absent: the client predates the header (2025-03-26); accept.
+        return Ok(());
+    };
+    match ProtocolVersion::parse(value) {
+        Some(v) if session.mcp.protocol_version().is_none_or(|negotiated| negotiated == v) => {
+            Ok(())
+        }
+        Some(v) => Err(Reject::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            format!("MCP-Protocol-Version {v} does not match the negotiated version"),
+        )),
+        None => Err(Reject::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            format!("unsupported MCP-Protocol-Version {value:?}"),
+        )),
+    }
+}
+
+/// Finds the session a request names: `400` without the header, `404` for an unknown one.
+fn find_session(http: &StreamableHttp, headers: &HeaderMap) -> Result<Arc<HttpSession>, Reject> {
+    let Some(id) = header_str(headers, SESSION_ID) else {
+        return Err(Reject::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "missing Mcp-Session-Id header",
+        ));
+    };
+    match http.session(id) {
+        Some(session) => {
+            session.touch();
+            Ok(session)
+        }
+        None => Err(Reject::new(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found")),
+    }
+}
+
+async fn post(http: StreamableHttp, request: Request) -> Response {
+    let headers = request.headers().clone();
+    if let Err(r) =
+        guard::check_post_accept(&headers).and_then(|()| guard::check_content_type(&headers))
+    {
+        return refused(r);
+    }
+    let body = match axum::body::to_bytes(request.into_body(), http.inner.config.max_body).await {
+        Ok(body) => body,
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ErrorCode::INVALID_REQUEST,
+                format!("request body exceeds {} bytes", http.inner.config.max_body),
+            );
+        }
+    };
+    let message = match Message::decode(&body) {
+        Ok(message) => message,
+        Err(e) => return json_body(StatusCode::BAD_REQUEST, &Message::Error(e.to_response())),
+    };
+    if stateless::is_stateless(&message, &headers) {
+        return stateless::serve(http, headers, message).await;
+    }
+    if let Message::Request(req) = &message {
+        if req.method == mcpl_core::types::names::INITIALIZE {
+            if headers.contains_key(SESSION_ID) {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
+                    "initialize must not carry Mcp-Session-Id",
+                );
+            }
+            return initialize(http, message).await;
+        }
+    }
+    let session = match find_session(&http, &headers) {
+        Ok(s) => s,
+        Err(reject) => return reject.into_response(),
+    };
+    if let Err(reject) = check_version_header(&headers, &session) {
+        return reject.into_response();
+    }
+    match message {
+        Message::Request(req) => {
+            let id = req.id.clone();
+            let json = http.inner.config.json_response;
+            let (stream, rx) = match session.open_request_stream(&id, json) {
+                Ok(opened) => opened,
+                Err(StreamError::DuplicateRequest) => {
+                    let error = ErrorObject::invalid_request(format_args!(
+                        "request id {id} is already in flight"
+                    ));
+                    return json_body(
+                        StatusCode::CONFLICT,
+                        &Message::Error(ErrorResponse::new(Some(id), error)),
+                    );
+                }
+                Err(_) => {
+                    return rpc_error(
+                        StatusCode::NOT_FOUND,
+                        ErrorCode(-32001),
+                        "session not found",
+                    );
+                }
+            };
+            if session.deliver(Message::Request(req)).await.is_err() {
+                session.abandon_request_stream(&id);
+                return rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended");
+            }
+            if json {
+                json_reply(rx, &session.id).await
+            } else {
+                sse_reply(&http, &session, stream, Vec::new(), Some(rx), true)
+            }
+        }
+        other => match session.deliver(other).await {
+            Ok(()) => StatusCode::ACCEPTED.into_response(),
+            Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended"),
+        },
+    }
+}
+
+async fn initialize(http: StreamableHttp, message: Message) -> Response {
+    if http.session_count() >= http.inner.config.max_sessions {
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            "too many sessions",
+        );
+    }
+    let Message::Request(req) = message else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "initialize must be a request",
+        );
+    };
+    let id = match new_session_id() {
+        Ok(id) => id,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::INTERNAL_ERROR,
+                format!("no randomness: {e}"),
+            );
+        }
+    };
+    let session =
+        match HttpSession::start(id.clone(), &http.inner.server, http.inner.events.clone()).await {
+            Ok(s) => s,
+            Err(e) => {
+                return rpc_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    ErrorCode::INTERNAL_ERROR,
+                    e.to_string(),
+                );
+            }
+        };
+    let request_id = req.id.clone();
+    let Ok((_stream, mut rx)) = session.open_request_stream(&request_id, true) else {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "session failed to start",
+        );
+    };
+    if session.deliver(Message::Request(req)).await.is_err() {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "session failed to start",
+        );
+    }
+    let Some(event) = rx.recv().await else {
+        session.close().await;
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "session ended during initialize",
+        );
+    };
+    if matches!(event.message, Message::Error(_)) {
+        // A refused handshake leaves no session behind.
+        session.close().await;
+        return json_body(StatusCode::OK, &event.message);
+    }
+    http.inner
+        .sessions
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(id.clone(), session.clone());
+    http.start_reaper();
+    let mut response = if http.inner.config.json_response {
+        json_body(StatusCode::OK, &event.message)
+    } else {
+        sse_reply(&http, &session, event.position.stream, vec![event], None, false)
+    };
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(SESSION_ID, value);
+    }
+    response
+}
+
+/// Waits for the response on a JSON-mode request stream.
+async fn json_reply(mut rx: mpsc::Receiver<Event>, session_id: &str) -> Response {
+    while let Some(event) = rx.recv().await {
+        if matches!(event.message, Message::Response(_) | Message::Error(_)) {
+            let mut response = json_body(StatusCode::OK, &event.message);
+            if let Ok(value) = HeaderValue::from_str(session_id) {
+                response.headers_mut().insert(SESSION_ID, value);
+            }
+            return response;
+        }
+    }
+    rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended before the response")
+}
+
+fn sse_event(event: &Event) -> SseEvent {
+    let data = serde_json::to_string(&event.message).unwrap_or_default();
+    SseEvent::default().id(event.position.to_event_id()).data(data)
+}
+
+/// An SSE response: optionally a priming event, then `replay`, then what arrives on `live`.
+fn sse_reply(
+    http: &StreamableHttp,
+    session: &HttpSession,
+    stream: u64,
+    replay: Vec<Event>,
+    live: Option<mpsc::Receiver<Event>>,
+    prime: bool,
+) -> Response {
+    // Clients of 2025-11-25 and later understand an event with an id and empty data, which
+    // lets them resume a stream that closes before its first real event.
+    let primes =
+        prime && session.mcp.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
+    let retry = http.inner.config.retry;
+    let first = primes.then(|| {
+        SseEvent::default().id(EventPosition { stream, seq: 0 }.to_event_id()).retry(retry).data("")
+    });
+    let last_replayed = replay.last().map(|e| e.position.seq).unwrap_or(0);
+    let replayed = futures::stream::iter(replay.iter().map(sse_event).collect::<Vec<_>>());
+    let live = futures::stream::unfold(live, move |rx| async move {
+        let mut rx = rx?;
+        loop {
+            let event = rx.recv().await?;
+            // Skip what the replay already delivered.
+            if event.position.seq > last_replayed {
+                return Some((sse_event(&event), Some(rx)));
+            }
+        }
+    });
+    let events = futures::stream::iter(first).chain(replayed).chain(live).map(Ok::<_, Infallible>);
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(http.inner.config.keep_alive))
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_ID, value);
+    }
+    response
+}
+
+/// `405` for GET and DELETE without a session: only stateful-era sessions have streams to get
+/// or end; the stateless era has neither.
+fn no_session_method() -> Response {
+    let mut response = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::INVALID_REQUEST,
+        "GET and DELETE need an Mcp-Session-Id (stateless requests use POST only)",
+    );
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+async fn get(http: StreamableHttp, request: Request) -> Response {
+    let headers = request.headers();
+    if !headers.contains_key(SESSION_ID) {
+        return no_session_method();
+    }
+    if let Err(r) = guard::check_get_accept(headers) {
+        return refused(r);
+    }
+    let session = match find_session(&http, headers) {
+        Ok(s) => s,
+        Err(reject) => return reject.into_response(),
+    };
+    if let Err(reject) = check_version_header(headers, &session) {
+        return reject.into_response();
+    }
+    if let Some(last) = header_str(headers, LAST_EVENT_ID) {
+        let Some(position) = EventPosition::parse(last) else {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "malformed Last-Event-ID",
+            );
+        };
+        return match session.resume(position).await {
+            Some((replay, live)) => {
+                sse_reply(&http, &session, position.stream, replay, live, false)
+            }
+            None => rpc_error(
+                StatusCode::NOT_FOUND,
+                ErrorCode::INVALID_REQUEST,
+                "cannot resume: events unavailable",
+            ),
+        };
+    }
+    match session.open_standalone() {
+        Ok((stream, rx)) => sse_reply(&http, &session, stream, Vec::new(), Some(rx), true),
+        Err(StreamError::StandaloneTaken) => rpc_error(
+            StatusCode::CONFLICT,
+            ErrorCode::INVALID_REQUEST,
+            "the session already has a standalone SSE stream",
+        ),
+        Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found"),
+    }
+}
+
+async fn delete(http: StreamableHttp, request: Request) -> Response {
+    if !request.headers().contains_key(SESSION_ID) {
+        return no_session_method();
+    }
+    let session = match find_session(&http, request.headers()) {
+        Ok(s) => s,
+        Err(reject) => return reject.into_response(),
+    };
+    http.remove_session(&session.id);
+    session.close().await;
+    StatusCode::NO_CONTENT.into_response()
+}

@@ -1,0 +1,309 @@
+//! A stateful-era HTTP session: the transport that connects a served [`crate::Session`] to HTTP
+//! requests, and the routing of outgoing messages to SSE streams.
+//!
+//! Each client request gets a stream; what the server sends in relation to that request (its
+//! response, and notifications or requests sent while serving it) goes on that stream. Other
+//! messages go on the session's standalone stream, opened by a GET. Streams outlive HTTP
+//! connections: events are kept in the [`EventStore`] and a client can resume a stream with
+//! `Last-Event-ID`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mcpl_core::jsonrpc::{Message, RequestId};
+use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+use mcpl_core::{Error, Result};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::event_store::{EventPosition, EventStore};
+use crate::session::Session as McpSession;
+
+/// How many events may wait for a slow SSE connection before the sender waits.
+const STREAM_BUFFER: usize = 64;
+/// How many client messages may wait for the session's engine.
+const INBOUND_BUFFER: usize = 64;
+
+/// One event for an SSE connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    pub(crate) position: EventPosition,
+    pub(crate) message: Message,
+}
+
+#[derive(Debug)]
+struct StreamState {
+    next_seq: u64,
+    attached: Option<mpsc::Sender<Event>>,
+    /// A JSON-mode request stream: only its response goes to it.
+    json: bool,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    next_stream: u64,
+    by_request: HashMap<RequestId, u64>,
+    streams: HashMap<u64, StreamState>,
+    standalone: Option<u64>,
+    closed: bool,
+}
+
+impl Routes {
+    fn new_stream(&mut self, json: bool) -> (u64, mpsc::Receiver<Event>) {
+        self.next_stream += 1;
+        let id = self.next_stream;
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        self.streams.insert(id, StreamState { next_seq: 1, attached: Some(tx), json });
+        (id, rx)
+    }
+}
+
+type SharedRoutes = Arc<Mutex<Routes>>;
+
+fn lock(routes: &SharedRoutes) -> std::sync::MutexGuard<'_, Routes> {
+    routes.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Why a stream could not be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamError {
+    /// A request with this id is already in flight in the session.
+    DuplicateRequest,
+    /// The standalone stream already has a live connection.
+    StandaloneTaken,
+    /// The session is closed.
+    Closed,
+}
+
+/// A live session.
+pub(crate) struct HttpSession {
+    pub(crate) id: String,
+    pub(crate) mcp: McpSession,
+    inbound: mpsc::Sender<Message>,
+    routes: SharedRoutes,
+    events: Arc<dyn EventStore>,
+    last_active: Mutex<Instant>,
+}
+
+impl std::fmt::Debug for HttpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSession").field("id", &self.id).finish()
+    }
+}
+
+impl HttpSession {
+    /// Starts serving `server` in a new session with id `id`.
+    pub(crate) async fn start(
+        id: String,
+        server: &crate::Server,
+        events: Arc<dyn EventStore>,
+    ) -> Result<Arc<HttpSession>> {
+        let routes: SharedRoutes = Arc::default();
+        let (inbound, inbound_rx) = mpsc::channel(INBOUND_BUFFER);
+        let transport = SessionTransport {
+            sender: SessionSender {
+                session: id.clone(),
+                routes: routes.clone(),
+                events: events.clone(),
+            },
+            receiver: SessionReceiver { rx: inbound_rx },
+        };
+        let mcp = server.serve(transport).await?;
+        Ok(Arc::new(HttpSession {
+            id,
+            mcp,
+            inbound,
+            routes,
+            events,
+            last_active: Mutex::new(Instant::now()),
+        }))
+    }
+
+    pub(crate) fn touch(&self) {
+        *self.last_active.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    pub(crate) fn idle_since(&self) -> Instant {
+        *self.last_active.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands a client message to the session's engine.
+    pub(crate) async fn deliver(&self, message: Message) -> Result<()> {
+        self.inbound.send(message).await.map_err(|_| Error::ConnectionClosed)
+    }
+
+    /// Opens the stream of client request `id`.
+    pub(crate) fn open_request_stream(
+        &self,
+        id: &RequestId,
+        json: bool,
+    ) -> Result<(u64, mpsc::Receiver<Event>), StreamError> {
+        let mut routes = lock(&self.routes);
+        if routes.closed {
+            return Err(StreamError::Closed);
+        }
+        if routes.by_request.contains_key(id) {
+            return Err(StreamError::DuplicateRequest);
+        }
+        let (stream, rx) = routes.new_stream(json);
+        routes.by_request.insert(id.clone(), stream);
+        Ok((stream, rx))
+    }
+
+    /// Forgets a request stream whose message never reached the engine.
+    pub(crate) fn abandon_request_stream(&self, id: &RequestId) {
+        let mut routes = lock(&self.routes);
+        if let Some(stream) = routes.by_request.remove(id) {
+            routes.streams.remove(&stream);
+        }
+    }
+
+    /// Opens (or re-attaches) the standalone stream for server-initiated messages.
+    pub(crate) fn open_standalone(&self) -> Result<(u64, mpsc::Receiver<Event>), StreamError> {
+        let mut routes = lock(&self.routes);
+        if routes.closed {
+            return Err(StreamError::Closed);
+        }
+        if let Some(stream) = routes.standalone {
+            if let Some(state) = routes.streams.get_mut(&stream) {
+                if state.attached.as_ref().is_some_and(|tx| !tx.is_closed()) {
+                    return Err(StreamError::StandaloneTaken);
+                }
+                let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+                state.attached = Some(tx);
+                return Ok((stream, rx));
+            }
+        }
+        let (stream, rx) = routes.new_stream(false);
+        routes.standalone = Some(stream);
+        Ok((stream, rx))
+    }
+
+    /// Resumes a stream after `last`: the stored events after it, and a live receiver if the
+    /// stream is still open. `None` if the events cannot be replayed.
+    pub(crate) async fn resume(
+        &self,
+        last: EventPosition,
+    ) -> Option<(Vec<Event>, Option<mpsc::Receiver<Event>>)> {
+        // Attach first, so nothing sent meanwhile is lost; duplicates are filtered by sequence.
+        let live = {
+            let mut routes = lock(&self.routes);
+            match routes.streams.get_mut(&last.stream) {
+                Some(state) => {
+                    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+                    state.attached = Some(tx);
+                    Some(rx)
+                }
+                None => None,
+            }
+        };
+        let replay = self.events.replay_after(&self.id, last).await?;
+        let events =
+            replay.into_iter().map(|(position, message)| Event { position, message }).collect();
+        Some((events, live))
+    }
+
+    /// Ends the session: the engine closes and stored events are dropped.
+    pub(crate) async fn close(&self) {
+        {
+            let mut routes = lock(&self.routes);
+            routes.closed = true;
+            routes.streams.clear();
+            routes.by_request.clear();
+        }
+        if let Err(e) = self.mcp.close().await {
+            tracing::debug!(error = %e, session = %self.id, "closing session engine failed");
+        }
+        self.events.remove_session(&self.id).await;
+    }
+}
+
+struct SessionTransport {
+    sender: SessionSender,
+    receiver: SessionReceiver,
+}
+
+impl Transport for SessionTransport {
+    type Sender = SessionSender;
+    type Receiver = SessionReceiver;
+
+    async fn start(self) -> Result<(SessionSender, SessionReceiver)> {
+        Ok((self.sender, self.receiver))
+    }
+}
+
+/// Routes the engine's outgoing messages to streams.
+pub(crate) struct SessionSender {
+    session: String,
+    routes: SharedRoutes,
+    events: Arc<dyn EventStore>,
+}
+
+impl TransportSender for SessionSender {
+    async fn send(&mut self, message: Message) -> Result<()> {
+        self.send_related(message, None).await
+    }
+
+    async fn send_related(&mut self, message: Message, related: Option<RequestId>) -> Result<()> {
+        let response_to = match &message {
+            Message::Response(r) => Some(r.id.clone()),
+            Message::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        let finishes = response_to.is_some();
+        let (position, attached) = {
+            let mut routes = lock(&self.routes);
+            let stream = match &response_to {
+                Some(id) => routes.by_request.remove(id),
+                None => related
+                    .and_then(|id| routes.by_request.get(&id).copied())
+                    .filter(|s| routes.streams.get(s).is_some_and(|st| !st.json))
+                    .or(routes.standalone),
+            };
+            let Some(stream) = stream else {
+                tracing::debug!(session = %self.session, method = ?message.method(), "no stream for message; dropped");
+                return Ok(());
+            };
+            let Some(state) = routes.streams.get_mut(&stream) else { return Ok(()) };
+            let position = EventPosition { stream, seq: state.next_seq };
+            state.next_seq += 1;
+            let attached = state.attached.clone();
+            if finishes {
+                routes.streams.remove(&stream);
+            }
+            (position, attached)
+        };
+        self.events.append(&self.session, position, &message).await;
+        if let Some(tx) = attached {
+            // Never wait for a slow connection: one that cannot keep up (or went away) is
+            // detached, and its client resumes from the store with `Last-Event-ID`.
+            if tx.try_send(Event { position, message }).is_err() {
+                let mut routes = lock(&self.routes);
+                if let Some(state) = routes.streams.get_mut(&position.stream) {
+                    if state.attached.as_ref().is_some_and(|a| a.same_channel(&tx)) {
+                        state.attached = None;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn close(self) -> Result<()> {
+        let mut routes = lock(&self.routes);
+        routes.closed = true;
+        routes.streams.clear();
+        Ok(())
+    }
+}
+
+/// Feeds client messages to the engine.
+pub(crate) struct SessionReceiver {
+    rx: mpsc::Receiver<Message>,
+}
+
+impl TransportReceiver for SessionReceiver {
+    async fn recv(&mut self) -> Result<Option<Message>> {
+        Ok(self.rx.recv().await)
+    }
+}

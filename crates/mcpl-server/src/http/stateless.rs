@@ -1,0 +1,610 @@
+//! The stateless (2026-07-28) era: every POST is one self-describing request, served by a
+//! fresh single-use transport.
+//!
+//! Checks run in the order the protocol fixes: the required `_meta` keys (`-32602`), the HTTP
+//! headers against the body (`-32020`), the protocol version (`-32022`), the method (`-32601`,
+//! HTTP 404), then the method itself. Results get `resultType`, the server's identity in
+//! `_meta`, and caching hints where the revision requires them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use futures::StreamExt;
+use mcpl_core::engine::{Engine, RequestContext};
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
+use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+use mcpl_core::types::{Meta, meta_keys, names};
+use mcpl_core::{Era, Error, ProtocolVersion, Result};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
+use crate::context::{ClientState, Context};
+use crate::events::ServerEvent;
+
+/// The `Mcp-Method` header.
+pub const MCP_METHOD: &str = "mcp-method";
+/// The `Mcp-Name` header.
+pub const MCP_NAME: &str = "mcp-name";
+/// The prefix of the headers mirrored from `x-mcp-header` tool arguments.
+pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
+
+/// Methods of the stateful era that the stateless era removed.
+const REMOVED: [&str; 5] = [
+    names::INITIALIZE,
+    names::PING,
+    names::LOGGING_SET_LEVEL,
+    names::RESOURCES_SUBSCRIBE,
+    names::RESOURCES_UNSUBSCRIBE,
+];
+
+/// Whether a POST belongs to the stateless era: its `_meta` names a protocol version, or its
+/// `MCP-Protocol-Version` header names a stateless-era revision.
+pub(crate) fn is_stateless(message: &Message, headers: &HeaderMap) -> bool {
+    let params = match message {
+        Message::Request(r) => r.params.as_ref(),
+        Message::Notification(n) => n.params.as_ref(),
+        _ => None,
+    };
+    let in_meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
+        .is_some();
+    let in_header = headers
+        .get(PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ProtocolVersion::parse)
+        .is_some_and(|v| v.era() == Era::Stateless);
+    in_meta || in_header
+}
+
+/// The versions this endpoint speaks, newest first.
+pub(crate) fn supported_versions() -> Vec<String> {
+    ProtocolVersion::ALL.iter().rev().map(|v| v.to_string()).collect()
+}
+
+/// A stateless-era refusal: an HTTP status and a JSON-RPC error answering `id`.
+fn refuse(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
+    json_body(status, &Message::Error(ErrorResponse::new(id, error)))
+}
+
+fn mismatch(id: &RequestId, detail: impl std::fmt::Display) -> Response {
+    refuse(
+        StatusCode::BAD_REQUEST,
+        Some(id.clone()),
+        ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {detail}")),
+    )
+}
+
+/// The HTTP status for a JSON-RPC error answered as a single JSON body.
+fn status_for(error: &ErrorObject) -> StatusCode {
+    match error.code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::HEADER_MISMATCH
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Trims optional whitespace and decodes the `=?base64?…?=` form.
+fn header_value(raw: &str, allow_base64: bool) -> Option<String> {
+    let v = raw.trim_matches([' ', '\t']);
+    if allow_base64 {
+        if let Some(inner) = v.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(inner).ok()?;
+            return String::from_utf8(bytes).ok();
+        }
+    }
+    Some(v.to_owned())
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A tool argument as its `Mcp-Param-*` header would carry it.
+fn header_form(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn same_param(header: &str, body: &Value) -> bool {
+    match body {
+        Value::Number(n) => header.parse::<f64>().ok().zip(n.as_f64()).is_some_and(|(a, b)| a == b),
+        other => header_form(other).is_some_and(|b| b == header),
+    }
+}
+
+/// Checks `Mcp-Param-*` headers of a `tools/call` against the tool's `x-mcp-header`
+/// arguments (top-level properties).
+fn check_param_headers(
+    http: &StreamableHttp,
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+) -> Result<(), String> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else { return Ok(()) };
+    let Some(tool) = http.inner.server.tool_definition(name) else { return Ok(()) };
+    let Some(properties) = tool.input_schema.properties.as_ref() else { return Ok(()) };
+    let arguments = params.get("arguments").and_then(Value::as_object);
+    for (property, schema) in properties {
+        let Some(header_name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let full = format!("{MCP_PARAM_PREFIX}{}", header_name.to_ascii_lowercase());
+        let body = arguments.and_then(|a| a.get(property)).filter(|v| !v.is_null());
+        let sent = header(headers, &full);
+        match (body, sent) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(format!("missing Mcp-Param-{header_name}"));
+            }
+            (None, Some(_)) => {
+                return Err(format!("Mcp-Param-{header_name} without its argument"));
+            }
+            (Some(body), Some(raw)) => match header_value(raw, true) {
+                Some(v) if same_param(&v, body) => {}
+                _ => {
+                    return Err(format!("Mcp-Param-{header_name} differs from the body"));
+                }
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Serves one stateless-era POST.
+pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Message) -> Response {
+    let request = match message {
+        Message::Request(r) => r,
+        // No client notification means anything over stateless HTTP; accept and ignore.
+        Message::Notification(_) => return StatusCode::ACCEPTED.into_response(),
+        Message::Response(_) | Message::Error(_) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::invalid_request("clients send no responses in the stateless era"),
+            );
+        }
+    };
+    let id = request.id.clone();
+    let params = request.params.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+
+    // (a) The required `_meta` keys.
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let version = meta.and_then(|m| m.get(meta_keys::PROTOCOL_VERSION)).and_then(Value::as_str);
+    let capabilities =
+        meta.and_then(|m| m.get(meta_keys::CLIENT_CAPABILITIES)).filter(|c| c.is_object());
+    let (Some(version), Some(capabilities)) = (version, capabilities) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            ErrorObject::invalid_params(format_args!(
+                "_meta must carry {} and {}",
+                meta_keys::PROTOCOL_VERSION,
+                meta_keys::CLIENT_CAPABILITIES
+            )),
+        );
+    };
+
+    // (b) Headers against the body.
+    match header(&headers, PROTOCOL_VERSION).map(|v| v.trim_matches([' ', '\t'])) {
+        Some(v) if v == version => {}
+        Some(_) => return mismatch(&id, "MCP-Protocol-Version differs from _meta"),
+        None => return mismatch(&id, "missing MCP-Protocol-Version"),
+    }
+    match header(&headers, MCP_METHOD).map(|v| v.trim_matches([' ', '\t'])) {
+        Some(m) if m == request.method => {}
+        Some(_) => return mismatch(&id, "Mcp-Method differs from the body"),
+        None => return mismatch(&id, "missing Mcp-Method"),
+    }
+    let name_field = match request.method.as_str() {
+        names::TOOLS_CALL | names::PROMPTS_GET => Some("name"),
+        names::RESOURCES_READ => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let body = params.get(field).and_then(Value::as_str);
+        let sent = header(&headers, MCP_NAME).and_then(|raw| header_value(raw, true));
+        match (body, sent) {
+            (Some(b), Some(s)) if b == s => {}
+            (_, None) => return mismatch(&id, "missing Mcp-Name"),
+            _ => return mismatch(&id, "Mcp-Name differs from the body"),
+        }
+    }
+    if request.method == names::TOOLS_CALL {
+        if let Err(detail) = check_param_headers(&http, &headers, &params) {
+            return mismatch(&id, detail);
+        }
+    }
+
+    // (c) The protocol version.
+    let Some(version) = ProtocolVersion::parse(version).filter(|v| v.era() == Era::Stateless)
+    else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            ErrorObject::new(
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(json!({ "supported": supported_versions(), "requested": version })),
+        );
+    };
+
+    // (d) The method.
+    if REMOVED.contains(&request.method.as_str()) {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            Some(id),
+            ErrorObject::method_not_found(&request.method),
+        );
+    }
+    let meta = Meta::from(meta.cloned().unwrap_or_default());
+    let client = ClientState {
+        version: Some(version),
+        client_info: meta.client_info().ok().flatten(),
+        client_capabilities: serde_json::from_value(capabilities.clone()).ok(),
+        log_level: match meta.log_level() {
+            Ok(level) => level,
+            Err(e) => {
+                return refuse(StatusCode::BAD_REQUEST, Some(id), ErrorObject::invalid_params(e));
+            }
+        },
+        ..ClientState::default()
+    };
+    if request.method == names::SERVER_DISCOVER {
+        return json_body(
+            StatusCode::OK,
+            &Message::Response(mcpl_core::jsonrpc::Response::new(id, discover(&http))),
+        );
+    }
+    if request.method == names::SUBSCRIPTIONS_LISTEN {
+        return listen(&http, request);
+    }
+
+    // (e) The method itself, on a fresh single-use transport.
+    let streaming = meta.get(meta_keys::PROGRESS_TOKEN).is_some() || client.log_level.is_some();
+    let method = request.method.clone();
+    let (transport, output) = StatelessTransport::new(request);
+    let engine = Engine::new();
+    let server = http.inner.server.clone();
+    let client = Arc::new(Mutex::new(client));
+    engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
+        let (server, client) = (server.clone(), client.clone());
+        async move {
+            let method = ctx.method().to_owned();
+            crate::router::dispatch(&server, Context::new(ctx, client), &method, params).await
+        }
+    });
+    if let Err(e) = engine.connect(transport).await {
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR, Some(id), e.to_error_object());
+    }
+    let guard = CloseOnDrop(Some(engine));
+    let decorate = Decorator { http: http.clone(), method };
+    if streaming {
+        sse(output, guard, decorate, http.inner.config.keep_alive)
+    } else {
+        json_reply(output, guard, decorate).await
+    }
+}
+
+/// Closes the request's engine when the HTTP exchange ends, so a client that goes away
+/// cancels its handler.
+struct CloseOnDrop(Option<Engine>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(engine) = self.0.take() {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    let _ = engine.close().await;
+                });
+            }
+        }
+    }
+}
+
+/// Adds what every stateless-era result carries.
+struct Decorator {
+    http: StreamableHttp,
+    method: String,
+}
+
+impl Decorator {
+    fn apply(&self, message: Message) -> Message {
+        let Message::Response(mut response) = message else { return message };
+        if let Value::Object(result) = &mut response.result {
+            decorate_result(&self.http, &self.method, result);
+        }
+        Message::Response(response)
+    }
+}
+
+fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String, Value>) {
+    let result_type = result.entry("resultType").or_insert_with(|| json!("complete")).clone();
+    let meta = result.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.entry(meta_keys::SERVER_INFO)
+            .or_insert_with(|| serde_json::to_value(http.inner.server.info()).unwrap_or_default());
+    }
+    let cacheable = matches!(
+        method,
+        names::TOOLS_LIST
+            | names::PROMPTS_LIST
+            | names::RESOURCES_LIST
+            | names::RESOURCES_TEMPLATES_LIST
+            | names::RESOURCES_READ
+            | names::SERVER_DISCOVER
+    );
+    if cacheable && result_type == json!("complete") {
+        let config = &http.inner.config;
+        result.entry("ttlMs").or_insert_with(|| json!(config.cache_ttl.as_millis() as u64));
+        let scope = if method == names::RESOURCES_READ { "private" } else { "public" };
+        result.entry("cacheScope").or_insert_with(|| json!(scope));
+    }
+}
+
+fn discover(http: &StreamableHttp) -> Value {
+    let server = &http.inner.server;
+    let mut result = Map::new();
+    result.insert("supportedVersions".into(), json!(supported_versions()));
+    result.insert(
+        "capabilities".into(),
+        serde_json::to_value(server.capabilities()).unwrap_or_else(|_| json!({})),
+    );
+    if let Some(instructions) = server.instructions() {
+        result.insert("instructions".into(), json!(instructions));
+    }
+    decorate_result(http, names::SERVER_DISCOVER, &mut result);
+    Value::Object(result)
+}
+
+async fn json_reply(
+    mut output: mpsc::UnboundedReceiver<Message>,
+    guard: CloseOnDrop,
+    decorate: Decorator,
+) -> Response {
+    while let Some(message) = output.recv().await {
+        match message {
+            Message::Response(_) => {
+                drop(guard);
+                return json_body(StatusCode::OK, &decorate.apply(message));
+            }
+            Message::Error(ref e) => {
+                drop(guard);
+                return json_body(status_for(&e.error), &message);
+            }
+            // Without a progress token or log level nothing else is expected; drop it.
+            _ => {}
+        }
+    }
+    drop(guard);
+    json_body(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &Message::Error(ErrorResponse::new(
+            None,
+            ErrorObject::internal("the request ended without a response"),
+        )),
+    )
+}
+
+fn sse(
+    output: mpsc::UnboundedReceiver<Message>,
+    guard: CloseOnDrop,
+    decorate: Decorator,
+    keep_alive: std::time::Duration,
+) -> Response {
+    let events = futures::stream::unfold(Some((output, guard, decorate)), |state| async move {
+        let (mut output, guard, decorate) = state?;
+        let message = output.recv().await?;
+        let done = matches!(message, Message::Response(_) | Message::Error(_));
+        let data = serde_json::to_string(&decorate.apply(message)).unwrap_or_default();
+        let event = SseEvent::default().data(data);
+        Some((
+            Ok::<_, std::convert::Infallible>(event),
+            (!done).then_some((output, guard, decorate)),
+        ))
+    });
+    let mut response =
+        Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive)).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// `subscriptions/listen`: an SSE stream of the list changes the client opted into.
+fn listen(http: &StreamableHttp, request: Request) -> Response {
+    let filter =
+        request.params.as_ref().and_then(|p| p.get("notifications")).cloned().unwrap_or(json!({}));
+    let wants = |key: &str| filter.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let tools = wants("toolsListChanged");
+    let prompts = wants("promptsListChanged");
+    let resources = wants("resourcesListChanged");
+    let uris: Vec<String> = filter
+        .get("resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut honoured = Map::new();
+    if tools {
+        honoured.insert("toolsListChanged".into(), json!(true));
+    }
+    if prompts {
+        honoured.insert("promptsListChanged".into(), json!(true));
+    }
+    if resources {
+        honoured.insert("resourcesListChanged".into(), json!(true));
+    }
+    if !uris.is_empty() {
+        honoured.insert("resourceSubscriptions".into(), json!(uris));
+    }
+    let subscription = serde_json::to_value(&request.id).unwrap_or_default();
+    let tag = move |mut params: Map<String, Value>| {
+        params.insert("_meta".into(), json!({ meta_keys::SUBSCRIPTION_ID: subscription.clone() }));
+        Value::Object(params)
+    };
+    let ack = json!({
+        "jsonrpc": "2.0",
+        "method": names::NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+        "params": tag(Map::from_iter([("notifications".to_owned(), Value::Object(honoured))])),
+    });
+    let changes = http.inner.server.subscribe_changes();
+    let first = futures::stream::iter([SseEvent::default().data(ack.to_string())]);
+    let rest = futures::stream::unfold(changes, move |mut changes| {
+        let (tag, uris) = (tag.clone(), uris.clone());
+        async move {
+            loop {
+                let event = match changes.recv().await {
+                    Ok(event) => event,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                };
+                let wanted = match &event {
+                    ServerEvent::ToolsListChanged => tools,
+                    ServerEvent::PromptsListChanged => prompts,
+                    ServerEvent::ResourcesListChanged => resources,
+                    ServerEvent::ResourceUpdated { uri } => uris.contains(uri),
+                };
+                if !wanted {
+                    continue;
+                }
+                let params =
+                    event.params().and_then(|p| p.as_object().cloned()).unwrap_or_default();
+                let note =
+                    json!({ "jsonrpc": "2.0", "method": event.method(), "params": tag(params) });
+                return Some((SseEvent::default().data(note.to_string()), changes));
+            }
+        }
+    });
+    let events = first.chain(rest).map(Ok::<_, std::convert::Infallible>);
+    let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// A transport that serves exactly one request.
+///
+/// It is created with the request and hands the engine that request, then whatever the engine
+/// sends goes to the [`StatelessOutput`] until the response to the request. Starting it a
+/// second time — even through a shared `Arc`, from many tasks at once — fails with
+/// [`Error::StatelessTransportReuse`] before anything is written.
+///
+/// A server-to-client request (sampling, elicitation, roots) does not exist in the stateless
+/// era; one sent through this transport is answered at once with a `-32601` error (ask for
+/// input with an input-required result instead).
+///
+/// Clones share the one use: of any number of clones started at once, exactly one starts.
+#[derive(Debug, Clone)]
+pub struct StatelessTransport {
+    shared: Arc<SingleUse>,
+}
+
+#[derive(Debug)]
+struct SingleUse {
+    claimed: AtomicBool,
+    parts: Mutex<Option<Parts>>,
+}
+
+#[derive(Debug)]
+struct Parts {
+    request: Request,
+    output: mpsc::UnboundedSender<Message>,
+}
+
+/// Receives what the engine sends through a [`StatelessTransport`].
+pub type StatelessOutput = mpsc::UnboundedReceiver<Message>;
+
+impl StatelessTransport {
+    /// A transport serving `request`, and the receiver of what is sent back.
+    pub fn new(request: Request) -> (StatelessTransport, StatelessOutput) {
+        let (output, rx) = mpsc::unbounded_channel();
+        let shared = SingleUse {
+            claimed: AtomicBool::new(false),
+            parts: Mutex::new(Some(Parts { request, output })),
+        };
+        (StatelessTransport { shared: Arc::new(shared) }, rx)
+    }
+}
+
+impl Transport for StatelessTransport {
+    type Sender = StatelessSender;
+    type Receiver = StatelessReceiver;
+
+    async fn start(self) -> Result<(StatelessSender, StatelessReceiver)> {
+        if self.shared.claimed.swap(true, Ordering::SeqCst) {
+            return Err(Error::StatelessTransportReuse);
+        }
+        let parts = self.shared.parts.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let Some(Parts { request, output }) = parts else {
+            return Err(Error::StatelessTransportReuse);
+        };
+        let (loopback, loopback_rx) = mpsc::unbounded_channel();
+        let id = request.id.clone();
+        Ok((
+            StatelessSender { id, output, loopback },
+            StatelessReceiver { first: Some(request), loopback: loopback_rx },
+        ))
+    }
+}
+
+/// The sending half of a [`StatelessTransport`].
+#[derive(Debug)]
+pub struct StatelessSender {
+    id: RequestId,
+    output: mpsc::UnboundedSender<Message>,
+    loopback: mpsc::UnboundedSender<Option<Message>>,
+}
+
+impl TransportSender for StatelessSender {
+    async fn send(&mut self, message: Message) -> Result<()> {
+        match message {
+            Message::Request(r) => {
+                let error = ErrorObject::method_not_found(&r.method).with_data(json!({
+                    "reason": "server-to-client requests do not exist in the stateless era"
+                }));
+                let _ = self.loopback.send(Some(ErrorResponse::new(Some(r.id), error).into()));
+                Ok(())
+            }
+            message => {
+                let done = message.id() == Some(&self.id)
+                    && matches!(message, Message::Response(_) | Message::Error(_));
+                self.output.send(message).map_err(|_| Error::ConnectionClosed)?;
+                if done {
+                    // The one exchange is over: end the receiving side too.
+                    let _ = self.loopback.send(None);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn close(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The receiving half of a [`StatelessTransport`].
+#[derive(Debug)]
+pub struct StatelessReceiver {
+    first: Option<Request>,
+    loopback: mpsc::UnboundedReceiver<Option<Message>>,
+}
+
+impl TransportReceiver for StatelessReceiver {
+    async fn recv(&mut self) -> Result<Option<Message>> {
+        if let Some(request) = self.first.take() {
+            return Ok(Some(Message::Request(request)));
+        }
+        Ok(self.loopback.recv().await.flatten())
+    }
+}

@@ -1,0 +1,94 @@
+//! Pagination of the list requests with opaque cursors.
+//!
+//! A cursor names the list it belongs to, the list's revision when the cursor was handed out,
+//! and the offset of the next page, base64url-encoded. A cursor from another list, one that does
+//! not decode, or one from an older revision of the list (the list changed since; the client
+//! should list again from the start) is refused with `-32602`.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use mcpl_core::jsonrpc::ErrorObject;
+
+/// One page of a list and the cursor of the next, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Page<T> {
+    pub(crate) items: Vec<T>,
+    pub(crate) next_cursor: Option<String>,
+}
+
+/// Cuts one page out of `items` (the whole list at `revision`), starting where `cursor` says.
+///
+/// `page_size` `None` returns everything in one page.
+pub(crate) fn paginate<T: Clone>(
+    list: &str,
+    revision: u64,
+    items: &[T],
+    cursor: Option<&str>,
+    page_size: Option<usize>,
+) -> Result<Page<T>, ErrorObject> {
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => decode(list, revision, cursor).ok_or_else(|| {
+            ErrorObject::invalid_params(format_args!(
+                "invalid cursor {cursor:?} for {list}; list again without a cursor"
+            ))
+        })?,
+    };
+    if start > items.len() {
+        return Err(ErrorObject::invalid_params(format_args!("invalid cursor for {list}")));
+    }
+    let end = page_size.map_or(items.len(), |size| start.saturating_add(size.max(1)));
+    let end = end.min(items.len());
+    let next_cursor = (end < items.len()).then(|| encode(list, revision, end));
+    Ok(Page { items: items[start..end].to_vec(), next_cursor })
+}
+
+fn encode(list: &str, revision: u64, offset: usize) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{list}:{revision}:{offset}"))
+}
+
+fn decode(list: &str, revision: u64, cursor: &str) -> Option<usize> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let mut parts = text.rsplitn(3, ':');
+    let offset = parts.next()?.parse().ok()?;
+    let rev: u64 = parts.next()?.parse().ok()?;
+    let name = parts.next()?;
+    (name == list && rev == revision).then_some(offset)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn pages_cover_the_list_once() {
+        let items: Vec<u32> = (0..7).collect();
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = paginate("tools", 3, &items, cursor.as_deref(), Some(3)).unwrap();
+            seen.extend(page.items);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        assert_eq!(seen, items);
+        let all = paginate("tools", 3, &items, None, None).unwrap();
+        assert_eq!((all.items.len(), all.next_cursor), (7, None));
+    }
+
+    #[test]
+    fn foreign_stale_and_garbage_cursors_are_refused() {
+        let items: Vec<u32> = (0..7).collect();
+        let next = paginate("tools", 3, &items, None, Some(2)).unwrap().next_cursor.unwrap();
+        assert!(paginate("prompts", 3, &items, Some(&next), Some(2)).is_err());
+        assert!(paginate("tools", 4, &items, Some(&next), Some(2)).is_err());
+        assert!(paginate("tools", 3, &items, Some("!!"), Some(2)).is_err());
+        let far = encode("tools", 3, 99);
+        assert!(paginate("tools", 3, &items, Some(&far), Some(2)).is_err());
+        assert_eq!(paginate("tools", 3, &items, Some(&next), Some(2)).unwrap().items, [2, 3]);
+    }
+}

@@ -1,0 +1,476 @@
+//! The server's features, and handles to change them while sessions are live.
+//!
+//! [`Server::tools_mut`], [`Server::resources_mut`] and [`Server::prompts_mut`] give a handle
+//! whose every change that alters a list (adding, removing, replacing, enabling or disabling)
+//! publishes one [`ServerEvent`]; every live session then sends the
+//! matching `notifications/*/list_changed` to its client.
+//!
+//! ```
+//! use mcpl_core::types::{Tool, ToolSchema};
+//! use mcpl_server::{Server, ToolOutput};
+//!
+//! let server = Server::builder("s", "1").build();
+//! server
+//!     .tools_mut()
+//!     .add(Tool::new("late", ToolSchema::object()), |_ctx, _args| async {
+//!         Ok(ToolOutput::text("added at run time"))
+//!     })
+//!     .unwrap();
+//! server.tools_mut().disable("late");
+//! assert_eq!(server.tools().len(), 0);
+//! ```
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
+
+use mcpl_core::types::{Prompt, Resource, ResourceTemplate, Tool};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::builder::{RegistrationError, Server};
+use crate::completion::Completer;
+use crate::context::Context;
+use crate::events::ServerEvent;
+use crate::prompt::{PromptArguments, PromptEntry, PromptResult};
+use crate::resource::{ReadRequest, ReadResult, ResourceEntry, TemplateEntry};
+use crate::tool::{Arguments, ToolEntry, ToolResult, Typed, typed_tool};
+
+/// An item kept in a [`Catalog`], found by its key (a name or a URI).
+pub(crate) trait Keyed {
+    fn key(&self) -> &str;
+}
+
+impl Keyed for ToolEntry {
+    fn key(&self) -> &str {
+        &self.tool.name
+    }
+}
+
+impl Keyed for ResourceEntry {
+    fn key(&self) -> &str {
+        &self.resource.uri
+    }
+}
+
+impl Keyed for TemplateEntry {
+    fn key(&self) -> &str {
+        &self.template.uri_template
+    }
+}
+
+impl Keyed for PromptEntry {
+    fn key(&self) -> &str {
+        &self.prompt.name
+    }
+}
+
+/// One list of features, in registration order, with a revision that changes with it.
+pub(crate) struct Catalog<T> {
+    pub(crate) items: Vec<T>,
+    pub(crate) revision: u64,
+}
+
+impl<T> Default for Catalog<T> {
+    fn default() -> Self {
+        Catalog { items: Vec::new(), revision: 0 }
+    }
+}
+
+impl<T: Keyed> Catalog<T> {
+    pub(crate) fn get(&self, key: &str) -> Option<&T> {
+        self.items.iter().find(|t| t.key() == key)
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.items.iter().position(|t| t.key() == key)
+    }
+
+    /// Adds an item; refuses a key already present.
+    fn add(&mut self, kind: &'static str, item: T) -> Result<(), RegistrationError> {
+        if self.position(item.key()).is_some() {
+            return Err(RegistrationError::Duplicate { kind, key: item.key().to_owned() });
+        }
+        self.items.push(item);
+        self.revision += 1;
+        Ok(())
+    }
+
+    /// Adds an item, or replaces the one with its key in place.
+    fn upsert(&mut self, item: T) {
+        match self.position(item.key()) {
+            Some(i) => self.items[i] = item,
+            None => self.items.push(item),
+        }
+        self.revision += 1;
+    }
+
+    fn remove(&mut self, key: &str) -> bool {
+        let Some(i) = self.position(key) else { return false };
+        self.items.remove(i);
+        self.revision += 1;
+        true
+    }
+}
+
+/// Everything a server offers.
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub(crate) tools: Catalog<ToolEntry>,
+    pub(crate) resources: Catalog<ResourceEntry>,
+    pub(crate) templates: Catalog<TemplateEntry>,
+    pub(crate) prompts: Catalog<PromptEntry>,
+    /// Completers by (prompt name, argument name).
+    pub(crate) prompt_completers: HashMap<(String, String), Arc<dyn Completer>>,
+    /// Completers by (URI template, variable name).
+    pub(crate) template_completers: HashMap<(String, String), Arc<dyn Completer>>,
+    /// Whether tools were ever registered: the capability, once declared, stays.
+    pub(crate) has_tools: bool,
+    /// Whether resources or templates were ever registered.
+    pub(crate) has_resources: bool,
+    /// Whether prompts were ever registered.
+    pub(crate) has_prompts: bool,
+}
+
+impl Registry {
+    pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), RegistrationError> {
+        self.tools.add("tool", entry)?;
+        self.has_tools = true;
+        Ok(())
+    }
+
+    pub(crate) fn add_resource(&mut self, entry: ResourceEntry) -> Result<(), RegistrationError> {
+        self.resources.add("resource", entry)?;
+        self.has_resources = true;
+        Ok(())
+    }
+
+    pub(crate) fn add_template(&mut self, entry: TemplateEntry) -> Result<(), RegistrationError> {
+        self.templates.add("resource template", entry)?;
+        self.has_resources = true;
+        Ok(())
+    }
+
+    pub(crate) fn add_prompt(&mut self, entry: PromptEntry) -> Result<(), RegistrationError> {
+        self.prompts.add("prompt", entry)?;
+        self.has_prompts = true;
+        Ok(())
+    }
+
+    /// Whether `completion/complete` is served: there is something to complete.
+    pub(crate) fn has_completions(&self) -> bool {
+        self.has_prompts || self.has_resources
+    }
+}
+
+/// Changes a server's tools while it serves; see the [module docs](self).
+#[derive(Debug)]
+#[must_use]
+pub struct ToolsMut<'a> {
+    server: &'a Server,
+}
+
+impl<'a> ToolsMut<'a> {
+    pub(crate) fn new(server: &'a Server) -> Self {
+        ToolsMut { server }
+    }
+
+    fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
+        let (result, changed) = f(&mut self.server.write());
+        self.server.announce(changed, ServerEvent::ToolsListChanged);
+        result
+    }
+
+    /// Adds a tool at the end of the list.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistrationError`] for an invalid name or schema, or a name already in use.
+    pub fn add<F, Fut>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
+    where
+        F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        let entry = ToolEntry::new(tool, Arc::new(handler))?;
+        self.change(|r| {
+            let result = r.add_tool(entry);
+            let ok = result.is_ok();
+            (result, ok)
+        })
+    }
+
+    /// Adds a tool whose arguments deserialize into `Args`; see
+    /// [`ServerBuilder::typed_tool`](crate::ServerBuilder::typed_tool).
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistrationError`] for an invalid name, a schema that is not an object schema, or
+    /// a name already in use.
+    pub fn add_typed<Args, F, Fut>(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Result<(), RegistrationError>
+    where
+        Args: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        let tool = typed_tool::<Args>(name, description)?;
+        let entry = ToolEntry::new(tool, Arc::new(Typed::new(handler)))?;
+        self.change(|r| {
+            let result = r.add_tool(entry);
+            let ok = result.is_ok();
+            (result, ok)
+        })
+    }
+
+    /// Adds a tool, or replaces the tool of the same name where it stands in the list (it is
+    /// then enabled).
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistrationError`] for an invalid name or schema.
+    pub fn replace<F, Fut>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
+    where
+        F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        let entry = ToolEntry::new(tool, Arc::new(handler))?;
+        self.change(|r| {
+            r.tools.upsert(entry);
+            r.has_tools = true;
+            ((), true)
+        });
+        Ok(())
+    }
+
+    /// Removes a tool; returns whether it existed.
+    pub fn remove(&self, name: &str) -> bool {
+        self.change(|r| {
+            let removed = r.tools.remove(name);
+            (removed, removed)
+        })
+    }
+
+    /// Lists and serves a disabled tool again; returns whether the tool exists.
+    pub fn enable(&self, name: &str) -> bool {
+        self.set_enabled(name, true)
+    }
+
+    /// Hides a tool from `tools/list` and refuses its calls as unknown, without forgetting it;
+    /// returns whether the tool exists.
+    pub fn disable(&self, name: &str) -> bool {
+        self.set_enabled(name, false)
+    }
+
+    fn set_enabled(&self, name: &str, enabled: bool) -> bool {
+        self.change(|r| {
+            let Some(i) = r.tools.position(name) else { return (false, false) };
+            let changed = r.tools.items[i].enabled != enabled;
+            if changed {
+                r.tools.items[i].enabled = enabled;
+                r.tools.revision += 1;
+            }
+            (true, changed)
+        })
+    }
+
+    /// Whether a tool of this name exists (enabled or not).
+    pub fn contains(&self, name: &str) -> bool {
+        self.server.read().tools.get(name).is_some()
+    }
+
+    /// Whether the named tool is enabled; `None` if it does not exist.
+    pub fn is_enabled(&self, name: &str) -> Option<bool> {
+        self.server.read().tools.get(name).map(|t| t.enabled)
+    }
+}
+
+/// Changes a server's resources and resource templates while it serves; see the
+/// [module docs](self).
+#[derive(Debug)]
+#[must_use]
+pub struct ResourcesMut<'a> {
+    server: &'a Server,
+}
+
+impl<'a> ResourcesMut<'a> {
+    pub(crate) fn new(server: &'a Server) -> Self {
+        ResourcesMut { server }
+    }
+
+    fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
+        let (result, changed) = f(&mut self.server.write());
+        self.server.announce(changed, ServerEvent::ResourcesListChanged);
+        result
+    }
+
+    /// Adds a static resource at the end of the list.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistrationError::Duplicate`] if a resource with this URI exists.
+    pub fn add<F, Fut>(&self, resource: Resource, handler: F) -> Result<(), RegistrationError>
+    where
+        F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadResult> + Send + 'static,
+    {
+        let entry = ResourceEntry { resource, handler: Arc::new(handler) };
+        self.change(|r| {
+            let result = r.add_resource(entry);
+            let ok = result.is_ok();
+            (result, ok)
+        })
+    }
+
+    /// Adds a resource template at the end of the list.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegistrationError`] for a template that does not parse or is already registered.
+    pub fn add_template<F, Fut>(
+        &self,
+        template: ResourceTemplate,
+        handler: F,
+    ) -> Result<(), RegistrationError>
+    where
+        F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadResult> + Send + 'static,
+    {
+        let entry = TemplateEntry::new(template, Arc::new(handler))?;
+        self.change(|r| {
+            let result = r.add_template(entry);
+            let ok = result.is_ok();
+            (result, ok)
+        })
+    }
+
+    /// Adds a static resource, or replaces the one with the same URI in place.
+    pub fn replace<F, Fut>(&self, resource: Resource, handler: F)
+    where
+        F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ReadResult> + Send + 'static,
+    {
+        let entry = ResourceEntry { resource, handler: Arc::new(handler) };
+        self.change(|r| {
+            r.resources.upsert(entry);
+            r.has_resources = true;
+            ((), true)
+        });
+    }
+
+    /// Removes a static resource; returns whether it existed.
+    pub fn remove(&self, uri: &str) -> bool {
+        self.change(|r| {
+            let removed = r.resources.remove(uri);
+            (removed, removed)
+        })
+    }
+
+    /// Removes a resource template (named by its URI template) and its completers; returns
+    /// whether it existed.
+    pub fn remove_template(&self, uri_template: &str) -> bool {
+        self.change(|r| {
+            let removed = r.templates.remove(uri_template);
+            r.template_completers.retain(|(t, _), _| t != uri_template);
+            (removed, removed)
+        })
+    }
+
+    /// Sets the completer of a template variable (`completion/complete` with `ref/resource`).
+    pub fn set_completer<F, Fut>(&self, uri_template: &str, variable: &str, completer: F)
+    where
+        F: Fn(Context, crate::completion::CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::completion::CompletionResult> + Send + 'static,
+    {
+        let key = (uri_template.to_owned(), variable.to_owned());
+        self.server.write().template_completers.insert(key, Arc::new(completer));
+    }
+
+    /// Whether a static resource with this URI exists.
+    pub fn contains(&self, uri: &str) -> bool {
+        self.server.read().resources.get(uri).is_some()
+    }
+}
+
+/// Changes a server's prompts while it serves; see the [module docs](self).
+#[derive(Debug)]
+#[must_use]
+pub struct PromptsMut<'a> {
+    server: &'a Server,
+}
+
+impl<'a> PromptsMut<'a> {
+    pub(crate) fn new(server: &'a Server) -> Self {
+        PromptsMut { server }
+    }
+
+    fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
+        let (result, changed) = f(&mut self.server.write());
+        self.server.announce(changed, ServerEvent::PromptsListChanged);
+        result
+    }
+
+    /// Adds a prompt at the end of the list.
+    ///
+    /// # Errors
+    ///
+    /// [`RegistrationError::Duplicate`] if a prompt with this name exists.
+    pub fn add<F, Fut>(&self, prompt: Prompt, handler: F) -> Result<(), RegistrationError>
+    where
+        F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PromptResult> + Send + 'static,
+    {
+        let entry = PromptEntry { prompt, handler: Arc::new(handler) };
+        self.change(|r| {
+            let result = r.add_prompt(entry);
+            let ok = result.is_ok();
+            (result, ok)
+        })
+    }
+
+    /// Adds a prompt, or replaces the one with the same name in place.
+    pub fn replace<F, Fut>(&self, prompt: Prompt, handler: F)
+    where
+        F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PromptResult> + Send + 'static,
+    {
+        let entry = PromptEntry { prompt, handler: Arc::new(handler) };
+        self.change(|r| {
+            r.prompts.upsert(entry);
+            r.has_prompts = true;
+            ((), true)
+        });
+    }
+
+    /// Removes a prompt and its completers; returns whether it existed.
+    pub fn remove(&self, name: &str) -> bool {
+        self.change(|r| {
+            let removed = r.prompts.remove(name);
+            r.prompt_completers.retain(|(p, _), _| p != name);
+            (removed, removed)
+        })
+    }
+
+    /// Sets the completer of a prompt argument (`completion/complete` with `ref/prompt`).
+    pub fn set_completer<F, Fut>(&self, prompt: &str, argument: &str, completer: F)
+    where
+        F: Fn(Context, crate::completion::CompletionRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = crate::completion::CompletionResult> + Send + 'static,
+    {
+        let key = (prompt.to_owned(), argument.to_owned());
+        self.server.write().prompt_completers.insert(key, Arc::new(completer));
+    }
+
+    /// Whether a prompt with this name exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.server.read().prompts.get(name).is_some()
+    }
+}
+
+/// Read access to the registry (a poisoned lock is still read: every change is one assignment).
+pub(crate) type ReadGuard<'a> = RwLockReadGuard<'a, Registry>;
+/// Write access to the registry.
+pub(crate) type WriteGuard<'a> = RwLockWriteGuard<'a, Registry>;

@@ -1,0 +1,359 @@
+//! Streamable HTTP over real sockets: sessions, SSE, resumption, guards.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_server::http::{HttpConfig, StreamableHttp};
+use mcpl_server::{Server, ToolOutput};
+use serde_json::{Value, json};
+
+fn server() -> Server {
+    Server::builder("http-test", "0.0.1")
+        .tool(Tool::new("echo", ToolSchema::object()), |_ctx, args| async move {
+            Ok(ToolOutput::text(Value::Object(args).to_string()))
+        })
+        .tool(Tool::new("slow", ToolSchema::object()), |ctx, _args| async move {
+            for i in 1..=3 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                ctx.progress(f64::from(i), Some(3.0), None).await.ok();
+            }
+            Ok(ToolOutput::text("slow done"))
+        })
+        .build()
+}
+
+async fn start(config: HttpConfig) -> SocketAddr {
+    let app = StreamableHttp::new(server(), config).into_router("/mcp");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, app));
+    addr
+}
+
+struct Http {
+    client: reqwest::Client,
+    url: String,
+    session: Option<String>,
+}
+
+/// The parsed events of an SSE body: (id, data).
+fn parse_sse(text: &str) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let mut id = None;
+        let mut data = Vec::new();
+        let mut any = false;
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = Some(v.trim().to_owned());
+                any = true;
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
+                any = true;
+            }
+        }
+        if any {
+            out.push((id, data.join("\n")));
+        }
+    }
+    out
+}
+
+impl Http {
+    fn new(addr: SocketAddr) -> Self {
+        Http { client: reqwest::Client::new(), url: format!("http://{addr}/mcp"), session: None }
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut rb = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(serde_json::to_vec(body).unwrap());
+        if let Some(s) = &self.session {
+            rb = rb.header("mcp-session-id", s);
+        }
+        rb
+    }
+
+    /// Posts a request and returns the JSON-RPC messages of its SSE (or JSON) answer.
+    async fn call(&self, body: Value) -> (reqwest::StatusCode, Vec<Value>) {
+        let resp = self.post(&body).send().await.unwrap();
+        let status = resp.status();
+        let ct = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let text = resp.text().await.unwrap();
+        if ct.starts_with("text/event-stream") {
+            let msgs = parse_sse(&text)
+                .into_iter()
+                .filter(|(_, d)| !d.is_empty())
+                .map(|(_, d)| serde_json::from_str(&d).unwrap())
+                .collect();
+            (status, msgs)
+        } else if text.is_empty() {
+            (status, vec![])
+        } else {
+            (status, vec![serde_json::from_str(&text).unwrap()])
+        }
+    }
+
+    async fn initialize(&mut self, version: &str) -> Value {
+        let resp = self
+            .post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let session = resp.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_owned();
+        assert_eq!(session.len(), 32, "128-bit hex session id");
+        assert!(session.bytes().all(|b| b.is_ascii_hexdigit()));
+        self.session = Some(session);
+        let text = resp.text().await.unwrap();
+        let events = parse_sse(&text);
+        let result: Value = serde_json::from_str(&events.last().unwrap().1).unwrap();
+        let (status, _) =
+            self.call(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        assert_eq!(status, 202);
+        result
+    }
+}
+
+#[tokio::test]
+async fn a_session_from_initialize_to_delete() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    let init = http.initialize("2025-11-25").await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+
+    let (status, msgs) =
+        http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(msgs.last().unwrap()["result"]["tools"].as_array().unwrap().len(), 2);
+
+    let (_, msgs) = http
+        .call(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}}}))
+        .await;
+    assert_eq!(msgs.last().unwrap()["result"]["content"][0]["text"], "{\"a\":1}");
+
+    let resp = http
+        .client
+        .delete(&http.url)
+        .header("mcp-session-id", http.session.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let (status, msgs) = http.call(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})).await;
+    assert_eq!(status, 404);
+    assert!(msgs[0]["error"].is_object());
+}
+
+#[tokio::test]
+async fn progress_rides_on_the_request_stream_with_event_ids() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    let resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "slow", "_meta": {"progressToken": "p"}}}))
+        .send()
+        .await
+        .unwrap();
+    let text = resp.text().await.unwrap();
+    let events = parse_sse(&text);
+    // Priming event (id, empty data), three progress notifications, the response.
+    assert_eq!(events.len(), 5, "{text}");
+    assert!(events[0].1.is_empty() && events[0].0.is_some());
+    assert!(text.contains("retry:"), "{text}");
+    for (id, data) in &events[1..4] {
+        assert!(id.is_some());
+        let v: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(v["method"], "notifications/progress");
+        assert_eq!(v["params"]["progressToken"], "p");
+    }
+    let last: Value = serde_json::from_str(&events[4].1).unwrap();
+    assert_eq!(last["id"], 5);
+}
+
+#[tokio::test]
+async fn a_dropped_stream_resumes_with_last_event_id() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    let mut resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "slow", "_meta": {"progressToken": 1}}}))
+        .send()
+        .await
+        .unwrap();
+    // Read until the first progress event, then drop the connection.
+    let mut text = String::new();
+    while parse_sse(&text).iter().filter(|(_, d)| !d.is_empty()).count() < 1 {
+        let chunk = resp.chunk().await.unwrap().unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    drop(resp);
+    let last_id = parse_sse(&text).iter().rev().find_map(|(id, _)| id.clone()).unwrap();
+
+    let resumed = http
+        .client
+        .get(&http.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", http.session.clone().unwrap())
+        .header("last-event-id", &last_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let text = resumed.text().await.unwrap();
+    let msgs: Vec<Value> =
+        parse_sse(&text).into_iter().map(|(_, d)| serde_json::from_str(&d).unwrap()).collect();
+    assert_eq!(
+        msgs.iter().filter(|m| m["method"] == "notifications/progress").count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(msgs.last().unwrap()["result"]["content"][0]["text"], "slow done");
+}
+
+#[tokio::test]
+async fn sessions_are_required_and_checked() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    let (status, _) = http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+    assert_eq!(status, 400, "no session id");
+    http.session = Some("0".repeat(32));
+    let (status, _) = http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+    assert_eq!(status, 404, "unknown session id");
+    http.session = None;
+    http.initialize("2025-06-18").await;
+    let resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400, "unsupported protocol version header");
+    let resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test]
+async fn malformed_requests_get_clear_statuses_and_the_server_keeps_serving() {
+    let addr = start(HttpConfig::new().max_body(1024)).await;
+    let http = Http::new(addr);
+    let c = &http.client;
+    let base = || c.post(&http.url).header("accept", "application/json, text/event-stream");
+
+    let r = base().header("content-type", "application/json").body("{nope").send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap()["error"]["code"],
+        -32700
+    );
+
+    let r = base().header("content-type", "application/json").body("[]").send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap()["error"]["code"],
+        -32600
+    );
+
+    let r = base().header("content-type", "text/plain").body("{}").send().await.unwrap();
+    assert_eq!(r.status(), 415);
+
+    let r = c
+        .post(&http.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 406);
+
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(2000)
+    );
+    let r = base().header("content-type", "application/json").body(big).send().await.unwrap();
+    assert_eq!(r.status(), 413);
+
+    let r = c.put(&http.url).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+
+    let r = base()
+        .header("content-type", "application/json")
+        .header("host", "evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = base()
+        .header("content-type", "application/json")
+        .header("origin", "https://evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    let (status, _) = http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn json_response_mode_answers_with_one_body() {
+    let addr = start(HttpConfig::new().json_response(true)).await;
+    let mut http = Http::new(addr);
+    let resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    http.session = Some(resp.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+    let (status, msgs) =
+        http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+    assert_eq!(status, 200);
+    assert!(msgs[0]["result"]["tools"].is_array());
+}
+
+#[tokio::test]
+async fn the_standalone_stream_is_single_and_session_bound() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    let get = || {
+        http.client
+            .get(&http.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", http.session.clone().unwrap())
+            .send()
+    };
+    let first = get().await.unwrap();
+    assert_eq!(first.status(), 200);
+    let second = get().await.unwrap();
+    assert_eq!(second.status(), 409);
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let third = get().await.unwrap();
+    assert_eq!(third.status(), 200, "a dropped standalone stream can be reopened");
+}

@@ -1,0 +1,15 @@
+//! The weather example server over Streamable HTTP at `http://127.0.0.1:3000/mcp`
+//! (set `PORT` to change the port).
+
+use mcpl_server::http::{HttpConfig, StreamableHttp};
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    mcpl_examples::init_logging();
+    let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3000);
+    let app =
+        StreamableHttp::new(mcpl_examples::weather_server(), HttpConfig::new()).into_router("/mcp");
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    eprintln!("weather-example listening on http://{}/mcp", listener.local_addr()?);
+    mcpl_server::http::serve(listener, app).await
+}

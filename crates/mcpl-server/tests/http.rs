@@ -357,3 +357,48 @@ async fn the_standalone_stream_is_single_and_session_bound() {
     let third = get().await.unwrap();
     assert_eq!(third.status(), 200, "a dropped standalone stream can be reopened");
 }
+
+#[tokio::test]
+async fn a_session_recorded_in_a_shared_store_continues_on_another_endpoint() {
+    use mcpl_server::http::event_store::InMemoryEventStore;
+    use mcpl_server::http::session_store::InMemorySessionStore;
+    use std::sync::Arc;
+
+    let store = Arc::new(InMemorySessionStore::new());
+    let mut addrs = Vec::new();
+    for _ in 0..3 {
+        let http = StreamableHttp::with_stores(
+            server(),
+            HttpConfig::new(),
+            InMemoryEventStore::default(),
+            store.clone(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        addrs.push(listener.local_addr().unwrap());
+        tokio::spawn(mcpl_server::http::serve(listener, http.into_router("/mcp")));
+    }
+    // Initialize on the first endpoint ("process").
+    let mut a = Http::new(addrs[0]);
+    a.initialize("2025-06-18").await;
+    // The second endpoint has never seen the session, yet serves it.
+    let mut b = Http::new(addrs[1]);
+    b.session = a.session.clone();
+    let (status, msgs) = b
+        .call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 2}}}))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(msgs.last().unwrap()["result"]["content"][0]["text"], "{\"x\":2}");
+    // Ending it on the second endpoint removes the record: a third endpoint no longer knows it.
+    let resp = b
+        .client
+        .delete(&b.url)
+        .header("mcp-session-id", b.session.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let mut c = Http::new(addrs[2]);
+    c.session = a.session.clone();
+    let (status, _) = c.call(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
+    assert_eq!(status, 404);
+}

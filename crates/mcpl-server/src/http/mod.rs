@@ -43,18 +43,21 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use futures::StreamExt;
 use mcpl_core::ProtocolVersion;
-use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message};
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
+use mcpl_core::types::{InitializeRequestParams, names};
 use tokio::sync::mpsc;
 
 use self::event_store::{EventPosition, EventStore, InMemoryEventStore};
 use self::guard::Refusal;
 use self::session::{Event, HttpSession, StreamError};
+use self::session_store::{InMemorySessionStore, SessionRecord, SessionStore};
 use crate::builder::Server;
 
 mod config;
 pub mod event_store;
 mod guard;
 mod session;
+pub mod session_store;
 pub mod stateless;
 
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
@@ -76,6 +79,7 @@ struct Inner {
     server: Server,
     config: HttpConfig,
     events: Arc<dyn EventStore>,
+    store: Arc<dyn SessionStore>,
     sessions: RwLock<HashMap<String, Arc<HttpSession>>>,
     reaper: std::sync::Once,
 }
@@ -98,11 +102,24 @@ impl StreamableHttp {
 
     /// The endpoint of `server` with `config`, keeping SSE events in `events`.
     pub fn with_event_store(server: Server, config: HttpConfig, events: impl EventStore) -> Self {
+        Self::with_stores(server, config, events, InMemorySessionStore::new())
+    }
+
+    /// The endpoint of `server` with `config`, keeping SSE events in `events` and recording
+    /// sessions in `sessions`, so that endpoints sharing a session store (in other processes,
+    /// or after a restart) continue each other's sessions.
+    pub fn with_stores(
+        server: Server,
+        config: HttpConfig,
+        events: impl EventStore,
+        sessions: impl SessionStore,
+    ) -> Self {
         StreamableHttp {
             inner: Arc::new(Inner {
                 server,
                 config,
                 events: Arc::new(events),
+                store: Arc::new(sessions),
                 sessions: RwLock::new(HashMap::new()),
                 reaper: std::sync::Once::new(),
             }),
@@ -159,6 +176,7 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
         };
         for session in expired {
             tracing::debug!(session = %session.id, "closing idle session");
+            inner.store.remove(&session.id).await;
             session.close().await;
         }
     }
@@ -270,8 +288,12 @@ fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<()
     }
 }
 
-/// Finds the session a request names: `400` without the header, `404` for an unknown one.
-fn find_session(http: &StreamableHttp, headers: &HeaderMap) -> Result<Arc<HttpSession>, Reject> {
+/// Finds the session a request names: `400` without the header, `404` for one that is
+/// neither live here nor recorded in the session store.
+async fn find_session(
+    http: &StreamableHttp,
+    headers: &HeaderMap,
+) -> Result<Arc<HttpSession>, Reject> {
     let Some(id) = header_str(headers, SESSION_ID) else {
         return Err(Reject::new(
             StatusCode::BAD_REQUEST,
@@ -279,13 +301,62 @@ fn find_session(http: &StreamableHttp, headers: &HeaderMap) -> Result<Arc<HttpSe
             "missing Mcp-Session-Id header",
         ));
     };
-    match http.session(id) {
-        Some(session) => {
-            session.touch();
-            Ok(session)
-        }
+    if let Some(session) = http.session(id) {
+        session.touch();
+        return Ok(session);
+    }
+    match http.inner.store.load(id).await {
+        Some(record) => restore(http, record).await,
         None => Err(Reject::new(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found")),
     }
+}
+
+/// Brings a recorded session back to life by replaying its handshake server-side.
+async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<HttpSession>, Reject> {
+    let failed = |what: &str| {
+        Reject::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            format!("could not restore the session: {what}"),
+        )
+    };
+    let session =
+        HttpSession::start(record.id.clone(), &http.inner.server, http.inner.events.clone())
+            .await
+            .map_err(|e| failed(&e.to_string()))?;
+    let params = InitializeRequestParams::new(
+        record.protocol_version.clone(),
+        record.client_capabilities.clone(),
+        record.client_info.clone(),
+    );
+    let params = serde_json::to_value(params).map_err(|e| failed(&e.to_string()))?;
+    let id = RequestId::from("mcpl-session-restore");
+    let (_, mut rx) = session.open_request_stream(&id, true).map_err(|_| failed("stream"))?;
+    session
+        .deliver(mcpl_core::jsonrpc::Request::new(id, names::INITIALIZE, Some(params)).into())
+        .await
+        .map_err(|_| failed("engine"))?;
+    match rx.recv().await.map(|e| e.message) {
+        Some(Message::Response(_)) => {}
+        _ => {
+            session.close().await;
+            return Err(failed("the handshake was refused"));
+        }
+    }
+    let initialized = mcpl_core::jsonrpc::Notification::new(names::NOTIFICATIONS_INITIALIZED, None);
+    session.deliver(initialized.into()).await.map_err(|_| failed("engine"))?;
+    // Another request may have restored the same session meanwhile: keep the first.
+    let live = {
+        let mut sessions =
+            http.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        sessions.entry(record.id.clone()).or_insert_with(|| session.clone()).clone()
+    };
+    if !Arc::ptr_eq(&live, &session) {
+        session.close().await;
+    }
+    tracing::debug!(session = %record.id, "restored session from the session store");
+    http.start_reaper();
+    Ok(live)
 }
 
 async fn post(http: StreamableHttp, request: Request) -> Response {
@@ -324,7 +395,7 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
             return initialize(http, message).await;
         }
     }
-    let session = match find_session(&http, &headers) {
+    let session = match find_session(&http, &headers).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
@@ -440,6 +511,19 @@ async fn initialize(http: StreamableHttp, message: Message) -> Response {
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(id.clone(), session.clone());
+    if let (Some(version), Some(client_info), Some(client_capabilities)) = (
+        session.mcp.protocol_version(),
+        session.mcp.client_info(),
+        session.mcp.client_capabilities(),
+    ) {
+        let record = SessionRecord {
+            id: id.clone(),
+            protocol_version: version.to_string(),
+            client_info,
+            client_capabilities,
+        };
+        http.inner.store.save(record).await;
+    }
     http.start_reaper();
     let mut response = if http.inner.config.json_response {
         json_body(StatusCode::OK, &event.message)
@@ -530,7 +614,7 @@ async fn get(http: StreamableHttp, request: Request) -> Response {
     if let Err(r) = guard::check_get_accept(headers) {
         return refused(r);
     }
-    let session = match find_session(&http, headers) {
+    let session = match find_session(&http, headers).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
@@ -571,11 +655,12 @@ async fn delete(http: StreamableHttp, request: Request) -> Response {
     if !request.headers().contains_key(SESSION_ID) {
         return no_session_method();
     }
-    let session = match find_session(&http, request.headers()) {
+    let session = match find_session(&http, request.headers()).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
     http.remove_session(&session.id);
+    http.inner.store.remove(&session.id).await;
     session.close().await;
     StatusCode::NO_CONTENT.into_response()
 }

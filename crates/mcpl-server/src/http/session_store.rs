@@ -1,0 +1,89 @@
+//! [`SessionStore`]: where stateful-era sessions are recorded so that another process (or a
+//! restarted one) can continue them.
+//!
+//! A record holds what the `initialize` handshake established: the session id, the negotiated
+//! protocol version, and the client's identity and capabilities. When a request names a session
+//! this process does not have live, the endpoint looks it up in the store and, if found, brings
+//! the session back by replaying that handshake server-side; the client notices nothing.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mcpl_core::engine::BoxFuture;
+use mcpl_core::types::{ClientCapabilities, Implementation};
+use serde::{Deserialize, Serialize};
+
+/// What a session's handshake established.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    /// The session id (`Mcp-Session-Id`).
+    pub id: String,
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The client's identity.
+    pub client_info: Implementation,
+    /// The client's capabilities.
+    pub client_capabilities: ClientCapabilities,
+}
+
+/// Records sessions. Implement it over a shared database to let sessions move between
+/// processes; [`InMemorySessionStore`] keeps them in this process only.
+pub trait SessionStore: Send + Sync + 'static {
+    /// Records (or replaces) a session.
+    fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()>;
+
+    /// Looks a session up.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<SessionRecord>>;
+
+    /// Forgets a session (it was deleted or expired).
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()>;
+}
+
+/// A [`SessionStore`] in this process's memory.
+#[derive(Debug, Default)]
+pub struct InMemorySessionStore {
+    records: Mutex<HashMap<String, SessionRecord>>,
+}
+
+impl InMemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionRecord>> {
+        self.records.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl SessionStore for InMemorySessionStore {
+    fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()> {
+        self.records().insert(record.id.clone(), record);
+        Box::pin(std::future::ready(()))
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<SessionRecord>> {
+        Box::pin(std::future::ready(self.records().get(id).cloned()))
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()> {
+        self.records().remove(id);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// Lets one store be shared by several endpoints (or processes' worth of endpoints in tests).
+impl<S: SessionStore> SessionStore for std::sync::Arc<S> {
+    fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()> {
+        (**self).save(record)
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<SessionRecord>> {
+        (**self).load(id)
+    }
+
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()> {
+        (**self).remove(id)
+    }
+}

@@ -38,7 +38,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use futures::StreamExt;
@@ -51,6 +50,7 @@ use self::event_store::{EventPosition, EventStore, InMemoryEventStore};
 use self::guard::Refusal;
 use self::session::{Event, HttpSession, StreamError};
 use self::session_store::{InMemorySessionStore, SessionRecord, SessionStore};
+use self::sse::SseEvent;
 use crate::builder::Server;
 
 mod config;
@@ -58,6 +58,7 @@ pub mod event_store;
 mod guard;
 mod session;
 pub mod session_store;
+mod sse;
 pub mod stateless;
 
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
@@ -585,9 +586,7 @@ fn sse_reply(
         }
     });
     let events = futures::stream::iter(first).chain(replayed).chain(live).map(Ok::<_, Infallible>);
-    let mut response = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(http.inner.config.keep_alive))
-        .into_response();
+    let mut response = sse::response(events, http.inner.config.keep_alive);
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
     }

@@ -9,8 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use futures::StreamExt;
@@ -22,6 +21,7 @@ use mcpl_core::{Era, Error, ProtocolVersion, Result};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use super::sse::{self, SseEvent};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
 use crate::context::{ClientState, Context};
 use crate::events::ServerEvent;
@@ -415,10 +415,7 @@ fn sse(
             (!done).then_some((output, guard, decorate)),
         ))
     });
-    let mut response =
-        Sse::new(events).keep_alive(KeepAlive::new().interval(keep_alive)).into_response();
-    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
+    sse::response(events, keep_alive)
 }
 
 /// `subscriptions/listen`: an SSE stream of the list changes the client opted into.
@@ -486,10 +483,7 @@ fn listen(http: &StreamableHttp, request: Request) -> Response {
         }
     });
     let events = first.chain(rest).map(Ok::<_, std::convert::Infallible>);
-    let mut response = Sse::new(events).keep_alive(KeepAlive::default()).into_response();
-    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    sse::response(events, http.inner.config.keep_alive)
 }
 
 /// A transport that serves exactly one request.

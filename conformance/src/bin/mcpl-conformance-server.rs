@@ -1,0 +1,53 @@
+//! `mcpl-conformance-server`: the "everything server" the official MCP conformance suite tests,
+//! built with `mcpl-server`.
+//!
+//! Serves Streamable HTTP at `http://127.0.0.1:$PORT/mcp` (`PORT` defaults to 3000), both the
+//! stateful 2025 era (sessions) and the stateless 2026-07-28 era on the same endpoint. What it
+//! exposes (tools, resources, templates, prompts, completion, logging) is defined in
+//! `conformance/src/fixture/`; see `conformance/README.md` for how to run the suite against it.
+
+#[path = "../fixture/mod.rs"]
+mod fixture;
+
+use std::process::ExitCode;
+
+use mcpl_server::http::{HttpConfig, StreamableHttp, serve};
+
+const DEFAULT_PORT: u16 = 3000;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let port = match std::env::var("PORT") {
+        Ok(p) => match p.parse::<u16>() {
+            Ok(port) => port,
+            Err(e) => {
+                eprintln!("mcpl-conformance-server: bad PORT {p:?}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        Err(_) => DEFAULT_PORT,
+    };
+    let server = match fixture::server() {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("mcpl-conformance-server: invalid fixture: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mcpl-conformance-server: cannot listen on 127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("mcpl-conformance-server: listening on http://127.0.0.1:{port}/mcp");
+    match serve(listener, app).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpl-conformance-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Server-sent events framing, written by hand so that every frame is exactly what MCP needs:
+//! each JSON message on a single `data:` line, and a priming event with an id and an *empty*
+//! `data:` field (which a generic SSE writer drops, leaving clients nothing to resume from).
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+/// One SSE event.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SseEvent {
+    id: Option<String>,
+    retry: Option<Duration>,
+    data: String,
+}
+
+impl SseEvent {
+    /// Sets the event id.
+    pub(crate) fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the reconnection delay advised to the client.
+    pub(crate) fn retry(mut self, delay: Duration) -> Self {
+        self.retry = Some(delay);
+        self
+    }
+
+    /// Sets the data; may be empty.
+    pub(crate) fn data(mut self, data: impl Into<String>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// The wire form: `id:`, `retry:`, one `data:` line per line of data (at least one), and
+    /// the blank line that ends the event.
+    pub(crate) fn encode(&self) -> Bytes {
+        let mut out = String::with_capacity(self.data.len() + 48);
+        if let Some(id) = &self.id {
+            // Ids never hold line breaks (ours are `<stream>-<seq>`); strip any defensively.
+            out.push_str("id: ");
+            out.extend(id.chars().filter(|c| *c != '\n' && *c != '\r'));
+            out.push('\n');
+        }
+        if let Some(retry) = self.retry {
+            out.push_str(&format!("retry: {}\n", retry.as_millis()));
+        }
+        let mut lines = self.data.split('\n');
+        for line in lines.by_ref() {
+            out.push_str("data: ");
+            out.push_str(line.trim_end_matches('\r'));
+            out.push('\n');
+        }
+        out.push('\n');
+        Bytes::from(out)
+    }
+}
+
+const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>;
+
+/// An SSE response streaming `events`, with a keep-alive comment after every `keep_alive` of
+/// silence. The response ends when `events` ends.
+pub(crate) fn response<S>(events: S, keep_alive: Duration) -> Response
+where
+    S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+{
+    let events: EventStream = Box::pin(events);
+    let period = keep_alive.max(Duration::from_millis(10));
+    let frames = futures::stream::unfold(Some(events), move |state| async move {
+        let mut events = state?;
+        match tokio::time::timeout(period, events.next()).await {
+            Ok(Some(Ok(event))) => Some((Ok::<_, Infallible>(event.encode()), Some(events))),
+            Ok(Some(Err(never))) => match never {},
+            Ok(None) => None,
+            Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE_FRAME)), Some(events))),
+        }
+    });
+    let mut response = Response::new(Body::from_stream(frames.map(|f| f.map_err(|e| match e {}))));
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priming_event_has_an_empty_data_line() {
+        let e = SseEvent::default().id("3-0").retry(Duration::from_secs(1)).data("");
+        assert_eq!(e.encode(), Bytes::from_static(b"id: 3-0\nretry: 1000\ndata: \n\n"));
+    }
+
+    #[test]
+    fn json_stays_on_one_line_and_multiline_data_is_split() {
+        let e = SseEvent::default().id("1-1").data(r#"{"a":1}"#);
+        assert_eq!(e.encode(), Bytes::from_static(b"id: 1-1\ndata: {\"a\":1}\n\n"));
+        let e = SseEvent::default().data("x\r\ny");
+        assert_eq!(e.encode(), Bytes::from_static(b"data: x\ndata: y\n\n"));
+        let e = SseEvent::default().id("bad\nid").data("z");
+        assert_eq!(e.encode(), Bytes::from_static(b"id: badid\ndata: z\n\n"));
+    }
+}

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use mcpl_core::types::{
     Implementation, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
@@ -12,13 +13,17 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
+use mcpl_core::jsonrpc::ErrorObject;
+
 use crate::completion::{CompletionRequest, CompletionResult};
 use crate::context::Context;
 use crate::events::{EVENT_BUFFER, ServerEvent};
-use crate::prompt::{PromptArguments, PromptEntry, PromptResult};
+use crate::input::{PromptReply, ReadReply, ToolReply};
+use crate::prompt::{PromptArguments, PromptEntry};
 use crate::registry::{PromptsMut, ReadGuard, Registry, ResourcesMut, ToolsMut, WriteGuard};
-use crate::resource::{ReadRequest, ReadResult, ResourceEntry, TemplateEntry};
-use crate::tool::{Arguments, ToolEntry, ToolResult, Typed, typed_tool, with_schema_of};
+use crate::resource::{ReadRequest, ResourceEntry, TemplateEntry};
+use crate::state::StateSealer;
+use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
 
 /// A built server: its identity and features. Cheap to clone (clones share the features);
 /// serve it with [`Server::serve`] or [`crate::stdio::serve`].
@@ -31,6 +36,7 @@ pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
+    sealer: StateSealer,
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
 }
@@ -55,9 +61,16 @@ impl Server {
             info: Implementation::new(name, version),
             instructions: None,
             page_size: None,
+            sealer: None,
+            state_ttl: None,
             registry: Registry::default(),
             errors: Vec::new(),
         }
+    }
+
+    /// The sealer of the `requestState` of input-required results (see [`crate::state`]).
+    pub fn state_sealer(&self) -> &StateSealer {
+        &self.inner.sealer
     }
 
     /// The server's identity.
@@ -180,6 +193,8 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     page_size: Option<usize>,
+    sealer: Option<StateSealer>,
+    state_ttl: Option<Duration>,
     registry: Registry,
     errors: Vec<RegistrationError>,
 }
@@ -262,6 +277,23 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the sealer of the `requestState` of input-required results (see
+    /// [`crate::state`]). By default each server draws a random key
+    /// ([`StateSealer::random`]); instances of one deployment behind a shared endpoint must
+    /// share a key.
+    pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
+        self.sealer = Some(sealer);
+        self
+    }
+
+    /// Sets how long a sealed `requestState` stays valid (default
+    /// [`DEFAULT_STATE_TTL`](crate::state::DEFAULT_STATE_TTL), 10 minutes); overrides the
+    /// time to live of a sealer set with [`state_sealer`](Self::state_sealer).
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = Some(ttl);
+        self
+    }
+
     fn record(mut self, result: Result<(), RegistrationError>) -> Self {
         if let Err(e) = result {
             self.errors.push(e);
@@ -278,10 +310,11 @@ impl ServerBuilder {
     ///
     /// An invalid or duplicate name, or an invalid schema, is reported by
     /// [`try_build`](Self::try_build).
-    pub fn tool<F, Fut>(self, tool: Tool, handler: F) -> Self
+    pub fn tool<F, Fut, R>(self, tool: Tool, handler: F) -> Self
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
     {
         self.tool_entry(ToolEntry::new(tool, Arc::new(handler)))
     }
@@ -308,7 +341,7 @@ impl ServerBuilder {
     ///     .unwrap();
     /// assert_eq!(server.tools()[0].input_schema.required.as_deref(), Some(&["a".to_owned(), "b".to_owned()][..]));
     /// ```
-    pub fn typed_tool<Args, F, Fut>(
+    pub fn typed_tool<Args, F, Fut, R>(
         self,
         name: impl Into<String>,
         description: impl Into<String>,
@@ -317,7 +350,8 @@ impl ServerBuilder {
     where
         Args: DeserializeOwned + JsonSchema + 'static,
         F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
     {
         let entry = typed_tool::<Args>(name, description)
             .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
@@ -326,11 +360,12 @@ impl ServerBuilder {
 
     /// Adds a tool whose arguments deserialize into `Args`, from a full definition (title,
     /// annotations, output schema...) whose input schema is replaced by the one of `Args`.
-    pub fn typed_tool_with<Args, F, Fut>(self, tool: Tool, handler: F) -> Self
+    pub fn typed_tool_with<Args, F, Fut, R>(self, tool: Tool, handler: F) -> Self
     where
         Args: DeserializeOwned + JsonSchema + 'static,
         F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
     {
         let entry = with_schema_of::<Args>(tool)
             .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
@@ -359,10 +394,11 @@ impl ServerBuilder {
     ///     .build();
     /// # drop(server);
     /// ```
-    pub fn resource<F, Fut>(mut self, resource: Resource, handler: F) -> Self
+    pub fn resource<F, Fut, R>(mut self, resource: Resource, handler: F) -> Self
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ReadResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ReadReply> + 'static,
     {
         let result =
             self.registry.add_resource(ResourceEntry { resource, handler: Arc::new(handler) });
@@ -386,10 +422,11 @@ impl ServerBuilder {
     ///     .build();
     /// # drop(server);
     /// ```
-    pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, handler: F) -> Self
+    pub fn resource_template<F, Fut, R>(mut self, template: ResourceTemplate, handler: F) -> Self
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ReadResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ReadReply> + 'static,
     {
         let result = TemplateEntry::new(template, Arc::new(handler))
             .and_then(|entry| self.registry.add_template(entry));
@@ -415,10 +452,11 @@ impl ServerBuilder {
     ///     .build();
     /// # drop(server);
     /// ```
-    pub fn prompt<F, Fut>(mut self, prompt: Prompt, handler: F) -> Self
+    pub fn prompt<F, Fut, R>(mut self, prompt: Prompt, handler: F) -> Self
     where
         F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = PromptResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<PromptReply> + 'static,
     {
         let result = self.registry.add_prompt(PromptEntry { prompt, handler: Arc::new(handler) });
         self.record(result)
@@ -531,11 +569,16 @@ impl ServerBuilder {
 
     fn build_unchecked(self) -> Server {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let mut sealer = self.sealer.unwrap_or_else(StateSealer::random);
+        if let Some(ttl) = self.state_ttl {
+            sealer = sealer.with_ttl(ttl);
+        }
         Server {
             inner: Arc::new(ServerInner {
                 info: self.info,
                 instructions: self.instructions,
                 page_size: self.page_size,
+                sealer,
                 registry: RwLock::new(self.registry),
                 events,
             }),

@@ -3,15 +3,21 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use std::collections::BTreeMap;
+
 use mcpl_core::engine::RequestContext;
+use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
-    ClientCapabilities, Implementation, LoggingLevel, LoggingMessage,
+    ClientCapabilities, CreateMessageResult, ElicitAction, ElicitResult, ElicitValue,
+    Implementation, InputResponse, InputResponses, ListRootsResult, LoggingLevel, LoggingMessage,
     LoggingMessageNotificationParams,
 };
 use mcpl_core::{Era, Peer, ProtocolVersion, Result};
 use serde_json::Value;
 
 use crate::builder::Server;
+use crate::input::{InputRequired, InputState, supports_elicitation, supports_sampling};
+use crate::state::{StateError, StateSealer};
 
 /// What the server knows about the client on one connection (stateful era) or from one
 /// request's `_meta` (stateless era).
@@ -37,16 +43,22 @@ pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientSta
 /// Gives the negotiated protocol version and era, the client's identity and capabilities,
 /// progress and log notifications for this request, cancellation, and the [`Peer`] for asking
 /// the client things.
+///
+/// Handlers of `tools/call`, `prompts/get` and `resources/read` also read here the client's
+/// answers to the input they asked for (see [`crate::input`]): [`Context::input_responses`],
+/// [`Context::elicited`], [`Context::sampling_response`], [`Context::roots_response`] and the
+/// verified [`Context::request_state`].
 #[derive(Debug, Clone)]
 pub struct Context {
     pub(crate) request: RequestContext,
     pub(crate) client: SharedClientState,
     pub(crate) server: Option<Server>,
+    pub(crate) input: Arc<InputState>,
 }
 
 impl Context {
     pub(crate) fn new(request: RequestContext, client: SharedClientState) -> Self {
-        Context { request, client, server: None }
+        Context { request, client, server: None, input: Arc::default() }
     }
 
     /// The server serving this request, to change its features at run time (see
@@ -137,5 +149,111 @@ impl Context {
         params.logger = logger.map(str::to_owned);
         self.peer().send_notification::<LoggingMessage>(params).await?;
         Ok(true)
+    }
+
+    /// Whether the client can answer an elicitation: form mode, or URL mode when `url`.
+    pub fn supports_elicitation(&self, url: bool) -> bool {
+        supports_elicitation(lock(&self.client).client_capabilities.as_ref(), url)
+    }
+
+    /// Whether the client can answer sampling requests (with tools when `tools`).
+    pub fn supports_sampling(&self, tools: bool) -> bool {
+        supports_sampling(lock(&self.client).client_capabilities.as_ref(), tools)
+    }
+
+    /// Whether the client can list its roots.
+    pub fn supports_roots(&self) -> bool {
+        lock(&self.client).client_capabilities.as_ref().is_some_and(|c| c.roots.is_some())
+    }
+
+    /// Starts an input-required reply (see [`crate::input`]), checked against the client's
+    /// capabilities and able to seal state for this request.
+    pub fn input_required(&self) -> InputRequired {
+        let sealing = self.server.as_ref().zip(self.input.binding.as_ref());
+        let sealing = sealing.map(|(server, bind)| (server.state_sealer().clone(), bind.clone()));
+        InputRequired::new(self.client_capabilities(), sealing)
+    }
+
+    /// The client's answers to the input requests of the previous round, by key (empty on a
+    /// first call).
+    pub fn input_responses(&self) -> &InputResponses {
+        &self.input.responses
+    }
+
+    /// The client's answer to the input request `key`.
+    pub fn input_response(&self, key: &str) -> Option<&InputResponse> {
+        self.input.responses.get(key)
+    }
+
+    /// The client's answer to the elicitation `key`, whatever the user did.
+    pub fn elicitation_response(&self, key: &str) -> Option<&ElicitResult> {
+        match self.input_response(key)? {
+            InputResponse::Elicit(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The submitted fields of the elicitation `key`, if the user accepted it.
+    pub fn elicited(&self, key: &str) -> Option<&BTreeMap<String, ElicitValue>> {
+        self.elicitation_response(key)
+            .filter(|r| r.action == ElicitAction::Accept)
+            .and_then(|r| r.content.as_ref())
+    }
+
+    /// The client's answer to the sampling request `key`.
+    pub fn sampling_response(&self, key: &str) -> Option<&CreateMessageResult> {
+        match self.input_response(key)? {
+            InputResponse::CreateMessage(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The client's answer to the roots request `key`.
+    pub fn roots_response(&self, key: &str) -> Option<&ListRootsResult> {
+        match self.input_response(key)? {
+            InputResponse::ListRoots(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The state the handler set on its previous input-required reply
+    /// ([`InputRequired::state`]), verified: it was sealed by this server for this very
+    /// method and tool, prompt or resource, and has not expired. `None` on a first call.
+    pub fn request_state(&self) -> Option<&Value> {
+        self.input.state.as_ref()
+    }
+
+    /// The server's sealer of request states ([`crate::state`]).
+    pub fn state_sealer(&self) -> Option<&StateSealer> {
+        self.server.as_ref().map(Server::state_sealer)
+    }
+
+    /// Seals `payload` for this request's method and tool, prompt or resource, as
+    /// [`InputRequired::state`] does.
+    ///
+    /// # Errors
+    ///
+    /// `-32603` outside `tools/call`, `prompts/get` and `resources/read` handlers.
+    pub fn seal_state(&self, payload: &Value) -> std::result::Result<String, ErrorObject> {
+        match (self.state_sealer(), self.input.binding.as_ref()) {
+            (Some(sealer), Some(bind)) => Ok(sealer.seal(payload, bind)),
+            _ => Err(ErrorObject::internal("no request to bind a state to")),
+        }
+    }
+
+    /// Opens a token sealed by [`seal_state`](Self::seal_state) for this request's method and
+    /// tool, prompt or resource.
+    ///
+    /// # Errors
+    ///
+    /// `-32602` ("invalid requestState") for a malformed, altered, expired or mis-bound
+    /// token; `-32603` outside `tools/call`, `prompts/get` and `resources/read` handlers.
+    pub fn open_state(&self, token: &str) -> std::result::Result<Value, ErrorObject> {
+        match (self.state_sealer(), self.input.binding.as_ref()) {
+            (Some(sealer), Some(bind)) => {
+                sealer.open(token, bind).map_err(StateError::to_error_object)
+            }
+            _ => Err(ErrorObject::internal("no request to bind a state to")),
+        }
     }
 }

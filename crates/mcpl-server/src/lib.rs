@@ -34,6 +34,8 @@
 //! - [`completion`]: completers for prompt arguments and template variables.
 //! - [`events`]: [`ServerEvent`], what sessions tell clients about changes.
 //! - [`context`]: [`Context`], what a handler knows about its request.
+//! - [`input`]: asking the client for input (elicitation, sampling, roots) from a handler, in
+//!   both eras; [`state`]: sealing the state such handlers carry between rounds.
 //! - [`session`]: serving one connection; the handshake and the lifecycle guard.
 //! - [`stdio`]: serving on this process's stdin and stdout.
 //! - [`http`]: serving over Streamable HTTP.
@@ -46,6 +48,7 @@ pub mod completion;
 pub mod context;
 pub mod events;
 pub mod http;
+pub mod input;
 mod pagination;
 pub mod prompt;
 pub mod registry;
@@ -53,6 +56,7 @@ pub mod resource;
 mod router;
 pub mod schema;
 pub mod session;
+pub mod state;
 pub mod stdio;
 pub mod tool;
 pub mod uri_template;

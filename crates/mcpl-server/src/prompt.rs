@@ -4,38 +4,54 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{ContentBlock, GetPromptResult, Prompt, PromptMessage, Role};
 
 use crate::context::Context;
+use crate::input::PromptReply;
 
 /// The arguments of a `prompts/get`, by name.
 pub type PromptArguments = BTreeMap<String, String>;
 
 /// What a prompt handler returns: the prompt's messages, or a protocol error.
+///
+/// A handler that may ask the client for input returns `Result<PromptReply, ErrorObject>`
+/// instead (see [`crate::input`]).
 pub type PromptResult = Result<GetPromptResult, ErrorObject>;
 
 /// Serves the `prompts/get` requests of one prompt.
 ///
-/// Implemented for every `Fn(Context, PromptArguments) -> impl Future<Output = PromptResult>`.
-/// The server checks that every required argument is present before calling it.
+/// Implemented for every `Fn(Context, PromptArguments) -> impl Future<Output = Result<R,
+/// ErrorObject>>` where `R` converts into a [`PromptReply`] (a [`GetPromptResult`], or a
+/// [`PromptReply`] for handlers that may ask for input). The server checks that every
+/// required argument is present before calling it.
 #[diagnostic::on_unimplemented(
     note = "prompt handlers are async fns taking (Context, PromptArguments) and returning \
-            PromptResult"
+            PromptResult or Result<PromptReply, ErrorObject>"
 )]
 pub trait PromptHandler: Send + Sync + 'static {
     /// Serves one request.
-    fn get(&self, ctx: Context, args: PromptArguments) -> BoxFuture<'static, PromptResult>;
+    fn get(
+        &self,
+        ctx: Context,
+        args: PromptArguments,
+    ) -> BoxFuture<'static, Result<PromptReply, ErrorObject>>;
 }
 
-impl<F, Fut> PromptHandler for F
+impl<F, Fut, R> PromptHandler for F
 where
     F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = PromptResult> + Send + 'static,
+    Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    R: Into<PromptReply> + 'static,
 {
-    fn get(&self, ctx: Context, args: PromptArguments) -> BoxFuture<'static, PromptResult> {
-        Box::pin(self(ctx, args))
+    fn get(
+        &self,
+        ctx: Context,
+        args: PromptArguments,
+    ) -> BoxFuture<'static, Result<PromptReply, ErrorObject>> {
+        Box::pin(self(ctx, args).map(|r| r.map(Into::into)))
     }
 }
 

@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
+use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{Prompt, Resource, ResourceTemplate, Tool};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -32,9 +33,10 @@ use crate::builder::{RegistrationError, Server};
 use crate::completion::Completer;
 use crate::context::Context;
 use crate::events::ServerEvent;
-use crate::prompt::{PromptArguments, PromptEntry, PromptResult};
-use crate::resource::{ReadRequest, ReadResult, ResourceEntry, TemplateEntry};
-use crate::tool::{Arguments, ToolEntry, ToolResult, Typed, typed_tool};
+use crate::input::{PromptReply, ReadReply, ToolReply};
+use crate::prompt::{PromptArguments, PromptEntry};
+use crate::resource::{ReadRequest, ResourceEntry, TemplateEntry};
+use crate::tool::{Arguments, ToolEntry, Typed, typed_tool};
 
 /// An item kept in a [`Catalog`], found by its key (a name or a URI).
 pub(crate) trait Keyed {
@@ -186,10 +188,11 @@ impl<'a> ToolsMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for an invalid name or schema, or a name already in use.
-    pub fn add<F, Fut>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
+    pub fn add<F, Fut, R>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
     {
         let entry = ToolEntry::new(tool, Arc::new(handler))?;
         self.change(|r| {
@@ -206,7 +209,7 @@ impl<'a> ToolsMut<'a> {
     ///
     /// A [`RegistrationError`] for an invalid name, a schema that is not an object schema, or
     /// a name already in use.
-    pub fn add_typed<Args, F, Fut>(
+    pub fn add_typed<Args, F, Fut, R>(
         &self,
         name: impl Into<String>,
         description: impl Into<String>,
@@ -215,7 +218,8 @@ impl<'a> ToolsMut<'a> {
     where
         Args: DeserializeOwned + JsonSchema + 'static,
         F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
     {
         let tool = typed_tool::<Args>(name, description)?;
         let entry = ToolEntry::new(tool, Arc::new(Typed::new(handler)))?;
@@ -232,10 +236,11 @@ impl<'a> ToolsMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for an invalid name or schema.
-    pub fn replace<F, Fut>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
+    pub fn replace<F, Fut, R>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ToolResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
     {
         let entry = ToolEntry::new(tool, Arc::new(handler))?;
         self.change(|r| {
@@ -312,10 +317,11 @@ impl<'a> ResourcesMut<'a> {
     /// # Errors
     ///
     /// [`RegistrationError::Duplicate`] if a resource with this URI exists.
-    pub fn add<F, Fut>(&self, resource: Resource, handler: F) -> Result<(), RegistrationError>
+    pub fn add<F, Fut, R>(&self, resource: Resource, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ReadResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ReadReply> + 'static,
     {
         let entry = ResourceEntry { resource, handler: Arc::new(handler) };
         self.change(|r| {
@@ -330,14 +336,15 @@ impl<'a> ResourcesMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for a template that does not parse or is already registered.
-    pub fn add_template<F, Fut>(
+    pub fn add_template<F, Fut, R>(
         &self,
         template: ResourceTemplate,
         handler: F,
     ) -> Result<(), RegistrationError>
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ReadResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ReadReply> + 'static,
     {
         let entry = TemplateEntry::new(template, Arc::new(handler))?;
         self.change(|r| {
@@ -348,10 +355,11 @@ impl<'a> ResourcesMut<'a> {
     }
 
     /// Adds a static resource, or replaces the one with the same URI in place.
-    pub fn replace<F, Fut>(&self, resource: Resource, handler: F)
+    pub fn replace<F, Fut, R>(&self, resource: Resource, handler: F)
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ReadResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ReadReply> + 'static,
     {
         let entry = ResourceEntry { resource, handler: Arc::new(handler) };
         self.change(|r| {
@@ -418,10 +426,11 @@ impl<'a> PromptsMut<'a> {
     /// # Errors
     ///
     /// [`RegistrationError::Duplicate`] if a prompt with this name exists.
-    pub fn add<F, Fut>(&self, prompt: Prompt, handler: F) -> Result<(), RegistrationError>
+    pub fn add<F, Fut, R>(&self, prompt: Prompt, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = PromptResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<PromptReply> + 'static,
     {
         let entry = PromptEntry { prompt, handler: Arc::new(handler) };
         self.change(|r| {
@@ -432,10 +441,11 @@ impl<'a> PromptsMut<'a> {
     }
 
     /// Adds a prompt, or replaces the one with the same name in place.
-    pub fn replace<F, Fut>(&self, prompt: Prompt, handler: F)
+    pub fn replace<F, Fut, R>(&self, prompt: Prompt, handler: F)
     where
         F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = PromptResult> + Send + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<PromptReply> + 'static,
     {
         let entry = PromptEntry { prompt, handler: Arc::new(handler) };
         self.change(|r| {

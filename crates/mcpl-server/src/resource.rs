@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
@@ -15,10 +16,14 @@ use serde_json::json;
 
 use crate::builder::RegistrationError;
 use crate::context::Context;
+use crate::input::{ReadReply, Reply};
 use crate::uri_template::UriTemplate;
 
 /// What a resource handler returns: the resource's contents, or a protocol error (see
 /// [`not_found`]).
+///
+/// A handler that may ask the client for input returns `Result<ReadReply, ErrorObject>`
+/// instead (see [`crate::input`]).
 pub type ReadResult = Result<Vec<ResourceContents>, ErrorObject>;
 
 /// What is being read: the URI and, for a resource template, the values of its variables.
@@ -40,22 +45,34 @@ impl ReadRequest {
 
 /// Serves the reads of one resource or resource template.
 ///
-/// Implemented for every `Fn(Context, ReadRequest) -> impl Future<Output = ReadResult>`.
+/// Implemented for every `Fn(Context, ReadRequest) -> impl Future<Output = Result<R,
+/// ErrorObject>>` where `R` converts into a [`ReadReply`] (the contents, or a [`ReadReply`]
+/// for handlers that may ask for input).
 #[diagnostic::on_unimplemented(
-    note = "resource handlers are async fns taking (Context, ReadRequest) and returning ReadResult"
+    note = "resource handlers are async fns taking (Context, ReadRequest) and returning \
+            ReadResult or Result<ReadReply, ErrorObject>"
 )]
 pub trait ResourceHandler: Send + Sync + 'static {
     /// Serves one read.
-    fn read(&self, ctx: Context, request: ReadRequest) -> BoxFuture<'static, ReadResult>;
+    fn read(
+        &self,
+        ctx: Context,
+        request: ReadRequest,
+    ) -> BoxFuture<'static, Result<ReadReply, ErrorObject>>;
 }
 
-impl<F, Fut> ResourceHandler for F
+impl<F, Fut, R> ResourceHandler for F
 where
     F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ReadResult> + Send + 'static,
+    Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    R: Into<ReadReply> + 'static,
 {
-    fn read(&self, ctx: Context, request: ReadRequest) -> BoxFuture<'static, ReadResult> {
-        Box::pin(self(ctx, request))
+    fn read(
+        &self,
+        ctx: Context,
+        request: ReadRequest,
+    ) -> BoxFuture<'static, Result<ReadReply, ErrorObject>> {
+        Box::pin(self(ctx, request).map(|r| r.map(Into::into)))
     }
 }
 
@@ -124,8 +141,11 @@ pub(crate) async fn read(
     mime_type: Option<String>,
     ctx: Context,
     request: ReadRequest,
-) -> ReadResult {
-    let mut contents = handler.read(ctx, request).await?;
+) -> Result<ReadReply, ErrorObject> {
+    let mut contents = match handler.read(ctx, request).await? {
+        Reply::Complete(contents) => contents,
+        input_required => return Ok(input_required),
+    };
     if let Some(mime) = mime_type {
         for c in &mut contents {
             let slot = match c {
@@ -135,5 +155,5 @@ pub(crate) async fn read(
             slot.get_or_insert_with(|| mime.clone());
         }
     }
-    Ok(contents)
+    Ok(Reply::Complete(contents))
 }

@@ -8,10 +8,10 @@
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
-    CallToolRequestParams, CompleteRequestParams, CompleteResult, CompletionReference, EmptyResult,
-    GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
-    ResourceRequestParams, SetLevelRequestParams, names,
+    CacheScope, CallToolRequestParams, CompleteRequestParams, CompleteResult, CompletionReference,
+    EmptyResult, GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResult, ResourceRequestParams, SetLevelRequestParams, names,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -20,9 +20,12 @@ use serde_json::Value;
 use crate::builder::Server;
 use crate::completion::{CompletionRequest, capped};
 use crate::context::{Context, lock};
+use crate::input::{Finished, run};
 use crate::pagination::{Page, paginate};
 use crate::registry::Registry;
 use crate::resource::{ReadRequest, not_found, read};
+use crate::state::Binding;
+use mcpl_core::Era;
 
 /// Decodes params, reading absent params as `{}`; failures are `-32602`.
 pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
@@ -128,18 +131,44 @@ fn list<T: Clone>(
     paginate(name, revision, &items, params.cursor.as_deref(), server.page_size())
 }
 
+/// Refuses `inputResponses` or `requestState` present but `null` (`-32602`): an absent member
+/// would read as a first call.
+fn check_input_members(params: Option<Value>) -> Result<Option<Value>, ErrorObject> {
+    for member in ["inputResponses", "requestState"] {
+        if params.as_ref().and_then(|p| p.get(member)).is_some_and(Value::is_null) {
+            return Err(ErrorObject::invalid_params(format_args!("{member} must not be null")));
+        }
+    }
+    Ok(params)
+}
+
+/// Encodes how a request that may ask for input ended.
+fn finish<T: Serialize>(done: Finished<T>) -> HandlerResult {
+    match done {
+        Finished::Complete(result) => encode(result),
+        Finished::InputRequired(result) => encode(result),
+    }
+}
+
 async fn call_tool(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
-    let params: CallToolRequestParams = decode(params)?;
+    let params: CallToolRequestParams = decode(check_input_members(params)?)?;
     let runner =
         server.read().tools.get(&params.name).filter(|t| t.enabled).map(|t| t.runner.clone());
     let Some(runner) = runner else {
         return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
     };
-    encode(runner.call(ctx, params.arguments.unwrap_or_default()).await?)
+    let binding = Binding::new(names::TOOLS_CALL, params.name);
+    let args = params.arguments.unwrap_or_default();
+    let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
+        let (runner, args) = (runner.clone(), args.clone());
+        async move { runner.call(ctx, args).await }
+    })
+    .await?;
+    finish(done)
 }
 
 async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
-    let params: ReadResourceRequestParams = decode(params)?;
+    let params: ReadResourceRequestParams = decode(check_input_members(params)?)?;
     let uri = params.uri;
     let target = {
         let r = server.read();
@@ -154,12 +183,31 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
     let Some((handler, mime_type, variables)) = target else {
         return Err(not_found(&uri));
     };
-    let contents = read(handler, mime_type, ctx, ReadRequest { uri, variables }).await?;
-    encode(ReadResourceResult { contents, ..Default::default() })
+    let retried = params.input_responses.is_some() || params.request_state.is_some();
+    let binding = Binding::new(names::RESOURCES_READ, uri.clone());
+    let request = ReadRequest { uri, variables };
+    let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
+        let (handler, mime_type, request) = (handler.clone(), mime_type.clone(), request.clone());
+        read(handler, mime_type, ctx, request)
+    })
+    .await?;
+    finish(match done {
+        Finished::Complete(contents) => {
+            let mut result = ReadResourceResult { contents, ..Default::default() };
+            if retried && ctx.era() == Era::Stateless {
+                // Clients must not cache the result of a request that carried input responses
+                // or state.
+                result.ttl_ms = Some(0);
+                result.cache_scope = Some(CacheScope::Private);
+            }
+            Finished::Complete(result)
+        }
+        Finished::InputRequired(r) => Finished::InputRequired(r),
+    })
 }
 
 async fn get_prompt(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
-    let params: GetPromptRequestParams = decode(params)?;
+    let params: GetPromptRequestParams = decode(check_input_members(params)?)?;
     let Some(entry) = server.read().prompts.get(&params.name).cloned() else {
         return Err(ErrorObject::invalid_params(format_args!("unknown prompt {:?}", params.name)));
     };
@@ -172,7 +220,12 @@ async fn get_prompt(server: &Server, ctx: Context, params: Option<Value>) -> Han
             missing.join(", ")
         )));
     }
-    encode(entry.handler.get(ctx, args).await?)
+    let binding = Binding::new(names::PROMPTS_GET, params.name);
+    let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
+        entry.handler.get(ctx, args.clone())
+    })
+    .await?;
+    finish(done)
 }
 
 async fn complete(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{CallToolResult, ContentBlock, Tool, ToolSchema};
@@ -14,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::builder::RegistrationError;
 use crate::context::Context;
+use crate::input::{Reply, ToolReply};
 use crate::schema::{CompiledSchema, SchemaError, input_schema_for};
 
 /// The arguments of a tool call.
@@ -24,6 +26,9 @@ pub type Arguments = Map<String, Value>;
 /// A failure of the tool itself (bad input, a failed operation) is a *result* with
 /// `isError: true` (see [`ToolOutput::error`]), which the model gets to see; a protocol error
 /// (`Err`) is for requests that cannot be served at all.
+///
+/// A handler that may ask the client for input returns `Result<ToolReply, ErrorObject>`
+/// instead (see [`crate::input`]); every `CallToolResult` converts into a [`ToolReply`].
 pub type ToolResult = Result<CallToolResult, ErrorObject>;
 
 /// Builders for common tool results.
@@ -74,22 +79,34 @@ impl ToolOutput {
 
 /// Serves the calls of one tool.
 ///
-/// Implemented for every `Fn(Context, Arguments) -> impl Future<Output = ToolResult>`.
+/// Implemented for every `Fn(Context, Arguments) -> impl Future<Output = Result<R,
+/// ErrorObject>>` where `R` converts into a [`ToolReply`]: a [`CallToolResult`] (so
+/// [`ToolResult`] handlers), or a [`ToolReply`] for handlers that may ask for input.
 #[diagnostic::on_unimplemented(
-    note = "tool handlers are async fns taking (Context, Arguments) and returning ToolResult"
+    note = "tool handlers are async fns taking (Context, Arguments) and returning ToolResult \
+            or Result<ToolReply, ErrorObject>"
 )]
 pub trait ToolHandler: Send + Sync + 'static {
     /// Serves one call.
-    fn call(&self, ctx: Context, args: Arguments) -> BoxFuture<'static, ToolResult>;
+    fn call(
+        &self,
+        ctx: Context,
+        args: Arguments,
+    ) -> BoxFuture<'static, Result<ToolReply, ErrorObject>>;
 }
 
-impl<F, Fut> ToolHandler for F
+impl<F, Fut, R> ToolHandler for F
 where
     F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolResult> + Send + 'static,
+    Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    R: Into<ToolReply> + 'static,
 {
-    fn call(&self, ctx: Context, args: Arguments) -> BoxFuture<'static, ToolResult> {
-        Box::pin(self(ctx, args))
+    fn call(
+        &self,
+        ctx: Context,
+        args: Arguments,
+    ) -> BoxFuture<'static, Result<ToolReply, ErrorObject>> {
+        Box::pin(self(ctx, args).map(|r| r.map(Into::into)))
     }
 }
 
@@ -133,18 +150,25 @@ impl ToolEntry {
 
 impl ToolRunner {
     /// Serves one call: checks the arguments, runs the handler, checks its structured output.
-    pub(crate) async fn call(&self, ctx: Context, args: Arguments) -> ToolResult {
+    pub(crate) async fn call(
+        &self,
+        ctx: Context,
+        args: Arguments,
+    ) -> Result<ToolReply, ErrorObject> {
         let value = Value::Object(args);
         if let Err(problem) = self.input.check(&value) {
-            return Ok(CallToolResult::error(format!(
+            return Ok(Reply::Complete(CallToolResult::error(format!(
                 "invalid arguments for tool {:?}: {problem}",
                 self.name
-            )));
+            ))));
         }
         let Value::Object(args) = value else {
             return Err(ErrorObject::internal("arguments are not an object"));
         };
-        let result = self.handler.call(ctx, args).await?;
+        let result = match self.handler.call(ctx, args).await? {
+            Reply::Complete(result) => result,
+            input_required => return Ok(input_required),
+        };
         if let (Some(output), false) = (&self.output, result.is_error == Some(true)) {
             let Some(structured) = &result.structured_content else {
                 return Err(ErrorObject::internal(format_args!(
@@ -160,7 +184,7 @@ impl ToolRunner {
                 )));
             }
         }
-        Ok(result)
+        Ok(Reply::Complete(result))
     }
 }
 
@@ -195,18 +219,23 @@ impl<Args, F> Typed<Args, F> {
     }
 }
 
-impl<Args, F, Fut> ToolHandler for Typed<Args, F>
+impl<Args, F, Fut, R> ToolHandler for Typed<Args, F>
 where
     Args: DeserializeOwned + 'static,
     F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ToolResult> + Send + 'static,
+    Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    R: Into<ToolReply> + 'static,
 {
-    fn call(&self, ctx: Context, args: Arguments) -> BoxFuture<'static, ToolResult> {
+    fn call(
+        &self,
+        ctx: Context,
+        args: Arguments,
+    ) -> BoxFuture<'static, Result<ToolReply, ErrorObject>> {
         match serde_json::from_value::<Args>(Value::Object(args)) {
-            Ok(args) => Box::pin((self.handler)(ctx, args)),
+            Ok(args) => Box::pin((self.handler)(ctx, args).map(|r| r.map(Into::into))),
             Err(e) => {
                 let result = CallToolResult::error(format!("invalid arguments: {e}"));
-                Box::pin(std::future::ready(Ok(result)))
+                Box::pin(std::future::ready(Ok(Reply::Complete(result))))
             }
         }
     }

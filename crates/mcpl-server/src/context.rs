@@ -30,6 +30,20 @@ pub(crate) struct ClientState {
     pub(crate) log_level: Option<LoggingLevel>,
     /// The resource URIs this client subscribed to (`resources/subscribe`).
     pub(crate) subscriptions: HashSet<String>,
+    /// Ends the HTTP response stream of a request, on transports that have such streams.
+    pub(crate) stream_closer: Option<StreamCloser>,
+}
+
+/// Closes the response stream of the request with the given id; `false` if it has none.
+#[derive(Clone)]
+pub(crate) struct StreamCloser(
+    pub(crate) Arc<dyn Fn(&mcpl_core::jsonrpc::RequestId) -> bool + Send + Sync>,
+);
+
+impl std::fmt::Debug for StreamCloser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamCloser")
+    }
 }
 
 pub(crate) type SharedClientState = Arc<Mutex<ClientState>>;
@@ -97,6 +111,17 @@ impl Context {
     /// The client, for requests and notifications on this connection.
     pub fn peer(&self) -> &Peer {
         self.request.peer()
+    }
+
+    /// Ends this request's HTTP response stream now, while the handler keeps running.
+    ///
+    /// On Streamable HTTP in the 2025 era, the client then reconnects with `Last-Event-ID` and
+    /// receives the rest of the stream, including the result, on the resumed connection (SSE
+    /// polling). Returns `false`, doing nothing, on transports without response streams (stdio,
+    /// stateless requests).
+    pub fn close_stream(&self) -> bool {
+        let closer = lock(&self.client).stream_closer.clone();
+        closer.is_some_and(|c| (c.0)(self.request.id()))
     }
 
     /// Whether the request was cancelled.

@@ -77,6 +77,11 @@ impl Server {
 }
 
 impl Session {
+    /// Lets handlers end their request's response stream (see [`Context::close_stream`]).
+    pub(crate) fn set_stream_closer(&self, closer: crate::context::StreamCloser) {
+        lock(&self.client).stream_closer = Some(closer);
+    }
+
     /// The protocol version negotiated by `initialize`, once it happened.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         lock(&self.client).version

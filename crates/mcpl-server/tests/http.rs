@@ -22,6 +22,13 @@ fn server() -> Server {
             }
             Ok(ToolOutput::text("slow done"))
         })
+        .tool(Tool::new("polled", ToolSchema::object()), |ctx, _args| async move {
+            ctx.progress(1.0, None, None).await.ok();
+            // End the response stream mid-call; the client resumes to get the result.
+            assert!(ctx.close_stream());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(ToolOutput::text("polled done"))
+        })
         .build()
 }
 
@@ -136,7 +143,7 @@ async fn a_session_from_initialize_to_delete() {
     let (status, msgs) =
         http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
     assert_eq!(status, 200);
-    assert_eq!(msgs.last().unwrap()["result"]["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(msgs.last().unwrap()["result"]["tools"].as_array().unwrap().len(), 3);
 
     let (_, msgs) = http
         .call(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}}}))
@@ -401,4 +408,33 @@ async fn a_session_recorded_in_a_shared_store_continues_on_another_endpoint() {
     c.session = a.session.clone();
     let (status, _) = c.call(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
     assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_handler_can_end_its_stream_and_the_client_polls_for_the_result() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    let resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "polled", "_meta": {"progressToken": "p"}}}))
+        .send()
+        .await
+        .unwrap();
+    // The body ends early: the priming event and the progress, but no result.
+    let text = resp.text().await.unwrap();
+    let events = parse_sse(&text);
+    assert!(events.iter().all(|(_, d)| !d.contains("polled done")), "{text}");
+    let last = events.iter().rev().find_map(|(id, _)| id.clone()).unwrap();
+    let resumed = http
+        .client
+        .get(&http.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", http.session.clone().unwrap())
+        .header("last-event-id", &last)
+        .send()
+        .await
+        .unwrap();
+    let text = resumed.text().await.unwrap();
+    assert!(text.contains("polled done"), "{text}");
 }

@@ -109,6 +109,15 @@ impl HttpSession {
             receiver: SessionReceiver { rx: inbound_rx },
         };
         let mcp = server.serve(transport).await?;
+        let closer_routes = Arc::downgrade(&routes);
+        mcp.set_stream_closer(crate::context::StreamCloser(Arc::new(move |id: &RequestId| {
+            let Some(routes) = closer_routes.upgrade() else { return false };
+            let mut routes = lock(&routes);
+            let Some(stream) = routes.by_request.get(id).copied() else { return false };
+            // Dropping the live connection's sender ends its SSE body; events keep going to
+            // the store for the client to resume.
+            routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
+        })));
         Ok(Arc::new(HttpSession {
             id,
             mcp,

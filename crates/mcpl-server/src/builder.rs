@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use mcpl_core::types::{
     Implementation, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
-    ServerCapabilities, Tool, ToolsCapability,
+    ServerCapabilities, TASKS_EXTENSION, Tool, ToolExecution, ToolsCapability,
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use mcpl_core::jsonrpc::ErrorObject;
@@ -23,6 +24,7 @@ use crate::prompt::{PromptArguments, PromptEntry};
 use crate::registry::{PromptsMut, ReadGuard, Registry, ResourcesMut, ToolsMut, WriteGuard};
 use crate::resource::{ReadRequest, ResourceEntry, TemplateEntry};
 use crate::state::StateSealer;
+use crate::task::{TaskOptions, TaskStore, Tasks};
 use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
 
 /// A built server: its identity and features. Cheap to clone (clones share the features);
@@ -37,6 +39,7 @@ pub(crate) struct ServerInner {
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
     sealer: StateSealer,
+    pub(crate) tasks: Tasks,
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
 }
@@ -63,6 +66,9 @@ impl Server {
             page_size: None,
             sealer: None,
             state_ttl: None,
+            task_store: None,
+            task_ttl: None,
+            task_poll_interval: None,
             registry: Registry::default(),
             errors: Vec::new(),
         }
@@ -113,10 +119,20 @@ impl Server {
         self.inner.page_size
     }
 
+    /// Whether the server serves the tasks extension (see [`crate::task`]): a task-capable
+    /// tool was registered, or a task store was set.
+    pub fn serves_tasks(&self) -> bool {
+        self.inner.tasks.explicit || self.read().has_task_tools
+    }
+
     /// The capabilities this server advertises: each feature that was ever registered (a
-    /// feature emptied at run time stays declared, with an empty list), `logging`, and
-    /// `completions` when there are prompts or resources to complete.
+    /// feature emptied at run time stays declared, with an empty list), `logging`,
+    /// `completions` when there are prompts or resources to complete, and the tasks extension
+    /// under `extensions` when [`serves_tasks`](Self::serves_tasks).
     pub fn capabilities(&self) -> ServerCapabilities {
+        let extensions = self
+            .serves_tasks()
+            .then(|| Map::from_iter([(TASKS_EXTENSION.to_owned(), Value::Object(Map::new()))]));
         let r = self.read();
         ServerCapabilities {
             tools: r
@@ -132,6 +148,7 @@ impl Server {
                 .then(|| PromptsCapability { list_changed: Some(true), ..Default::default() }),
             completions: r.has_completions().then(Default::default),
             logging: Some(Default::default()),
+            extensions,
             ..ServerCapabilities::default()
         }
     }
@@ -195,6 +212,9 @@ pub struct ServerBuilder {
     page_size: Option<usize>,
     sealer: Option<StateSealer>,
     state_ttl: Option<Duration>,
+    task_store: Option<Arc<dyn TaskStore>>,
+    task_ttl: Option<Option<Duration>>,
+    task_poll_interval: Option<Duration>,
     registry: Registry,
     errors: Vec<RegistrationError>,
 }
@@ -294,6 +314,28 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets where tasks live (see [`crate::task`]); by default an
+    /// [`InMemoryTaskStore`](crate::task::InMemoryTaskStore) private to this server. Setting a
+    /// store also serves the tasks extension when no tool is task-capable.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// Sets how long tasks are kept after their creation (`ttlMs`); `None`: forever. Default
+    /// [`DEFAULT_TASK_TTL`](crate::task::DEFAULT_TASK_TTL), one hour.
+    pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.task_ttl = Some(ttl);
+        self
+    }
+
+    /// Sets the polling interval suggested to clients (`pollIntervalMs`). Default
+    /// [`DEFAULT_POLL_INTERVAL`](crate::task::DEFAULT_POLL_INTERVAL), one second.
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.task_poll_interval = Some(interval);
+        self
+    }
+
     fn record(mut self, result: Result<(), RegistrationError>) -> Self {
         if let Err(e) = result {
             self.errors.push(e);
@@ -369,6 +411,39 @@ impl ServerBuilder {
     {
         let entry = with_schema_of::<Args>(tool)
             .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
+        self.tool_entry(entry)
+    }
+
+    /// Adds a tool that may run as a task (see [`crate::task`]): `options` says whether calls
+    /// may or must be tasks and when the task starts; the definition's `execution.taskSupport`
+    /// is set to match.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::task::TaskOptions;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("jobs", "1.0.0")
+    ///     .task_tool(Tool::new("crunch", ToolSchema::object()), TaskOptions::optional(), |_ctx, _args| async {
+    ///         tokio::time::sleep(Duration::from_secs(5)).await;
+    ///         Ok(ToolOutput::text("done"))
+    ///     })
+    ///     .build();
+    /// assert!(server.serves_tasks());
+    /// ```
+    pub fn task_tool<F, Fut, R>(self, mut tool: Tool, options: TaskOptions, handler: F) -> Self
+    where
+        F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<ToolReply> + 'static,
+    {
+        tool.execution.get_or_insert_with(ToolExecution::default).task_support =
+            Some(options.support);
+        let entry = ToolEntry::new(tool, Arc::new(handler)).map(|mut e| {
+            e.task = options;
+            e
+        });
         self.tool_entry(entry)
     }
 
@@ -579,6 +654,7 @@ impl ServerBuilder {
                 instructions: self.instructions,
                 page_size: self.page_size,
                 sealer,
+                tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
                 registry: RwLock::new(self.registry),
                 events,
             }),

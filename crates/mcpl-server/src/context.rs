@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::builder::Server;
 use crate::input::{InputRequired, InputState, supports_elicitation, supports_sampling};
 use crate::state::{StateError, StateSealer};
+use crate::task::TaskSlot;
 
 /// What the server knows about the client on one connection (stateful era) or from one
 /// request's `_meta` (stateless era).
@@ -68,11 +69,13 @@ pub struct Context {
     pub(crate) client: SharedClientState,
     pub(crate) server: Option<Server>,
     pub(crate) input: Arc<InputState>,
+    /// The task side of a task-mode `tools/call` (see [`crate::task`]).
+    pub(crate) task: Option<Arc<TaskSlot>>,
 }
 
 impl Context {
     pub(crate) fn new(request: RequestContext, client: SharedClientState) -> Self {
-        Context { request, client, server: None, input: Arc::default() }
+        Context { request, client, server: None, input: Arc::default(), task: None }
     }
 
     /// The server serving this request, to change its features at run time (see
@@ -124,18 +127,63 @@ impl Context {
         closer.is_some_and(|c| (c.0)(self.request.id()))
     }
 
-    /// Whether the request was cancelled.
+    /// Whether the request was cancelled; in a task-mode call (see [`crate::task`]), whether
+    /// the task was cancelled (`tasks/cancel`), or the request went away before it started.
     pub fn is_cancelled(&self) -> bool {
-        self.request.is_cancelled()
+        match &self.task {
+            Some(slot) => slot.cancel.is_cancelled(),
+            None => self.request.is_cancelled(),
+        }
     }
 
-    /// Resolves when the request is cancelled.
+    /// Resolves when the request is cancelled (or the task, as [`is_cancelled`](Self::is_cancelled)
+    /// tells).
     ///
     /// # Cancel safety
     ///
     /// Cancel safe.
     pub async fn cancelled(&self) {
-        self.request.cancelled().await;
+        match &self.task {
+            Some(slot) => slot.cancel.cancelled().await,
+            None => self.request.cancelled().await,
+        }
+    }
+
+    /// Whether the client declared the tasks extension (`io.modelcontextprotocol/tasks`) for
+    /// this request.
+    pub fn supports_tasks(&self) -> bool {
+        crate::task::client_declares(self)
+    }
+
+    /// Whether this call may become a task: a `tools/call` of a task-capable tool whose request
+    /// declared the tasks extension (see [`crate::task`]).
+    pub fn is_task_mode(&self) -> bool {
+        self.task.is_some()
+    }
+
+    /// The id of the task this call runs as, once it started.
+    pub fn task_id(&self) -> Option<String> {
+        self.task.as_ref().and_then(|slot| slot.task_id())
+    }
+
+    /// Turns this call into a task, now: the task is stored, the client gets its
+    /// `CreateTaskResult`, and the handler keeps running; its result, error or input-required
+    /// replies now go to the task. Returns the task id, or `None` (doing nothing) when the call
+    /// is not in task mode ([`is_task_mode`](Self::is_task_mode)). Calling it again returns
+    /// the same id.
+    ///
+    /// Tools registered with [`TaskStart::OnRequest`](crate::task::TaskStart::OnRequest)
+    /// call it when they decide to go asynchronous (for example after gathering input);
+    /// the others are tasks before their handler runs.
+    ///
+    /// # Errors
+    ///
+    /// The task store's error when the task cannot be stored.
+    pub async fn start_task(&self) -> std::result::Result<Option<String>, ErrorObject> {
+        match &self.task {
+            Some(slot) => slot.start().await.map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Reports progress, if the client asked for it (see [`RequestContext::progress`]).

@@ -315,7 +315,7 @@ pub(crate) struct InputState {
 
 impl InputState {
     /// Verifies `raw_state` (if any) for `binding`.
-    fn open(
+    pub(crate) fn open(
         sealer: Option<&StateSealer>,
         binding: &Binding,
         responses: Option<InputResponses>,

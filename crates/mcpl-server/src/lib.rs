@@ -37,6 +37,7 @@
 //! - [`input`]: asking the client for input (elicitation, sampling, roots) from a handler, in
 //!   both eras; [`state`]: sealing the state such handlers carry between rounds.
 //! - [`session`]: serving one connection; the handshake and the lifecycle guard.
+//! - [`task`]: the tasks extension (SEP-2663): tool calls answered with a task to poll.
 //! - [`stdio`]: serving on this process's stdin and stdout.
 //! - [`http`]: serving over Streamable HTTP.
 
@@ -58,6 +59,7 @@ pub mod schema;
 pub mod session;
 pub mod state;
 pub mod stdio;
+pub mod task;
 pub mod tool;
 pub mod uri_template;
 

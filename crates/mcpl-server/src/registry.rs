@@ -132,12 +132,16 @@ pub(crate) struct Registry {
     pub(crate) has_resources: bool,
     /// Whether prompts were ever registered.
     pub(crate) has_prompts: bool,
+    /// Whether a task-capable tool was ever registered.
+    pub(crate) has_task_tools: bool,
 }
 
 impl Registry {
     pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), RegistrationError> {
+        let task_capable = entry.task.is_task_capable();
         self.tools.add("tool", entry)?;
         self.has_tools = true;
+        self.has_task_tools |= task_capable;
         Ok(())
     }
 
@@ -244,6 +248,7 @@ impl<'a> ToolsMut<'a> {
     {
         let entry = ToolEntry::new(tool, Arc::new(handler))?;
         self.change(|r| {
+            r.has_task_tools |= entry.task.is_task_capable();
             r.tools.upsert(entry);
             r.has_tools = true;
             ((), true)

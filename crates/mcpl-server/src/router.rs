@@ -11,7 +11,7 @@ use mcpl_core::types::{
     CacheScope, CallToolRequestParams, CompleteRequestParams, CompleteResult, CompletionReference,
     EmptyResult, GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, ResourceRequestParams, SetLevelRequestParams, names,
+    ReadResourceResult, ResourceRequestParams, SetLevelRequestParams, TaskSupport, names,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -110,6 +110,15 @@ pub(crate) async fn dispatch(
         }
         names::PROMPTS_GET if prompts => get_prompt(server, ctx, params).await,
         names::COMPLETION_COMPLETE if completions => complete(server, ctx, params).await,
+        names::TASKS_GET | names::TASKS_UPDATE | names::TASKS_CANCEL
+            if ctx.era() == Era::Stateless && server.serves_tasks() =>
+        {
+            match method {
+                names::TASKS_GET => crate::task::get(server, &ctx, params).await,
+                names::TASKS_UPDATE => crate::task::update(server, &ctx, params).await,
+                _ => crate::task::cancel(server, &ctx, params).await,
+            }
+        }
         names::LOGGING_SET_LEVEL => {
             let params: SetLevelRequestParams = decode(params)?;
             lock(&ctx.client).log_level = Some(params.level);
@@ -152,13 +161,30 @@ fn finish<T: Serialize>(done: Finished<T>) -> HandlerResult {
 
 async fn call_tool(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
     let params: CallToolRequestParams = decode(check_input_members(params)?)?;
-    let runner =
-        server.read().tools.get(&params.name).filter(|t| t.enabled).map(|t| t.runner.clone());
-    let Some(runner) = runner else {
+    let found = server
+        .read()
+        .tools
+        .get(&params.name)
+        .filter(|t| t.enabled)
+        .map(|t| (t.runner.clone(), t.task));
+    let Some((runner, task)) = found else {
         return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
     };
     let binding = Binding::new(names::TOOLS_CALL, params.name);
     let args = params.arguments.unwrap_or_default();
+    // The tasks extension (SEP-2663) is served in the stateless era.
+    if task.is_task_capable() && ctx.era() == Era::Stateless {
+        if crate::task::client_declares(&ctx) {
+            let (responses, state) = (params.input_responses, params.request_state);
+            return crate::task::call(
+                server, ctx, runner, binding, args, responses, state, task.start,
+            )
+            .await;
+        }
+        if task.support == TaskSupport::Required {
+            return Err(crate::task::missing_extension());
+        }
+    }
     let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
         let (runner, args) = (runner.clone(), args.clone());
         async move { runner.call(ctx, args).await }

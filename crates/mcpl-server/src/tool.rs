@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
-use mcpl_core::types::{CallToolResult, ContentBlock, Tool, ToolSchema};
+use mcpl_core::types::{CallToolResult, ContentBlock, TaskSupport, Tool, ToolSchema};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -17,6 +17,7 @@ use crate::builder::RegistrationError;
 use crate::context::Context;
 use crate::input::{Reply, ToolReply};
 use crate::schema::{CompiledSchema, SchemaError, input_schema_for};
+use crate::task::TaskOptions;
 
 /// The arguments of a tool call.
 pub type Arguments = Map<String, Value>;
@@ -116,6 +117,8 @@ pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) enabled: bool,
     pub(crate) runner: Arc<ToolRunner>,
+    /// How the tool takes part in the tasks extension.
+    pub(crate) task: TaskOptions,
 }
 
 /// What serves a tool's calls: its handler and its compiled schemas.
@@ -144,7 +147,12 @@ impl ToolEntry {
         let output = tool.output_schema.as_ref().map(CompiledSchema::compile).transpose();
         let output = output.map_err(schema_error)?;
         let runner = ToolRunner { name: tool.name.clone(), handler, input, output };
-        Ok(ToolEntry { tool, enabled: true, runner: Arc::new(runner) })
+        let support = tool.execution.as_ref().and_then(|e| e.task_support);
+        let task = TaskOptions {
+            support: support.unwrap_or(TaskSupport::Forbidden),
+            ..TaskOptions::default()
+        };
+        Ok(ToolEntry { tool, enabled: true, runner: Arc::new(runner), task })
     }
 }
 

@@ -99,14 +99,16 @@ pub mod names {
     pub const ROOTS_LIST: &str = "roots/list";
     /// `subscriptions/listen` (2026-07-28).
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
-    /// `tasks/get` (2025-11-25).
+    /// `tasks/get` (2025-11-25; also the tasks extension).
     pub const TASKS_GET: &str = "tasks/get";
     /// `tasks/result` (2025-11-25).
     pub const TASKS_RESULT: &str = "tasks/result";
     /// `tasks/list` (2025-11-25).
     pub const TASKS_LIST: &str = "tasks/list";
-    /// `tasks/cancel` (2025-11-25).
+    /// `tasks/cancel` (2025-11-25; also the tasks extension).
     pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// `tasks/update` (the tasks extension, SEP-2663).
+    pub const TASKS_UPDATE: &str = "tasks/update";
 
     /// `notifications/cancelled`.
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
@@ -205,7 +207,7 @@ request_methods! {
     /// `subscriptions/listen`: opens the notification stream (2026-07-28).
     SubscriptionsListen = SUBSCRIPTIONS_LISTEN, SubscriptionsListenRequestParams
         => SubscriptionsListenResult;
-    /// `tasks/get` (2025-11-25).
+    /// `tasks/get` (2025-11-25; also the tasks extension).
     GetTask = TASKS_GET, GetTaskRequestParams => GetTaskResult;
     /// `tasks/result` (2025-11-25).
     GetTaskPayload = TASKS_RESULT, GetTaskPayloadRequestParams => GetTaskPayloadResult;

@@ -133,10 +133,11 @@ pub use self::subscriptions::{
     SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
 pub use self::tasks::{
-    CancelTaskRequestParams, CancelTaskResult, CreateTaskResult, GetTaskPayloadRequestParams,
-    GetTaskPayloadResult, GetTaskRequestParams, GetTaskResult, ListTasksResult,
-    RelatedTaskMetadata, Task, TaskAugmentedRequestParams, TaskIdParams, TaskMetadata, TaskResult,
-    TaskStatus, TaskStatusNotificationParams,
+    CancelTaskRequestParams, CancelTaskResult, CreateTaskResult, DetailedTask,
+    GetTaskPayloadRequestParams, GetTaskPayloadResult, GetTaskRequestParams, GetTaskResult,
+    ListTasksResult, RelatedTaskMetadata, TASKS_EXTENSION, Task, TaskAugmentedRequestParams,
+    TaskIdParams, TaskMetadata, TaskResult, TaskStatus, TaskStatusNotificationParams,
+    UpdateTaskRequestParams,
 };
 pub use self::tools::{
     CallToolRequestParams, CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations,

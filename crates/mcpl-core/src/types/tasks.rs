@@ -1,11 +1,22 @@
-//! Tasks (2025-11-25): durable state machines a requestor can poll for the result of a
-//! task-augmented request.
+//! Tasks: durable state machines a requestor can poll for the result of a task-augmented
+//! request.
+//!
+//! Two generations live here: the experimental tasks of 2025-11-25 ([`Task`],
+//! [`CreateTaskResult`], `tasks/result`, `tasks/list`), and the tasks extension
+//! (`io.modelcontextprotocol/tasks`, SEP-2663) of the 2026 revisions ([`DetailedTask`],
+//! [`UpdateTaskRequestParams`]), where task creation is server-directed, the result is
+//! inlined in `tasks/get`, and `tasks/result` and `tasks/list` are gone.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::meta::Meta;
-use super::result::{ResultType, impl_result_type};
+use super::result::{InputRequests, ResultType, impl_result_type};
+use crate::jsonrpc::ErrorObject;
+
+/// The identifier of the tasks extension (SEP-2663), the key under `capabilities.extensions`
+/// on both sides.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// The state of a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -248,3 +259,130 @@ impl TaskStatusNotificationParams {
 }
 
 impl_result_type!(CreateTaskResult, TaskResult, ListTasksResult);
+
+/// A task of the tasks extension (SEP-2663), with the payload of its status: the outstanding
+/// `inputRequests` while `input_required`, the original request's `result` once `completed`
+/// (tool errors with `isError: true` included), the JSON-RPC `error` once `failed`.
+///
+/// The answer to `tasks/get` is this object plus `resultType: "complete"`; the
+/// `CreateTaskResult` of the extension is the same object without payload, plus
+/// `resultType: "task"` (see [`DetailedTask::without_payload`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetailedTask {
+    /// The task's id.
+    pub task_id: String,
+    /// The current status.
+    pub status: TaskStatus,
+    /// A human-readable description of the status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// When the task was created (ISO 8601).
+    pub created_at: String,
+    /// When the task last changed (ISO 8601).
+    pub last_updated_at: String,
+    /// How long the task is kept after creation, in milliseconds; `null` means unlimited.
+    /// Always written, as `null` when `None`.
+    #[serde(default)]
+    pub ttl_ms: Option<u64>,
+    /// The suggested polling interval, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ms: Option<u64>,
+    /// The outstanding input requests (`input_required` only), by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputRequests>,
+    /// The result of the original request (`completed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Map<String, Value>>,
+    /// The JSON-RPC error the original request ended with (`failed` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObject>,
+}
+
+impl DetailedTask {
+    /// A task with no payload.
+    pub fn new(
+        task_id: impl Into<String>,
+        status: TaskStatus,
+        created_at: impl Into<String>,
+        last_updated_at: impl Into<String>,
+    ) -> Self {
+        DetailedTask {
+            task_id: task_id.into(),
+            status,
+            status_message: None,
+            created_at: created_at.into(),
+            last_updated_at: last_updated_at.into(),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            input_requests: None,
+            result: None,
+            error: None,
+        }
+    }
+
+    /// The task without `inputRequests`, `result` and `error`: the shape of a
+    /// `CreateTaskResult`.
+    #[must_use]
+    pub fn without_payload(mut self) -> Self {
+        self.input_requests = None;
+        self.result = None;
+        self.error = None;
+        self
+    }
+}
+
+/// Params of `tasks/update` (SEP-2663): answers to some of a task's outstanding input
+/// requests.
+///
+/// `input_responses` stays raw JSON: answers to keys that are not outstanding are ignored,
+/// whatever their shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateTaskRequestParams {
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// The task's id.
+    pub task_id: String,
+    /// The answers, by input request key.
+    pub input_responses: Map<String, Value>,
+    /// The opaque state of the last task-bearing message, echoed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn detailed_task_wire_shape() {
+        let mut task = DetailedTask::new("t1", TaskStatus::Completed, "2026-01-01T00:00:00Z", "x");
+        task.poll_interval_ms = Some(500);
+        task.result = Some(json!({"content": [], "isError": true}).as_object().unwrap().clone());
+        let wire = serde_json::to_value(&task).unwrap();
+        assert_eq!(
+            wire,
+            json!({"taskId": "t1", "status": "completed", "createdAt": "2026-01-01T00:00:00Z",
+                   "lastUpdatedAt": "x", "ttlMs": null, "pollIntervalMs": 500,
+                   "result": {"content": [], "isError": true}})
+        );
+        assert_eq!(serde_json::from_value::<DetailedTask>(wire).unwrap(), task);
+        let bare = serde_json::to_value(task.without_payload()).unwrap();
+        assert!(bare.get("result").is_none() && bare["ttlMs"].is_null());
+
+        let update: UpdateTaskRequestParams = serde_json::from_value(
+            json!({"taskId": "t1", "inputResponses": {"k": {"ignored": true}}}),
+        )
+        .unwrap();
+        assert_eq!(update.input_responses["k"], json!({"ignored": true}));
+    }
+}

@@ -1,0 +1,623 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): `tools/call` answered with
+//! a task the client polls, in the stateless (2026-07-28) era.
+//!
+//! A tool opts in with [`TaskOptions`] ([`ServerBuilder::task_tool`](crate::ServerBuilder::task_tool),
+//! or `execution.taskSupport` on its definition):
+//!
+//! - [`TaskSupport::Forbidden`] (the default): the tool always answers synchronously.
+//! - [`TaskSupport::Optional`]: when the request declares the extension in its client
+//!   capabilities, the call runs as a task; otherwise synchronously.
+//! - [`TaskSupport::Required`]: the call runs as a task; a request that does not declare the
+//!   extension is refused with `-32021` (`data.requiredCapabilities.extensions`).
+//!
+//! A task-mode call answers at once with the flat `CreateTaskResult` (`resultType: "task"`,
+//! `taskId`, `status`, `createdAt`, `lastUpdatedAt`, `ttlMs`, `pollIntervalMs`) once the task
+//! is in the [`TaskStore`], while the handler keeps running. [`TaskStart::OnRequest`] tools
+//! instead run synchronously until the handler calls [`Context::start_task`]: until then an
+//! input-required reply goes to the client as an ordinary input-required result, so a tool can
+//! gather input round by round and only then turn into a task.
+//!
+//! Inside a task, the handler is the same as anywhere else: an input-required reply parks the
+//! task in `input_required` with its requests (surfaced by `tasks/get`); `tasks/update`
+//! delivers answers, and once every outstanding request is answered the handler is called again
+//! with them ([`Context::elicited`] and friends), as in the stateful era. A result ends the
+//! task `completed` (tool errors with `isError: true` included); a JSON-RPC error ends it
+//! `failed`. `tasks/cancel` drops the handler's future and ends the task `cancelled`.
+//!
+//! The server serves `tasks/get`, `tasks/update` and `tasks/cancel` and advertises
+//! `capabilities.extensions["io.modelcontextprotocol/tasks"]` once a task-capable tool was
+//! registered or a store was set ([`ServerBuilder::task_store`](crate::ServerBuilder::task_store)).
+//! Each of them first checks that the request declares the extension (`-32021`), then the task
+//! id (`-32602` when unknown). `tasks/result` and `tasks/list` do not exist (`-32601`).
+//!
+//! Task state lives in a [`TaskStore`] ([`InMemoryTaskStore`] by default); the running handlers
+//! and their outstanding input requests live in this process.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use mcpl_core::engine::{BoxFuture, HandlerResult};
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
+use mcpl_core::types::{
+    CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, TASKS_EXTENSION,
+    TaskIdParams, TaskStatus, UpdateTaskRequestParams,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+pub use mcpl_core::types::TaskSupport;
+
+use crate::builder::Server;
+use crate::context::Context;
+use crate::input::{InputState, Reply};
+use crate::router::{decode, encode};
+use crate::state::Binding;
+use crate::tool::{Arguments, ToolRunner};
+
+/// How long a task is kept after its creation unless configured otherwise: one hour.
+pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
+
+/// The polling interval suggested to clients unless configured otherwise: one second.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// When a task-mode call becomes a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TaskStart {
+    /// Before the handler runs: the client gets the `CreateTaskResult` at once.
+    #[default]
+    Immediately,
+    /// When the handler calls [`Context::start_task`]; until then the call is synchronous (its
+    /// result, error or input-required reply answers the request).
+    OnRequest,
+}
+
+/// How a tool takes part in the tasks extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TaskOptions {
+    /// Whether calls may, must or must not run as tasks.
+    pub support: TaskSupport,
+    /// When a task-mode call becomes a task.
+    pub start: TaskStart,
+}
+
+impl TaskOptions {
+    /// Never a task.
+    pub fn forbidden() -> Self {
+        TaskOptions { support: TaskSupport::Forbidden, start: TaskStart::Immediately }
+    }
+
+    /// A task when the request declares the extension, synchronous otherwise.
+    pub fn optional() -> Self {
+        TaskOptions { support: TaskSupport::Optional, start: TaskStart::Immediately }
+    }
+
+    /// Always a task; requests without the extension are refused (`-32021`).
+    pub fn required() -> Self {
+        TaskOptions { support: TaskSupport::Required, start: TaskStart::Immediately }
+    }
+
+    /// The task starts when the handler calls [`Context::start_task`].
+    #[must_use]
+    pub fn start_on_request(mut self) -> Self {
+        self.start = TaskStart::OnRequest;
+        self
+    }
+
+    /// Whether calls may run as tasks.
+    pub fn is_task_capable(&self) -> bool {
+        self.support != TaskSupport::Forbidden
+    }
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        Self::forbidden()
+    }
+}
+
+/// Where the state of tasks lives, so that it can live outside this process.
+///
+/// Every method sees the whole [`DetailedTask`] (status and payload). `create` must make the
+/// task visible to `get` before it resolves (the `CreateTaskResult` is sent after it).
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new task.
+    fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>>;
+    /// Replaces the state of a stored task.
+    fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>>;
+    /// The task `task_id`; `None` when unknown or expired.
+    fn get(&self, task_id: &str) -> BoxFuture<'_, Result<Option<DetailedTask>, ErrorObject>>;
+}
+
+/// Keeps tasks in memory until their time to live (`ttlMs`, counted from creation) elapses.
+#[derive(Debug, Default)]
+pub struct InMemoryTaskStore {
+    tasks: Mutex<HashMap<String, (DetailedTask, Option<Instant>)>>,
+}
+
+impl InMemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<R>(
+        &self,
+        f: impl FnOnce(&mut HashMap<String, (DetailedTask, Option<Instant>)>) -> R,
+    ) -> R {
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        tasks.retain(|_, (_, expires)| expires.is_none_or(|e| e > now));
+        f(&mut tasks)
+    }
+}
+
+impl TaskStore for InMemoryTaskStore {
+    fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
+        let expires = task.ttl_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        self.with(|t| t.insert(task.task_id.clone(), (task, expires)));
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
+        self.with(|t| {
+            if let Some(entry) = t.get_mut(&task.task_id) {
+                entry.0 = task;
+            }
+        });
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn get(&self, task_id: &str) -> BoxFuture<'_, Result<Option<DetailedTask>, ErrorObject>> {
+        let task = self.with(|t| t.get(task_id).map(|(task, _)| task.clone()));
+        Box::pin(std::future::ready(Ok(task)))
+    }
+}
+
+/// A server's tasks: the store, the settings, and the handlers running in this process.
+pub(crate) struct Tasks {
+    pub(crate) store: Arc<dyn TaskStore>,
+    /// Whether a store was set explicitly (serve the extension even without task tools).
+    pub(crate) explicit: bool,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) poll_interval: Duration,
+    live: Mutex<HashMap<String, Arc<LiveTask>>>,
+}
+
+impl fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tasks")
+            .field("ttl", &self.ttl)
+            .field("poll_interval", &self.poll_interval)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tasks {
+    pub(crate) fn new(
+        store: Option<Arc<dyn TaskStore>>,
+        ttl: Option<Option<Duration>>,
+        poll_interval: Option<Duration>,
+    ) -> Self {
+        Tasks {
+            explicit: store.is_some(),
+            store: store.unwrap_or_else(|| Arc::new(InMemoryTaskStore::new())),
+            ttl: ttl.unwrap_or(Some(DEFAULT_TASK_TTL)),
+            poll_interval: poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),
+            live: Mutex::default(),
+        }
+    }
+
+    fn live(&self, task_id: &str) -> Option<Arc<LiveTask>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).get(task_id).cloned()
+    }
+
+    fn forget(&self, task_id: &str) {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(task_id);
+    }
+
+    async fn lookup(&self, task_id: &str) -> Result<DetailedTask, ErrorObject> {
+        match self.store.get(task_id).await? {
+            Some(task) => Ok(task),
+            None => Err(ErrorObject::invalid_params(format_args!(
+                "Failed to retrieve task: Task not found: {task_id:?}"
+            ))),
+        }
+    }
+}
+
+/// A task whose handler runs in this process.
+struct LiveTask {
+    cancel: CancellationToken,
+    state: tokio::sync::Mutex<LiveState>,
+}
+
+struct LiveState {
+    record: DetailedTask,
+    /// The input requests not answered yet.
+    outstanding: InputRequests,
+    /// The answers collected for the current round.
+    answers: InputResponses,
+    /// Wakes the handler once every outstanding request is answered.
+    waiter: Option<oneshot::Sender<InputResponses>>,
+}
+
+impl LiveState {
+    fn touch(&mut self) {
+        self.record.last_updated_at = iso8601(SystemTime::now());
+    }
+}
+
+/// The task side of one task-mode `tools/call`, shared with its handler's [`Context`].
+pub(crate) struct TaskSlot {
+    server: Server,
+    pub(crate) cancel: CancellationToken,
+    inner: Mutex<SlotInner>,
+}
+
+#[derive(Default)]
+struct SlotInner {
+    /// The task, once started.
+    task: Option<(String, Arc<LiveTask>)>,
+    /// Answers the request: with the CreateTaskResult, or with the synchronous outcome.
+    reply: Option<oneshot::Sender<HandlerResult>>,
+}
+
+impl fmt::Debug for TaskSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskSlot").field("task_id", &self.task_id()).finish_non_exhaustive()
+    }
+}
+
+impl TaskSlot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotInner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn task_id(&self) -> Option<String> {
+        self.lock().task.as_ref().map(|(id, _)| id.clone())
+    }
+
+    fn live(&self) -> Option<Arc<LiveTask>> {
+        self.lock().task.as_ref().map(|(_, live)| live.clone())
+    }
+
+    /// Creates the task (once) and answers the request with its `CreateTaskResult`.
+    pub(crate) async fn start(&self) -> Result<String, ErrorObject> {
+        if let Some(id) = self.task_id() {
+            return Ok(id);
+        }
+        let tasks = &self.server.inner.tasks;
+        let now = iso8601(SystemTime::now());
+        let mut record = DetailedTask::new(new_task_id(), TaskStatus::Working, now.clone(), now);
+        record.ttl_ms = tasks.ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
+        record.poll_interval_ms =
+            Some(u64::try_from(tasks.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1));
+        tasks.store.create(record.clone()).await?;
+        let id = record.task_id.clone();
+        let live = Arc::new(LiveTask {
+            cancel: self.cancel.clone(),
+            state: tokio::sync::Mutex::new(LiveState {
+                record: record.clone(),
+                outstanding: InputRequests::new(),
+                answers: InputResponses::new(),
+                waiter: None,
+            }),
+        });
+        tasks.live.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), live.clone());
+        let reply = {
+            let mut inner = self.lock();
+            inner.task = Some((id.clone(), live));
+            inner.reply.take()
+        };
+        if let Some(reply) = reply {
+            let _ = reply.send(create_task_result(record));
+        }
+        Ok(id)
+    }
+
+    /// Answers the request synchronously (the task never started).
+    fn answer(&self, result: HandlerResult) {
+        if let Some(reply) = self.lock().reply.take() {
+            let _ = reply.send(result);
+        }
+    }
+
+    /// Ends the call: the request's answer if the task never started, its terminal state
+    /// otherwise.
+    async fn finish(&self, outcome: Result<CallToolResult, ErrorObject>) {
+        let Some(live) = self.live() else {
+            self.answer(outcome.and_then(encode));
+            return;
+        };
+        let mut state = live.state.lock().await;
+        if live.cancel.is_cancelled() || state.record.status.is_terminal() {
+            return;
+        }
+        state.outstanding.clear();
+        state.record.input_requests = None;
+        match outcome.and_then(encode) {
+            Ok(Value::Object(result)) => {
+                state.record.status = TaskStatus::Completed;
+                state.record.result = Some(result);
+            }
+            Ok(_) => {
+                state.record.status = TaskStatus::Failed;
+                state.record.error = Some(ErrorObject::internal("the result is not an object"));
+            }
+            Err(e) => {
+                state.record.status = TaskStatus::Failed;
+                state.record.status_message = Some(e.message.clone());
+                state.record.error = Some(e);
+            }
+        }
+        state.touch();
+        let tasks = &self.server.inner.tasks;
+        if let Err(e) = tasks.store.update(state.record.clone()).await {
+            tracing::warn!(task = %state.record.task_id, error = %e.message, "task store update failed");
+        }
+        tasks.forget(&state.record.task_id);
+    }
+
+    /// Parks the task in `input_required` with `requests` until every one is answered;
+    /// `None` when the task was cancelled meanwhile.
+    async fn ask(&self, requests: InputRequests) -> Option<InputResponses> {
+        if requests.is_empty() {
+            return Some(InputResponses::new());
+        }
+        let live = self.live()?;
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = live.state.lock().await;
+            if live.cancel.is_cancelled() {
+                return None;
+            }
+            state.record.status = TaskStatus::InputRequired;
+            state.record.input_requests = Some(requests.clone());
+            state.outstanding = requests;
+            state.answers.clear();
+            state.waiter = Some(tx);
+            state.touch();
+            if let Err(e) = self.server.inner.tasks.store.update(state.record.clone()).await {
+                tracing::warn!(error = %e.message, "task store update failed");
+            }
+        }
+        rx.await.ok()
+    }
+}
+
+fn create_task_result(task: DetailedTask) -> HandlerResult {
+    let mut value = encode(task.without_payload())?;
+    if let Value::Object(map) = &mut value {
+        map.insert("resultType".into(), json!("task"));
+    }
+    Ok(value)
+}
+
+/// Whether the client declared the tasks extension.
+pub(crate) fn client_declares(ctx: &Context) -> bool {
+    ctx.client_capabilities()
+        .and_then(|c| c.extensions)
+        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+}
+
+/// `-32021`: the request must declare the tasks extension.
+pub(crate) fn missing_extension() -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability",
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+}
+
+/// Serves a task-mode `tools/call` (see the [module docs](self)).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn call(
+    server: &Server,
+    mut ctx: Context,
+    runner: Arc<ToolRunner>,
+    binding: Binding,
+    args: Arguments,
+    responses: Option<InputResponses>,
+    request_state: Option<String>,
+    start: TaskStart,
+) -> HandlerResult {
+    let sealer = server.state_sealer().clone();
+    let mut input = InputState::open(Some(&sealer), &binding, responses, request_state)?;
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let slot = Arc::new(TaskSlot {
+        server: server.clone(),
+        cancel: CancellationToken::new(),
+        inner: Mutex::new(SlotInner { task: None, reply: Some(reply_tx) }),
+    });
+    ctx.task = Some(slot.clone());
+    // A request that goes away before its task started takes the handler with it.
+    let guard = slot.cancel.clone().drop_guard();
+    if start == TaskStart::Immediately {
+        slot.start().await?;
+    }
+    let driver = {
+        let slot = slot.clone();
+        async move {
+            loop {
+                let mut round = ctx.clone();
+                round.input = Arc::new(input);
+                let required = match runner.call(round, args.clone()).await {
+                    Ok(Reply::Complete(result)) => return slot.finish(Ok(result)).await,
+                    Err(e) => return slot.finish(Err(e)).await,
+                    Ok(Reply::InputRequired(required)) => match required.into_result() {
+                        Ok(required) => required,
+                        Err(e) => return slot.finish(Err(e)).await,
+                    },
+                };
+                if slot.task_id().is_none() {
+                    // Not a task yet: an ordinary input-required result.
+                    return slot.answer(encode(required));
+                }
+                let Some(answers) = slot.ask(required.input_requests.unwrap_or_default()).await
+                else {
+                    return;
+                };
+                input = match InputState::open(
+                    Some(&sealer),
+                    &binding,
+                    Some(answers),
+                    required.request_state,
+                ) {
+                    Ok(input) => input,
+                    Err(e) => return slot.finish(Err(e)).await,
+                };
+            }
+        }
+    };
+    let cancel = slot.cancel.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = driver => {}
+        }
+    });
+    let answer = reply_rx
+        .await
+        .unwrap_or_else(|_| Err(ErrorObject::internal("the tool call ended without an answer")));
+    if slot.task_id().is_some() {
+        guard.disarm();
+    }
+    answer
+}
+
+/// `tasks/get`.
+pub(crate) async fn get(server: &Server, ctx: &Context, params: Option<Value>) -> HandlerResult {
+    if !client_declares(ctx) {
+        return Err(missing_extension());
+    }
+    let params: TaskIdParams = decode(params)?;
+    encode(server.inner.tasks.lookup(&params.task_id).await?)
+}
+
+/// `tasks/update`: answers to outstanding input requests; others are ignored.
+pub(crate) async fn update(server: &Server, ctx: &Context, params: Option<Value>) -> HandlerResult {
+    if !client_declares(ctx) {
+        return Err(missing_extension());
+    }
+    let params: UpdateTaskRequestParams = decode(params)?;
+    let tasks = &server.inner.tasks;
+    let Some(live) = tasks.live(&params.task_id) else {
+        // Known but not running here (finished, or held by another instance): acknowledged.
+        tasks.lookup(&params.task_id).await?;
+        return encode(Map::new());
+    };
+    let mut state = live.state.lock().await;
+    let mut changed = false;
+    for (key, value) in params.input_responses {
+        if !state.outstanding.contains_key(&key) {
+            continue;
+        }
+        let Ok(answer) = serde_json::from_value::<InputResponse>(value) else { continue };
+        state.outstanding.remove(&key);
+        state.answers.insert(key, answer);
+        changed = true;
+    }
+    if changed {
+        if state.outstanding.is_empty() {
+            state.record.status = TaskStatus::Working;
+            state.record.input_requests = None;
+            let answers = std::mem::take(&mut state.answers);
+            if let Some(waiter) = state.waiter.take() {
+                let _ = waiter.send(answers);
+            }
+        } else {
+            state.record.input_requests = Some(state.outstanding.clone());
+        }
+        state.touch();
+        tasks.store.update(state.record.clone()).await?;
+    }
+    encode(Map::new())
+}
+
+/// `tasks/cancel`: stops the handler; acknowledged for terminal tasks too.
+pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>) -> HandlerResult {
+    if !client_declares(ctx) {
+        return Err(missing_extension());
+    }
+    let params: TaskIdParams = decode(params)?;
+    let tasks = &server.inner.tasks;
+    let Some(live) = tasks.live(&params.task_id) else {
+        tasks.lookup(&params.task_id).await?;
+        return encode(Map::new());
+    };
+    let mut state = live.state.lock().await;
+    live.cancel.cancel();
+    if !state.record.status.is_terminal() {
+        state.record.status = TaskStatus::Cancelled;
+        state.record.status_message = Some("Cancelled at the client's request".into());
+        state.record.input_requests = None;
+        state.outstanding.clear();
+        state.waiter = None;
+        state.touch();
+        tasks.store.update(state.record.clone()).await?;
+    }
+    tasks.forget(&params.task_id);
+    encode(Map::new())
+}
+
+/// A fresh unguessable task id: 128 random bits, hex.
+fn new_task_id() -> String {
+    static FALLBACK: AtomicU64 = AtomicU64::new(0);
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        let n = FALLBACK.fetch_add(1, Ordering::Relaxed);
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        bytes.copy_from_slice(&(t ^ u128::from(n)).to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `time` as an ISO 8601 UTC timestamp with milliseconds (`2026-07-28T12:34:56.789Z`).
+pub(crate) fn iso8601(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Days since 1970-01-01 to a civil date (H. Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_785_242_096_789);
+        assert_eq!(iso8601(t), "2026-07-28T12:34:56.789Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn task_ids_are_unguessable_hex() {
+        let (a, b) = (new_task_id(), new_task_id());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+}

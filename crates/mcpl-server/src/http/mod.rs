@@ -1,4 +1,4 @@
-//! Streamable HTTP: the MCP endpoint as an axum [`Router`](axum::Router), mountable in any
+//! Streamable HTTP: the MCP endpoint as an axum [`Router`], mountable in any
 //! axum or tower application.
 //!
 //! This release serves the stateful (2025) era:

@@ -248,6 +248,86 @@ impl Connection {
         });
     }
 
+    /// Serves `request` on the caller's task: no reader, writer or handler tasks. What the
+    /// handler sends goes out through `sender` as it is sent; requests the handler makes of the
+    /// peer fail at once with `-32601` (a single-request transport has no way back).
+    pub(crate) async fn serve_inline<S: TransportSender>(
+        self: &Arc<Self>,
+        starter: Starter,
+        request: Request,
+        mut sender: S,
+    ) -> Result<()> {
+        let mut outbound = starter.outbound_rx;
+        // However this ends (even by the future being dropped), the connection is closed after.
+        let _closed = self.closed.clone().drop_guard();
+        let Request { id, method, params } = request;
+        let Some(handler) = self.handlers.request_handler(&method) else {
+            let error = ErrorObject::method_not_found(&method);
+            return sender
+                .send_related(ErrorResponse::new(Some(id.clone()), error).into(), Some(id))
+                .await;
+        };
+        let meta = params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object).cloned();
+        let ctx = RequestContext {
+            id: id.clone(),
+            method,
+            meta,
+            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
+            cancel: self.closed.child_token(),
+        };
+        let handler = AssertUnwindSafe(handler.handle(ctx, params)).catch_unwind();
+        tokio::pin!(handler);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some((message, related)) = outbound.recv() => {
+                    self.forward_inline(&mut sender, message, related).await?;
+                }
+                outcome = &mut handler => break outcome,
+            }
+        };
+        while let Ok((message, related)) = outbound.try_recv() {
+            self.forward_inline(&mut sender, message, related).await?;
+        }
+        let message = match outcome {
+            Ok(Ok(result)) => Response::new(id.clone(), result).into(),
+            Ok(Err(error)) => ErrorResponse::new(Some(id.clone()), error).into(),
+            Err(_) => {
+                tracing::error!("request handler panicked");
+                ErrorResponse::new(
+                    Some(id.clone()),
+                    ErrorObject::internal("the request handler panicked"),
+                )
+                .into()
+            }
+        };
+        // Nothing the handler left behind may send after its response.
+        self.closed.cancel();
+        let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
+        for entry in pending {
+            let _ = entry.tx.send(Err(Error::ConnectionClosed));
+        }
+        sender.send_related(message, Some(id)).await
+    }
+
+    async fn forward_inline<S: TransportSender>(
+        &self,
+        sender: &mut S,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> Result<()> {
+        match message {
+            Message::Request(r) => {
+                let error = ErrorObject::method_not_found(&r.method).with_data(serde_json::json!({
+                    "reason": "this transport serves one request and cannot carry requests to the peer"
+                }));
+                self.settle(&r.id, Err(Error::from_rpc(error)));
+                Ok(())
+            }
+            other => sender.send_related(other, related).await,
+        }
+    }
+
     fn settle(&self, id: &RequestId, result: Result<Value>) {
         match lock(&self.pending).remove(id) {
             Some(entry) => {

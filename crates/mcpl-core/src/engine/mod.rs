@@ -43,7 +43,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::transport::Transport;
+use crate::transport::{Transport, TransportSender};
 
 mod connection;
 mod handler;
@@ -440,6 +440,32 @@ impl Engine {
         }
         attempt.done = true;
         Ok((peer, Some(output)))
+    }
+
+    /// Serves one incoming `request` on the caller's task, answering through `sender`.
+    ///
+    /// For transports that carry exactly one request, such as a stateless HTTP request: no
+    /// connection is established (the engine's slot is untouched, so any number of these run
+    /// at once), and no task is spawned. The registered handler runs with a
+    /// [`RequestContext`] whose peer sends through `sender` as the handler goes (progress, log
+    /// messages); requests the handler makes of the peer fail at once with `-32601`. The
+    /// response is the last message sent.
+    ///
+    /// # Errors
+    ///
+    /// The sender's error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the handler; nothing more is sent.
+    pub async fn serve_request<S: TransportSender>(
+        &self,
+        request: crate::jsonrpc::Request,
+        sender: S,
+    ) -> Result<()> {
+        let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
+        let (conn, starter) = Connection::new(generation, &self.shared);
+        conn.serve_inline(starter, request, sender).await
     }
 
     /// Closes the current connection, if any.

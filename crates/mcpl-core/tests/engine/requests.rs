@@ -399,3 +399,42 @@ async fn a_panicking_handler_answers_internal_error() {
     let err = peer.request("nothing", None, RequestOptions::new()).await.unwrap_err();
     assert_eq!(err.rpc_error().unwrap().code, ErrorCode::METHOD_NOT_FOUND);
 }
+
+#[tokio::test]
+async fn serve_request_runs_one_request_inline_without_a_connection() {
+    let engine = Engine::new();
+    engine.on_request("work", |ctx: RequestContext, _p: Params| async move {
+        ctx.progress(1.0, None, None).await.unwrap();
+        let asked = ctx.peer().request("roots/list", None, RequestOptions::new()).await;
+        Ok(json!({ "asked": asked.unwrap_err().rpc_error().unwrap().code.0 }))
+    });
+    // Many at once: the engine's connection slot is not involved.
+    let runs = (0..8).map(|i| {
+        let engine = engine.clone();
+        async move {
+            let (transport, mut script) = scripted(CloseBehavior::Ok);
+            let (sender, _receiver) = mcpl_core::Transport::start(transport).await.unwrap();
+            let params = json!({"_meta": {"progressToken": i}});
+            engine.serve_request(Request::new(i, "work", Some(params)), sender).await.unwrap();
+            let progress = script.sent.recv().await.unwrap();
+            assert_eq!(progress.method(), Some("notifications/progress"));
+            let Message::Response(r) = script.sent.recv().await.unwrap() else { panic!() };
+            assert_eq!(r.id, RequestId::Number(i));
+            assert_eq!(r.result, json!({"asked": -32601}));
+        }
+    });
+    futures::future::join_all(runs).await;
+    assert!(!engine.is_connected());
+}
+
+#[tokio::test]
+async fn dropping_serve_request_cancels_the_handler() {
+    let engine = Engine::new();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    never_answers(&engine, cancelled.clone());
+    let (transport, _script) = scripted(CloseBehavior::Ok);
+    let (sender, _receiver) = mcpl_core::Transport::start(transport).await.unwrap();
+    let serving = engine.serve_request(Request::new(1, "hang", None), sender);
+    assert!(tokio::time::timeout(Duration::from_millis(20), serving).await.is_err());
+    assert!(cancelled.load(Ordering::SeqCst));
+}

@@ -82,6 +82,7 @@ struct Inner {
     events: Arc<dyn EventStore>,
     store: Arc<dyn SessionStore>,
     sessions: RwLock<HashMap<String, Arc<HttpSession>>>,
+    stateless: mcpl_core::Engine,
     reaper: std::sync::Once,
 }
 
@@ -115,12 +116,14 @@ impl StreamableHttp {
         events: impl EventStore,
         sessions: impl SessionStore,
     ) -> Self {
+        let stateless = stateless::stateless_engine(&server);
         StreamableHttp {
             inner: Arc::new(Inner {
                 server,
                 config,
                 events: Arc::new(events),
                 store: Arc::new(sessions),
+                stateless,
                 sessions: RwLock::new(HashMap::new()),
                 reaper: std::sync::Once::new(),
             }),
@@ -135,6 +138,10 @@ impl StreamableHttp {
     /// The number of live sessions.
     pub fn session_count(&self) -> usize {
         self.inner.sessions.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
+    }
+
+    fn stateless_engine(&self) -> mcpl_core::Engine {
+        self.inner.stateless.clone()
     }
 
     fn session(&self, id: &str) -> Option<Arc<HttpSession>> {

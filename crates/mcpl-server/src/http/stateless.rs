@@ -272,45 +272,64 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
         return listen(&http, request);
     }
 
-    // (e) The method itself, on a fresh single-use transport.
+    // (e) The method itself, on a fresh single-use transport, served inline on this task.
     let streaming = meta.get(meta_keys::PROGRESS_TOKEN).is_some() || client.log_level.is_some();
     let method = request.method.clone();
     let (transport, output) = StatelessTransport::new(request);
+    let (sender, mut receiver) = match transport.start().await {
+        Ok(halves) => halves,
+        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, Some(id), e.to_error_object()),
+    };
+    let Some(request) = receiver.first.take() else {
+        return refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(id),
+            ErrorObject::internal("no request"),
+        );
+    };
+    let engine = http.stateless_engine();
+    let driver: Driver = Box::pin(async move {
+        if let Err(e) = engine.serve_request(request, sender).await {
+            tracing::debug!(error = %e, "stateless request ended early");
+        }
+    });
+    let decorate = Decorator { http: http.clone(), method };
+    if streaming {
+        sse(output, driver, decorate, http.inner.config.keep_alive)
+    } else {
+        json_reply(output, driver, decorate).await
+    }
+}
+
+/// Serves the request; polled by whoever writes the HTTP response, and dropped (cancelling the
+/// handler) when the client goes away.
+type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// The engine that serves stateless requests: one per endpoint, holding the router; each
+/// request runs through [`Engine::serve_request`] with the client state of its own `_meta`.
+pub(crate) fn stateless_engine(server: &crate::Server) -> Engine {
     let engine = Engine::new();
-    let server = http.inner.server.clone();
-    let client = Arc::new(Mutex::new(client));
+    let server = server.clone();
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-        let (server, client) = (server.clone(), client.clone());
+        let server = server.clone();
         async move {
+            let client = Arc::new(Mutex::new(client_state(ctx.meta())));
             let method = ctx.method().to_owned();
             crate::router::dispatch(&server, Context::new(ctx, client), &method, params).await
         }
     });
-    if let Err(e) = engine.connect(transport).await {
-        return refuse(StatusCode::INTERNAL_SERVER_ERROR, Some(id), e.to_error_object());
-    }
-    let guard = CloseOnDrop(Some(engine));
-    let decorate = Decorator { http: http.clone(), method };
-    if streaming {
-        sse(output, guard, decorate, http.inner.config.keep_alive)
-    } else {
-        json_reply(output, guard, decorate).await
-    }
+    engine
 }
 
-/// Closes the request's engine when the HTTP exchange ends, so a client that goes away
-/// cancels its handler.
-struct CloseOnDrop(Option<Engine>);
-
-impl Drop for CloseOnDrop {
-    fn drop(&mut self) {
-        if let Some(engine) = self.0.take() {
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    let _ = engine.close().await;
-                });
-            }
-        }
+/// What a stateless request's `_meta` says about the client.
+fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
+    let meta = Meta::from(meta.cloned().unwrap_or_default());
+    ClientState {
+        version: meta.protocol_version().and_then(ProtocolVersion::parse),
+        client_info: meta.client_info().ok().flatten(),
+        client_capabilities: meta.client_capabilities().ok().flatten(),
+        log_level: meta.log_level().ok().flatten(),
+        ..ClientState::default()
     }
 }
 
@@ -371,24 +390,30 @@ fn discover(http: &StreamableHttp) -> Value {
 
 async fn json_reply(
     mut output: mpsc::UnboundedReceiver<Message>,
-    guard: CloseOnDrop,
+    mut driver: Driver,
     decorate: Decorator,
 ) -> Response {
-    while let Some(message) = output.recv().await {
+    let mut driving = true;
+    loop {
+        let message = tokio::select! {
+            message = output.recv() => message,
+            () = &mut driver, if driving => {
+                driving = false;
+                continue;
+            }
+        };
         match message {
-            Message::Response(_) => {
-                drop(guard);
+            Some(message @ Message::Response(_)) => {
                 return json_body(StatusCode::OK, &decorate.apply(message));
             }
-            Message::Error(ref e) => {
-                drop(guard);
-                return json_body(status_for(&e.error), &message);
+            Some(Message::Error(e)) => {
+                return json_body(status_for(&e.error), &Message::Error(e));
             }
             // Without a progress token or log level nothing else is expected; drop it.
-            _ => {}
+            Some(_) => {}
+            None => break,
         }
     }
-    drop(guard);
     json_body(
         StatusCode::INTERNAL_SERVER_ERROR,
         &Message::Error(ErrorResponse::new(
@@ -400,19 +425,27 @@ async fn json_reply(
 
 fn sse(
     output: mpsc::UnboundedReceiver<Message>,
-    guard: CloseOnDrop,
+    driver: Driver,
     decorate: Decorator,
     keep_alive: std::time::Duration,
 ) -> Response {
-    let events = futures::stream::unfold(Some((output, guard, decorate)), |state| async move {
-        let (mut output, guard, decorate) = state?;
-        let message = output.recv().await?;
+    let state = Some((output, Some(driver), decorate));
+    let events = futures::stream::unfold(state, |state| async move {
+        let (mut output, mut driver, decorate) = state?;
+        let message = loop {
+            tokio::select! {
+                message = output.recv() => break message?,
+                () = async { if let Some(d) = driver.as_mut() { d.await } }, if driver.is_some() => {
+                    driver = None;
+                }
+            }
+        };
         let done = matches!(message, Message::Response(_) | Message::Error(_));
         let data = serde_json::to_string(&decorate.apply(message)).unwrap_or_default();
         let event = SseEvent::default().data(data);
         Some((
             Ok::<_, std::convert::Infallible>(event),
-            (!done).then_some((output, guard, decorate)),
+            (!done).then_some((output, driver, decorate)),
         ))
     });
     sse::response(events, keep_alive)

@@ -83,6 +83,8 @@ struct Inner {
     store: Arc<dyn SessionStore>,
     sessions: RwLock<HashMap<String, Arc<HttpSession>>>,
     stateless: mcpl_core::Engine,
+    /// The server's identity as JSON, put in every stateless-era result's `_meta`.
+    server_info: serde_json::Value,
     reaper: std::sync::Once,
 }
 
@@ -117,6 +119,7 @@ impl StreamableHttp {
         sessions: impl SessionStore,
     ) -> Self {
         let stateless = stateless::stateless_engine(&server);
+        let server_info = serde_json::to_value(server.info()).unwrap_or_default();
         StreamableHttp {
             inner: Arc::new(Inner {
                 server,
@@ -124,6 +127,7 @@ impl StreamableHttp {
                 events: Arc::new(events),
                 store: Arc::new(sessions),
                 stateless,
+                server_info,
                 sessions: RwLock::new(HashMap::new()),
                 reaper: std::sync::Once::new(),
             }),
@@ -368,13 +372,14 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
 }
 
 async fn post(http: StreamableHttp, request: Request) -> Response {
-    let headers = request.headers().clone();
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     if let Err(r) =
         guard::check_post_accept(&headers).and_then(|()| guard::check_content_type(&headers))
     {
         return refused(r);
     }
-    let body = match axum::body::to_bytes(request.into_body(), http.inner.config.max_body).await {
+    let body = match axum::body::to_bytes(body, http.inner.config.max_body).await {
         Ok(body) => body,
         Err(_) => {
             return rpc_error(

@@ -16,8 +16,9 @@ use futures::StreamExt;
 use mcpl_core::engine::{Engine, RequestContext};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
-use mcpl_core::types::{Meta, meta_keys, names};
+use mcpl_core::types::{LoggingLevel, meta_keys, names};
 use mcpl_core::{Era, Error, ProtocolVersion, Result};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
@@ -176,14 +177,15 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
         }
     };
     let id = request.id.clone();
-    let params = request.params.as_ref().and_then(Value::as_object).cloned().unwrap_or_default();
+    let no_params = Map::new();
+    let params = request.params.as_ref().and_then(Value::as_object).unwrap_or(&no_params);
 
     // (a) The required `_meta` keys.
     let meta = params.get("_meta").and_then(Value::as_object);
     let version = meta.and_then(|m| m.get(meta_keys::PROTOCOL_VERSION)).and_then(Value::as_str);
     let capabilities =
         meta.and_then(|m| m.get(meta_keys::CLIENT_CAPABILITIES)).filter(|c| c.is_object());
-    let (Some(version), Some(capabilities)) = (version, capabilities) else {
+    let (Some(version), Some(_)) = (version, capabilities) else {
         return refuse(
             StatusCode::BAD_REQUEST,
             Some(id),
@@ -222,14 +224,13 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
         }
     }
     if request.method == names::TOOLS_CALL {
-        if let Err(detail) = check_param_headers(&http, &headers, &params) {
+        if let Err(detail) = check_param_headers(&http, &headers, params) {
             return mismatch(&id, detail);
         }
     }
 
     // (c) The protocol version.
-    let Some(version) = ProtocolVersion::parse(version).filter(|v| v.era() == Era::Stateless)
-    else {
+    if ProtocolVersion::parse(version).is_none_or(|v| v.era() != Era::Stateless) {
         return refuse(
             StatusCode::BAD_REQUEST,
             Some(id),
@@ -239,7 +240,7 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
             )
             .with_data(json!({ "supported": supported_versions(), "requested": version })),
         );
-    };
+    }
 
     // (d) The method.
     if REMOVED.contains(&request.method.as_str()) {
@@ -249,18 +250,14 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
             ErrorObject::method_not_found(&request.method),
         );
     }
-    let meta = Meta::from(meta.cloned().unwrap_or_default());
-    let client = ClientState {
-        version: Some(version),
-        client_info: meta.client_info().ok().flatten(),
-        client_capabilities: serde_json::from_value(capabilities.clone()).ok(),
-        log_level: match meta.log_level() {
-            Ok(level) => level,
+    let log_level = match meta.and_then(|m| m.get(meta_keys::LOG_LEVEL)) {
+        None => None,
+        Some(level) => match LoggingLevel::deserialize(level) {
+            Ok(level) => Some(level),
             Err(e) => {
                 return refuse(StatusCode::BAD_REQUEST, Some(id), ErrorObject::invalid_params(e));
             }
         },
-        ..ClientState::default()
     };
     if request.method == names::SERVER_DISCOVER {
         return json_body(
@@ -273,7 +270,8 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
     }
 
     // (e) The method itself, on a fresh single-use transport, served inline on this task.
-    let streaming = meta.get(meta_keys::PROGRESS_TOKEN).is_some() || client.log_level.is_some();
+    let streaming =
+        meta.and_then(|m| m.get(meta_keys::PROGRESS_TOKEN)).is_some() || log_level.is_some();
     let method = request.method.clone();
     let (transport, output) = StatelessTransport::new(request);
     let (sender, mut receiver) = match transport.start().await {
@@ -321,14 +319,23 @@ pub(crate) fn stateless_engine(server: &crate::Server) -> Engine {
     engine
 }
 
-/// What a stateless request's `_meta` says about the client.
+/// What a stateless request's `_meta` says about the client (read in place, nothing cloned
+/// but the parts kept).
 fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
-    let meta = Meta::from(meta.cloned().unwrap_or_default());
+    fn field<T: serde::de::DeserializeOwned>(
+        meta: Option<&Map<String, Value>>,
+        key: &str,
+    ) -> Option<T> {
+        meta.and_then(|m| m.get(key)).and_then(|v| T::deserialize(v).ok())
+    }
     ClientState {
-        version: meta.protocol_version().and_then(ProtocolVersion::parse),
-        client_info: meta.client_info().ok().flatten(),
-        client_capabilities: meta.client_capabilities().ok().flatten(),
-        log_level: meta.log_level().ok().flatten(),
+        version: meta
+            .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .and_then(ProtocolVersion::parse),
+        client_info: field(meta, meta_keys::CLIENT_INFO),
+        client_capabilities: field(meta, meta_keys::CLIENT_CAPABILITIES),
+        log_level: field(meta, meta_keys::LOG_LEVEL),
         ..ClientState::default()
     }
 }
@@ -353,8 +360,7 @@ fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String,
     let result_type = result.entry("resultType").or_insert_with(|| json!("complete")).clone();
     let meta = result.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
-        meta.entry(meta_keys::SERVER_INFO)
-            .or_insert_with(|| serde_json::to_value(http.inner.server.info()).unwrap_or_default());
+        meta.entry(meta_keys::SERVER_INFO).or_insert_with(|| http.inner.server_info.clone());
     }
     let cacheable = matches!(
         method,

@@ -1,20 +1,55 @@
-//! [`Client`]: the `initialize` handshake and typed calls.
+//! [`Client`]: era negotiation (`server/discover` or the `initialize` handshake) and typed calls.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use mcpl_core::engine::{Engine, RequestOptions};
 use mcpl_core::types::{
-    CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, EmptyResult,
-    Implementation, Initialize, InitializeRequestParams, InitializeResult, Initialized, ListTools,
-    Outcome, PaginatedRequestParams, Ping, ServerCapabilities, Tool,
+    CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
+    EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
+    Initialized, ListTools, Meta, Outcome, PaginatedRequestParams, Ping, RequestParams,
+    ServerCapabilities, Tool,
 };
 use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
 use serde_json::{Map, Value};
 
+use crate::transport::http::TOO_LARGE;
+
 /// The most pages `list_tools` follows before it stops.
 const MAX_PAGES: usize = 100;
 
-/// What the server told the client about itself in the handshake.
+/// How long [`Negotiation::Auto`] waits for `server/discover` before trying `initialize`.
+const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the client picks the protocol revision when it connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Negotiation {
+    /// Try the stateless era first: `server/discover` under the newest revision. A server that
+    /// answers `-32022` with a list of versions gets the newest one both sides speak (once);
+    /// any other failure (`-32601`, HTTP `404` or `400`, an error that is not a 2026 one, no
+    /// answer within 10 s) falls back to the `initialize` handshake.
+    #[default]
+    Auto,
+    /// Speak exactly this revision: `server/discover` for a stateless-era version,
+    /// `initialize` for a stateful one.
+    Pinned(ProtocolVersion),
+}
+
+impl Negotiation {
+    /// [`Negotiation::Auto`].
+    pub fn auto() -> Negotiation {
+        Negotiation::Auto
+    }
+
+    /// [`Negotiation::Pinned`] to `version`.
+    pub fn pinned(version: ProtocolVersion) -> Negotiation {
+        Negotiation::Pinned(version)
+    }
+}
+
+/// What the server told the client about itself in the handshake (`initialize`) or in
+/// `server/discover`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ServerDetails {
@@ -26,6 +61,17 @@ pub struct ServerDetails {
     pub server_info: Implementation,
     /// The server's instructions, if any.
     pub instructions: Option<String>,
+    /// The revisions the server says it supports (from `server/discover`; empty after
+    /// `initialize`, which does not list them).
+    pub supported_versions: Vec<String>,
+}
+
+impl ServerDetails {
+    /// Whether the connection speaks the stateless (2026) era, where every request carries its
+    /// own `_meta`.
+    pub fn is_stateless(&self) -> bool {
+        self.protocol_version.era() == Era::Stateless
+    }
 }
 
 /// An MCP client. Cheap to clone; clones share the connection.
@@ -37,7 +83,7 @@ pub struct Client {
     engine: Engine,
     info: Implementation,
     capabilities: ClientCapabilities,
-    version: ProtocolVersion,
+    negotiation: Negotiation,
     server: Arc<Mutex<Option<ServerDetails>>>,
 }
 
@@ -48,39 +94,37 @@ impl Client {
             engine: Engine::new(),
             info: Implementation::new(name, version),
             capabilities: ClientCapabilities::default(),
-            version: ProtocolVersion::LATEST_STATEFUL,
+            negotiation: Negotiation::Auto,
             server: Arc::new(Mutex::new(None)),
         }
     }
 
-    /// Pins the protocol version to ask for. Default: the newest stateful revision
-    /// (2025-11-25); the stateless era is not spoken by this release.
+    /// Pins the protocol version: shorthand for
+    /// [`with_negotiation`](Self::with_negotiation)`(Negotiation::Pinned(version))`.
     ///
     /// # Errors
     ///
-    /// `UnsupportedProtocolVersion` for a stateless-era version.
-    pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Result<Client> {
-        if version.era() != Era::Stateful {
-            return Err(Error::UnsupportedProtocolVersion {
-                requested: version.to_string(),
-                supported: ProtocolVersion::ALL
-                    .iter()
-                    .filter(|v| v.era() == Era::Stateful)
-                    .map(|v| v.to_string())
-                    .collect(),
-            });
-        }
-        self.version = version;
-        Ok(self)
+    /// None today: every version this SDK knows can be pinned. The `Result` is kept for
+    /// compatibility.
+    pub fn with_protocol_version(self, version: ProtocolVersion) -> Result<Client> {
+        Ok(self.with_negotiation(Negotiation::Pinned(version)))
     }
 
-    /// Connects over `transport` and performs the `initialize` handshake.
+    /// Sets how the protocol revision is chosen. Default: [`Negotiation::Auto`].
+    pub fn with_negotiation(mut self, negotiation: Negotiation) -> Client {
+        self.negotiation = negotiation;
+        self
+    }
+
+    /// Connects over `transport` and negotiates the protocol revision (see [`Negotiation`]):
+    /// `server/discover` for the stateless (2026) era, the `initialize` handshake for the
+    /// stateful one.
     ///
     /// # Errors
     ///
     /// - `AlreadyConnected` if this client is connected (the transport is not started).
     /// - `UnsupportedProtocolVersion` if the server answers with a version this SDK does not
-    ///   speak.
+    ///   speak, or (pinned) refuses the pinned one.
     /// - The transport's or the handshake's error. After any error the client is unconnected
     ///   and can connect again.
     ///
@@ -88,20 +132,14 @@ impl Client {
     ///
     /// Dropping the future leaves the client unconnected.
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<ServerDetails> {
-        let params = InitializeRequestParams::new(
-            self.version.as_str(),
-            self.capabilities.clone(),
-            self.info.clone(),
-        );
+        let hello = Hello {
+            negotiation: self.negotiation,
+            info: self.info.clone(),
+            capabilities: self.capabilities.clone(),
+        };
         let (_, details) = self
             .engine
-            .connect_with(transport, |peer: Peer| async move {
-                let result: InitializeResult =
-                    peer.send::<Initialize>(params, RequestOptions::new()).await?;
-                let details = negotiate(result)?;
-                peer.send_notification::<Initialized>(Default::default()).await?;
-                Ok(details)
-            })
+            .connect_with(transport, |peer: Peer| async move { hello.run(&peer).await })
             .await?;
         *self.server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details.clone());
         Ok(details)
@@ -131,14 +169,30 @@ impl Client {
         self.engine.peer().ok_or(Error::ConnectionClosed)
     }
 
-    /// Sends `ping`.
+    /// The options of every request: in the stateless era, the per-request `_meta`.
+    fn options(&self) -> RequestOptions {
+        match self.server() {
+            Some(details) if details.is_stateless() => RequestOptions::new()
+                .meta(request_meta(details.protocol_version, &self.capabilities, &self.info).0),
+            _ => RequestOptions::new(),
+        }
+    }
+
+    /// Checks that the server answers: `ping`, or in the stateless era (which removed `ping`)
+    /// `server/discover`.
     ///
     /// # Errors
     ///
     /// `ConnectionClosed`, a timeout, or the server's error.
     pub async fn ping(&self) -> Result<()> {
-        let _: EmptyResult =
-            self.peer()?.send::<Ping>(Default::default(), RequestOptions::new()).await?;
+        let peer = self.peer()?;
+        if self.server().is_some_and(|s| s.is_stateless()) {
+            let _: DiscoverResult =
+                peer.send::<Discover>(Default::default(), self.options()).await.map_err(lift)?;
+        } else {
+            let _: EmptyResult =
+                peer.send::<Ping>(Default::default(), self.options()).await.map_err(lift)?;
+        }
         Ok(())
     }
 
@@ -159,7 +213,7 @@ impl Client {
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
-            let page = peer.send::<ListTools>(params, RequestOptions::new()).await?;
+            let page = peer.send::<ListTools>(params, self.options()).await.map_err(lift)?;
             tools.extend(page.tools);
             match page.next_cursor {
                 Some(next) if seen.insert(next.clone()) => cursor = Some(next),
@@ -186,8 +240,34 @@ impl Client {
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<CallToolResult> {
+        self.call_tool_with(name, arguments, RequestOptions::new()).await
+    }
+
+    /// Calls a tool with request options: progress updates, a timeout, cancellation.
+    ///
+    /// In the stateless era the per-request `_meta` (protocol version, capabilities, client
+    /// identity) replaces any `_meta` set with [`RequestOptions::meta`].
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        let options = match self.server() {
+            Some(details) if details.is_stateless() => options
+                .meta(request_meta(details.protocol_version, &self.capabilities, &self.info).0),
+            _ => options,
+        };
         let params = CallToolRequestParams::new(name).with_arguments(arguments);
-        match self.peer()?.send::<CallTool>(params, RequestOptions::new()).await? {
+        match self.peer()?.send::<CallTool>(params, options).await.map_err(lift)? {
             Outcome::Complete(result) => Ok(result),
             _ => Err(Error::Transport {
                 context:
@@ -196,6 +276,112 @@ impl Client {
                 source: None,
             }),
         }
+    }
+}
+
+/// What the client says about itself when it connects.
+struct Hello {
+    negotiation: Negotiation,
+    info: Implementation,
+    capabilities: ClientCapabilities,
+}
+
+impl Hello {
+    async fn run(&self, peer: &Peer) -> Result<ServerDetails> {
+        match self.negotiation {
+            Negotiation::Pinned(v) if v.era() == Era::Stateless => {
+                self.discover(peer, v, RequestOptions::new()).await
+            }
+            Negotiation::Pinned(v) => self.initialize(peer, v).await,
+            Negotiation::Auto => {
+                let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
+                match self.discover(peer, ProtocolVersion::LATEST, options).await {
+                    Ok(details) => Ok(details),
+                    Err(Error::UnsupportedProtocolVersion { supported, requested }) => {
+                        tracing::debug!(%requested, ?supported, "retrying with a mutual version");
+                        match mutual(&supported) {
+                            Some(v) if v.era() == Era::Stateless => {
+                                self.discover(peer, v, RequestOptions::new()).await
+                            }
+                            Some(v) => self.initialize(peer, v).await,
+                            None => self.initialize(peer, ProtocolVersion::LATEST_STATEFUL).await,
+                        }
+                    }
+                    Err(e) if e.is_closed() => Err(e),
+                    Err(e) => {
+                        tracing::debug!(error = %e, "server/discover failed; trying initialize");
+                        self.initialize(peer, ProtocolVersion::LATEST_STATEFUL).await
+                    }
+                }
+            }
+        }
+    }
+
+    async fn discover(
+        &self,
+        peer: &Peer,
+        version: ProtocolVersion,
+        options: RequestOptions,
+    ) -> Result<ServerDetails> {
+        let meta = request_meta(version, &self.capabilities, &self.info);
+        let result: DiscoverResult =
+            peer.send::<Discover>(RequestParams::with_meta(meta), options).await.map_err(lift)?;
+        let server_info = result
+            .meta
+            .as_ref()
+            .and_then(|m| m.server_info().ok().flatten())
+            .unwrap_or_else(|| Implementation::new("", ""));
+        Ok(ServerDetails {
+            protocol_version: version,
+            capabilities: result.capabilities,
+            server_info,
+            instructions: result.instructions,
+            supported_versions: result.supported_versions,
+        })
+    }
+
+    async fn initialize(&self, peer: &Peer, version: ProtocolVersion) -> Result<ServerDetails> {
+        let params = InitializeRequestParams::new(
+            version.as_str(),
+            self.capabilities.clone(),
+            self.info.clone(),
+        );
+        let result: InitializeResult =
+            peer.send::<Initialize>(params, RequestOptions::new()).await.map_err(lift)?;
+        let details = negotiate(result)?;
+        peer.send_notification::<Initialized>(Default::default()).await?;
+        Ok(details)
+    }
+}
+
+/// The `_meta` every stateless-era request carries.
+fn request_meta(
+    version: ProtocolVersion,
+    capabilities: &ClientCapabilities,
+    info: &Implementation,
+) -> Meta {
+    let mut meta = Meta::for_request(version, capabilities);
+    meta.set_client_info(info);
+    meta
+}
+
+/// The newest version in `supported` that this SDK speaks.
+fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
+    ProtocolVersion::ALL.iter().rev().copied().find(|v| supported.iter().any(|s| s == v.as_str()))
+}
+
+/// Turns the transport's "response too large" answer back into the typed error.
+fn lift(error: Error) -> Error {
+    let limit = error
+        .rpc_error()
+        .and_then(|e| e.data.as_ref())
+        .filter(|d| d.get("transport").and_then(Value::as_str) == Some(TOO_LARGE))
+        .and_then(|d| d.get("limit"))
+        .and_then(Value::as_u64)
+        .and_then(|l| usize::try_from(l).ok());
+    match limit {
+        Some(limit) => Error::MessageTooLarge { limit },
+        None => error,
     }
 }
 
@@ -215,5 +401,33 @@ fn negotiate(result: InitializeResult) -> Result<ServerDetails> {
         capabilities: result.capabilities,
         server_info: result.server_info,
         instructions: result.instructions,
+        supported_versions: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn mutual_version_is_the_newest_both_speak() {
+        let supported = ["2025-06-18".to_owned(), "1999-01-01".to_owned(), "2025-03-26".to_owned()];
+        assert_eq!(mutual(&supported), Some(ProtocolVersion::V2025_06_18));
+        assert_eq!(mutual(&["1999-01-01".to_owned()]), None);
+    }
+
+    #[test]
+    fn oversized_transport_answers_become_message_too_large() {
+        let object = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "too big")
+            .with_data(json!({"transport": TOO_LARGE, "limit": 10}));
+        let lifted = lift(Error::from_rpc(object));
+        assert!(matches!(lifted, Error::MessageTooLarge { limit: 10 }));
+        let other = lift(Error::from_rpc(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "x")));
+        assert_eq!(other.kind(), mcpl_core::ErrorKind::Rpc);
+    }
 }

@@ -14,13 +14,16 @@
 //! # Ok(()) }
 //! ```
 //!
-//! This release speaks the stateful (2025) era: the `initialize` handshake, `ping`, and
-//! tools. A client instance can be closed and connected again.
+//! Both eras are spoken: by default [`Client::connect`] tries the stateless (2026-07-28) era
+//! with `server/discover` and falls back to the `initialize` handshake of the stateful (2025)
+//! era; [`Negotiation::Pinned`] fixes the revision. Calls today: `ping` and tools. A client
+//! instance can be closed and connected again.
 //!
 //! # Modules
 //!
 //! - [`client`]: [`Client`], the handshake and the typed calls.
-//! - [`transport`]: transports only a client needs, such as [`transport::ChildProcess`].
+//! - [`transport`]: transports only a client needs: [`transport::ChildProcess`] and
+//!   [`transport::HttpTransport`] (Streamable HTTP).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -29,4 +32,4 @@ pub mod client;
 pub mod transport;
 
 #[doc(inline)]
-pub use self::client::{Client, ServerDetails};
+pub use self::client::{Client, Negotiation, ServerDetails};

@@ -1,0 +1,235 @@
+//! The Streamable HTTP client transport against our own server, over real sockets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcpl_client::transport::HttpTransport;
+use mcpl_client::{Client, Negotiation};
+use mcpl_core::engine::RequestOptions;
+use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_core::{ErrorKind, ProtocolVersion};
+use mcpl_server::http::{HttpConfig, StreamableHttp};
+use mcpl_server::{Server, ToolOutput};
+use serde_json::{Map, Value, json};
+
+fn server() -> Server {
+    Server::builder("http-test", "0.0.1")
+        .instructions("call echo")
+        .tool(Tool::new("echo", ToolSchema::object()), |ctx, args| async move {
+            let version = ctx.protocol_version().map(|v| v.to_string()).unwrap_or_default();
+            Ok(ToolOutput::text(format!("{version} {}", Value::Object(args))))
+        })
+        .tool(Tool::new("slow", ToolSchema::object()), |ctx, _args| async move {
+            for i in 1..=3 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                ctx.progress(f64::from(i), Some(3.0), None).await.ok();
+            }
+            Ok(ToolOutput::text("slow done"))
+        })
+        .tool(Tool::new("polled", ToolSchema::object()), |ctx, _args| async move {
+            ctx.progress(1.0, None, None).await.ok();
+            // End the response stream mid-call; the client resumes to get the result.
+            assert!(ctx.close_stream());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(ToolOutput::text("polled done"))
+        })
+        .tool(Tool::new("big", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("x".repeat(64 * 1024)))
+        })
+        .build()
+}
+
+async fn start(config: HttpConfig) -> (SocketAddr, StreamableHttp) {
+    let http = StreamableHttp::new(server(), config.retry(Duration::from_millis(50)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, http.clone().into_router("/mcp")));
+    (addr, http)
+}
+
+fn transport(addr: SocketAddr) -> HttpTransport {
+    HttpTransport::new(format!("http://{addr}/mcp"))
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn text(result: &mcpl_core::types::CallToolResult) -> String {
+    serde_json::to_value(&result.content).unwrap()[0]["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn session_lists_and_calls_tools_then_delete_ends_it() {
+    let (addr, http) = start(HttpConfig::new()).await;
+    let client =
+        Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    let details = client.connect(transport(addr)).await.unwrap();
+    assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25);
+    assert!(!details.is_stateless());
+    assert_eq!(details.server_info.name, "http-test");
+    assert_eq!(details.instructions.as_deref(), Some("call echo"));
+    assert_eq!(http.session_count(), 1);
+    client.ping().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 4);
+    let result = client.call_tool("echo", args(json!({"a": 1}))).await.unwrap();
+    assert_eq!(text(&result), r#"2025-11-25 {"a":1}"#);
+    // Concurrent calls on one session.
+    let (a, b) = tokio::join!(
+        client.call_tool("echo", args(json!({"n": 1}))),
+        client.call_tool("echo", args(json!({"n": 2})))
+    );
+    assert!(text(&a.unwrap()).ends_with(r#"{"n":1}"#));
+    assert!(text(&b.unwrap()).ends_with(r#"{"n":2}"#));
+    client.close().await.unwrap();
+    // The DELETE ended the session on the server.
+    for _ in 0..50 {
+        if http.session_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(http.session_count(), 0);
+}
+
+#[tokio::test]
+async fn progress_arrives_over_sse_and_json_mode_works_too() {
+    for json_mode in [false, true] {
+        let (addr, _http) = start(HttpConfig::new().json_response(json_mode)).await;
+        let client = Client::new("c", "1")
+            .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+        client.connect(transport(addr)).await.unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let options =
+            RequestOptions::new().on_progress(move |p| sink.lock().unwrap().push(p.progress));
+        let result = client.call_tool_with("slow", Map::new(), options).await.unwrap();
+        assert_eq!(text(&result), "slow done");
+        let seen = seen.lock().unwrap().clone();
+        if !json_mode {
+            assert_eq!(seen, vec![1.0, 2.0, 3.0]);
+        }
+        // In JSON mode the server sends progress on the standalone GET stream, racing the
+        // response; whatever arrived in time was delivered.
+        assert!(seen.len() <= 3, "{seen:?}");
+        client.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_early_is_resumed_with_last_event_id() {
+    let (addr, _http) = start(HttpConfig::new()).await;
+    let client =
+        Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    client.connect(transport(addr)).await.unwrap();
+    let result = client.call_tool("polled", Map::new()).await.unwrap();
+    assert_eq!(text(&result), "polled done");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn auto_negotiation_picks_the_stateless_era_and_calls_tools() {
+    let (addr, http) = start(HttpConfig::new()).await;
+    let client = Client::new("auto-client", "2");
+    let details = client.connect(transport(addr)).await.unwrap();
+    assert_eq!(details.protocol_version, ProtocolVersion::V2026_07_28);
+    assert!(details.is_stateless());
+    assert!(details.supported_versions.iter().any(|v| v == "2026-07-28"));
+    assert!(details.supported_versions.iter().any(|v| v == "2025-11-25"));
+    assert_eq!(details.server_info.name, "http-test");
+    assert!(details.capabilities.tools.is_some());
+    client.ping().await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 4);
+    let result = client.call_tool("echo", args(json!({"x": "y"}))).await.unwrap();
+    assert_eq!(text(&result), r#"2026-07-28 {"x":"y"}"#);
+    // Progress rides on the request's SSE stream in this era too.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let options = RequestOptions::new().on_progress(move |p| sink.lock().unwrap().push(p.progress));
+    let result = client.call_tool_with("slow", Map::new(), options).await.unwrap();
+    assert_eq!(text(&result), "slow done");
+    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0]);
+    let err = client.call_tool("missing", Map::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Rpc);
+    // No session was ever created.
+    assert_eq!(http.session_count(), 0);
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn pinned_stateful_version_uses_initialize() {
+    let (addr, http) = start(HttpConfig::new()).await;
+    let client = Client::new("c", "1").with_protocol_version(ProtocolVersion::V2025_06_18).unwrap();
+    let details = client.connect(transport(addr)).await.unwrap();
+    assert_eq!(details.protocol_version, ProtocolVersion::V2025_06_18);
+    assert!(details.supported_versions.is_empty());
+    assert_eq!(http.session_count(), 1);
+    let result = client.call_tool("echo", Map::new()).await.unwrap();
+    assert_eq!(text(&result), "2025-06-18 {}");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn pinned_stateless_version_uses_discover() {
+    let (addr, _http) = start(HttpConfig::new()).await;
+    let client =
+        Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2026_07_28));
+    let details = client.connect(transport(addr)).await.unwrap();
+    assert!(details.is_stateless());
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_session_is_a_typed_error() {
+    let (addr, _http) =
+        start(HttpConfig::new().session_idle_timeout(Duration::from_millis(200))).await;
+    let client =
+        Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    client.connect(transport(addr).standalone_stream(false)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let err = client.call_tool("echo", Map::new()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionClosed, "{err}");
+    for _ in 0..50 {
+        if !client.is_connected() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(!client.is_connected());
+    // The instance connects again with a fresh session.
+    client.connect(transport(addr)).await.unwrap();
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_oversized_response_is_a_typed_error_and_the_connection_survives() {
+    let (addr, _http) = start(HttpConfig::new()).await;
+    for json_mode in [false, true] {
+        let (addr, _http) = if json_mode {
+            start(HttpConfig::new().json_response(true)).await
+        } else {
+            (addr, _http.clone())
+        };
+        let client = Client::new("c", "1");
+        client.connect(transport(addr).max_response_size(16 * 1024)).await.unwrap();
+        let err = client.call_tool("big", Map::new()).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MessageTooLarge, "{err}");
+        client.call_tool("echo", Map::new()).await.unwrap();
+        client.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_server_fails_to_connect() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let client = Client::new("c", "1");
+    let err = client.connect(transport(addr)).await.unwrap_err();
+    assert!(!client.is_connected());
+    drop(err);
+}

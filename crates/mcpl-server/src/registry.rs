@@ -169,6 +169,19 @@ impl Registry {
     }
 }
 
+/// Applies `f` to the registry of `server`, then announces `event` if `f` changed the list.
+fn change<R>(server: &Server, event: ServerEvent, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
+    let (result, changed) = f(&mut server.write());
+    server.announce(changed, event);
+    result
+}
+
+/// An operation's result paired with whether it changed the list: it did if it succeeded.
+fn on_success<T, E>(result: Result<T, E>) -> (Result<T, E>, bool) {
+    let changed = result.is_ok();
+    (result, changed)
+}
+
 /// Changes a server's tools while it serves; see the [module docs](self).
 #[derive(Debug)]
 #[must_use]
@@ -182,9 +195,7 @@ impl<'a> ToolsMut<'a> {
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        let (result, changed) = f(&mut self.server.write());
-        self.server.announce(changed, ServerEvent::ToolsListChanged);
-        result
+        change(self.server, ServerEvent::ToolsListChanged, f)
     }
 
     /// Adds a tool at the end of the list.
@@ -199,11 +210,7 @@ impl<'a> ToolsMut<'a> {
         R: Into<ToolReply> + 'static,
     {
         let entry = ToolEntry::new(tool, Arc::new(handler))?;
-        self.change(|r| {
-            let result = r.add_tool(entry);
-            let ok = result.is_ok();
-            (result, ok)
-        })
+        self.change(|r| on_success(r.add_tool(entry)))
     }
 
     /// Adds a tool whose arguments deserialize into `Args`; see
@@ -227,11 +234,7 @@ impl<'a> ToolsMut<'a> {
     {
         let tool = typed_tool::<Args>(name, description)?;
         let entry = ToolEntry::new(tool, Arc::new(Typed::new(handler)))?;
-        self.change(|r| {
-            let result = r.add_tool(entry);
-            let ok = result.is_ok();
-            (result, ok)
-        })
+        self.change(|r| on_success(r.add_tool(entry)))
     }
 
     /// Adds a tool, or replaces the tool of the same name where it stands in the list (it is
@@ -312,9 +315,7 @@ impl<'a> ResourcesMut<'a> {
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        let (result, changed) = f(&mut self.server.write());
-        self.server.announce(changed, ServerEvent::ResourcesListChanged);
-        result
+        change(self.server, ServerEvent::ResourcesListChanged, f)
     }
 
     /// Adds a static resource at the end of the list.
@@ -329,11 +330,7 @@ impl<'a> ResourcesMut<'a> {
         R: Into<ReadReply> + 'static,
     {
         let entry = ResourceEntry { resource, handler: Arc::new(handler) };
-        self.change(|r| {
-            let result = r.add_resource(entry);
-            let ok = result.is_ok();
-            (result, ok)
-        })
+        self.change(|r| on_success(r.add_resource(entry)))
     }
 
     /// Adds a resource template at the end of the list.
@@ -352,11 +349,7 @@ impl<'a> ResourcesMut<'a> {
         R: Into<ReadReply> + 'static,
     {
         let entry = TemplateEntry::new(template, Arc::new(handler))?;
-        self.change(|r| {
-            let result = r.add_template(entry);
-            let ok = result.is_ok();
-            (result, ok)
-        })
+        self.change(|r| on_success(r.add_template(entry)))
     }
 
     /// Adds a static resource, or replaces the one with the same URI in place.
@@ -421,9 +414,7 @@ impl<'a> PromptsMut<'a> {
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        let (result, changed) = f(&mut self.server.write());
-        self.server.announce(changed, ServerEvent::PromptsListChanged);
-        result
+        change(self.server, ServerEvent::PromptsListChanged, f)
     }
 
     /// Adds a prompt at the end of the list.
@@ -438,11 +429,7 @@ impl<'a> PromptsMut<'a> {
         R: Into<PromptReply> + 'static,
     {
         let entry = PromptEntry { prompt, handler: Arc::new(handler) };
-        self.change(|r| {
-            let result = r.add_prompt(entry);
-            let ok = result.is_ok();
-            (result, ok)
-        })
+        self.change(|r| on_success(r.add_prompt(entry)))
     }
 
     /// Adds a prompt, or replaces the one with the same name in place.

@@ -233,3 +233,33 @@ async fn an_unreachable_server_fails_to_connect() {
     assert!(!client.is_connected());
     drop(err);
 }
+
+#[tokio::test]
+async fn an_authorization_challenge_reaches_the_caller_with_its_status_and_header() {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use axum::response::IntoResponse;
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(|| async {
+            let mut r = (StatusCode::UNAUTHORIZED, r#"{"error":"invalid_token"}"#).into_response();
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(
+                    r#"Bearer resource_metadata="http://x/.well-known/oauth-protected-resource""#,
+                ),
+            );
+            r
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client =
+        Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    let err = client.connect(HttpTransport::new(format!("http://{addr}/mcp"))).await.unwrap_err();
+    let rpc = err.rpc_error().expect("an error answering the request");
+    let data = rpc.data.as_ref().unwrap();
+    assert_eq!(data["status"], 401);
+    assert!(data["wwwAuthenticate"].as_str().unwrap().contains("resource_metadata="));
+    assert!(!client.is_connected());
+}

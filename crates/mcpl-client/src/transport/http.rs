@@ -439,6 +439,21 @@ impl Shared {
             let _ = self.inbox.send(Err(session_expired()));
             return;
         }
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // Authorization failures carry OAuth bodies, not JSON-RPC: hand the caller the
+            // status and the challenge so it can authorize and retry.
+            let challenge = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            self.fail_with(
+                &id,
+                format!("HTTP {status}: the server requires authorization"),
+                json!({ "transport": "http", "status": status.as_u16(), "wwwAuthenticate": challenge }),
+            );
+            return;
+        }
         let content_type = response
             .headers()
             .get(CONTENT_TYPE)

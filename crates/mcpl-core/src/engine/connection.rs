@@ -14,7 +14,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::{NotificationContext, RequestContext};
+use super::handler::{HandlerResult, NotificationContext, RequestContext, SharedRequestHandler};
 use super::options::{ProgressUpdate, RequestOptions};
 use super::{CloseReason, HandlerTable, Shared, lock};
 use crate::error::{Error, Result};
@@ -44,6 +44,26 @@ impl Starter {
             reader: Some(reader.abort_handle()),
             notifier: Some(notifier.abort_handle()),
         };
+    }
+}
+
+/// Runs a handler, turning a panic into a `-32603` answer instead of leaving the caller waiting.
+async fn run_handler(
+    handler: SharedRequestHandler,
+    ctx: RequestContext,
+    params: Option<Value>,
+) -> HandlerResult {
+    AssertUnwindSafe(handler.handle(ctx, params)).catch_unwind().await.unwrap_or_else(|_| {
+        tracing::error!("request handler panicked");
+        Err(ErrorObject::internal("the request handler panicked"))
+    })
+}
+
+/// The message that answers request `id` with a handler's outcome.
+fn answer(id: RequestId, outcome: HandlerResult) -> Message {
+    match outcome {
+        Ok(result) => Response::new(id, result).into(),
+        Err(error) => ErrorResponse::new(Some(id), error).into(),
     }
 }
 
@@ -215,35 +235,18 @@ impl Connection {
             }
             inflight.insert(id.clone(), token.clone());
         }
-        let meta = params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object).cloned();
-        let ctx = RequestContext {
-            id: id.clone(),
-            method,
-            meta,
-            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
-            cancel: token.clone(),
-        };
+        let ctx = self.request_context(&id, method, params.as_ref(), token.clone());
         let conn = self.clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
                 _ = token.cancelled() => None,
-                // A panicking handler answers -32603 instead of leaving the caller waiting.
-                outcome = AssertUnwindSafe(handler.handle(ctx, params)).catch_unwind() => Some(
-                    outcome.unwrap_or_else(|_| {
-                        tracing::error!("request handler panicked");
-                        Err(ErrorObject::internal("the request handler panicked"))
-                    }),
-                ),
+                outcome = run_handler(handler, ctx, params) => Some(outcome),
             };
             lock(&conn.inflight).remove(&id);
             // A cancelled request gets no response at all.
             if let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) {
-                let message = match outcome {
-                    Ok(result) => Response::new(id.clone(), result).into(),
-                    Err(error) => ErrorResponse::new(Some(id.clone()), error).into(),
-                };
-                let _ = conn.send_related(message, Some(id));
+                let _ = conn.send_related(answer(id.clone(), outcome), Some(id));
             }
         });
     }
@@ -267,15 +270,8 @@ impl Connection {
                 .send_related(ErrorResponse::new(Some(id.clone()), error).into(), Some(id))
                 .await;
         };
-        let meta = params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object).cloned();
-        let ctx = RequestContext {
-            id: id.clone(),
-            method,
-            meta,
-            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
-            cancel: self.closed.child_token(),
-        };
-        let handler = AssertUnwindSafe(handler.handle(ctx, params)).catch_unwind();
+        let ctx = self.request_context(&id, method, params.as_ref(), self.closed.child_token());
+        let handler = run_handler(handler, ctx, params);
         tokio::pin!(handler);
         let outcome = loop {
             tokio::select! {
@@ -289,18 +285,7 @@ impl Connection {
         while let Ok((message, related)) = outbound.try_recv() {
             self.forward_inline(&mut sender, message, related).await?;
         }
-        let message = match outcome {
-            Ok(Ok(result)) => Response::new(id.clone(), result).into(),
-            Ok(Err(error)) => ErrorResponse::new(Some(id.clone()), error).into(),
-            Err(_) => {
-                tracing::error!("request handler panicked");
-                ErrorResponse::new(
-                    Some(id.clone()),
-                    ErrorObject::internal("the request handler panicked"),
-                )
-                .into()
-            }
-        };
+        let message = answer(id.clone(), outcome);
         // Nothing the handler left behind may send after its response.
         self.closed.cancel();
         let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
@@ -325,6 +310,23 @@ impl Connection {
                 Ok(())
             }
             other => sender.send_related(other, related).await,
+        }
+    }
+
+    /// The context a handler of request `id` runs in, bound to this connection.
+    fn request_context(
+        self: &Arc<Self>,
+        id: &RequestId,
+        method: String,
+        params: Option<&Value>,
+        cancel: CancellationToken,
+    ) -> RequestContext {
+        RequestContext {
+            id: id.clone(),
+            method,
+            meta: params.and_then(|p| p.get("_meta")).and_then(Value::as_object).cloned(),
+            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
+            cancel,
         }
     }
 

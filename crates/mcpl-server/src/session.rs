@@ -40,6 +40,51 @@ pub struct Session {
     client: SharedClientState,
 }
 
+/// What a stateful-era connection knows: how far the handshake went, and the client.
+#[derive(Debug, Default)]
+pub(crate) struct SessionState {
+    phase: AtomicU8,
+    pub(crate) client: SharedClientState,
+}
+
+impl SessionState {
+    /// Whether `initialize` was answered (events may flow to the client).
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.phase.load(Ordering::SeqCst) != NEW
+    }
+}
+
+/// An engine serving stateful-era connections driven by their transport (see
+/// [`Engine::drive_with`]), each carrying its own [`SessionState`]: one engine, and one set of
+/// handlers, for every session of an endpoint.
+pub(crate) fn shared_engine(server: &Server) -> Engine {
+    let engine = Engine::new();
+    let server = server.clone();
+    engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
+        let server = server.clone();
+        async move {
+            let peer = ctx.peer().clone();
+            let Some(state) = peer.data::<SessionState>() else {
+                return Err(ErrorObject::internal("a session connection without its state"));
+            };
+            let client = state.client.clone();
+            route(&server, &state.phase, client, ctx, params).await
+        }
+    });
+    engine.on_notification(names::NOTIFICATIONS_INITIALIZED, |ctx, _params| {
+        if let Some(state) = ctx.peer().data::<SessionState>() {
+            let _ = state.phase.compare_exchange(
+                INITIALIZED,
+                READY,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
+        async {}
+    });
+    engine
+}
+
 impl Server {
     /// Serves this server on `transport` until the peer goes away or [`Session::close`] is
     /// called.
@@ -77,11 +122,6 @@ impl Server {
 }
 
 impl Session {
-    /// Lets handlers end their request's response stream (see [`Context::close_stream`]).
-    pub(crate) fn set_stream_closer(&self, closer: crate::context::StreamCloser) {
-        lock(&self.client).stream_closer = Some(closer);
-    }
-
     /// The protocol version negotiated by `initialize`, once it happened.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         lock(&self.client).version

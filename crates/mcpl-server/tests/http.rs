@@ -438,3 +438,66 @@ async fn a_handler_can_end_its_stream_and_the_client_polls_for_the_result() {
     let text = resumed.text().await.unwrap();
     assert!(text.contains("polled done"), "{text}");
 }
+
+#[tokio::test]
+async fn every_session_hears_list_changes_and_an_idle_session_runs_no_task() {
+    let server = server();
+    let app = StreamableHttp::new(server.clone(), HttpConfig::new()).into_router("/mcp");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, app));
+
+    let metrics = tokio::runtime::Handle::current().metrics();
+    // Two sessions, each with its standalone stream open.
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let mut http = Http::new(addr);
+        http.initialize("2025-11-25").await;
+        let stream = http
+            .client
+            .get(&http.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", http.session.clone().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), 200);
+        streams.push(stream);
+    }
+    // Many more idle sessions (each client dropped, so its connection ends too) add no task
+    // that outlives their requests.
+    let settle = || async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        metrics.num_alive_tasks()
+    };
+    let before = settle().await;
+    for _ in 0..20 {
+        let mut http = Http::new(addr);
+        http.initialize("2025-11-25").await;
+    }
+    let mut after = settle().await;
+    for _ in 0..20 {
+        if after <= before {
+            break;
+        }
+        after = settle().await;
+    }
+    assert!(after <= before, "tasks before: {before}, after 20 idle sessions: {after}");
+
+    server.tools_mut().remove("echo");
+    for mut stream in streams {
+        let found = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut text = String::new();
+            while let Some(chunk) = stream.chunk().await.unwrap() {
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                if text.contains("notifications/tools/list_changed") {
+                    return true;
+                }
+            }
+            false
+        })
+        .await
+        .expect("the notification in time");
+        assert!(found);
+    }
+}

@@ -1,5 +1,6 @@
 //! One live connection: the writer and reader tasks, the in-flight tables, and [`Peer`].
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -14,6 +15,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::driven::Queue;
 use super::handler::{HandlerResult, NotificationContext, RequestContext, SharedRequestHandler};
 use super::options::{ProgressUpdate, RequestOptions};
 use super::{CloseReason, HandlerTable, Shared, lock};
@@ -89,9 +91,20 @@ struct Tasks {
     notifier: Option<AbortHandle>,
 }
 
+/// Where a connection's outgoing messages go.
+enum Outlet {
+    /// To the writer task (connections started by `connect` or served inline).
+    Channel(mpsc::UnboundedSender<Outbound>),
+    /// To a queue drained on demand (connections driven by their owner; see
+    /// [`super::Driven`]).
+    Queue(Queue),
+}
+
 pub(crate) struct Connection {
     pub(crate) generation: u64,
-    outbound: mpsc::UnboundedSender<Outbound>,
+    outbound: Outlet,
+    /// Data the owner of a driven connection attached to it (see [`Peer::data`]).
+    data: Option<Box<dyn Any + Send + Sync>>,
     closed: CancellationToken,
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
@@ -110,9 +123,30 @@ impl Connection {
     /// Creates a connection whose tasks are not running yet; [`Starter::run`] starts them.
     pub(crate) fn new(generation: u64, shared: &Arc<Shared>) -> (Arc<Connection>, Starter) {
         let (outbound, outbound_rx) = mpsc::unbounded_channel();
-        let conn = Arc::new(Connection {
+        let conn = Connection::build(generation, shared, Outlet::Channel(outbound), None);
+        (conn, Starter { outbound_rx })
+    }
+
+    /// Creates a connection without tasks whose outgoing messages go to `queue`.
+    pub(crate) fn driven(
+        generation: u64,
+        shared: &Arc<Shared>,
+        queue: Queue,
+        data: Option<Box<dyn Any + Send + Sync>>,
+    ) -> Arc<Connection> {
+        Connection::build(generation, shared, Outlet::Queue(queue), data)
+    }
+
+    fn build(
+        generation: u64,
+        shared: &Arc<Shared>,
+        outbound: Outlet,
+        data: Option<Box<dyn Any + Send + Sync>>,
+    ) -> Arc<Connection> {
+        Arc::new(Connection {
             generation,
             outbound,
+            data,
             closed: CancellationToken::new(),
             torn_down: AtomicBool::new(false),
             published: AtomicBool::new(false),
@@ -124,23 +158,33 @@ impl Connection {
             close_timeout: shared.config.close_timeout,
             handlers: shared.handlers.clone(),
             shared: Arc::downgrade(shared),
-        });
-        (conn, Starter { outbound_rx })
+        })
     }
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }
 
-    fn send(&self, message: Message) -> Result<()> {
+    fn send(self: &Arc<Self>, message: Message) -> Result<()> {
         self.send_related(message, None)
     }
 
-    fn send_related(&self, message: Message, related: Option<RequestId>) -> Result<()> {
+    fn send_related(self: &Arc<Self>, message: Message, related: Option<RequestId>) -> Result<()> {
         if self.closed.is_cancelled() {
             return Err(Error::ConnectionClosed);
         }
-        self.outbound.send((message, related)).map_err(|_| Error::ConnectionClosed)
+        match &self.outbound {
+            Outlet::Channel(tx) => tx.send((message, related)).map_err(|_| Error::ConnectionClosed),
+            Outlet::Queue(queue) => {
+                queue.push(self, (message, related));
+                Ok(())
+            }
+        }
+    }
+
+    /// The data attached to a driven connection, if it is a `T`.
+    pub(crate) fn data<T: Any>(&self) -> Option<&T> {
+        self.data.as_deref().and_then(|d| (d as &dyn Any).downcast_ref())
     }
 
     /// Ends the connection: the close callback, then handlers cancelled and pending requests
@@ -173,7 +217,12 @@ impl Connection {
         if let Some(notifier) = tasks.notifier {
             notifier.abort();
         }
-        let result = match tasks.writer {
+        let writer = match (&self.outbound, tasks.writer) {
+            (_, Some(writer)) => Some(writer),
+            (Outlet::Queue(queue), None) => queue.close(),
+            (Outlet::Channel(_), None) => None,
+        };
+        let result = match writer {
             Some(writer) => {
                 let abort = writer.abort_handle();
                 match tokio::time::timeout(self.close_timeout, writer).await {
@@ -198,7 +247,7 @@ impl Connection {
     }
 
     /// Called from the connection's own tasks when the transport ended or failed.
-    fn lost(self: &Arc<Self>, reason: CloseReason) {
+    pub(crate) fn lost(self: &Arc<Self>, reason: CloseReason) {
         if self.torn_down.load(Ordering::SeqCst) {
             return;
         }
@@ -214,7 +263,7 @@ impl Connection {
         });
     }
 
-    fn dispatch_request(self: &Arc<Self>, request: Request) {
+    pub(crate) fn dispatch_request(self: &Arc<Self>, request: Request) {
         let Request { id, method, params } = request;
         let Some(handler) = self.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
@@ -243,7 +292,7 @@ impl Connection {
                 _ = token.cancelled() => None,
                 outcome = run_handler(handler, ctx, params) => Some(outcome),
             };
-            lock(&conn.inflight).remove(&id);
+            remove_shrinking(&mut lock(&conn.inflight), &id);
             // A cancelled request gets no response at all.
             if let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) {
                 let _ = conn.send_related(answer(id.clone(), outcome), Some(id));
@@ -330,7 +379,7 @@ impl Connection {
         }
     }
 
-    fn settle(&self, id: &RequestId, result: Result<Value>) {
+    pub(crate) fn settle(&self, id: &RequestId, result: Result<Value>) {
         match lock(&self.pending).remove(id) {
             Some(entry) => {
                 let _ = entry.tx.send(result);
@@ -339,7 +388,7 @@ impl Connection {
         }
     }
 
-    fn on_cancelled(&self, params: Option<&Value>) {
+    pub(crate) fn on_cancelled(&self, params: Option<&Value>) {
         let Some(id) = params
             .and_then(|p| p.get("requestId"))
             .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok())
@@ -347,13 +396,13 @@ impl Connection {
             tracing::debug!("notifications/cancelled without a valid requestId");
             return;
         };
-        if let Some(token) = lock(&self.inflight).remove(&id) {
+        if let Some(token) = remove_shrinking(&mut lock(&self.inflight), &id) {
             tracing::debug!(%id, "request cancelled by peer");
             token.cancel();
         }
     }
 
-    fn on_progress(&self, params: Option<&Value>) {
+    pub(crate) fn on_progress(&self, params: Option<&Value>) {
         let Some(params) = params else { return };
         let Some(id) = params
             .get("progressToken")
@@ -375,8 +424,21 @@ impl Connection {
     }
 }
 
+/// Removes `key`, and frees the table's memory once it is empty: an idle connection keeps
+/// no capacity from its busy moments.
+pub(crate) fn remove_shrinking<K, V>(map: &mut HashMap<K, V>, key: &K) -> Option<V>
+where
+    K: std::hash::Hash + Eq,
+{
+    let value = map.remove(key);
+    if map.is_empty() && map.capacity() > 0 {
+        *map = HashMap::new();
+    }
+    value
+}
+
 /// A message to write, with the incoming request it relates to.
-type Outbound = (Message, Option<RequestId>);
+pub(crate) type Outbound = (Message, Option<RequestId>);
 
 async fn write_loop<S: TransportSender>(
     conn: Arc<Connection>,
@@ -468,12 +530,20 @@ async fn read_loop<R: TransportReceiver>(
 }
 
 async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Notification>) {
-    while let Some(Notification { method, params }) = rx.recv().await {
-        match conn.handlers.notification_handler(&method) {
+    while let Some(notification) = rx.recv().await {
+        conn.notified(notification).await;
+    }
+}
+
+impl Connection {
+    /// Runs the handler of an incoming notification (other than cancellation and progress).
+    pub(crate) async fn notified(self: &Arc<Self>, notification: Notification) {
+        let Notification { method, params } = notification;
+        match self.handlers.notification_handler(&method) {
             Some(handler) => {
                 let ctx = NotificationContext {
                     method,
-                    peer: Peer { conn: conn.clone(), related: None },
+                    peer: Peer { conn: self.clone(), related: None },
                 };
                 handler.handle(ctx, params).await;
             }
@@ -507,7 +577,7 @@ impl fmt::Debug for Peer {
 /// Settles an outgoing request when its future is dropped early: removes it from the pending
 /// table and tells the peer with `notifications/cancelled`.
 struct PendingGuard<'a> {
-    conn: &'a Connection,
+    conn: &'a Arc<Connection>,
     id: Option<RequestId>,
     method: &'a str,
 }
@@ -556,7 +626,7 @@ impl Peer {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
-        let conn = &*self.conn;
+        let conn = &self.conn;
         if conn.is_closed() {
             return Err(Error::ConnectionClosed);
         }
@@ -641,6 +711,12 @@ impl Peer {
     /// Cancel safe: the notification is queued before the first await point.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         self.conn.send_related(Notification::new(method, params).into(), self.related.clone())
+    }
+
+    /// The data the owner of this connection attached to it, if it is a `T` (see
+    /// [`Engine::drive_with`](super::Engine::drive_with)).
+    pub fn data<T: Any>(&self) -> Option<&T> {
+        self.conn.data()
     }
 
     /// The incoming request this handle relates what it sends to, if any.

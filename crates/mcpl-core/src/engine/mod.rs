@@ -46,12 +46,14 @@ use crate::error::{Error, Result};
 use crate::transport::{Transport, TransportSender};
 
 mod connection;
+mod driven;
 mod handler;
 mod options;
 mod typed;
 
 use self::connection::Connection;
 pub use self::connection::Peer;
+pub use self::driven::Driven;
 pub use self::handler::{
     BoxFuture, HandlerResult, NotificationContext, NotificationHandler, RequestContext,
     RequestHandler,
@@ -466,6 +468,51 @@ impl Engine {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
         let (conn, starter) = Connection::new(generation, &self.shared);
         conn.serve_inline(starter, request, sender).await
+    }
+
+    /// A connection driven by the caller, answering through `sender`: see [`Driven`].
+    ///
+    /// Like [`serve_request`](Self::serve_request), it does not take the engine's slot: any
+    /// number of driven connections share the engine's handlers, each with its own tables.
+    /// Nothing runs while it is idle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::engine::Engine;
+    /// use mcpl_core::jsonrpc::{Message, Request, RequestId};
+    /// use mcpl_core::transport::{Transport, TransportReceiver, memory};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+    /// let engine = Engine::new();
+    /// engine.on_request("whoami", |ctx, _params| async move {
+    ///     Ok(json!(ctx.peer().data::<&str>().copied()))
+    /// });
+    /// // Whatever the connection sends goes to `sender`; here, one end of an in-memory pair.
+    /// let (ours, theirs) = memory::pair();
+    /// let (sender, _unused) = ours.start().await?;
+    /// let (_unused, mut inbox) = theirs.start().await?;
+    /// let driven = engine.drive_with(sender, "alice");
+    /// driven.deliver(Request::new(RequestId::from(1), "whoami", None).into()).await?;
+    /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
+    /// assert_eq!(answer.result, json!("alice"));
+    /// # Ok(()) }
+    /// ```
+    pub fn drive<S: TransportSender>(&self, sender: S) -> Driven {
+        let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
+        Driven::new(generation, &self.shared, sender, None)
+    }
+
+    /// Like [`drive`](Self::drive), with `data` attached to the connection: handlers read it
+    /// with [`Peer::data`] (through [`RequestContext::peer`] or [`NotificationContext::peer`]).
+    pub fn drive_with<S, D>(&self, sender: S, data: D) -> Driven
+    where
+        S: TransportSender,
+        D: std::any::Any + Send + Sync,
+    {
+        let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
+        Driven::new(generation, &self.shared, sender, Some(Box::new(data)))
     }
 
     /// Closes the current connection, if any.

@@ -56,6 +56,14 @@ pub trait EventStore: Send + Sync + 'static {
 
     /// Forgets every event of `session`.
     fn remove_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()>;
+
+    /// Forgets the events of one stream of `session`: called once a request stream's
+    /// response was written out on a live connection, so nothing is left to resume. The
+    /// default keeps them (until [`remove_session`](Self::remove_session)).
+    fn discard_stream<'a>(&'a self, session: &'a str, stream: u64) -> BoxFuture<'a, ()> {
+        let _ = (session, stream);
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// Events by (session, stream): (sequence, message), oldest first.
@@ -142,6 +150,11 @@ impl EventStore for InMemoryEventStore {
         self.streams().retain(|(s, _), _| s != session);
         Box::pin(std::future::ready(()))
     }
+
+    fn discard_stream<'a>(&'a self, session: &'a str, stream: u64) -> BoxFuture<'a, ()> {
+        self.streams().remove(&(session.to_owned(), stream));
+        Box::pin(std::future::ready(()))
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +180,22 @@ mod tests {
         assert!(store.replay_after("other", EventPosition { stream: 7, seq: 3 }).await.is_none());
         store.remove_session("s").await;
         assert!(store.replay_after("s", EventPosition { stream: 7, seq: 3 }).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn discarding_a_stream_keeps_the_others() {
+        let store = InMemoryEventStore::new(8);
+        store.append("s", EventPosition { stream: 1, seq: 1 }, &msg(1)).await;
+        store.append("s", EventPosition { stream: 2, seq: 1 }, &msg(2)).await;
+        store.discard_stream("s", 1).await;
+        assert!(
+            store.replay_after("s", EventPosition { stream: 1, seq: 0 }).await.unwrap().is_empty()
+        );
+        assert!(store.replay_after("s", EventPosition { stream: 1, seq: 1 }).await.is_none());
+        assert_eq!(
+            store.replay_after("s", EventPosition { stream: 2, seq: 0 }).await.unwrap().len(),
+            1
+        );
     }
 
     #[test]

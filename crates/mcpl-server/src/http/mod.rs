@@ -49,7 +49,7 @@ use tokio::sync::mpsc;
 use self::event_store::{EventPosition, EventStore, InMemoryEventStore};
 use self::guard::Refusal;
 use self::session::{Event, HttpSession, StreamError};
-use self::session_store::{InMemorySessionStore, SessionRecord, SessionStore};
+use self::session_store::{SessionRecord, SessionStore};
 use self::sse::SseEvent;
 use crate::builder::Server;
 
@@ -80,9 +80,12 @@ struct Inner {
     server: Server,
     config: HttpConfig,
     events: Arc<dyn EventStore>,
-    store: Arc<dyn SessionStore>,
-    sessions: RwLock<HashMap<String, Arc<HttpSession>>>,
+    /// Where sessions are recorded for other endpoints to continue; `None`: nowhere.
+    store: Option<Arc<dyn SessionStore>>,
+    sessions: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
     stateless: mcpl_core::Engine,
+    /// The engine every stateful-era session is a driven connection of.
+    session_engine: mcpl_core::Engine,
     /// The server's identity as JSON, put in every stateless-era result's `_meta`.
     server_info: serde_json::Value,
     reaper: std::sync::Once,
@@ -105,8 +108,11 @@ impl StreamableHttp {
     }
 
     /// The endpoint of `server` with `config`, keeping SSE events in `events`.
+    ///
+    /// Sessions live in this endpoint only; see [`with_stores`](Self::with_stores) to record
+    /// them where other endpoints can continue them.
     pub fn with_event_store(server: Server, config: HttpConfig, events: impl EventStore) -> Self {
-        Self::with_stores(server, config, events, InMemorySessionStore::new())
+        Self::build(server, config, Arc::new(events), None)
     }
 
     /// The endpoint of `server` with `config`, keeping SSE events in `events` and recording
@@ -118,15 +124,26 @@ impl StreamableHttp {
         events: impl EventStore,
         sessions: impl SessionStore,
     ) -> Self {
+        Self::build(server, config, Arc::new(events), Some(Arc::new(sessions)))
+    }
+
+    fn build(
+        server: Server,
+        config: HttpConfig,
+        events: Arc<dyn EventStore>,
+        store: Option<Arc<dyn SessionStore>>,
+    ) -> Self {
         let stateless = stateless::stateless_engine(&server);
+        let session_engine = crate::session::shared_engine(&server);
         let server_info = serde_json::to_value(server.info()).unwrap_or_default();
         StreamableHttp {
             inner: Arc::new(Inner {
                 server,
                 config,
-                events: Arc::new(events),
-                store: Arc::new(sessions),
+                events,
+                store,
                 stateless,
+                session_engine,
                 server_info,
                 sessions: RwLock::new(HashMap::new()),
                 reaper: std::sync::Once::new(),
@@ -165,8 +182,50 @@ impl StreamableHttp {
         let weak = Arc::downgrade(&self.inner);
         let period = (self.inner.config.session_idle_timeout / 4).max(Duration::from_millis(100));
         self.inner.reaper.call_once(|| {
+            let changes = self.inner.server.subscribe_changes();
+            tokio::spawn(forward_changes(weak.clone(), changes));
             tokio::spawn(reap(weak, period));
         });
+    }
+}
+
+/// Tells every live session about the server's changes, until the endpoint is dropped: one
+/// task for all sessions, so an idle session costs no task of its own.
+async fn forward_changes(
+    inner: Weak<Inner>,
+    mut changes: tokio::sync::broadcast::Receiver<crate::events::ServerEvent>,
+) {
+    use crate::events::ServerEvent;
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let batch = match changes.recv().await {
+            Ok(event) => vec![event],
+            Err(RecvError::Closed) => return,
+            Err(RecvError::Lagged(missed)) => {
+                // Resource updates are lost; the lists may have changed, so say so.
+                tracing::warn!(missed, "sessions fell behind on server events");
+                vec![
+                    ServerEvent::ToolsListChanged,
+                    ServerEvent::ResourcesListChanged,
+                    ServerEvent::PromptsListChanged,
+                ]
+            }
+        };
+        let Some(inner) = inner.upgrade() else { return };
+        let sessions: Vec<Arc<HttpSession>> = inner
+            .sessions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        drop(inner);
+        for event in &batch {
+            for session in sessions.iter().filter(|s| s.wants(event)) {
+                // Queued without waiting: a session whose connection closed is skipped.
+                let _ = session.peer().notify(event.method(), event.params()).await;
+            }
+        }
     }
 }
 
@@ -179,7 +238,7 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
         let expired: Vec<Arc<HttpSession>> = {
             let mut sessions =
                 inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let ids: Vec<String> = sessions
+            let ids: Vec<Arc<str>> = sessions
                 .iter()
                 .filter(|(_, s)| s.idle_since().elapsed() > timeout)
                 .map(|(id, _)| id.clone())
@@ -188,7 +247,9 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
         };
         for session in expired {
             tracing::debug!(session = %session.id, "closing idle session");
-            inner.store.remove(&session.id).await;
+            if let Some(store) = &inner.store {
+                store.remove(&session.id).await;
+            }
             session.close().await;
         }
     }
@@ -284,9 +345,7 @@ fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<()
         return Ok(());
     };
     match ProtocolVersion::parse(value) {
-        Some(v) if session.mcp.protocol_version().is_none_or(|negotiated| negotiated == v) => {
-            Ok(())
-        }
+        Some(v) if session.protocol_version().is_none_or(|negotiated| negotiated == v) => Ok(()),
         Some(v) => Err(Reject::new(
             StatusCode::BAD_REQUEST,
             ErrorCode::INVALID_REQUEST,
@@ -317,7 +376,11 @@ async fn find_session(
         session.touch();
         return Ok(session);
     }
-    match http.inner.store.load(id).await {
+    let recorded = match &http.inner.store {
+        Some(store) => store.load(id).await,
+        None => None,
+    };
+    match recorded {
         Some(record) => restore(http, record).await,
         None => Err(Reject::new(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found")),
     }
@@ -332,10 +395,11 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
             format!("could not restore the session: {what}"),
         )
     };
-    let session =
-        HttpSession::start(record.id.clone(), &http.inner.server, http.inner.events.clone())
-            .await
-            .map_err(|e| failed(&e.to_string()))?;
+    let session = Arc::new(HttpSession::start(
+        Arc::from(record.id.as_str()),
+        &http.inner.session_engine,
+        http.inner.events.clone(),
+    ));
     let params = InitializeRequestParams::new(
         record.protocol_version.clone(),
         record.client_capabilities.clone(),
@@ -361,7 +425,7 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     let live = {
         let mut sessions =
             http.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        sessions.entry(record.id.clone()).or_insert_with(|| session.clone()).clone()
+        sessions.entry(session.id.clone()).or_insert_with(|| session.clone()).clone()
     };
     if !Arc::ptr_eq(&live, &session) {
         session.close().await;
@@ -480,17 +544,11 @@ async fn initialize(http: StreamableHttp, message: Message) -> Response {
             );
         }
     };
-    let session =
-        match HttpSession::start(id.clone(), &http.inner.server, http.inner.events.clone()).await {
-            Ok(s) => s,
-            Err(e) => {
-                return rpc_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    ErrorCode::INTERNAL_ERROR,
-                    e.to_string(),
-                );
-            }
-        };
+    let session = Arc::new(HttpSession::start(
+        Arc::from(id.as_str()),
+        &http.inner.session_engine,
+        http.inner.events.clone(),
+    ));
     let request_id = req.id.clone();
     let Ok((_stream, mut rx)) = session.open_request_stream(&request_id, true) else {
         return rpc_error(
@@ -523,11 +581,12 @@ async fn initialize(http: StreamableHttp, message: Message) -> Response {
         .sessions
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(id.clone(), session.clone());
-    if let (Some(version), Some(client_info), Some(client_capabilities)) = (
-        session.mcp.protocol_version(),
-        session.mcp.client_info(),
-        session.mcp.client_capabilities(),
+        .insert(session.id.clone(), session.clone());
+    if let (Some(store), Some(version), Some(client_info), Some(client_capabilities)) = (
+        &http.inner.store,
+        session.protocol_version(),
+        session.client_info(),
+        session.client_capabilities(),
     ) {
         let record = SessionRecord {
             id: id.clone(),
@@ -535,7 +594,7 @@ async fn initialize(http: StreamableHttp, message: Message) -> Response {
             client_info,
             client_capabilities,
         };
-        http.inner.store.save(record).await;
+        store.save(record).await;
     }
     http.start_reaper();
     let mut response = if http.inner.config.json_response {
@@ -580,24 +639,44 @@ fn sse_reply(
     // Clients of 2025-11-25 and later understand an event with an id and empty data, which
     // lets them resume a stream that closes before its first real event.
     let primes =
-        prime && session.mcp.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
+        prime && session.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
     let retry = http.inner.config.retry;
     let first = primes.then(|| {
         SseEvent::default().id(EventPosition { stream, seq: 0 }.to_event_id()).retry(retry).data("")
     });
     let last_replayed = replay.last().map(|e| e.position.seq).unwrap_or(0);
-    let replayed = futures::stream::iter(replay.iter().map(sse_event).collect::<Vec<_>>());
+    let replayed = futures::stream::iter(replay);
     let live = futures::stream::unfold(live, move |rx| async move {
         let mut rx = rx?;
         loop {
             let event = rx.recv().await?;
             // Skip what the replay already delivered.
             if event.position.seq > last_replayed {
-                return Some((sse_event(&event), Some(rx)));
+                return Some((event, Some(rx)));
             }
         }
     });
-    let events = futures::stream::iter(first).chain(replayed).chain(live).map(Ok::<_, Infallible>);
+    // Once the response has been handed to the connection, the stream has nothing left to
+    // resume: its stored events are dropped (ending the body is the next poll after that).
+    let discard = Some((http.inner.events.clone(), session.id.clone()));
+    let events = futures::stream::unfold(
+        (Box::pin(replayed.chain(live)), discard, false),
+        move |(mut events, discard, finished)| async move {
+            match events.next().await {
+                Some(event) => {
+                    let done = matches!(event.message, Message::Response(_) | Message::Error(_));
+                    Some((sse_event(&event), (events, discard, finished || done)))
+                }
+                None => {
+                    if let (true, Some((store, session))) = (finished, discard) {
+                        store.discard_stream(&session, stream).await;
+                    }
+                    None
+                }
+            }
+        },
+    );
+    let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
     let mut response = sse::response(events, http.inner.config.keep_alive);
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
@@ -671,7 +750,9 @@ async fn delete(http: StreamableHttp, request: Request) -> Response {
         Err(reject) => return reject.into_response(),
     };
     http.remove_session(&session.id);
-    http.inner.store.remove(&session.id).await;
+    if let Some(store) = &http.inner.store {
+        store.remove(&session.id).await;
+    }
     session.close().await;
     StatusCode::NO_CONTENT.into_response()
 }

@@ -10,19 +10,20 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use mcpl_core::engine::{Driven, Engine};
 use mcpl_core::jsonrpc::{Message, RequestId};
-use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
-use mcpl_core::{Error, Result};
+use mcpl_core::transport::TransportSender;
+use mcpl_core::types::{ClientCapabilities, Implementation};
+use mcpl_core::{Peer, ProtocolVersion, Result};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::event_store::{EventPosition, EventStore};
-use crate::session::Session as McpSession;
+use crate::context::lock as lock_client;
+use crate::session::SessionState;
 
-/// How many events may wait for a slow SSE connection before the sender waits.
+/// How many events may wait for a slow SSE connection before it is detached.
 const STREAM_BUFFER: usize = 64;
-/// How many client messages may wait for the session's engine.
-const INBOUND_BUFFER: usize = 64;
 
 /// One event for an SSE connection.
 #[derive(Debug, Clone)]
@@ -37,6 +38,15 @@ struct StreamState {
     attached: Option<mpsc::Sender<Event>>,
     /// A JSON-mode request stream: only its response goes to it.
     json: bool,
+}
+
+/// Removes `key`, freeing the table's memory once it is empty (idle sessions keep none).
+fn remove_shrinking<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>, key: &K) -> Option<V> {
+    let value = map.remove(key);
+    if map.is_empty() && map.capacity() > 0 {
+        *map = HashMap::new();
+    }
+    value
 }
 
 #[derive(Debug, Default)]
@@ -75,11 +85,11 @@ pub(crate) enum StreamError {
     Closed,
 }
 
-/// A live session.
+/// A live session: a connection of the endpoint's shared session engine, driven by the HTTP
+/// requests of its client. An idle session runs no task and holds no channel.
 pub(crate) struct HttpSession {
-    pub(crate) id: String,
-    pub(crate) mcp: McpSession,
-    inbound: mpsc::Sender<Message>,
+    pub(crate) id: Arc<str>,
+    driven: Driven,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
     last_active: Mutex<Instant>,
@@ -92,40 +102,54 @@ impl std::fmt::Debug for HttpSession {
 }
 
 impl HttpSession {
-    /// Starts serving `server` in a new session with id `id`.
-    pub(crate) async fn start(
-        id: String,
-        server: &crate::Server,
-        events: Arc<dyn EventStore>,
-    ) -> Result<Arc<HttpSession>> {
+    /// Starts a new session with id `id` on `engine` (see [`crate::session::shared_engine`]).
+    pub(crate) fn start(id: Arc<str>, engine: &Engine, events: Arc<dyn EventStore>) -> HttpSession {
         let routes: SharedRoutes = Arc::default();
-        let (inbound, inbound_rx) = mpsc::channel(INBOUND_BUFFER);
-        let transport = SessionTransport {
-            sender: SessionSender {
-                session: id.clone(),
-                routes: routes.clone(),
-                events: events.clone(),
-            },
-            receiver: SessionReceiver { rx: inbound_rx },
-        };
-        let mcp = server.serve(transport).await?;
+        let sender =
+            SessionSender { session: id.clone(), routes: routes.clone(), events: events.clone() };
+        let state = SessionState::default();
         let closer_routes = Arc::downgrade(&routes);
-        mcp.set_stream_closer(crate::context::StreamCloser(Arc::new(move |id: &RequestId| {
-            let Some(routes) = closer_routes.upgrade() else { return false };
-            let mut routes = lock(&routes);
-            let Some(stream) = routes.by_request.get(id).copied() else { return false };
-            // Dropping the live connection's sender ends its SSE body; events keep going to
-            // the store for the client to resume.
-            routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
-        })));
-        Ok(Arc::new(HttpSession {
-            id,
-            mcp,
-            inbound,
-            routes,
-            events,
-            last_active: Mutex::new(Instant::now()),
-        }))
+        lock_client(&state.client).stream_closer =
+            Some(crate::context::StreamCloser(Arc::new(move |id: &RequestId| {
+                let Some(routes) = closer_routes.upgrade() else { return false };
+                let mut routes = lock(&routes);
+                let Some(stream) = routes.by_request.get(id).copied() else { return false };
+                // Dropping the live connection's sender ends its SSE body; events keep going to
+                // the store for the client to resume.
+                routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
+            })));
+        let driven = engine.drive_with(sender, state);
+        HttpSession { id, driven, routes, events, last_active: Mutex::new(Instant::now()) }
+    }
+
+    fn state(&self) -> Option<&SessionState> {
+        self.driven.data::<SessionState>()
+    }
+
+    /// The protocol version negotiated by `initialize`, once it happened.
+    pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.state().and_then(|s| lock_client(&s.client).version)
+    }
+
+    /// The client's identity, once it initialized.
+    pub(crate) fn client_info(&self) -> Option<Implementation> {
+        self.state().and_then(|s| lock_client(&s.client).client_info.clone())
+    }
+
+    /// The client's capabilities, once it initialized.
+    pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        self.state().and_then(|s| lock_client(&s.client).client_capabilities.clone())
+    }
+
+    /// Whether the session should be told about `event`: once initialized, list changes
+    /// always, resource updates if the client subscribed.
+    pub(crate) fn wants(&self, event: &crate::events::ServerEvent) -> bool {
+        self.state().is_some_and(|s| s.is_initialized() && crate::events::wanted(&s.client, event))
+    }
+
+    /// The client, for notifications not related to a request.
+    pub(crate) fn peer(&self) -> Peer {
+        self.driven.peer()
     }
 
     pub(crate) fn touch(&self) {
@@ -136,9 +160,9 @@ impl HttpSession {
         *self.last_active.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands a client message to the session's engine.
+    /// Hands a client message to the session's connection.
     pub(crate) async fn deliver(&self, message: Message) -> Result<()> {
-        self.inbound.send(message).await.map_err(|_| Error::ConnectionClosed)
+        self.driven.deliver(message).await
     }
 
     /// Opens the stream of client request `id`.
@@ -162,8 +186,8 @@ impl HttpSession {
     /// Forgets a request stream whose message never reached the engine.
     pub(crate) fn abandon_request_stream(&self, id: &RequestId) {
         let mut routes = lock(&self.routes);
-        if let Some(stream) = routes.by_request.remove(id) {
-            routes.streams.remove(&stream);
+        if let Some(stream) = remove_shrinking(&mut routes.by_request, id) {
+            remove_shrinking(&mut routes.streams, &stream);
         }
     }
 
@@ -220,30 +244,16 @@ impl HttpSession {
             routes.streams.clear();
             routes.by_request.clear();
         }
-        if let Err(e) = self.mcp.close().await {
+        if let Err(e) = self.driven.close().await {
             tracing::debug!(error = %e, session = %self.id, "closing session engine failed");
         }
         self.events.remove_session(&self.id).await;
     }
 }
 
-struct SessionTransport {
-    sender: SessionSender,
-    receiver: SessionReceiver,
-}
-
-impl Transport for SessionTransport {
-    type Sender = SessionSender;
-    type Receiver = SessionReceiver;
-
-    async fn start(self) -> Result<(SessionSender, SessionReceiver)> {
-        Ok((self.sender, self.receiver))
-    }
-}
-
 /// Routes the engine's outgoing messages to streams.
 pub(crate) struct SessionSender {
-    session: String,
+    session: Arc<str>,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
 }
@@ -260,10 +270,10 @@ impl TransportSender for SessionSender {
             _ => None,
         };
         let finishes = response_to.is_some();
-        let (position, attached) = {
+        let (position, attached, keep) = {
             let mut routes = lock(&self.routes);
             let stream = match &response_to {
-                Some(id) => routes.by_request.remove(id),
+                Some(id) => remove_shrinking(&mut routes.by_request, id),
                 None => related
                     .and_then(|id| routes.by_request.get(&id).copied())
                     .filter(|s| routes.streams.get(s).is_some_and(|st| !st.json))
@@ -277,12 +287,16 @@ impl TransportSender for SessionSender {
             let position = EventPosition { stream, seq: state.next_seq };
             state.next_seq += 1;
             let attached = state.attached.clone();
+            // A JSON-mode stream is one HTTP body: nothing to resume, nothing to keep.
+            let keep = !state.json;
             if finishes {
-                routes.streams.remove(&stream);
+                remove_shrinking(&mut routes.streams, &stream);
             }
-            (position, attached)
+            (position, attached, keep)
         };
-        self.events.append(&self.session, position, &message).await;
+        if keep {
+            self.events.append(&self.session, position, &message).await;
+        }
         if let Some(tx) = attached {
             // Never wait for a slow connection: one that cannot keep up (or went away) is
             // detached, and its client resumes from the store with `Last-Event-ID`.
@@ -303,16 +317,5 @@ impl TransportSender for SessionSender {
         routes.closed = true;
         routes.streams.clear();
         Ok(())
-    }
-}
-
-/// Feeds client messages to the engine.
-pub(crate) struct SessionReceiver {
-    rx: mpsc::Receiver<Message>,
-}
-
-impl TransportReceiver for SessionReceiver {
-    async fn recv(&mut self) -> Result<Option<Message>> {
-        Ok(self.rx.recv().await)
     }
 }

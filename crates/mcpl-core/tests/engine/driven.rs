@@ -1,0 +1,211 @@
+//! Connections driven by their owner (`Engine::drive`): the HTTP-session shape.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcpl_core::engine::{Engine, RequestOptions};
+use mcpl_core::jsonrpc::{Message, Notification, Request, RequestId, Response};
+use mcpl_core::transport::Transport;
+use mcpl_core::{ErrorKind, Result};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::support::{CloseBehavior, Script, scripted};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn driven_sender() -> (crate::support::ScriptedSender, Script) {
+    let (transport, script) = scripted(CloseBehavior::Ok);
+    let (sender, _receiver) = transport.start().await.unwrap();
+    (sender, script)
+}
+
+async fn next(script: &mut Script) -> Message {
+    tokio::time::timeout(WAIT, script.sent.recv()).await.expect("a message in time").unwrap()
+}
+
+fn request(id: i64, method: &str, params: Option<Value>) -> Message {
+    Request::new(RequestId::from(id), method, params).into()
+}
+
+#[tokio::test]
+async fn serves_requests_with_the_engines_handlers_and_attached_data() {
+    let engine = Engine::new();
+    engine.on_request("whoami", |ctx, params| async move {
+        let name = ctx.peer().data::<String>().cloned();
+        Ok(json!({ "name": name, "params": params }))
+    });
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive_with(sender, "alice".to_owned());
+    assert_eq!(driven.data::<String>().map(String::as_str), Some("alice"));
+    assert!(driven.data::<u32>().is_none());
+    driven.deliver(request(7, "whoami", Some(json!({"x": 1})))).await.unwrap();
+    let Message::Response(r) = next(&mut script).await else { panic!("expected a response") };
+    assert_eq!(r.id, RequestId::from(7));
+    assert_eq!(r.result, json!({ "name": "alice", "params": {"x": 1} }));
+    // The response relates to the request it answers.
+    assert_eq!(script.related.recv().await.unwrap(), Some(RequestId::from(7)));
+    // The engine's own slot is untouched.
+    assert!(!engine.is_connected());
+}
+
+#[tokio::test]
+async fn unknown_methods_get_method_not_found() {
+    let engine = Engine::new();
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    driven.deliver(request(1, "nope", None)).await.unwrap();
+    let Message::Error(e) = next(&mut script).await else { panic!("expected an error") };
+    assert_eq!(e.error.code.0, -32601);
+}
+
+#[tokio::test]
+async fn requests_to_the_peer_are_settled_by_delivered_responses() {
+    let engine = Engine::new();
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    let peer = driven.peer();
+    let call = tokio::spawn(async move {
+        peer.request("sampling/createMessage", Some(json!({})), RequestOptions::new()).await
+    });
+    let Message::Request(sent) = next(&mut script).await else { panic!("expected a request") };
+    driven.deliver(Response::new(sent.id.clone(), json!({"ok": true})).into()).await.unwrap();
+    let answer = tokio::time::timeout(WAIT, call).await.unwrap().unwrap().unwrap();
+    assert_eq!(answer, json!({"ok": true}));
+}
+
+#[tokio::test]
+async fn a_delivered_cancellation_cancels_the_handler_without_a_response() {
+    let engine = Engine::new();
+    let started = Arc::new(Notify::new());
+    let cancelled = Arc::new(Notify::new());
+    let (s, c) = (started.clone(), cancelled.clone());
+    engine.on_request("slow", move |ctx, _| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            s.notify_one();
+            ctx.cancelled().await;
+            c.notify_one();
+            Ok(json!({}))
+        }
+    });
+    engine.on_request("fast", |_, _| async { Ok(json!("fast")) });
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    driven.deliver(request(1, "slow", None)).await.unwrap();
+    tokio::time::timeout(WAIT, started.notified()).await.unwrap();
+    let cancel = Notification::new("notifications/cancelled", Some(json!({"requestId": 1})));
+    driven.deliver(cancel.into()).await.unwrap();
+    // The handler future is dropped: it never reaches its `notify_one`; the next message out
+    // is the answer to a later request, not a response to the cancelled one.
+    driven.deliver(request(2, "fast", None)).await.unwrap();
+    let Message::Response(r) = next(&mut script).await else { panic!("expected a response") };
+    assert_eq!(r.id, RequestId::from(2));
+    assert!(tokio::time::timeout(Duration::from_millis(50), cancelled.notified()).await.is_err());
+}
+
+#[tokio::test]
+async fn notifications_are_handled_in_delivery_order_before_deliver_returns() {
+    let engine = Engine::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    engine.on_notification("tick", move |_ctx, params| {
+        let s = s.clone();
+        async move {
+            tokio::task::yield_now().await;
+            s.lock().unwrap().push(params.unwrap_or_default());
+        }
+    });
+    let (sender, _script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    for n in 0..20 {
+        driven.deliver(Notification::new("tick", Some(json!(n))).into()).await.unwrap();
+        assert_eq!(seen.lock().unwrap().len(), n + 1);
+    }
+    let expected: Vec<Value> = (0..20).map(|n| json!(n)).collect();
+    assert_eq!(*seen.lock().unwrap(), expected);
+}
+
+#[tokio::test]
+async fn outgoing_messages_keep_their_order() {
+    let engine = Engine::new();
+    engine.on_request("burst", |ctx, _| async move {
+        for n in 0..100 {
+            ctx.peer().notify("n", Some(json!(n))).await.unwrap();
+        }
+        Ok(json!("done"))
+    });
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    driven.deliver(request(1, "burst", None)).await.unwrap();
+    for n in 0..100 {
+        let Message::Notification(note) = next(&mut script).await else { panic!("expected n") };
+        assert_eq!(note.params, Some(json!(n)));
+    }
+    assert!(matches!(next(&mut script).await, Message::Response(_)));
+}
+
+#[tokio::test]
+async fn close_settles_pending_requests_cancels_handlers_and_closes_the_sender() {
+    let engine = Engine::new();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    struct OnDrop(Arc<AtomicUsize>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let d = dropped.clone();
+    engine.on_request("forever", move |_ctx, _| {
+        let guard = OnDrop(d.clone());
+        async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+            Ok(json!({}))
+        }
+    });
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    driven.deliver(request(1, "forever", None)).await.unwrap();
+    let peer = driven.peer();
+    let call = tokio::spawn(async move { peer.request("x", None, RequestOptions::new()).await });
+    assert!(matches!(next(&mut script).await, Message::Request(_)));
+    driven.close().await.unwrap();
+    let settled: Result<Value> = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert_eq!(settled.unwrap_err().kind(), ErrorKind::ConnectionClosed);
+    tokio::time::timeout(WAIT, async {
+        while dropped.load(Ordering::SeqCst) == 0 || script.closes.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the handler is dropped and the sender closed");
+    assert!(driven.is_closed());
+    let refused = driven.deliver(request(2, "forever", None)).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::ConnectionClosed);
+    assert_eq!(
+        driven.peer().notify("n", None).await.unwrap_err().kind(),
+        ErrorKind::ConnectionClosed
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_idle_driven_connection_runs_no_task() {
+    let engine = Engine::new();
+    engine.on_request("ping", |_, _| async { Ok(json!({})) });
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    driven.deliver(request(1, "ping", None)).await.unwrap();
+    assert!(matches!(next(&mut script).await, Message::Response(_)));
+    tokio::time::timeout(WAIT, async {
+        while metrics.num_alive_tasks() > before {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("no task outlives the request");
+    assert!(!driven.is_closed());
+}

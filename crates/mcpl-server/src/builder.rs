@@ -94,6 +94,15 @@ impl Server {
         self.read().tools.get(name).filter(|t| t.enabled).map(|t| t.tool.clone())
     }
 
+    /// Reads the definition of the enabled tool `name` in place, without copying it.
+    pub(crate) fn with_tool_definition<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&Tool) -> R,
+    ) -> Option<R> {
+        self.read().tools.get(name).filter(|t| t.enabled).map(|t| f(&t.tool))
+    }
+
     /// The enabled tools, in registration order (the order of `tools/list`).
     pub fn tools(&self) -> Vec<Tool> {
         self.read().tools.items.iter().filter(|t| t.enabled).map(|t| t.tool.clone()).collect()

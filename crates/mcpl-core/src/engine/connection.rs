@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use futures::FutureExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
+use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
@@ -27,7 +28,7 @@ use crate::transport::{TransportReceiver, TransportSender};
 
 /// The parts of a new connection its tasks take when they start.
 pub(crate) struct Starter {
-    outbound_rx: mpsc::UnboundedReceiver<Outbound>,
+    outbound_rx: UnboundedReceiver<Outbound>,
 }
 
 impl Starter {
@@ -94,7 +95,7 @@ struct Tasks {
 /// Where a connection's outgoing messages go.
 enum Outlet {
     /// To the writer task (connections started by `connect` or served inline).
-    Channel(mpsc::UnboundedSender<Outbound>),
+    Channel(UnboundedSender<Outbound>),
     /// To a queue drained on demand (connections driven by their owner; see
     /// [`super::Driven`]).
     Queue(Queue),
@@ -122,7 +123,9 @@ pub(crate) struct Connection {
 impl Connection {
     /// Creates a connection whose tasks are not running yet; [`Starter::run`] starts them.
     pub(crate) fn new(generation: u64, shared: &Arc<Shared>) -> (Arc<Connection>, Starter) {
-        let (outbound, outbound_rx) = mpsc::unbounded_channel();
+        // A futures channel: unlike Tokio's, it allocates nothing up front (a connection served
+        // inline often sends nothing but its response).
+        let (outbound, outbound_rx) = futures::channel::mpsc::unbounded();
         let conn = Connection::build(generation, shared, Outlet::Channel(outbound), None);
         (conn, Starter { outbound_rx })
     }
@@ -174,7 +177,9 @@ impl Connection {
             return Err(Error::ConnectionClosed);
         }
         match &self.outbound {
-            Outlet::Channel(tx) => tx.send((message, related)).map_err(|_| Error::ConnectionClosed),
+            Outlet::Channel(tx) => {
+                tx.unbounded_send((message, related)).map_err(|_| Error::ConnectionClosed)
+            }
             Outlet::Queue(queue) => {
                 queue.push(self, (message, related));
                 Ok(())
@@ -325,7 +330,7 @@ impl Connection {
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some((message, related)) = outbound.recv() => {
+                Some((message, related)) = outbound.next() => {
                     self.forward_inline(&mut sender, message, related).await?;
                 }
                 outcome = &mut handler => break outcome,
@@ -373,7 +378,10 @@ impl Connection {
         RequestContext {
             id: id.clone(),
             method,
-            meta: params.and_then(|p| p.get("_meta")).and_then(Value::as_object).cloned(),
+            meta: params
+                .and_then(|p| p.get("_meta"))
+                .and_then(Value::as_object)
+                .map(|m| Arc::new(m.clone())),
             peer: Peer { conn: self.clone(), related: Some(id.clone()) },
             cancel,
         }
@@ -443,7 +451,7 @@ pub(crate) type Outbound = (Message, Option<RequestId>);
 async fn write_loop<S: TransportSender>(
     conn: Arc<Connection>,
     mut sender: S,
-    mut rx: mpsc::UnboundedReceiver<Outbound>,
+    mut rx: UnboundedReceiver<Outbound>,
 ) -> Result<()> {
     let closed = conn.closed.clone();
     // Do not keep the connection alive from its own writer.
@@ -452,7 +460,7 @@ async fn write_loop<S: TransportSender>(
     loop {
         tokio::select! {
             biased;
-            message = rx.recv() => {
+            message = rx.next() => {
                 let Some((message, related)) = message else { break };
                 if let Err(e) = sender.send_related(message, related).await {
                     tracing::debug!(error = %e, "transport send failed");

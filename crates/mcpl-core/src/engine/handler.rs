@@ -77,7 +77,8 @@ pub(crate) type SharedNotificationHandler = Arc<dyn NotificationHandler>;
 pub struct RequestContext {
     pub(crate) id: RequestId,
     pub(crate) method: String,
-    pub(crate) meta: Option<Map<String, Value>>,
+    /// Shared, so that cloning a context (handlers hand theirs to sub-tasks) copies no JSON.
+    pub(crate) meta: Option<Arc<Map<String, Value>>>,
     pub(crate) peer: Peer,
     pub(crate) cancel: CancellationToken,
 }
@@ -95,7 +96,7 @@ impl RequestContext {
 
     /// The request's `_meta` object, if it had one.
     pub fn meta(&self) -> Option<&Map<String, Value>> {
-        self.meta.as_ref()
+        self.meta.as_deref()
     }
 
     /// The progress token the caller asked progress notifications for, if any.

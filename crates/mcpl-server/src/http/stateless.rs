@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use mcpl_core::engine::{Engine, RequestContext};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
@@ -20,7 +21,6 @@ use mcpl_core::types::{LoggingLevel, meta_keys, names};
 use mcpl_core::{Era, Error, ProtocolVersion, Result};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
 use super::sse::{self, SseEvent};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
@@ -133,8 +133,19 @@ fn check_param_headers(
     params: &Map<String, Value>,
 ) -> Result<(), String> {
     let Some(name) = params.get("name").and_then(Value::as_str) else { return Ok(()) };
-    let Some(tool) = http.inner.server.tool_definition(name) else { return Ok(()) };
-    let Some(properties) = tool.input_schema.properties.as_ref() else { return Ok(()) };
+    let checked = http.inner.server.with_tool_definition(name, |tool| {
+        let Some(properties) = tool.input_schema.properties.as_ref() else { return Ok(()) };
+        check_tool_headers(properties, headers, params)
+    });
+    checked.unwrap_or(Ok(()))
+}
+
+/// Checks the `Mcp-Param-*` headers against the `x-mcp-header` properties of one tool.
+fn check_tool_headers(
+    properties: &Map<String, Value>,
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+) -> Result<(), String> {
     let arguments = params.get("arguments").and_then(Value::as_object);
     for (property, schema) in properties {
         let Some(header_name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
@@ -358,10 +369,9 @@ impl Decorator {
 
 fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String, Value>) {
     let result_type = result.entry("resultType").or_insert_with(|| json!("complete")).clone();
-    let meta = result.entry("_meta").or_insert_with(|| json!({}));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.entry(meta_keys::SERVER_INFO).or_insert_with(|| http.inner.server_info.clone());
-    }
+    // `_meta.serverInfo` is added as the result is serialized (see `WithServerInfo`): the
+    // server's identity is written from the endpoint's copy, never cloned into each result.
+    result.entry("_meta").or_insert_with(|| json!({}));
     let cacheable = matches!(
         method,
         names::TOOLS_LIST
@@ -391,11 +401,84 @@ fn discover(http: &StreamableHttp) -> Value {
         result.insert("instructions".into(), json!(instructions));
     }
     decorate_result(http, names::SERVER_DISCOVER, &mut result);
+    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.entry(meta_keys::SERVER_INFO).or_insert_with(|| http.inner.server_info.clone());
+    }
     Value::Object(result)
 }
 
+/// A stateless-era message as it goes on the wire: a response's `result._meta` gains the
+/// server's identity (unless the handler set one), serialized from the endpoint's copy.
+struct WithServerInfo<'a> {
+    message: &'a Message,
+    server_info: &'a Value,
+}
+
+impl serde::Serialize for WithServerInfo<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Message::Response(response) = self.message else {
+            return self.message.serialize(serializer);
+        };
+        let Value::Object(result) = &response.result else {
+            return self.message.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", "2.0")?;
+        map.serialize_entry("id", &response.id)?;
+        map.serialize_entry(
+            "result",
+            &ResultWithServerInfo { result, server_info: self.server_info },
+        )?;
+        map.end()
+    }
+}
+
+struct ResultWithServerInfo<'a> {
+    result: &'a Map<String, Value>,
+    server_info: &'a Value,
+}
+
+impl serde::Serialize for ResultWithServerInfo<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.result.len()))?;
+        for (key, value) in self.result {
+            match value {
+                Value::Object(meta)
+                    if key == "_meta" && !meta.contains_key(meta_keys::SERVER_INFO) =>
+                {
+                    map.serialize_entry(
+                        key,
+                        &MetaWithServerInfo { meta, server_info: self.server_info },
+                    )?;
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+struct MetaWithServerInfo<'a> {
+    meta: &'a Map<String, Value>,
+    server_info: &'a Value,
+}
+
+impl serde::Serialize for MetaWithServerInfo<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.meta.len() + 1))?;
+        for (key, value) in self.meta {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry(meta_keys::SERVER_INFO, self.server_info)?;
+        map.end()
+    }
+}
+
 async fn json_reply(
-    mut output: mpsc::UnboundedReceiver<Message>,
+    mut output: StatelessOutput,
     mut driver: Driver,
     decorate: Decorator,
 ) -> Response {
@@ -410,7 +493,12 @@ async fn json_reply(
         };
         match message {
             Some(message @ Message::Response(_)) => {
-                return json_body(StatusCode::OK, &decorate.apply(message));
+                let message = decorate.apply(message);
+                let server_info = &decorate.http.inner.server_info;
+                return json_body(
+                    StatusCode::OK,
+                    &WithServerInfo { message: &message, server_info },
+                );
             }
             Some(Message::Error(e)) => {
                 return json_body(status_for(&e.error), &Message::Error(e));
@@ -430,7 +518,7 @@ async fn json_reply(
 }
 
 fn sse(
-    output: mpsc::UnboundedReceiver<Message>,
+    output: StatelessOutput,
     driver: Driver,
     decorate: Decorator,
     keep_alive: std::time::Duration,
@@ -447,7 +535,10 @@ fn sse(
             }
         };
         let done = matches!(message, Message::Response(_) | Message::Error(_));
-        let data = serde_json::to_string(&decorate.apply(message)).unwrap_or_default();
+        let message = decorate.apply(message);
+        let server_info = &decorate.http.inner.server_info;
+        let data = serde_json::to_string(&WithServerInfo { message: &message, server_info })
+            .unwrap_or_default();
         let event = SseEvent::default().data(data);
         Some((
             Ok::<_, std::convert::Infallible>(event),
@@ -551,21 +642,49 @@ struct SingleUse {
 #[derive(Debug)]
 struct Parts {
     request: Request,
-    output: mpsc::UnboundedSender<Message>,
+    output: UnboundedSender<Message>,
 }
 
-/// Receives what the engine sends through a [`StatelessTransport`].
-pub type StatelessOutput = mpsc::UnboundedReceiver<Message>;
+/// Receives what the engine sends through a [`StatelessTransport`], in order.
+///
+/// Also a [`Stream`](futures::Stream) of the messages.
+#[derive(Debug)]
+pub struct StatelessOutput {
+    rx: UnboundedReceiver<Message>,
+}
+
+impl StatelessOutput {
+    /// The next message sent; `None` once the transport's sender is gone.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    pub async fn recv(&mut self) -> Option<Message> {
+        self.rx.next().await
+    }
+}
+
+impl futures::Stream for StatelessOutput {
+    type Item = Message;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Message>> {
+        std::pin::Pin::new(&mut self.rx).poll_next(cx)
+    }
+}
 
 impl StatelessTransport {
     /// A transport serving `request`, and the receiver of what is sent back.
     pub fn new(request: Request) -> (StatelessTransport, StatelessOutput) {
-        let (output, rx) = mpsc::unbounded_channel();
+        // Futures channels allocate nothing up front (Tokio's allocate a block of slots).
+        let (output, rx) = futures::channel::mpsc::unbounded();
         let shared = SingleUse {
             claimed: AtomicBool::new(false),
             parts: Mutex::new(Some(Parts { request, output })),
         };
-        (StatelessTransport { shared: Arc::new(shared) }, rx)
+        (StatelessTransport { shared: Arc::new(shared) }, StatelessOutput { rx })
     }
 }
 
@@ -581,7 +700,7 @@ impl Transport for StatelessTransport {
         let Some(Parts { request, output }) = parts else {
             return Err(Error::StatelessTransportReuse);
         };
-        let (loopback, loopback_rx) = mpsc::unbounded_channel();
+        let (loopback, loopback_rx) = futures::channel::mpsc::unbounded();
         let id = request.id.clone();
         Ok((
             StatelessSender { id, output, loopback },
@@ -594,8 +713,8 @@ impl Transport for StatelessTransport {
 #[derive(Debug)]
 pub struct StatelessSender {
     id: RequestId,
-    output: mpsc::UnboundedSender<Message>,
-    loopback: mpsc::UnboundedSender<Option<Message>>,
+    output: UnboundedSender<Message>,
+    loopback: UnboundedSender<Option<Message>>,
 }
 
 impl TransportSender for StatelessSender {
@@ -605,16 +724,18 @@ impl TransportSender for StatelessSender {
                 let error = ErrorObject::method_not_found(&r.method).with_data(json!({
                     "reason": "server-to-client requests do not exist in the stateless era"
                 }));
-                let _ = self.loopback.send(Some(ErrorResponse::new(Some(r.id), error).into()));
+                let _ = self
+                    .loopback
+                    .unbounded_send(Some(ErrorResponse::new(Some(r.id), error).into()));
                 Ok(())
             }
             message => {
                 let done = message.id() == Some(&self.id)
                     && matches!(message, Message::Response(_) | Message::Error(_));
-                self.output.send(message).map_err(|_| Error::ConnectionClosed)?;
+                self.output.unbounded_send(message).map_err(|_| Error::ConnectionClosed)?;
                 if done {
                     // The one exchange is over: end the receiving side too.
-                    let _ = self.loopback.send(None);
+                    let _ = self.loopback.unbounded_send(None);
                 }
                 Ok(())
             }
@@ -630,7 +751,7 @@ impl TransportSender for StatelessSender {
 #[derive(Debug)]
 pub struct StatelessReceiver {
     first: Option<Request>,
-    loopback: mpsc::UnboundedReceiver<Option<Message>>,
+    loopback: UnboundedReceiver<Option<Message>>,
 }
 
 impl TransportReceiver for StatelessReceiver {
@@ -638,6 +759,6 @@ impl TransportReceiver for StatelessReceiver {
         if let Some(request) = self.first.take() {
             return Ok(Some(Message::Request(request)));
         }
-        Ok(self.loopback.recv().await.flatten())
+        Ok(self.loopback.next().await.flatten())
     }
 }

@@ -29,7 +29,11 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod handlers;
+pub mod input;
 pub mod transport;
 
 #[doc(inline)]
 pub use self::client::{Client, Negotiation, ServerDetails};
+#[doc(inline)]
+pub use self::input::InputRequiredMode;

@@ -282,8 +282,28 @@ impl Client {
         arguments: Map<String, Value>,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        let options = self.with_request_meta(options);
         let params = CallToolRequestParams::new(name).with_arguments(arguments);
+        self.call_tool_params(params, options).await
+    }
+
+    /// Calls a tool with full params: for a manual input-required retry, set
+    /// `input_responses` and `request_state` (see [`InputRequiredMode::Manual`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn call_tool_params(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        let name = params.name.clone();
+        let name = name.as_str();
+        let options = self.with_request_meta(options);
         let outcome = match self
             .send_fulfilling::<CallTool, _>(params.clone(), options.clone())
             .await

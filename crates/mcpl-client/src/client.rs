@@ -7,14 +7,14 @@ use mcpl_core::engine::{Engine, RequestOptions};
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
     EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
-    Initialized, ListTools, Meta, Outcome, PaginatedRequestParams, Ping, RequestParams,
-    ServerCapabilities, Tool,
+    Initialized, ListTools, Meta, Outcome, Ping, RequestParams, ServerCapabilities, Tool,
 };
 use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
 use serde_json::{Map, Value};
 
 use crate::handlers::Handlers;
 use crate::input::InputRequiredMode;
+use crate::notify::Notify;
 use crate::transport::http::{INVALID_TOOL_HEADERS, TOO_LARGE};
 
 /// The most pages a list call follows before it stops, unless configured.
@@ -90,13 +90,17 @@ pub struct Client {
     pub(crate) handlers: Handlers,
     pub(crate) input_mode: InputRequiredMode,
     pub(crate) max_pages: usize,
+    pub(crate) notify: Notify,
 }
 
 impl Client {
     /// Creates a client that calls itself `name`, version `version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Client {
+        let engine = Engine::new();
+        let notify = Notify::default();
+        notify.install(&engine);
         Client {
-            engine: Engine::new(),
+            engine,
             info: Implementation::new(name, version),
             capabilities: ClientCapabilities::default(),
             negotiation: Negotiation::Auto,
@@ -104,6 +108,7 @@ impl Client {
             handlers: Handlers::default(),
             input_mode: InputRequiredMode::default(),
             max_pages: DEFAULT_MAX_PAGES,
+            notify,
         }
     }
 
@@ -228,20 +233,7 @@ impl Client {
         if self.server().is_some_and(|s| s.capabilities.tools.is_none()) {
             return Err(Error::CapabilityNotSupported { capability: "tools".into() });
         }
-        let peer = self.peer()?;
-        let mut tools = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..self.max_pages {
-            let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
-            let page = peer.send::<ListTools>(params, self.options()).await.map_err(lift)?;
-            tools.extend(page.tools);
-            match page.next_cursor {
-                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
-                _ => break,
-            }
-        }
-        Ok(tools)
+        self.list_pages::<ListTools, _>(|page| (page.tools, page.next_cursor)).await
     }
 
     /// Calls a tool.

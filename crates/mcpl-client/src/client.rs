@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::handlers::Handlers;
 use crate::input::InputRequiredMode;
 use crate::notify::Notify;
-use crate::transport::http::{INVALID_TOOL_HEADERS, TOO_LARGE};
+use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
 
 /// The most pages a list call follows before it stops, unless configured.
 pub const DEFAULT_MAX_PAGES: usize = 100;
@@ -99,12 +99,18 @@ impl Client {
         let engine = Engine::new();
         let notify = Notify::default();
         notify.install(&engine);
+        let server = Arc::new(Mutex::new(None));
+        let renewed = Arc::clone(&server);
+        engine.on_notification(SESSION_RENEWED, move |_ctx, params| {
+            let renewed = Arc::clone(&renewed);
+            async move { refresh(&renewed, params) }
+        });
         Client {
             engine,
             info: Implementation::new(name, version),
             capabilities: ClientCapabilities::default(),
             negotiation: Negotiation::Auto,
-            server: Arc::new(Mutex::new(None)),
+            server,
             handlers: Handlers::default(),
             input_mode: InputRequiredMode::default(),
             max_pages: DEFAULT_MAX_PAGES,
@@ -431,6 +437,21 @@ pub(crate) fn lift(error: Error) -> Error {
     match limit {
         Some(limit) => Error::MessageTooLarge { limit },
         None => error,
+    }
+}
+
+/// Adopts the server's details from the `initialize` result of a renewed session.
+fn refresh(server: &Mutex<Option<ServerDetails>>, params: Option<Value>) {
+    let details = params
+        .ok_or_else(|| "no result".to_owned())
+        .and_then(|p| serde_json::from_value::<InitializeResult>(p).map_err(|e| e.to_string()))
+        .and_then(|r| negotiate(r).map_err(|e| e.to_string()));
+    match details {
+        Ok(details) => {
+            tracing::debug!(server = %details.server_info.name, "session renewed");
+            *server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details);
+        }
+        Err(e) => tracing::warn!(error = %e, "unusable initialize result after a renewal"),
     }
 }
 

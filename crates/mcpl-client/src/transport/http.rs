@@ -20,16 +20,22 @@
 //! Failures of one request (an HTTP error without a JSON-RPC body, a response over the size
 //! limit, a stream that could not be resumed) answer that request with a JSON-RPC error whose
 //! `data.transport` says what happened; [`Client`](crate::Client) lifts an oversized response
-//! to [`Error::MessageTooLarge`]. A `404` for a request that carried a session id means the
-//! session expired: the connection ends with a transport error "session expired" and pending
-//! requests fail with `ConnectionClosed`.
+//! to [`Error::MessageTooLarge`].
+//!
+//! A `404` for anything that carried a session id means the server forgot the session: the
+//! transport initializes again (replaying the client's `initialize`), adopts the new session,
+//! sends the message once more, and hands the client the new `initialize` result (the local
+//! notification [`SESSION_RENEWED`]) so that its view of the server's capabilities is
+//! refreshed. Only when that fails does the connection end with a transport error "session
+//! expired" (pending requests then fail with `ConnectionClosed`).
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Notification, RequestId};
 use mcpl_core::transport::{
     DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender,
 };
@@ -57,6 +63,11 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// The value of `data.transport` on the error answering a request whose response exceeded the
 /// size limit.
 pub const TOO_LARGE: &str = "message-too-large";
+
+/// The method of the local notification (never sent on the wire) that the transport hands
+/// the client after it renewed an expired 2025 session; its params are the new `initialize`
+/// result, from which [`Client`](crate::Client) refreshes the server's details.
+pub const SESSION_RENEWED: &str = "mcpl/sessionRenewed";
 
 /// The value of `data.transport` on the error answering a `tools/call` that was not sent
 /// because the tool's `x-mcp-header` annotations are invalid (`data.tool`, `data.detail`).
@@ -179,6 +190,9 @@ impl Transport for HttpTransport {
             tools_list_ids: Mutex::new(HashSet::new()),
             inbox: tx,
             tasks: Mutex::new(Vec::new()),
+            hello: Mutex::new(None),
+            renewing: tokio::sync::Mutex::new(()),
+            renewals: AtomicU64::new(0),
         });
         Ok((HttpSender { shared }, HttpReceiver { inbox: rx }))
     }
@@ -199,6 +213,12 @@ struct Shared {
     tools_list_ids: Mutex<HashSet<RequestId>>,
     inbox: mpsc::UnboundedSender<Result<Message>>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The body of the `initialize` request, replayed to renew an expired session.
+    hello: Mutex<Option<Vec<u8>>>,
+    /// Held while a session is renewed, so that concurrent 404s renew it once.
+    renewing: tokio::sync::Mutex<()>,
+    /// Counts renewals, for the ids of the replayed `initialize`.
+    renewals: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -291,14 +311,30 @@ impl TransportSender for HttpSender {
             }
         }
         let body = message.encode();
-        let sent_session = with_session && headers.contains_key(SESSION_ID);
-        let request = self.shared.http.post(&self.shared.url).headers(headers).body(body);
+        let stale = lock(&self.shared.session).clone().filter(|_| with_session);
+        let sent_session = stale.is_some();
+        let request = self.shared.http.post(&self.shared.url).headers(headers).body(body.clone());
         let Some(id) = out.id.clone() else {
             // Notifications and responses: wait for the `202` so they stay in order.
-            let response = request
+            let mut response = request
                 .send()
                 .await
                 .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+            if let (StatusCode::NOT_FOUND, Some(stale)) = (response.status(), &stale) {
+                if !self.shared.renew(stale).await {
+                    return Err(session_expired());
+                }
+                let headers = self.shared.post_headers(&out);
+                response = self
+                    .shared
+                    .http
+                    .post(&self.shared.url)
+                    .headers(headers)
+                    .body(body)
+                    .send()
+                    .await
+                    .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+            }
             let status = response.status();
             if status == StatusCode::NOT_FOUND && sent_session {
                 return Err(session_expired());
@@ -315,6 +351,7 @@ impl TransportSender for HttpSender {
         };
         let is_initialize = out.method.as_deref() == Some(names::INITIALIZE) && with_session;
         if is_initialize {
+            *lock(&self.shared.hello) = Some(body);
             // The session id must be known before anything else is sent.
             let response = request
                 .send()
@@ -332,7 +369,23 @@ impl TransportSender for HttpSender {
         }
         let shared = self.shared.clone();
         self.shared.spawn(async move {
-            match request.send().await {
+            let response = match request.send().await {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
+                    // The session expired: renew it and send the request once more.
+                    let renewed = match &stale {
+                        Some(stale) => shared.renew(stale).await,
+                        None => false,
+                    };
+                    if !renewed {
+                        let _ = shared.inbox.send(Err(session_expired()));
+                        return;
+                    }
+                    let headers = shared.post_headers(&out);
+                    shared.http.post(&shared.url).headers(headers).body(body).send().await
+                }
+                other => other,
+            };
+            match response {
                 Ok(response) => shared.answer(id, false, sent_session, response).await,
                 Err(e) => shared.fail(&id, format!("could not POST the request: {e}")),
             }
@@ -614,7 +667,14 @@ impl Shared {
                 };
             let status = response.status();
             if status == StatusCode::NOT_FOUND && lock(&self.session).is_some() {
-                let _ = self.inbox.send(Err(session_expired()));
+                // The stream belonged to a session the server forgot: renew the session for
+                // later requests; this one's answer is lost with it.
+                let stale = lock(&self.session).clone().unwrap_or_default();
+                if self.renew(&stale).await {
+                    self.fail(&id, "the session expired while the response was pending".into());
+                } else {
+                    let _ = self.inbox.send(Err(session_expired()));
+                }
                 return;
             }
             if !status.is_success() {
@@ -628,6 +688,118 @@ impl Shared {
                 },
                 answered => answered,
             };
+        }
+    }
+
+    /// Renews the session `stale` that the server no longer knows (HTTP 404): replays the
+    /// `initialize` request, adopts the new session id, sends `notifications/initialized` and
+    /// hands the new `initialize` result to the client as the local notification
+    /// [`SESSION_RENEWED`]. Concurrent callers renew once. Returns whether a session is live.
+    async fn renew(&self, stale: &str) -> bool {
+        let _renewing = self.renewing.lock().await;
+        if let Some(current) = lock(&self.session).clone() {
+            if current != stale {
+                return true;
+            }
+        }
+        let Some(hello) = lock(&self.hello).clone() else { return false };
+        let n = self.renewals.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(renewal = n, "the server forgot the session; initializing again");
+        match self.reinitialize(&hello, n).await {
+            Ok((session, result)) => {
+                *lock(&self.session) = Some(session);
+                if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+                    *lock(&self.version) = Some(v.to_owned());
+                }
+                let mut headers = self.session_headers();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                let initialized =
+                    json!({"jsonrpc": "2.0", "method": names::NOTIFICATIONS_INITIALIZED});
+                let sent = self
+                    .http
+                    .post(&self.url)
+                    .headers(headers)
+                    .body(initialized.to_string())
+                    .send()
+                    .await;
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "notifications/initialized after renewal failed");
+                }
+                let renewed = Notification::new(SESSION_RENEWED, Some(result));
+                self.deliver(renewed.into());
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "renewing the session failed");
+                *lock(&self.session) = None;
+                false
+            }
+        }
+    }
+
+    /// Sends `hello` (an `initialize` request) under a fresh id; returns the new session id
+    /// and the result.
+    async fn reinitialize(
+        &self,
+        hello: &[u8],
+        n: u64,
+    ) -> std::result::Result<(String, Value), String> {
+        let mut request: Value = serde_json::from_slice(hello).map_err(|e| e.to_string())?;
+        let id = format!("mcpl-renew-{n}");
+        request["id"] = json!(id);
+        let mut headers = self.base_headers();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let response = self
+            .http
+            .post(&self.url)
+            .headers(headers)
+            .body(request.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("initialize got HTTP {status}"));
+        }
+        let session = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or("the server assigned no session")?;
+        let sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+        let id = RequestId::String(id);
+        let answer = if sse {
+            let mut parser = SseParser::new(self.max);
+            let mut stream = response.bytes_stream();
+            let mut found = None;
+            'read: while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| e.to_string())?;
+                for event in parser.feed(&chunk) {
+                    let Ok(data) = event else { continue };
+                    match Message::decode(data.as_bytes()) {
+                        Ok(m) if m.id() == Some(&id) => {
+                            found = Some(m);
+                            break 'read;
+                        }
+                        Ok(other) => self.deliver(other),
+                        Err(_) => {}
+                    }
+                }
+            }
+            found.ok_or("the initialize stream ended without a result")?
+        } else {
+            let body = read_limited(response, self.max).await.map_err(|_| "unreadable body")?;
+            Message::decode(&body).map_err(|e| e.to_string())?
+        };
+        match answer {
+            Message::Response(r) => Ok((session, r.result)),
+            Message::Error(e) => Err(format!("initialize failed: {}", e.error.message)),
+            _ => Err("initialize got no response".to_owned()),
         }
     }
 
@@ -675,8 +847,14 @@ impl Shared {
                     return;
                 }
                 Ok(r) if r.status() == StatusCode::NOT_FOUND => {
-                    let _ = self.inbox.send(Err(session_expired()));
-                    return;
+                    let stale = lock(&self.session).clone().unwrap_or_default();
+                    if !self.renew(&stale).await {
+                        let _ = self.inbox.send(Err(session_expired()));
+                        return;
+                    }
+                    // A new session: its stream starts afresh.
+                    last_id = None;
+                    continue;
                 }
                 Ok(r) if r.status().is_success() => {
                     failures = 0;

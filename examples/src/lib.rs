@@ -66,15 +66,17 @@ struct ReadmeDoctests;
 
 /// A server whose tools need input from the client, for both eras: `greet` asks the user for
 /// their name (form elicitation, with a default), `ask_model` asks the client's model
-/// (sampling), `workspace` asks for the client's roots, `two_steps` asks twice and carries a
+/// (sampling), `workspace` asks for the client's roots, `visit` sends the user to a URL
+/// (URL-mode elicitation), `two_steps` asks twice and carries a
 /// sealed `requestState` between the rounds, `never_satisfied` asks forever, and `regional`
 /// mirrors its `region` argument into an `Mcp-Param-Region` header (2026 HTTP).
 ///
 /// Run it on stdio with `cargo run -p mcpl-examples --bin input-server`.
 pub fn input_server() -> Server {
     use mcpl_core::types::{
-        CreateMessageRequestParams, ElicitRequestFormParams, ElicitationSchema, Role,
-        SamplingMessage, SamplingMessageContentBlock, StringSchema, TextContent,
+        CreateMessageRequestParams, ElicitRequestFormParams, ElicitRequestURLParams,
+        ElicitationSchema, Role, SamplingMessage, SamplingMessageContentBlock, StringSchema,
+        TextContent,
     };
 
     use mcpl_core::jsonrpc::ErrorObject;
@@ -145,6 +147,14 @@ pub fn input_server() -> Server {
                 (2, true) => done(ToolOutput::text("two steps done")),
                 _ => done(ToolOutput::error("out of order")),
             }
+        })
+        .tool(Tool::new("visit", ToolSchema::object()), |ctx, _args| async move {
+            if let Some(answer) = ctx.elicitation_response("login") {
+                let action = serde_json::to_value(answer.action).unwrap_or_default();
+                return done(ToolOutput::text(format!("visit {}", action.as_str().unwrap_or("?"))));
+            }
+            let url = ElicitRequestURLParams::new("Please log in", "https://example.com/login");
+            ask(ctx.input_required().elicit("login", url))
         })
         .tool(Tool::new("never_satisfied", ToolSchema::object()), |ctx, _args| async move {
             ask(ctx.input_required().elicit("who", name_form("Again?")))

@@ -38,6 +38,10 @@ fn client(version: ProtocolVersion) -> Client {
             Ok(CreateMessageResult::new(Role::Assistant, text, "test-model"))
         })
         .on_roots(|| async move { Ok(vec![Root::new("file:///work/a"), Root::new("file:///b")]) })
+        .on_url_elicitation(|params| async move {
+            assert_eq!(params.url, "https://example.com/login");
+            Ok(ElicitResult::new(ElicitAction::Accept))
+        })
 }
 
 fn text(result: &CallToolResult) -> String {
@@ -67,6 +71,7 @@ async fn every_input_kind(client: &Client) {
     assert_eq!(text(&call("ask_model").await.unwrap()), "test-model said: Paris");
     assert_eq!(text(&call("workspace").await.unwrap()), "file:///work/a,file:///b");
     assert_eq!(text(&call("two_steps").await.unwrap()), "two steps done");
+    assert_eq!(text(&call("visit").await.unwrap()), "visit accept");
 }
 
 #[tokio::test]
@@ -98,7 +103,8 @@ async fn http_2026_input_required_results_are_fulfilled_and_retried() {
 #[tokio::test]
 async fn capabilities_follow_the_registered_handlers() {
     let caps = serde_json::to_value(client(ProtocolVersion::V2025_11_25).capabilities()).unwrap();
-    assert_eq!(caps, json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {}}));
+    let expected = json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}});
+    assert_eq!(caps, expected);
     // Without handlers the client declares nothing, so the server cannot ask: -32021 in
     // both eras.
     let addr = start(mcpl_examples::input_server()).await;

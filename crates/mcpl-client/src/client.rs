@@ -477,7 +477,7 @@ fn negotiate(result: InitializeResult) -> Result<ServerDetails> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
 
     use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
     use serde_json::json;
@@ -499,5 +499,18 @@ mod tests {
         assert!(matches!(lifted, Error::MessageTooLarge { limit: 10 }));
         let other = lift(Error::from_rpc(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "x")));
         assert_eq!(other.kind(), mcpl_core::ErrorKind::Rpc);
+    }
+
+    #[test]
+    fn refused_tools_become_invalid_tool_headers() {
+        let object = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "refused").with_data(
+            json!({"transport": INVALID_TOOL_HEADERS, "tool": "t", "detail": "bad header"}),
+        );
+        match lift(Error::from_rpc(object)) {
+            Error::InvalidToolHeaders { tool, detail } => {
+                assert_eq!((tool.as_str(), detail.as_str()), ("t", "bad header"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -27,6 +27,9 @@ options (server/client):
   --scenario NAME         a single scenario (with --spec-version)
   --requirements R[,R2]   exactly what revision R requires (replaces --spec-version/--suite);
                           only its scored scenarios count, missing ones are MISSING
+  --exclude P[,P2]        with --requirements: do not score scenarios whose name starts
+                          with P (e.g. auth/); they still run and show as NOT_SCORED
+  --also-score N[,N2]     with --requirements: score these scenarios too
   --expected-failures F   YAML baseline passed to the harness (affects its exit code only)
   --timeout MS            per-scenario timeout passed to the harness
   -o, --out DIR           results root (default /tmp/conformance-results/<role>-<stamp>)
@@ -65,6 +68,8 @@ struct Args {
     strict_warnings: bool,
     min_pass: Option<usize>,
     quiet: bool,
+    exclude: Vec<String>,
+    also_score: Vec<String>,
     positional: Vec<String>,
 }
 
@@ -95,6 +100,8 @@ fn parse_args(argv: &[String]) -> Result<Args, Fatal> {
                 }
             }
             "--min-pass" => a.min_pass = Some(number(arg, &value()?)?),
+            "--exclude" => a.exclude.extend(split_list(&value()?).map(str::to_owned)),
+            "--also-score" => a.also_score.extend(split_list(&value()?).map(str::to_owned)),
             "-q" | "--quiet" => a.quiet = true,
             s if s.starts_with('-') && s.len() > 1 => {
                 return Err(Fatal(format!("unknown option {s}")));
@@ -212,6 +219,9 @@ async fn run_cmd(role: Role, a: Args) -> Result<ExitCode, Fatal> {
     if selections.is_empty() {
         return Err(Fatal("no revision to run".to_owned()));
     }
+    if a.requirements.is_none() && !(a.exclude.is_empty() && a.also_score.is_empty()) {
+        return Err(Fatal("--exclude and --also-score need --requirements".to_owned()));
+    }
     let expected_failures = match &a.expected_failures {
         Some(f) => Some(f.canonicalize().map_err(|e| format!("{}: {e}", f.display()))?),
         None => None,
@@ -245,6 +255,8 @@ async fn run_cmd(role: Role, a: Args) -> Result<ExitCode, Fatal> {
                 out: out.clone(),
                 strict_warnings: a.strict_warnings,
                 quiet: a.quiet,
+                exclude: a.exclude.clone(),
+                also_score: a.also_score.clone(),
             };
             let outcome = run::run(&inst, &opts).await?;
             for l in outcome.report.scenario_lines() {

@@ -99,6 +99,11 @@ pub struct RunOptions {
     pub strict_warnings: bool,
     /// Do not stream the harness log to stderr (it is always written to `harness.log`).
     pub quiet: bool,
+    /// Requirements runs: scored scenarios whose name starts with one of these prefixes are
+    /// not scored (they still run and are reported as not scored).
+    pub exclude: Vec<String>,
+    /// Requirements runs: scenarios scored besides the revision's list.
+    pub also_score: Vec<String>,
 }
 
 impl RunOptions {
@@ -183,7 +188,13 @@ pub async fn run(inst: &Installation, opts: &RunOptions) -> Result<RunOutcome, R
     let mut score = ScoreOptions::new(opts.role, opts.selection.revision());
     score.strict_warnings = opts.strict_warnings;
     if let Selection::Requirements(rev) = &opts.selection {
-        let list = scored_list(inst, rev, opts.role).await?;
+        let mut list = scored_list(inst, rev, opts.role).await?;
+        list.retain(|name| !opts.exclude.iter().any(|prefix| name.starts_with(prefix.as_str())));
+        for name in &opts.also_score {
+            if !list.contains(name) {
+                list.push(name.clone());
+            }
+        }
         let file = dir.join("scored-scenarios.txt");
         let text: String = list.iter().map(|n| format!("{n}\n")).collect();
         std::fs::write(&file, text).map_err(io_err(format!("write {}", file.display())))?;
@@ -477,6 +488,8 @@ mod tests {
             out: PathBuf::from("/o"),
             strict_warnings: false,
             quiet: true,
+            exclude: Vec::new(),
+            also_score: Vec::new(),
         };
         assert_eq!(o.run_dir(), PathBuf::from("/o/server-2025-11-25"));
         assert_eq!(

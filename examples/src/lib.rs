@@ -63,3 +63,105 @@ pub fn init_logging() {
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// A server whose tools need input from the client, for both eras: `greet` asks the user for
+/// their name (form elicitation, with a default), `ask_model` asks the client's model
+/// (sampling), `workspace` asks for the client's roots, `visit` sends the user to a URL
+/// (URL-mode elicitation), `two_steps` asks twice and carries a
+/// sealed `requestState` between the rounds, `never_satisfied` asks forever, and `regional`
+/// mirrors its `region` argument into an `Mcp-Param-Region` header (2026 HTTP).
+///
+/// Run it on stdio with `cargo run -p mcpl-examples --bin input-server`.
+pub fn input_server() -> Server {
+    use mcpl_core::types::{
+        CreateMessageRequestParams, ElicitRequestFormParams, ElicitRequestURLParams,
+        ElicitationSchema, Role, SamplingMessage, SamplingMessageContentBlock, StringSchema,
+        TextContent,
+    };
+
+    use mcpl_core::jsonrpc::ErrorObject;
+    use mcpl_server::input::{InputRequired, ToolReply};
+
+    fn done(output: mcpl_core::types::CallToolResult) -> Result<ToolReply, ErrorObject> {
+        Ok(output.into())
+    }
+
+    fn ask(input: InputRequired) -> Result<ToolReply, ErrorObject> {
+        Ok(input.into())
+    }
+
+    fn name_form(message: &str) -> ElicitRequestFormParams {
+        let name = StringSchema { default: Some("World".into()), ..StringSchema::default() };
+        let form = ElicitationSchema::default().with_property("name", name);
+        ElicitRequestFormParams::new(message, form)
+    }
+
+    let regional = Tool::new(
+        "regional",
+        ToolSchema::object()
+            .with_property("region", json!({"type": "string", "x-mcp-header": "Region"}))
+            .with_required("region"),
+    );
+    Server::builder("input-example", env!("CARGO_PKG_VERSION"))
+        .tool(Tool::new("greet", ToolSchema::object()), |ctx, _args| async move {
+            if let Some(name) = ctx.elicited("who").and_then(|c| c.get("name")) {
+                let name = serde_json::to_value(name).unwrap_or_default();
+                let name = name.as_str().unwrap_or("?").to_owned();
+                return done(ToolOutput::text(format!("Hello, {name}!")));
+            }
+            ask(ctx.input_required().elicit("who", name_form("What is your name?")))
+        })
+        .tool(Tool::new("ask_model", ToolSchema::object()), |ctx, _args| async move {
+            if let Some(answer) = ctx.sampling_response("q") {
+                let text = serde_json::to_value(&answer.content).unwrap_or_default();
+                let text = text["text"].as_str().unwrap_or("?").to_owned();
+                return done(ToolOutput::text(format!("{} said: {text}", answer.model)));
+            }
+            let question =
+                SamplingMessageContentBlock::Text(TextContent::new("Capital of France?"));
+            let question = CreateMessageRequestParams::new(
+                vec![SamplingMessage::new(Role::User, question)],
+                50,
+            );
+            ask(ctx.input_required().sample("q", question))
+        })
+        .tool(Tool::new("workspace", ToolSchema::object()), |ctx, _args| async move {
+            if let Some(roots) = ctx.roots_response("roots") {
+                let uris: Vec<&str> = roots.roots.iter().map(|r| r.uri.as_str()).collect();
+                return done(ToolOutput::text(uris.join(",")));
+            }
+            ask(ctx.input_required().list_roots("roots"))
+        })
+        .tool(Tool::new("two_steps", ToolSchema::object()), |ctx, _args| async move {
+            let step = ctx.request_state().and_then(|s| s["step"].as_u64()).unwrap_or(0);
+            let answered = ctx.elicited("who").is_some();
+            match (step, answered) {
+                (0, _) => ask(ctx
+                    .input_required()
+                    .elicit("who", name_form("Step one"))
+                    .state(json!({"step": 1}))),
+                (1, true) => ask(ctx
+                    .input_required()
+                    .elicit("who", name_form("Step two"))
+                    .state(json!({"step": 2}))),
+                (2, true) => done(ToolOutput::text("two steps done")),
+                _ => done(ToolOutput::error("out of order")),
+            }
+        })
+        .tool(Tool::new("visit", ToolSchema::object()), |ctx, _args| async move {
+            if let Some(answer) = ctx.elicitation_response("login") {
+                let action = serde_json::to_value(answer.action).unwrap_or_default();
+                return done(ToolOutput::text(format!("visit {}", action.as_str().unwrap_or("?"))));
+            }
+            let url = ElicitRequestURLParams::new("Please log in", "https://example.com/login");
+            ask(ctx.input_required().elicit("login", url))
+        })
+        .tool(Tool::new("never_satisfied", ToolSchema::object()), |ctx, _args| async move {
+            ask(ctx.input_required().elicit("who", name_form("Again?")))
+        })
+        .tool(regional, |_ctx, args| async move {
+            let region = args.get("region").and_then(|r| r.as_str()).unwrap_or_default();
+            Ok(ToolOutput::text(format!("region {region}")))
+        })
+        .build()
+}

@@ -14,7 +14,10 @@ use std::time::Duration;
 use mcpl_client::transport::HttpTransport;
 use mcpl_client::{Client, Negotiation};
 use mcpl_core::ProtocolVersion;
-use mcpl_core::types::Tool;
+use mcpl_core::types::{
+    CreateMessageResult, ElicitAction, ElicitResult, Role, Root, SamplingMessageContentBlock,
+    TextContent, Tool,
+};
 use serde_json::{Map, Value, json};
 
 /// The harness kills a client after 30 s; finish (and say why) before that.
@@ -67,8 +70,24 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The client under test: it answers elicitations by accepting (the SDK fills omitted fields
+/// from the schema's defaults), sampling requests with a fixed text, and `roots/list` with one
+/// root, so it declares all three capabilities.
 fn client(negotiation: Negotiation) -> Client {
-    Client::new("mcpl-conformance-client", env!("CARGO_PKG_VERSION")).with_negotiation(negotiation)
+    Client::new("mcpl-conformance-client", env!("CARGO_PKG_VERSION"))
+        .with_negotiation(negotiation)
+        .on_elicitation(|form| async move {
+            log(format_args!("elicitation: {:?}; accepting with defaults", form.message));
+            Ok(ElicitResult::new(ElicitAction::Accept))
+        })
+        .on_sampling(|params| async move {
+            log(format_args!("sampling: {} messages", params.messages.len()));
+            let text = SamplingMessageContentBlock::Text(TextContent::new(
+                "This is a response from the conformance client.",
+            ));
+            Ok(CreateMessageResult::new(Role::Assistant, text, "mcpl-conformance-model"))
+        })
+        .on_roots(|| async move { Ok(vec![Root::new("file:///tmp/mcpl-conformance")]) })
 }
 
 struct Run {
@@ -116,14 +135,14 @@ impl Run {
         match self.scenario.as_str() {
             "tools_call" => self.call("add_numbers", args(json!({"a": 2, "b": 3}))).await,
             "elicitation-sep1034-client-defaults" => {
-                // The server elicits during the call; mcpl-client cannot declare the
-                // elicitation capability nor answer server requests (SDK gap).
+                // The server elicits during the call; the handler accepts and the SDK fills
+                // in the schema's defaults.
                 self.call("test_client_elicitation_defaults", Map::new()).await
             }
             "sse-retry" => self.call("test_reconnection", Map::new()).await,
             "sep-2322-client-request-state" => {
-                // Each of these answers `input_required` first; mcpl-client has no MRTR retry
-                // (SDK gap), so the calls fail after the first round.
+                // Each of these but the last answers `input_required` first; the SDK answers
+                // through the handlers and retries (fresh id, `requestState` echoed exactly).
                 for name in [
                     "test_mrtr_echo_state",
                     "test_mrtr_no_state",
@@ -146,7 +165,9 @@ impl Run {
                 Ok(())
             }
             "http-standard-headers" | "http-invalid-tool-headers" | "request-metadata" => {
-                for tool in tools.iter().filter(|t| header_annotations_valid(t)) {
+                // The HTTP transport refuses the tools whose `x-mcp-header` annotations are
+                // invalid (InvalidToolHeaders) without sending anything.
+                for tool in &tools {
                     self.call(&tool.name, sample_arguments(tool)).await?;
                 }
                 Ok(())
@@ -204,31 +225,6 @@ fn args(value: Value) -> Map<String, Value> {
         Value::Object(map) => map,
         _ => Map::new(),
     }
-}
-
-/// Whether every `x-mcp-header` annotation of `tool` is valid (SEP-2243): a non-empty token of
-/// visible ASCII without `:`, on a `string`, `integer` or `boolean` property, unique
-/// case-insensitively. Clients must not call a tool that breaks this.
-fn header_annotations_valid(tool: &Tool) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    for (property, schema) in tool.input_schema.properties.iter().flatten() {
-        let Some(header) = schema.get("x-mcp-header") else { continue };
-        let Some(header) = header.as_str() else { return false };
-        let charset_ok =
-            !header.is_empty() && header.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-        let type_ok = matches!(
-            schema.get("type").and_then(Value::as_str),
-            Some("string" | "integer" | "boolean")
-        );
-        if !charset_ok || !type_ok || !seen.insert(header.to_ascii_lowercase()) {
-            log(format_args!(
-                "skipping tool {}: invalid x-mcp-header {header:?} on {property}",
-                tool.name
-            ));
-            return false;
-        }
-    }
-    true
 }
 
 /// Arguments for `tool`: a plausible value for each required property.

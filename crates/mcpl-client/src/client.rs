@@ -7,16 +7,18 @@ use mcpl_core::engine::{Engine, RequestOptions};
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
     EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
-    Initialized, ListTools, Meta, Outcome, PaginatedRequestParams, Ping, RequestParams,
-    ServerCapabilities, Tool,
+    Initialized, ListTools, Meta, Outcome, Ping, RequestParams, ServerCapabilities, Tool,
 };
 use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
 use serde_json::{Map, Value};
 
-use crate::transport::http::TOO_LARGE;
+use crate::handlers::Handlers;
+use crate::input::InputRequiredMode;
+use crate::notify::Notify;
+use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
 
-/// The most pages `list_tools` follows before it stops.
-const MAX_PAGES: usize = 100;
+/// The most pages a list call follows before it stops, unless configured.
+pub const DEFAULT_MAX_PAGES: usize = 100;
 
 /// How long [`Negotiation::Auto`] waits for `server/discover` before trying `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -80,22 +82,39 @@ impl ServerDetails {
 /// [`connect`](Self::connect) again works on the same instance.
 #[derive(Debug, Clone)]
 pub struct Client {
-    engine: Engine,
+    pub(crate) engine: Engine,
     info: Implementation,
-    capabilities: ClientCapabilities,
+    pub(crate) capabilities: ClientCapabilities,
     negotiation: Negotiation,
     server: Arc<Mutex<Option<ServerDetails>>>,
+    pub(crate) handlers: Handlers,
+    pub(crate) input_mode: InputRequiredMode,
+    pub(crate) max_pages: usize,
+    pub(crate) notify: Notify,
 }
 
 impl Client {
     /// Creates a client that calls itself `name`, version `version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Client {
+        let engine = Engine::new();
+        let notify = Notify::default();
+        notify.install(&engine);
+        let server = Arc::new(Mutex::new(None));
+        let renewed = Arc::clone(&server);
+        engine.on_notification(SESSION_RENEWED, move |_ctx, params| {
+            let renewed = Arc::clone(&renewed);
+            async move { refresh(&renewed, params) }
+        });
         Client {
-            engine: Engine::new(),
+            engine,
             info: Implementation::new(name, version),
             capabilities: ClientCapabilities::default(),
             negotiation: Negotiation::Auto,
-            server: Arc::new(Mutex::new(None)),
+            server,
+            handlers: Handlers::default(),
+            input_mode: InputRequiredMode::default(),
+            max_pages: DEFAULT_MAX_PAGES,
+            notify,
         }
     }
 
@@ -108,6 +127,13 @@ impl Client {
     /// compatibility.
     pub fn with_protocol_version(self, version: ProtocolVersion) -> Result<Client> {
         Ok(self.with_negotiation(Negotiation::Pinned(version)))
+    }
+
+    /// The most pages a list call (`tools/list`, `resources/list`, ...) follows before it
+    /// stops. Default: 100.
+    pub fn with_max_pages(mut self, pages: usize) -> Client {
+        self.max_pages = pages.max(1);
+        self
     }
 
     /// Sets how the protocol revision is chosen. Default: [`Negotiation::Auto`].
@@ -135,7 +161,7 @@ impl Client {
         let hello = Hello {
             negotiation: self.negotiation,
             info: self.info.clone(),
-            capabilities: self.capabilities.clone(),
+            capabilities: self.capabilities(),
         };
         let (_, details) = self
             .engine
@@ -165,16 +191,22 @@ impl Client {
         self.server.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    fn peer(&self) -> Result<Peer> {
+    pub(crate) fn peer(&self) -> Result<Peer> {
         self.engine.peer().ok_or(Error::ConnectionClosed)
     }
 
     /// The options of every request: in the stateless era, the per-request `_meta`.
-    fn options(&self) -> RequestOptions {
+    pub(crate) fn options(&self) -> RequestOptions {
+        self.with_request_meta(RequestOptions::new())
+    }
+
+    /// `options` with, in the stateless era, the per-request `_meta` (protocol version,
+    /// client capabilities, client identity).
+    pub(crate) fn with_request_meta(&self, options: RequestOptions) -> RequestOptions {
         match self.server() {
-            Some(details) if details.is_stateless() => RequestOptions::new()
-                .meta(request_meta(details.protocol_version, &self.capabilities, &self.info).0),
-            _ => RequestOptions::new(),
+            Some(details) if details.is_stateless() => options
+                .meta(request_meta(details.protocol_version, &self.capabilities(), &self.info).0),
+            _ => options,
         }
     }
 
@@ -196,8 +228,8 @@ impl Client {
         Ok(())
     }
 
-    /// Lists every tool, following pagination cursors. Stops at a repeated cursor or after
-    /// 100 pages.
+    /// Lists every tool, following pagination cursors. Stops at a repeated cursor or at the
+    /// page cap ([`with_max_pages`](Self::with_max_pages), default 100).
     ///
     /// # Errors
     ///
@@ -207,20 +239,7 @@ impl Client {
         if self.server().is_some_and(|s| s.capabilities.tools.is_none()) {
             return Err(Error::CapabilityNotSupported { capability: "tools".into() });
         }
-        let peer = self.peer()?;
-        let mut tools = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
-            let page = peer.send::<ListTools>(params, self.options()).await.map_err(lift)?;
-            tools.extend(page.tools);
-            match page.next_cursor {
-                Some(next) if seen.insert(next.clone()) => cursor = Some(next),
-                _ => break,
-            }
-        }
-        Ok(tools)
+        self.list_pages::<ListTools, _>(|page| (page.tools, page.next_cursor)).await
     }
 
     /// Calls a tool.
@@ -261,13 +280,42 @@ impl Client {
         arguments: Map<String, Value>,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        let options = match self.server() {
-            Some(details) if details.is_stateless() => options
-                .meta(request_meta(details.protocol_version, &self.capabilities, &self.info).0),
-            _ => options,
-        };
         let params = CallToolRequestParams::new(name).with_arguments(arguments);
-        match self.peer()?.send::<CallTool>(params, options).await.map_err(lift)? {
+        self.call_tool_params(params, options).await
+    }
+
+    /// Calls a tool with full params: for a manual input-required retry, set
+    /// `input_responses` and `request_state` (see [`InputRequiredMode::Manual`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn call_tool_params(
+        &self,
+        params: CallToolRequestParams,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        let name = params.name.clone();
+        let name = name.as_str();
+        let options = self.with_request_meta(options);
+        let outcome = match self
+            .send_fulfilling::<CallTool, _>(params.clone(), options.clone())
+            .await
+        {
+            // The server's view of the tool's `x-mcp-header` annotations differs from ours:
+            // refresh the tool list (which the HTTP transport learns them from) and retry once.
+            Err(Error::HeaderMismatch { detail }) => {
+                tracing::debug!(%detail, tool = name, "header mismatch; refreshing the tool list");
+                self.list_tools().await?;
+                self.send_fulfilling::<CallTool, _>(params, options).await?
+            }
+            other => other?,
+        };
+        match outcome {
             Outcome::Complete(result) => Ok(result),
             _ => Err(Error::Transport {
                 context:
@@ -283,7 +331,7 @@ impl Client {
 struct Hello {
     negotiation: Negotiation,
     info: Implementation,
-    capabilities: ClientCapabilities,
+    pub(crate) capabilities: ClientCapabilities,
 }
 
 impl Hello {
@@ -370,8 +418,15 @@ fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
     ProtocolVersion::ALL.iter().rev().copied().find(|v| supported.iter().any(|s| s == v.as_str()))
 }
 
-/// Turns the transport's "response too large" answer back into the typed error.
-fn lift(error: Error) -> Error {
+/// Turns the transport's local answers back into typed errors: "response too large" and
+/// "tool with invalid `x-mcp-header` annotations".
+pub(crate) fn lift(error: Error) -> Error {
+    if let Some(data) = error.rpc_error().and_then(|e| e.data.as_ref()) {
+        if data.get("transport").and_then(Value::as_str) == Some(INVALID_TOOL_HEADERS) {
+            let text = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            return Error::InvalidToolHeaders { tool: text("tool"), detail: text("detail") };
+        }
+    }
     let limit = error
         .rpc_error()
         .and_then(|e| e.data.as_ref())
@@ -382,6 +437,21 @@ fn lift(error: Error) -> Error {
     match limit {
         Some(limit) => Error::MessageTooLarge { limit },
         None => error,
+    }
+}
+
+/// Adopts the server's details from the `initialize` result of a renewed session.
+fn refresh(server: &Mutex<Option<ServerDetails>>, params: Option<Value>) {
+    let details = params
+        .ok_or_else(|| "no result".to_owned())
+        .and_then(|p| serde_json::from_value::<InitializeResult>(p).map_err(|e| e.to_string()))
+        .and_then(|r| negotiate(r).map_err(|e| e.to_string()));
+    match details {
+        Ok(details) => {
+            tracing::debug!(server = %details.server_info.name, "session renewed");
+            *server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details);
+        }
+        Err(e) => tracing::warn!(error = %e, "unusable initialize result after a renewal"),
     }
 }
 
@@ -407,7 +477,7 @@ fn negotiate(result: InitializeResult) -> Result<ServerDetails> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
 
     use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
     use serde_json::json;
@@ -429,5 +499,18 @@ mod tests {
         assert!(matches!(lifted, Error::MessageTooLarge { limit: 10 }));
         let other = lift(Error::from_rpc(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "x")));
         assert_eq!(other.kind(), mcpl_core::ErrorKind::Rpc);
+    }
+
+    #[test]
+    fn refused_tools_become_invalid_tool_headers() {
+        let object = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "refused").with_data(
+            json!({"transport": INVALID_TOOL_HEADERS, "tool": "t", "detail": "bad header"}),
+        );
+        match lift(Error::from_rpc(object)) {
+            Error::InvalidToolHeaders { tool, detail } => {
+                assert_eq!((tool.as_str(), detail.as_str()), ("t", "bad header"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -16,20 +16,36 @@
 //!
 //! Both eras are spoken: by default [`Client::connect`] tries the stateless (2026-07-28) era
 //! with `server/discover` and falls back to the `initialize` handshake of the stateful (2025)
-//! era; [`Negotiation::Pinned`] fixes the revision. Calls today: `ping` and tools. A client
-//! instance can be closed and connected again.
+//! era; [`Negotiation::Pinned`] fixes the revision. A client instance can be closed and
+//! connected again.
+//!
+//! Typed calls cover tools, resources and templates, prompts, completion, the logging level
+//! and `ping`; list calls follow pagination. Server requests (sampling, elicitation, roots)
+//! and 2026 input-required results reach the [`handlers`]; notifications reach the handlers of
+//! [`notify`], and `subscriptions/listen` is a [`Subscription`] stream.
 //!
 //! # Modules
 //!
 //! - [`client`]: [`Client`], the handshake and the typed calls.
+//! - [`handlers`]: answering sampling, elicitation and roots requests.
+//! - [`input`]: 2026 input-required results, fulfilled automatically or by the caller.
+//! - [`notify`]: notification handlers and `subscriptions/listen`.
 //! - [`transport`]: transports only a client needs: [`transport::ChildProcess`] and
 //!   [`transport::HttpTransport`] (Streamable HTTP).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod calls;
 pub mod client;
+pub mod handlers;
+pub mod input;
+pub mod notify;
 pub mod transport;
 
 #[doc(inline)]
 pub use self::client::{Client, Negotiation, ServerDetails};
+#[doc(inline)]
+pub use self::input::InputRequiredMode;
+#[doc(inline)]
+pub use self::notify::Subscription;

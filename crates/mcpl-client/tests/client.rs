@@ -115,3 +115,43 @@ async fn a_child_that_exits_is_a_clear_error() {
     assert_eq!(err.kind(), ErrorKind::Transport);
     assert!(err.to_string().contains("could not spawn"), "{err}");
 }
+
+/// A raw server whose `prompts/list` never ends: every page names the same next cursor.
+fn looping_server() -> mcpl_core::Engine {
+    let engine = mcpl_core::Engine::new();
+    engine.on_request("initialize", |_ctx, _params| async move {
+        Ok(json!({"protocolVersion": "2025-11-25", "capabilities": {"prompts": {}},
+                  "serverInfo": {"name": "looping", "version": "1"}}))
+    });
+    engine.on_request("prompts/list", |_ctx, params| async move {
+        let cursor = params.and_then(|p| p.get("cursor").cloned());
+        let n = if cursor.is_some() { "again" } else { "first" };
+        Ok(json!({"prompts": [{"name": n}], "nextCursor": "same"}))
+    });
+    engine.on_request("resources/list", |_ctx, params| async move {
+        // A fresh cursor every page: only the page cap stops it.
+        let page = params
+            .and_then(|p| p.get("cursor").and_then(|c| c.as_str()).map(str::to_owned))
+            .map_or(0, |c| c.parse::<u32>().unwrap() + 1);
+        Ok(json!({"resources": [{"uri": format!("test://{page}"), "name": "r"}],
+                  "nextCursor": page.to_string()}))
+    });
+    engine.on_notification("notifications/initialized", |_ctx, _params| async {});
+    engine
+}
+
+#[tokio::test]
+async fn list_calls_stop_at_a_repeated_cursor_and_at_the_page_cap() {
+    let server = looping_server();
+    let (a, b) = mcpl_core::transport::memory::pair();
+    server.connect(b).await.unwrap();
+    let client = Client::new("c", "1").with_max_pages(5);
+    client.connect(a).await.unwrap();
+    // First page, then "same", then "same" again: stop.
+    let prompts = client.list_prompts().await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["first", "again"]);
+    let resources = client.list_resources().await.unwrap();
+    assert_eq!(resources.len(), 5);
+    client.close().await.unwrap();
+}

@@ -9,9 +9,10 @@ use std::time::Duration;
 use mcpl_client::transport::HttpTransport;
 use mcpl_client::{Client, Negotiation};
 use mcpl_core::engine::RequestOptions;
-use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_core::types::{Prompt, Tool, ToolSchema};
 use mcpl_core::{ErrorKind, ProtocolVersion};
 use mcpl_server::http::{HttpConfig, StreamableHttp};
+use mcpl_server::prompt::PromptOutput;
 use mcpl_server::{Server, ToolOutput};
 use serde_json::{Map, Value, json};
 
@@ -184,24 +185,33 @@ async fn pinned_stateless_version_uses_discover() {
 }
 
 #[tokio::test]
-async fn an_expired_session_is_a_typed_error() {
-    let (addr, _http) =
-        start(HttpConfig::new().session_idle_timeout(Duration::from_millis(200))).await;
+async fn an_expired_session_is_renewed_with_fresh_server_capabilities() {
+    let server = server();
+    let config = HttpConfig::new()
+        .session_idle_timeout(Duration::from_millis(200))
+        .retry(Duration::from_millis(50));
+    let http = StreamableHttp::new(server.clone(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, http.clone().into_router("/mcp")));
     let client =
         Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
     client.connect(transport(addr).standalone_stream(false)).await.unwrap();
+    assert!(client.server().unwrap().capabilities.prompts.is_none());
+    // The server gains prompts, then forgets the idle session.
+    server
+        .prompts_mut()
+        .replace(Prompt::new("p"), |_ctx, _args| async move { Ok(PromptOutput::user_text("hi")) });
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let err = client.call_tool("echo", Map::new()).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::ConnectionClosed, "{err}");
-    for _ in 0..50 {
-        if !client.is_connected() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(!client.is_connected());
-    // The instance connects again with a fresh session.
-    client.connect(transport(addr)).await.unwrap();
+    assert_eq!(http.session_count(), 0);
+    // The next call gets a 404: the transport initializes again and sends the call once more.
+    let result = client.call_tool("echo", args(json!({"a": 2}))).await.unwrap();
+    assert_eq!(text(&result), r#"2025-11-25 {"a":2}"#);
+    assert!(client.is_connected());
+    assert_eq!(http.session_count(), 1);
+    // The client's view of the server was refreshed from the new `initialize` result.
+    assert!(client.server().unwrap().capabilities.prompts.is_some());
+    assert_eq!(client.list_prompts().await.unwrap()[0].name, "p");
     client.close().await.unwrap();
 }
 

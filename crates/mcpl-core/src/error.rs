@@ -44,6 +44,10 @@ pub enum ErrorKind {
     Transport,
     /// A value could not be (de)serialized into the expected type.
     Serialization,
+    /// The server still needs input the client did not supply (manual mode, or the round cap).
+    InputRequired,
+    /// A tool's `x-mcp-header` annotations are invalid, so the tool cannot be called.
+    InvalidToolHeaders,
 }
 
 /// The error type of every mcpl crate.
@@ -135,6 +139,26 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// The server answered `input_required` (2026-07-28) and the client did not fulfil it: it
+    /// is in manual mode (`rounds` is 0) or the server still asked for input after the round
+    /// cap. The last input-required result is handed over so the caller can answer it and
+    /// retry.
+    #[error("the server requires input (after {rounds} fulfilled rounds)")]
+    InputRequired {
+        /// How many rounds were fulfilled before giving up.
+        rounds: usize,
+        /// The last input-required result.
+        result: Box<crate::types::InputRequiredResult>,
+    },
+    /// A tool's `x-mcp-header` annotations break the rules (SEP-2243), so clients must not
+    /// call it.
+    #[error("tool {tool:?} has invalid x-mcp-header annotations: {detail}")]
+    InvalidToolHeaders {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -157,6 +181,8 @@ impl Error {
             Error::MessageTooLarge { .. } => ErrorKind::MessageTooLarge,
             Error::Io(_) | Error::Transport { .. } => ErrorKind::Transport,
             Error::Serialization { .. } => ErrorKind::Serialization,
+            Error::InputRequired { .. } => ErrorKind::InputRequired,
+            Error::InvalidToolHeaders { .. } => ErrorKind::InvalidToolHeaders,
         }
     }
 

@@ -20,15 +20,22 @@
 //! Failures of one request (an HTTP error without a JSON-RPC body, a response over the size
 //! limit, a stream that could not be resumed) answer that request with a JSON-RPC error whose
 //! `data.transport` says what happened; [`Client`](crate::Client) lifts an oversized response
-//! to [`Error::MessageTooLarge`]. A `404` for a request that carried a session id means the
-//! session expired: the connection ends with a transport error "session expired" and pending
-//! requests fail with `ConnectionClosed`.
+//! to [`Error::MessageTooLarge`].
+//!
+//! A `404` for anything that carried a session id means the server forgot the session: the
+//! transport initializes again (replaying the client's `initialize`), adopts the new session,
+//! sends the message once more, and hands the client the new `initialize` result (the local
+//! notification [`SESSION_RENEWED`]) so that its view of the server's capabilities is
+//! refreshed. Only when that fails does the connection end with a transport error "session
+//! expired" (pending requests then fail with `ConnectionClosed`).
 
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Notification, RequestId};
 use mcpl_core::transport::{
     DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender,
 };
@@ -39,6 +46,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
+
+use super::headers::{ToolHeaders, header_text};
 
 /// The `Mcp-Session-Id` header.
 pub const SESSION_ID: &str = "mcp-session-id";
@@ -55,10 +64,28 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// size limit.
 pub const TOO_LARGE: &str = "message-too-large";
 
+/// The method of the local notification (never sent on the wire) that the transport hands
+/// the client after it renewed an expired 2025 session; its params are the new `initialize`
+/// result, from which [`Client`](crate::Client) refreshes the server's details.
+pub const SESSION_RENEWED: &str = "mcpl/sessionRenewed";
+
+/// The value of `data.transport` on the error answering a `tools/call` that was not sent
+/// because the tool's `x-mcp-header` annotations are invalid (`data.tool`, `data.detail`).
+pub const INVALID_TOOL_HEADERS: &str = "invalid-tool-headers";
+
 /// How long to wait before resuming a stream when the server did not say.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
-/// The longest `retry` honoured.
+/// The longest `retry` honoured, and the longest backoff.
 const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How long opening the standalone stream may hold up the handshake.
+const STANDALONE_WAIT: Duration = Duration::from_secs(5);
+
+/// The wait before reopening a stream: the server's `retry` (or 500 ms), doubled for each
+/// failed attempt in a row, at most 30 s.
+fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
+    let base = retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
+    base.saturating_mul(1u32 << failures.min(6)).min(MAX_RETRY)
+}
 
 /// A Streamable HTTP endpoint to connect to.
 ///
@@ -159,8 +186,13 @@ impl Transport for HttpTransport {
             standalone: self.standalone_stream,
             session: Mutex::new(None),
             version: Mutex::new(None),
+            tool_headers: ToolHeaders::default(),
+            tools_list_ids: Mutex::new(HashSet::new()),
             inbox: tx,
             tasks: Mutex::new(Vec::new()),
+            hello: Mutex::new(None),
+            renewing: tokio::sync::Mutex::new(()),
+            renewals: AtomicU64::new(0),
         });
         Ok((HttpSender { shared }, HttpReceiver { inbox: rx }))
     }
@@ -175,8 +207,18 @@ struct Shared {
     standalone: bool,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
+    /// The `x-mcp-header` annotations learnt from `tools/list` results.
+    tool_headers: ToolHeaders,
+    /// The ids of `tools/list` requests in flight, whose results teach `tool_headers`.
+    tools_list_ids: Mutex<HashSet<RequestId>>,
     inbox: mpsc::UnboundedSender<Result<Message>>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// The body of the `initialize` request, replayed to renew an expired session.
+    hello: Mutex<Option<Vec<u8>>>,
+    /// Held while a session is renewed, so that concurrent 404s renew it once.
+    renewing: tokio::sync::Mutex<()>,
+    /// Counts renewals, for the ids of the replayed `initialize`.
+    renewals: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -243,17 +285,56 @@ impl TransportSender for HttpSender {
             return Ok(());
         }
         let out = Outgoing::of(&message);
-        let body = message.encode();
         let with_session = out.stateless_version.is_none();
-        let headers = self.shared.post_headers(&out);
-        let sent_session = with_session && headers.contains_key(SESSION_ID);
-        let request = self.shared.http.post(&self.shared.url).headers(headers).body(body);
+        let mut headers = self.shared.post_headers(&out);
+        if let (Some(id), Some(method)) = (&out.id, out.method.as_deref()) {
+            if method == names::TOOLS_LIST {
+                lock(&self.shared.tools_list_ids).insert(id.clone());
+            }
+            if method == names::TOOLS_CALL && !with_session {
+                match self.shared.param_headers(&message) {
+                    Ok(params) => {
+                        for (name, value) in params {
+                            insert_owned(&mut headers, &name, &value);
+                        }
+                    }
+                    Err((tool, detail)) => {
+                        // Clients must not call a tool whose annotations are invalid.
+                        self.shared.fail_with(
+                            id,
+                            format!("tool {tool:?} has invalid x-mcp-header annotations: {detail}"),
+                            json!({ "transport": INVALID_TOOL_HEADERS, "tool": tool, "detail": detail }),
+                        );
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let body = message.encode();
+        let stale = lock(&self.shared.session).clone().filter(|_| with_session);
+        let sent_session = stale.is_some();
+        let request = self.shared.http.post(&self.shared.url).headers(headers).body(body.clone());
         let Some(id) = out.id.clone() else {
             // Notifications and responses: wait for the `202` so they stay in order.
-            let response = request
+            let mut response = request
                 .send()
                 .await
                 .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+            if let (StatusCode::NOT_FOUND, Some(stale)) = (response.status(), &stale) {
+                if !self.shared.renew(stale).await {
+                    return Err(session_expired());
+                }
+                let headers = self.shared.post_headers(&out);
+                response = self
+                    .shared
+                    .http
+                    .post(&self.shared.url)
+                    .headers(headers)
+                    .body(body)
+                    .send()
+                    .await
+                    .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+            }
             let status = response.status();
             if status == StatusCode::NOT_FOUND && sent_session {
                 return Err(session_expired());
@@ -264,12 +345,13 @@ impl TransportSender for HttpSender {
             if out.method.as_deref() == Some(names::NOTIFICATIONS_INITIALIZED)
                 && status.is_success()
             {
-                Shared::open_standalone(&self.shared);
+                Shared::open_standalone(&self.shared).await;
             }
             return Ok(());
         };
         let is_initialize = out.method.as_deref() == Some(names::INITIALIZE) && with_session;
         if is_initialize {
+            *lock(&self.shared.hello) = Some(body);
             // The session id must be known before anything else is sent.
             let response = request
                 .send()
@@ -287,7 +369,23 @@ impl TransportSender for HttpSender {
         }
         let shared = self.shared.clone();
         self.shared.spawn(async move {
-            match request.send().await {
+            let response = match request.send().await {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
+                    // The session expired: renew it and send the request once more.
+                    let renewed = match &stale {
+                        Some(stale) => shared.renew(stale).await,
+                        None => false,
+                    };
+                    if !renewed {
+                        let _ = shared.inbox.send(Err(session_expired()));
+                        return;
+                    }
+                    let headers = shared.post_headers(&out);
+                    shared.http.post(&shared.url).headers(headers).body(body).send().await
+                }
+                other => other,
+            };
+            match response {
                 Ok(response) => shared.answer(id, false, sent_session, response).await,
                 Err(e) => shared.fail(&id, format!("could not POST the request: {e}")),
             }
@@ -338,6 +436,15 @@ fn session_expired() -> Error {
     Error::Transport {
         context: "session expired: the server no longer knows this session (HTTP 404)".into(),
         source: None,
+    }
+}
+
+fn insert_owned(headers: &mut HeaderMap, name: &str, value: &str) {
+    match (HeaderName::try_from(name), HeaderValue::from_str(value)) {
+        (Ok(n), Ok(v)) => {
+            headers.insert(n, v);
+        }
+        _ => tracing::warn!(header = name, "not representable as a header; omitted"),
     }
 }
 
@@ -402,9 +509,30 @@ impl Shared {
         headers
     }
 
-    /// Delivers a message from the server.
+    /// Delivers a message from the server, learning tool annotations from `tools/list`
+    /// results on the way.
     fn deliver(&self, message: Message) {
+        if let Message::Response(r) = &message {
+            if lock(&self.tools_list_ids).remove(&r.id) {
+                self.tool_headers.learn(&r.result);
+            }
+        } else if let Message::Error(e) = &message {
+            if let Some(id) = &e.id {
+                lock(&self.tools_list_ids).remove(id);
+            }
+        }
         let _ = self.inbox.send(Ok(message));
+    }
+
+    /// The `Mcp-Param-*` headers of a `tools/call`, or the tool and why it must not be called.
+    fn param_headers(&self, message: &Message) -> Result<Vec<(String, String)>, (String, String)> {
+        match message {
+            Message::Request(r) => match r.params.as_ref().and_then(Value::as_object) {
+                Some(params) => self.tool_headers.for_call(params),
+                None => Ok(Vec::new()),
+            },
+            _ => Ok(Vec::new()),
+        }
     }
 
     /// Answers request `id` with a transport error.
@@ -539,7 +667,14 @@ impl Shared {
                 };
             let status = response.status();
             if status == StatusCode::NOT_FOUND && lock(&self.session).is_some() {
-                let _ = self.inbox.send(Err(session_expired()));
+                // The stream belonged to a session the server forgot: renew the session for
+                // later requests; this one's answer is lost with it.
+                let stale = lock(&self.session).clone().unwrap_or_default();
+                if self.renew(&stale).await {
+                    self.fail(&id, "the session expired while the response was pending".into());
+                } else {
+                    let _ = self.inbox.send(Err(session_expired()));
+                }
                 return;
             }
             if !status.is_success() {
@@ -556,53 +691,194 @@ impl Shared {
         }
     }
 
+    /// Renews the session `stale` that the server no longer knows (HTTP 404): replays the
+    /// `initialize` request, adopts the new session id, sends `notifications/initialized` and
+    /// hands the new `initialize` result to the client as the local notification
+    /// [`SESSION_RENEWED`]. Concurrent callers renew once. Returns whether a session is live.
+    async fn renew(&self, stale: &str) -> bool {
+        let _renewing = self.renewing.lock().await;
+        if let Some(current) = lock(&self.session).clone() {
+            if current != stale {
+                return true;
+            }
+        }
+        let Some(hello) = lock(&self.hello).clone() else { return false };
+        let n = self.renewals.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(renewal = n, "the server forgot the session; initializing again");
+        match self.reinitialize(&hello, n).await {
+            Ok((session, result)) => {
+                *lock(&self.session) = Some(session);
+                if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+                    *lock(&self.version) = Some(v.to_owned());
+                }
+                let mut headers = self.session_headers();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                let initialized =
+                    json!({"jsonrpc": "2.0", "method": names::NOTIFICATIONS_INITIALIZED});
+                let sent = self
+                    .http
+                    .post(&self.url)
+                    .headers(headers)
+                    .body(initialized.to_string())
+                    .send()
+                    .await;
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "notifications/initialized after renewal failed");
+                }
+                let renewed = Notification::new(SESSION_RENEWED, Some(result));
+                self.deliver(renewed.into());
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "renewing the session failed");
+                *lock(&self.session) = None;
+                false
+            }
+        }
+    }
+
+    /// Sends `hello` (an `initialize` request) under a fresh id; returns the new session id
+    /// and the result.
+    async fn reinitialize(
+        &self,
+        hello: &[u8],
+        n: u64,
+    ) -> std::result::Result<(String, Value), String> {
+        let mut request: Value = serde_json::from_slice(hello).map_err(|e| e.to_string())?;
+        let id = format!("mcpl-renew-{n}");
+        request["id"] = json!(id);
+        let mut headers = self.base_headers();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let response = self
+            .http
+            .post(&self.url)
+            .headers(headers)
+            .body(request.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("initialize got HTTP {status}"));
+        }
+        let session = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .ok_or("the server assigned no session")?;
+        let sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.to_ascii_lowercase().starts_with("text/event-stream"));
+        let id = RequestId::String(id);
+        let answer = if sse {
+            let mut parser = SseParser::new(self.max);
+            let mut stream = response.bytes_stream();
+            let mut found = None;
+            'read: while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| e.to_string())?;
+                for event in parser.feed(&chunk) {
+                    let Ok(data) = event else { continue };
+                    match Message::decode(data.as_bytes()) {
+                        Ok(m) if m.id() == Some(&id) => {
+                            found = Some(m);
+                            break 'read;
+                        }
+                        Ok(other) => self.deliver(other),
+                        Err(_) => {}
+                    }
+                }
+            }
+            found.ok_or("the initialize stream ended without a result")?
+        } else {
+            let body = read_limited(response, self.max).await.map_err(|_| "unreadable body")?;
+            Message::decode(&body).map_err(|e| e.to_string())?
+        };
+        match answer {
+            Message::Response(r) => Ok((session, r.result)),
+            Message::Error(e) => Err(format!("initialize failed: {}", e.error.message)),
+            _ => Err("initialize got no response".to_owned()),
+        }
+    }
+
     /// Opens the standalone `GET` stream of a 2025 session.
-    fn open_standalone(shared: &Arc<Self>) {
+    ///
+    /// Returns once the server answered the first `GET` (or after [`STANDALONE_WAIT`]), so that
+    /// what the server sends on the stream right after the handshake is not lost. Reading
+    /// continues in the background: when the stream ends, it is reopened with `Last-Event-ID`
+    /// after the server's `retry` (default 500 ms); failed attempts back off exponentially
+    /// (capped at 30 s) and give up after `max_resume_attempts` in a row.
+    async fn open_standalone(shared: &Arc<Self>) {
         if !shared.standalone || lock(&shared.session).is_none() {
             return;
         }
+        let first = tokio::time::timeout(STANDALONE_WAIT, shared.get_stream(None)).await.ok();
         let this = shared.clone();
-        shared.spawn(async move {
-            let mut last_id: Option<String> = None;
-            let mut retry = None;
-            let mut attempts = 0;
-            loop {
-                let mut headers = this.session_headers();
-                headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-                if let Some(last) = &last_id {
-                    insert(&mut headers, LAST_EVENT_ID, last);
-                }
-                match this.http.get(&this.url).headers(headers).send().await {
-                    Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
-                        tracing::debug!("the server offers no standalone stream");
-                        return;
-                    }
-                    Ok(r) if r.status() == StatusCode::NOT_FOUND => {
-                        let _ = this.inbox.send(Err(session_expired()));
-                        return;
-                    }
-                    Ok(r) if r.status().is_success() => {
-                        attempts = 0;
-                        if let StreamEnd::Ended { last_id: l, retry: r } =
-                            this.read_sse(r, None, false).await
-                        {
-                            last_id = l.or(last_id);
-                            retry = r.or(retry);
-                        }
-                    }
-                    Ok(r) => {
-                        tracing::debug!(status = %r.status(), "standalone stream refused");
-                        return;
-                    }
-                    Err(e) => tracing::debug!(error = %e, "standalone stream failed"),
-                }
-                attempts += 1;
-                if attempts > this.max_resume {
+        shared.spawn(async move { this.standalone_loop(first).await });
+    }
+
+    /// `GET` of the session's event stream, after `last_id` if given.
+    async fn get_stream(&self, last_id: Option<&str>) -> reqwest::Result<reqwest::Response> {
+        let mut headers = self.session_headers();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(last) = last_id {
+            insert(&mut headers, LAST_EVENT_ID, last);
+        }
+        self.http.get(&self.url).headers(headers).send().await
+    }
+
+    async fn standalone_loop(
+        self: Arc<Self>,
+        mut next: Option<reqwest::Result<reqwest::Response>>,
+    ) {
+        let mut last_id: Option<String> = None;
+        let mut retry = None;
+        let mut failures: u32 = 0;
+        loop {
+            let response = match next.take() {
+                Some(response) => response,
+                None => self.get_stream(last_id.as_deref()).await,
+            };
+            match response {
+                Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::debug!("the server offers no standalone stream");
                     return;
                 }
-                tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+                Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                    let stale = lock(&self.session).clone().unwrap_or_default();
+                    if !self.renew(&stale).await {
+                        let _ = self.inbox.send(Err(session_expired()));
+                        return;
+                    }
+                    // A new session: its stream starts afresh.
+                    last_id = None;
+                    continue;
+                }
+                Ok(r) if r.status().is_success() => {
+                    failures = 0;
+                    if let StreamEnd::Ended { last_id: l, retry: r } =
+                        self.read_sse(r, None, false).await
+                    {
+                        last_id = l.or(last_id);
+                        retry = r.or(retry);
+                    }
+                }
+                Ok(r) => {
+                    tracing::debug!(status = %r.status(), "standalone stream refused");
+                    return;
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::debug!(error = %e, failures, "standalone stream failed");
+                    if failures > self.max_resume {
+                        return;
+                    }
+                }
             }
-        });
+            tokio::time::sleep(backoff(retry, failures)).await;
+        }
     }
 
     /// Reads an SSE stream, delivering every message, until it ends or answers `id`.
@@ -656,33 +932,6 @@ impl Shared {
         }
         StreamEnd::Ended { last_id: parser.last_id, retry: parser.retry }
     }
-}
-
-/// Encodes a value for `Mcp-Name`: as is when it is visible ASCII, otherwise with the Base64
-/// sentinel form `=?base64?…?=`.
-fn header_text(value: &str) -> String {
-    let visible = value.bytes().all(|b| (0x20..0x7f).contains(&b));
-    let padded = value.starts_with(' ') || value.ends_with(' ');
-    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
-    let plain = visible && !padded && !looks_encoded;
-    if plain { value.to_owned() } else { format!("=?base64?{}?=", base64(value.as_bytes())) }
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 enum ReadError {
@@ -841,14 +1090,5 @@ mod tests {
         assert!(matches!(events[0], Err(ReadError::TooLarge)));
         assert_eq!(events.len(), 2);
         assert!(matches!(&events[1], Ok(d) if d == "ok"));
-    }
-
-    #[test]
-    fn mcp_name_is_base64_when_not_plain_ascii() {
-        assert_eq!(header_text("get_weather"), "get_weather");
-        assert_eq!(header_text("héllo"), format!("=?base64?{}?=", base64("héllo".as_bytes())));
-        assert_eq!(base64(b"Hello"), "SGVsbG8=");
-        assert_eq!(base64(b"Hi"), "SGk=");
-        assert_eq!(base64(b"abc"), "YWJj");
     }
 }

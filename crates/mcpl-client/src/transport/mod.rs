@@ -5,6 +5,7 @@
 //! - [`HttpTransport`]: Streamable HTTP, for servers of either era.
 
 mod child;
+pub mod headers;
 pub mod http;
 
 pub use self::child::{ChildProcess, ChildReceiver, ChildSender};

@@ -22,14 +22,25 @@
 //! # Modules
 //!
 //! - [`client`]: [`Client`], the handshake and the typed calls.
+//! - [`capability`]: which server capability each request needs (strict enforcement).
+//! - [`cache`]: the response cache ([`ResponseCache`], pluggable [`cache::CacheStore`]).
+//! - [`resume`]: [`SessionSnapshot`], suspend and resume.
 //! - [`transport`]: transports only a client needs: [`transport::ChildProcess`] and
 //!   [`transport::HttpTransport`] (Streamable HTTP).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cache;
+pub mod capability;
 pub mod client;
+mod listing;
+pub mod resume;
 pub mod transport;
 
 #[doc(inline)]
+pub use self::cache::{CacheMode, ResponseCache};
+#[doc(inline)]
 pub use self::client::{Client, Negotiation, ServerDetails};
+#[doc(inline)]
+pub use self::resume::SessionSnapshot;

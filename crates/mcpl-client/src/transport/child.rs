@@ -121,6 +121,23 @@ impl Transport for ChildProcess {
     type Sender = ChildSender;
     type Receiver = ChildReceiver;
 
+    /// The command line: `stdio:` and a JSON array of the program and its arguments, plus
+    /// `@` and the working directory when one is set (`stdio:["node","server.js"]@/srv`).
+    /// Environment variables are left out: they often carry secrets, and who the client acts
+    /// for is the cache principal's business, not the endpoint's.
+    fn endpoint(&self) -> Option<String> {
+        let words: Vec<String> = std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        let mut identity = format!("stdio:{}", serde_json::Value::from(words));
+        if let Some(dir) = &self.cwd {
+            identity.push('@');
+            identity.push_str(&dir.to_string_lossy());
+        }
+        Some(identity)
+    }
+
     async fn start(self) -> Result<(ChildSender, ChildReceiver)> {
         let program = self.program.to_string_lossy().into_owned();
         let mut child = self

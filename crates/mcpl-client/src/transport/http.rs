@@ -30,7 +30,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
 use mcpl_core::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender,
+    DEFAULT_MAX_MESSAGE_SIZE, SessionHandle, Transport, TransportReceiver, TransportSender,
 };
 use mcpl_core::types::{meta_keys, names};
 use mcpl_core::{Error, Result};
@@ -73,7 +73,10 @@ const MAX_RETRY: Duration = Duration::from_secs(30);
 /// client.connect(HttpTransport::new("http://127.0.0.1:3000/mcp")).await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Its [`endpoint`](Transport::endpoint) identity is the URL; its
+/// [`session`](Transport::session) handle holds the 2025-era session id.
+#[derive(Debug)]
 #[must_use]
 pub struct HttpTransport {
     url: String,
@@ -82,6 +85,23 @@ pub struct HttpTransport {
     max_response_size: usize,
     max_resume_attempts: u32,
     standalone_stream: bool,
+    session: SessionHandle,
+}
+
+impl Clone for HttpTransport {
+    /// A copy configured the same way, with its own session handle (seeded like this one's),
+    /// so that the copies never share a live session.
+    fn clone(&self) -> Self {
+        HttpTransport {
+            url: self.url.clone(),
+            http: self.http.clone(),
+            headers: self.headers.clone(),
+            max_response_size: self.max_response_size,
+            max_resume_attempts: self.max_resume_attempts,
+            standalone_stream: self.standalone_stream,
+            session: self.session.detached_copy(),
+        }
+    }
 }
 
 impl HttpTransport {
@@ -94,7 +114,28 @@ impl HttpTransport {
             max_response_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_resume_attempts: 3,
             standalone_stream: true,
+            session: SessionHandle::new(),
         }
+    }
+
+    /// Continues the existing 2025-era session `session_id`, which speaks `protocol_version`,
+    /// instead of starting one: every request carries the id and no `initialize` is needed
+    /// (the standalone `GET` stream opens when the transport starts). Use it with
+    /// [`Client::resume`](crate::Client::resume), which skips the handshake.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::Transport;
+    ///
+    /// let transport = HttpTransport::new("http://127.0.0.1:3000/mcp")
+    ///     .resume_session("4f1c2a", "2025-11-25");
+    /// assert_eq!(transport.session().and_then(|s| s.id()).as_deref(), Some("4f1c2a"));
+    /// ```
+    pub fn resume_session(self, session_id: impl Into<String>, protocol_version: &str) -> Self {
+        self.session.set(session_id, Some(protocol_version));
+        self
     }
 
     /// Uses `client` for every HTTP request (for proxies, TLS settings, timeouts). Default: a
@@ -142,6 +183,14 @@ impl Transport for HttpTransport {
     type Sender = HttpSender;
     type Receiver = HttpReceiver;
 
+    fn endpoint(&self) -> Option<String> {
+        Some(self.url.clone())
+    }
+
+    fn session(&self) -> Option<SessionHandle> {
+        Some(self.session.clone())
+    }
+
     async fn start(self) -> Result<(HttpSender, HttpReceiver)> {
         let http = match self.http {
             Some(http) => http,
@@ -157,11 +206,16 @@ impl Transport for HttpTransport {
             max: self.max_response_size,
             max_resume: self.max_resume_attempts,
             standalone: self.standalone_stream,
-            session: Mutex::new(None),
-            version: Mutex::new(None),
+            session: Mutex::new(self.session.id()),
+            version: Mutex::new(self.session.protocol_version()),
+            handle: self.session,
             inbox: tx,
             tasks: Mutex::new(Vec::new()),
         });
+        if lock(&shared.session).is_some() {
+            // A continued session: its standalone stream reopens at once.
+            Shared::open_standalone(&shared);
+        }
         Ok((HttpSender { shared }, HttpReceiver { inbox: rx }))
     }
 }
@@ -175,6 +229,8 @@ struct Shared {
     standalone: bool,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
+    /// The owner's view of the session (see [`SessionHandle`]).
+    handle: SessionHandle,
     inbox: mpsc::UnboundedSender<Result<Message>>,
     tasks: Mutex<Vec<AbortHandle>>,
 }
@@ -278,6 +334,7 @@ impl TransportSender for HttpSender {
             if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
             {
                 *lock(&self.shared.session) = Some(session.to_owned());
+                self.shared.handle.set(session, None);
             }
             let shared = self.shared.clone();
             self.shared.spawn(async move {
@@ -295,12 +352,17 @@ impl TransportSender for HttpSender {
         Ok(())
     }
 
-    /// Stops every stream and, in the 2025 era, ends the session with `DELETE`.
+    /// Stops every stream and, in the 2025 era, ends the session with `DELETE` (unless the
+    /// [`SessionHandle`] asks to keep it for a later resume).
     async fn close(self) -> Result<()> {
         for task in lock(&self.shared.tasks).drain(..) {
             task.abort();
         }
         let session = lock(&self.shared.session).take();
+        if self.shared.handle.keeps_on_close() {
+            tracing::debug!(kept = session.is_some(), "closing without ending the session");
+            return Ok(());
+        }
         if let Some(session) = session {
             let mut headers = self.shared.base_headers();
             insert(&mut headers, SESSION_ID, &session);
@@ -503,6 +565,7 @@ impl Shared {
         if let Message::Response(r) = message {
             if let Some(v) = r.result.get("protocolVersion").and_then(Value::as_str) {
                 *lock(&self.version) = Some(v.to_owned());
+                self.handle.set_protocol_version(v);
             }
         }
     }

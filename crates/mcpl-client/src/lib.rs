@@ -16,8 +16,12 @@
 //!
 //! Both eras are spoken: by default [`Client::connect`] tries the stateless (2026-07-28) era
 //! with `server/discover` and falls back to the `initialize` handshake of the stateful (2025)
-//! era; [`Negotiation::Pinned`] fixes the revision. Calls today: `ping` and tools. A client
-//! instance can be closed and connected again.
+//! era; [`Negotiation::Pinned`] fixes the revision. Calls today: `ping`, tools,
+//! `resources/list`, `resources/read` and `prompts/list`. A client instance can be closed and
+//! connected again, or suspended and resumed without a new handshake ([`resume`]).
+//!
+//! Optional: strict capability enforcement ([`Client::with_strict_capabilities`], see
+//! [`capability`]) and a response cache ([`Client::with_cache`], see [`cache`]).
 //!
 //! # Modules
 //!

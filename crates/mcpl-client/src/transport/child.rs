@@ -235,3 +235,23 @@ fn exited(program: &str, status: ExitStatus) -> Error {
         source: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_is_the_command_line_and_working_dir_not_the_environment() {
+        let a = ChildProcess::new("node").args(["server.js", "--port", "1"]);
+        assert_eq!(a.endpoint().as_deref(), Some(r#"stdio:["node","server.js","--port","1"]"#));
+        // Arguments cannot run together: ["a b"] is not ["a", "b"].
+        let joined = ChildProcess::new("node").arg("server.js --port").arg("1");
+        assert_ne!(joined.endpoint(), a.endpoint());
+        let elsewhere = a.clone().current_dir("/srv");
+        assert_eq!(
+            elsewhere.endpoint().as_deref(),
+            Some(r#"stdio:["node","server.js","--port","1"]@/srv"#)
+        );
+        assert_eq!(a.clone().env("TOKEN", "secret").endpoint(), a.endpoint());
+    }
+}

@@ -64,7 +64,7 @@ pub enum CacheMode {
     Bypass,
 }
 
-/// A response cache for a [`Client`](crate::Client): a [`CacheStore`] plus who the client acts
+/// A response cache for a [`Client`]: a [`CacheStore`] plus who the client acts
 /// for. Cheap to clone; clones share the store (give each clone its own principal).
 #[derive(Debug, Clone)]
 pub struct ResponseCache {

@@ -184,3 +184,32 @@ async fn the_response_cache_keeps_the_servers_partition_after_resume() {
     let error = client.resume(other.transport(), saved(&snapshot)).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Transport);
 }
+
+#[tokio::test]
+async fn a_resumed_2025_session_still_hears_the_servers_notifications() {
+    let s = serve().await;
+    let long = std::time::Duration::from_secs(600);
+    let client = stateful().with_cache(ResponseCache::in_memory().principal("p").default_ttl(long));
+    client.connect(s.transport()).await.unwrap();
+    let snapshot = client.suspend().await.unwrap();
+    let suspended_at = s.probe.count();
+    client.resume(s.transport(), saved(&snapshot)).await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    // The continued session's standalone stream reopens (a GET after the resume).
+    common::eventually("the stream reopens", async || {
+        s.probe.seen()[suspended_at..].iter().any(|l| l == "GET")
+    })
+    .await;
+    s.server
+        .tools_mut()
+        .add(Tool::new("added", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("new"))
+        })
+        .unwrap();
+    // tools/list_changed arrives on that stream and invalidates the cached list.
+    common::eventually("the list change arrives", async || {
+        client.list_tools().await.unwrap().len() == 2
+    })
+    .await;
+    client.terminate().await.unwrap();
+}

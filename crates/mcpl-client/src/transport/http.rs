@@ -644,6 +644,11 @@ impl Shared {
                         let _ = this.inbox.send(Err(session_expired()));
                         return;
                     }
+                    Ok(r) if r.status() == StatusCode::CONFLICT => {
+                        // A continued session whose previous stream the server has not seen
+                        // end yet: try again after the delay.
+                        tracing::debug!("the standalone stream is still taken; retrying");
+                    }
                     Ok(r) if r.status().is_success() => {
                         attempts = 0;
                         if let StreamEnd::Ended { last_id: l, retry: r } =

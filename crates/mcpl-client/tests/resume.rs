@@ -87,14 +87,15 @@ async fn an_http_transport_built_with_a_session_id_continues_that_session() {
 
     // Another client instance, with a transport that names the session itself.
     let second = stateful();
-    let transport = HttpTransport::new(s.url()).resume_session(id.clone(), "2025-11-25");
+    let transport =
+        HttpTransport::new(s.url()).resume_session(id.clone(), ProtocolVersion::V2025_11_25);
     second.resume(transport, saved(&snapshot)).await.unwrap();
     let result = second.call_tool("echo", mcpl_core_args()).await.unwrap();
     assert_eq!(text(&result), r#"2025-11-25 {"k":1}"#);
     assert_eq!(s.http.session_count(), 1);
     // A transport continuing another session than the snapshot's is refused.
     let third = stateful();
-    let wrong = HttpTransport::new(s.url()).resume_session("not-it", "2025-11-25");
+    let wrong = HttpTransport::new(s.url()).resume_session("not-it", ProtocolVersion::V2025_11_25);
     let error = third.resume(wrong, saved(&snapshot)).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Transport);
     assert!(!third.is_connected());

@@ -118,23 +118,28 @@ impl HttpTransport {
         }
     }
 
-    /// Continues the existing 2025-era session `session_id`, which speaks `protocol_version`,
-    /// instead of starting one: every request carries the id and no `initialize` is needed
-    /// (the standalone `GET` stream opens when the transport starts). Use it with
-    /// [`Client::resume`](crate::Client::resume), which skips the handshake.
+    /// Continues the existing 2025-era session `session_id`, which speaks `protocol_version`
+    /// (a stateful-era revision), instead of starting one: every request carries the id and
+    /// `MCP-Protocol-Version`, and no `initialize` is needed (the standalone `GET` stream opens
+    /// when the transport starts). Use it with [`Client::resume`](crate::Client::resume), which
+    /// skips the handshake.
     ///
     /// # Examples
     ///
     /// ```
     /// use mcpl_client::transport::HttpTransport;
-    /// use mcpl_core::Transport;
+    /// use mcpl_core::{ProtocolVersion, Transport};
     ///
     /// let transport = HttpTransport::new("http://127.0.0.1:3000/mcp")
-    ///     .resume_session("4f1c2a", "2025-11-25");
+    ///     .resume_session("4f1c2a", ProtocolVersion::V2025_11_25);
     /// assert_eq!(transport.session().and_then(|s| s.id()).as_deref(), Some("4f1c2a"));
     /// ```
-    pub fn resume_session(self, session_id: impl Into<String>, protocol_version: &str) -> Self {
-        self.session.set(session_id, Some(protocol_version));
+    pub fn resume_session(
+        self,
+        session_id: impl Into<String>,
+        protocol_version: mcpl_core::ProtocolVersion,
+    ) -> Self {
+        self.session.set(session_id, Some(protocol_version.as_str()));
         self
     }
 

@@ -18,7 +18,6 @@ use mcpl_core::types::{
 use mcpl_core::{Error, Result};
 
 use crate::Client;
-use crate::client::lift;
 
 impl Client {
     /// Sends the list request `M` page by page and collects the items `page` extracts.
@@ -29,14 +28,12 @@ impl Client {
     where
         M: Method<Params = PaginatedRequestParams>,
     {
-        let peer = self.peer()?;
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..self.max_pages {
             let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
-            let (mut more, next) =
-                page(peer.send::<M>(params, self.options()).await.map_err(lift)?);
+            let (mut more, next) = page(self.send::<M>(params, self.options()).await?);
             items.append(&mut more);
             match next {
                 Some(next) if seen.insert(next.clone()) => cursor = Some(next),
@@ -116,7 +113,7 @@ impl Client {
     /// As [`list_resources`](Self::list_resources).
     pub async fn subscribe_resource(&self, uri: &str) -> Result<()> {
         let params = SubscribeRequestParams::new(uri);
-        self.peer()?.send::<Subscribe>(params, self.options()).await.map_err(lift)?;
+        self.send::<Subscribe>(params, self.options()).await?;
         Ok(())
     }
 
@@ -128,7 +125,7 @@ impl Client {
     /// As [`list_resources`](Self::list_resources).
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<()> {
         let params = UnsubscribeRequestParams::new(uri);
-        self.peer()?.send::<Unsubscribe>(params, self.options()).await.map_err(lift)?;
+        self.send::<Unsubscribe>(params, self.options()).await?;
         Ok(())
     }
 
@@ -139,7 +136,7 @@ impl Client {
     ///
     /// As [`list_resources`](Self::list_resources).
     pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult> {
-        self.peer()?.send::<mcpl_core::types::Complete>(params, self.options()).await.map_err(lift)
+        self.send::<mcpl_core::types::Complete>(params, self.options()).await
     }
 
     /// Sets the level of the log messages the server sends (`logging/setLevel`, 2025 era;
@@ -150,7 +147,7 @@ impl Client {
     /// As [`list_resources`](Self::list_resources).
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<()> {
         let params = SetLevelRequestParams::new(level);
-        self.peer()?.send::<SetLevel>(params, self.options()).await.map_err(lift)?;
+        self.send::<SetLevel>(params, self.options()).await?;
         Ok(())
     }
 }

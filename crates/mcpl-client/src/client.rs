@@ -7,14 +7,17 @@ use mcpl_core::engine::{Engine, RequestOptions};
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
     EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
-    Initialized, ListTools, Meta, Outcome, Ping, RequestParams, ServerCapabilities, Tool,
+    Initialized, ListTools, Meta, Method, Outcome, Ping, RequestParams, ServerCapabilities, Tool,
 };
 use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::cache::{CacheMode, ResponseCache};
 use crate::handlers::Handlers;
 use crate::input::InputRequiredMode;
 use crate::notify::Notify;
+use crate::resume::Link;
 use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
 
 /// The most pages a list call follows before it stops, unless configured.
@@ -51,8 +54,10 @@ impl Negotiation {
 }
 
 /// What the server told the client about itself in the handshake (`initialize`) or in
-/// `server/discover`.
-#[derive(Debug, Clone, PartialEq)]
+/// `server/discover`. Serializable, as part of a
+/// [`SessionSnapshot`](crate::resume::SessionSnapshot).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ServerDetails {
     /// The negotiated protocol version.
@@ -66,6 +71,9 @@ pub struct ServerDetails {
     /// The revisions the server says it supports (from `server/discover`; empty after
     /// `initialize`, which does not list them).
     pub supported_versions: Vec<String>,
+    /// The whole `server/discover` result, in the stateless era.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discover: Option<DiscoverResult>,
 }
 
 impl ServerDetails {
@@ -86,18 +94,26 @@ pub struct Client {
     info: Implementation,
     pub(crate) capabilities: ClientCapabilities,
     negotiation: Negotiation,
-    server: Arc<Mutex<Option<ServerDetails>>>,
+    pub(crate) server: Arc<Mutex<Option<ServerDetails>>>,
     pub(crate) handlers: Handlers,
     pub(crate) input_mode: InputRequiredMode,
     pub(crate) max_pages: usize,
     pub(crate) notify: Notify,
+    /// Refuse, locally, requests the server did not advertise (see [`crate::capability`]).
+    strict: bool,
+    /// The response cache, if any, and how calls use it (see [`crate::cache`]).
+    pub(crate) cache: Option<ResponseCache>,
+    pub(crate) cache_mode: CacheMode,
+    /// The connection's endpoint identity and session handle (see [`crate::resume`]).
+    pub(crate) link: Arc<Mutex<Link>>,
 }
 
 impl Client {
     /// Creates a client that calls itself `name`, version `version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Client {
         let engine = Engine::new();
-        let notify = Notify::default();
+        let link = Arc::new(Mutex::new(Link::default()));
+        let notify = Notify::new(Arc::clone(&link));
         notify.install(&engine);
         let server = Arc::new(Mutex::new(None));
         let renewed = Arc::clone(&server);
@@ -115,7 +131,25 @@ impl Client {
             input_mode: InputRequiredMode::default(),
             max_pages: DEFAULT_MAX_PAGES,
             notify,
+            strict: false,
+            cache: None,
+            cache_mode: CacheMode::Use,
+            link,
         }
+    }
+
+    /// Turns strict capability enforcement on or off (default: off). When on, every request
+    /// whose capability the server did not advertise (`resources/list` without `resources`,
+    /// `resources/subscribe` without `resources.subscribe`, ... see [`crate::capability`])
+    /// fails locally with `CapabilityNotSupported` before anything is sent.
+    ///
+    /// ```
+    /// let client = mcpl_client::Client::new("app", "1").with_strict_capabilities(true);
+    /// # drop(client);
+    /// ```
+    pub fn with_strict_capabilities(mut self, strict: bool) -> Client {
+        self.strict = strict;
+        self
     }
 
     /// Pins the protocol version: shorthand for
@@ -158,6 +192,7 @@ impl Client {
     ///
     /// Dropping the future leaves the client unconnected.
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<ServerDetails> {
+        let link = Link::of(&transport);
         let hello = Hello {
             negotiation: self.negotiation,
             info: self.info.clone(),
@@ -167,17 +202,34 @@ impl Client {
             .engine
             .connect_with(transport, |peer: Peer| async move { hello.run(&peer).await })
             .await?;
-        *self.server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details.clone());
+        self.established(details.clone(), link);
         Ok(details)
     }
 
-    /// Closes the connection. The client can connect again afterwards.
+    /// Records a connection that was just established.
+    pub(crate) fn established(&self, details: ServerDetails, link: Link) {
+        *self.server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details);
+        *self.link.lock().unwrap_or_else(PoisonError::into_inner) = link;
+    }
+
+    /// Closes the connection, ending its server-side session if it has one (a 2025-era HTTP
+    /// session is `DELETE`d). The client can connect again afterwards. To keep the session for
+    /// a later [`resume`](Self::resume), use [`suspend`](Self::suspend) instead.
     ///
     /// # Errors
     ///
     /// The transport's close error (the client is unconnected regardless).
     pub async fn close(&self) -> Result<()> {
+        self.close_keeping_session(false).await
+    }
+
+    /// Closes the connection; `keep` asks the transport to leave the server-side session alive.
+    pub(crate) async fn close_keeping_session(&self, keep: bool) -> Result<()> {
         self.server.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let link = std::mem::take(&mut *self.link.lock().unwrap_or_else(PoisonError::into_inner));
+        if let Some(session) = &link.session {
+            session.keep_on_close(keep);
+        }
         self.engine.close().await
     }
 
@@ -210,6 +262,47 @@ impl Client {
         }
     }
 
+    /// The one path every typed request takes: strict capability check, response cache,
+    /// then the wire.
+    pub(crate) async fn send<M: Method>(
+        &self,
+        params: M::Params,
+        options: RequestOptions,
+    ) -> Result<M::Result> {
+        let params = serde_json::to_value(&params).map_err(|source| Error::Serialization {
+            what: format!("{} params", M::NAME),
+            source,
+        })?;
+        let value = self.exchange(M::NAME, params, options).await?;
+        serde_json::from_value(value)
+            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
+    }
+
+    /// [`send`](Self::send) with untyped params and result.
+    async fn exchange(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        if self.strict {
+            if let Some(server) = self.server() {
+                crate::capability::check(method, &server.capabilities)?;
+            }
+        }
+        let peer = self.peer()?;
+        let wire = if params.is_null() { None } else { Some(params.clone()) };
+        let fetch = || async move { peer.request(method, wire, options).await.map_err(lift) };
+        match &self.cache {
+            Some(cache) => {
+                let server =
+                    self.link.lock().unwrap_or_else(PoisonError::into_inner).endpoint.clone();
+                cache.exchange(server.as_deref(), self.cache_mode, method, &params, fetch).await
+            }
+            None => fetch().await,
+        }
+    }
+
     /// Checks that the server answers: `ping`, or in the stateless era (which removed `ping`)
     /// `server/discover`.
     ///
@@ -217,13 +310,11 @@ impl Client {
     ///
     /// `ConnectionClosed`, a timeout, or the server's error.
     pub async fn ping(&self) -> Result<()> {
-        let peer = self.peer()?;
         if self.server().is_some_and(|s| s.is_stateless()) {
             let _: DiscoverResult =
-                peer.send::<Discover>(Default::default(), self.options()).await.map_err(lift)?;
+                self.send::<Discover>(Default::default(), self.options()).await?;
         } else {
-            let _: EmptyResult =
-                peer.send::<Ping>(Default::default(), self.options()).await.map_err(lift)?;
+            let _: EmptyResult = self.send::<Ping>(Default::default(), self.options()).await?;
         }
         Ok(())
     }
@@ -236,8 +327,8 @@ impl Client {
     /// `CapabilityNotSupported` if the server did not advertise tools; otherwise as
     /// [`ping`](Self::ping).
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
-        if self.server().is_some_and(|s| s.capabilities.tools.is_none()) {
-            return Err(Error::CapabilityNotSupported { capability: "tools".into() });
+        if let Some(server) = self.server() {
+            crate::capability::check(ListTools::NAME, &server.capabilities)?;
         }
         self.list_pages::<ListTools, _>(|page| (page.tools, page.next_cursor)).await
     }
@@ -310,7 +401,13 @@ impl Client {
             // refresh the tool list (which the HTTP transport learns them from) and retry once.
             Err(Error::HeaderMismatch { detail }) => {
                 tracing::debug!(%detail, tool = name, "header mismatch; refreshing the tool list");
-                self.list_tools().await?;
+                // Past the cache: a cached list never reaches the transport, which would not
+                // learn the headers again.
+                let mode = match self.cache_mode {
+                    CacheMode::Bypass => CacheMode::Bypass,
+                    _ => CacheMode::Refresh,
+                };
+                self.with_cache_mode(mode).list_tools().await?;
                 self.send_fulfilling::<CallTool, _>(params, options).await?
             }
             other => other?,
@@ -381,10 +478,11 @@ impl Hello {
             .unwrap_or_else(|| Implementation::new("", ""));
         Ok(ServerDetails {
             protocol_version: version,
-            capabilities: result.capabilities,
+            capabilities: result.capabilities.clone(),
             server_info,
-            instructions: result.instructions,
-            supported_versions: result.supported_versions,
+            instructions: result.instructions.clone(),
+            supported_versions: result.supported_versions.clone(),
+            discover: Some(result),
         })
     }
 
@@ -472,6 +570,7 @@ fn negotiate(result: InitializeResult) -> Result<ServerDetails> {
         server_info: result.server_info,
         instructions: result.instructions,
         supported_versions: Vec::new(),
+        discover: None,
     })
 }
 

@@ -20,7 +20,6 @@ use mcpl_core::types::{
 use mcpl_core::{Error, Result};
 
 use crate::Client;
-use crate::client::lift;
 
 /// The default cap on automatically fulfilled input-required rounds.
 pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 10;
@@ -97,11 +96,12 @@ impl Client {
         M: Method<Result = Outcome<R>>,
         M::Params: Retryable,
     {
-        let peer = self.peer()?;
         let mut rounds = 0;
         loop {
-            // Each send takes a fresh JSON-RPC id from the engine.
-            let outcome = peer.send::<M>(params.clone(), options.clone()).await.map_err(lift)?;
+            // Each send takes a fresh JSON-RPC id from the engine, and goes through
+            // `Client::send` (strict checks, the response cache: which stores neither an
+            // input-required result nor the answer to a retry carrying input).
+            let outcome = self.send::<M>(params.clone(), options.clone()).await?;
             let Outcome::InputRequired(result) = outcome else { return Ok(outcome) };
             let max_rounds = match self.input_mode {
                 InputRequiredMode::Manual => 0,

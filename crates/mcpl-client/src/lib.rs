@@ -17,35 +17,49 @@
 //! Both eras are spoken: by default [`Client::connect`] tries the stateless (2026-07-28) era
 //! with `server/discover` and falls back to the `initialize` handshake of the stateful (2025)
 //! era; [`Negotiation::Pinned`] fixes the revision. A client instance can be closed and
-//! connected again.
+//! connected again, or suspended and resumed without a new handshake ([`resume`]).
 //!
 //! Typed calls cover tools, resources and templates, prompts, completion, the logging level
 //! and `ping`; list calls follow pagination. Server requests (sampling, elicitation, roots)
 //! and 2026 input-required results reach the [`handlers`]; notifications reach the handlers of
 //! [`notify`], and `subscriptions/listen` is a [`Subscription`] stream.
 //!
+//! Optional: strict capability enforcement ([`Client::with_strict_capabilities`], see
+//! [`capability`]) and a response cache ([`Client::with_cache`], see [`cache`]). Every typed
+//! call takes the same path: strict check, then the cache, then the wire.
+//!
 //! # Modules
 //!
 //! - [`client`]: [`Client`], the handshake and the typed calls.
+//! - [`capability`]: which server capability each request needs (strict enforcement).
+//! - [`cache`]: the response cache ([`ResponseCache`], pluggable [`cache::CacheStore`]).
 //! - [`handlers`]: answering sampling, elicitation and roots requests.
 //! - [`input`]: 2026 input-required results, fulfilled automatically or by the caller.
 //! - [`notify`]: notification handlers and `subscriptions/listen`.
+//! - [`resume`]: [`SessionSnapshot`], suspend and resume.
 //! - [`transport`]: transports only a client needs: [`transport::ChildProcess`] and
 //!   [`transport::HttpTransport`] (Streamable HTTP).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cache;
 mod calls;
+pub mod capability;
 pub mod client;
 pub mod handlers;
 pub mod input;
 pub mod notify;
+pub mod resume;
 pub mod transport;
 
+#[doc(inline)]
+pub use self::cache::{CacheMode, ResponseCache};
 #[doc(inline)]
 pub use self::client::{Client, Negotiation, ServerDetails};
 #[doc(inline)]
 pub use self::input::InputRequiredMode;
 #[doc(inline)]
 pub use self::notify::Subscription;
+#[doc(inline)]
+pub use self::resume::SessionSnapshot;

@@ -41,6 +41,8 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::Client;
+use crate::cache::ResponseCache;
+use crate::resume::Link;
 
 /// How long a listen request may stay open.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
@@ -48,13 +50,16 @@ const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 type Callback<T> = Arc<dyn Fn(T) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The notification handlers and open subscriptions of a client (shared by its clones).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Notify {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
 struct Inner {
+    /// The connection's endpoint: the response cache partition notifications invalidate.
+    link: Arc<Mutex<Link>>,
+    /// The response cache the invalidating notifications keep current, if one is set.
+    cache: RwLock<Option<ResponseCache>>,
     tools: RwLock<Option<Callback<()>>>,
     prompts: RwLock<Option<Callback<()>>>,
     resources: RwLock<Option<Callback<()>>>,
@@ -97,6 +102,29 @@ const METHODS: [&str; 6] = [
 ];
 
 impl Notify {
+    /// Handlers and subscriptions for the connection `link` describes.
+    pub(crate) fn new(link: Arc<Mutex<Link>>) -> Notify {
+        Notify {
+            inner: Arc::new(Inner {
+                link,
+                cache: RwLock::default(),
+                tools: RwLock::default(),
+                prompts: RwLock::default(),
+                resources: RwLock::default(),
+                updated: RwLock::default(),
+                log: RwLock::default(),
+                subscriptions: Mutex::default(),
+                next_slot: Mutex::default(),
+            }),
+        }
+    }
+
+    /// Keeps `cache` current: from now on every invalidating notification drops what it
+    /// makes out of date, before any handler runs.
+    pub(crate) fn invalidate(&self, cache: ResponseCache) {
+        set(&self.inner.cache, cache);
+    }
+
     /// Registers the dispatcher for every server notification the client handles.
     pub(crate) fn install(&self, engine: &Engine) {
         for method in METHODS {
@@ -108,7 +136,18 @@ impl Notify {
         }
     }
 
+    /// Handles one server notification, whichever stream carried it (a 2025 session stream,
+    /// stdio, a 2026 `subscriptions/listen` stream): first the response cache drops what it
+    /// makes out of date (so a handler that lists again sees the change), then the
+    /// subscription it is tagged for and the registered handler get it.
     async fn dispatch(&self, method: &str, params: Option<Value>) {
+        if let Some(cache) = get(&self.inner.cache) {
+            let server =
+                self.inner.link.lock().unwrap_or_else(PoisonError::into_inner).endpoint.clone();
+            if let Some(server) = server {
+                cache.notified(&server, method, params.as_ref()).await;
+            }
+        }
         let notification = match ServerNotification::from_parts(method, params.clone()) {
             Ok(n) => n,
             Err(e) => {

@@ -121,6 +121,23 @@ impl Transport for ChildProcess {
     type Sender = ChildSender;
     type Receiver = ChildReceiver;
 
+    /// The command line: `stdio:` and a JSON array of the program and its arguments, plus
+    /// `@` and the working directory when one is set (`stdio:["node","server.js"]@/srv`).
+    /// Environment variables are left out: they often carry secrets, and who the client acts
+    /// for is the cache principal's business, not the endpoint's.
+    fn endpoint(&self) -> Option<String> {
+        let words: Vec<String> = std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        let mut identity = format!("stdio:{}", serde_json::Value::from(words));
+        if let Some(dir) = &self.cwd {
+            identity.push('@');
+            identity.push_str(&dir.to_string_lossy());
+        }
+        Some(identity)
+    }
+
     async fn start(self) -> Result<(ChildSender, ChildReceiver)> {
         let program = self.program.to_string_lossy().into_owned();
         let mut child = self
@@ -216,5 +233,25 @@ fn exited(program: &str, status: ExitStatus) -> Error {
     Error::Transport {
         context: format!("server process {program:?} exited with {status}"),
         source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_is_the_command_line_and_working_dir_not_the_environment() {
+        let a = ChildProcess::new("node").args(["server.js", "--port", "1"]);
+        assert_eq!(a.endpoint().as_deref(), Some(r#"stdio:["node","server.js","--port","1"]"#));
+        // Arguments cannot run together: ["a b"] is not ["a", "b"].
+        let joined = ChildProcess::new("node").arg("server.js --port").arg("1");
+        assert_ne!(joined.endpoint(), a.endpoint());
+        let elsewhere = a.clone().current_dir("/srv");
+        assert_eq!(
+            elsewhere.endpoint().as_deref(),
+            Some(r#"stdio:["node","server.js","--port","1"]@/srv"#)
+        );
+        assert_eq!(a.clone().env("TOKEN", "secret").endpoint(), a.endpoint());
     }
 }

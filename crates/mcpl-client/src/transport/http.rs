@@ -26,8 +26,11 @@
 //! transport initializes again (replaying the client's `initialize`), adopts the new session,
 //! sends the message once more, and hands the client the new `initialize` result (the local
 //! notification [`SESSION_RENEWED`]) so that its view of the server's capabilities is
-//! refreshed. Only when that fails does the connection end with a transport error "session
-//! expired" (pending requests then fail with `ConnectionClosed`).
+//! refreshed; the transport's [`SessionHandle`] follows the new session id. Only when that
+//! fails does the connection end with a transport error "session expired" (pending requests
+//! then fail with `ConnectionClosed`). A session continued with
+//! [`HttpTransport::resume_session`] has no `initialize` of its own to replay, so a `404` ends
+//! it that way at once.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +40,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Notification, RequestId};
 use mcpl_core::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender,
+    DEFAULT_MAX_MESSAGE_SIZE, SessionHandle, Transport, TransportReceiver, TransportSender,
 };
 use mcpl_core::types::{meta_keys, names};
 use mcpl_core::{Error, Result};
@@ -100,7 +103,10 @@ fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
 /// client.connect(HttpTransport::new("http://127.0.0.1:3000/mcp")).await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Its [`endpoint`](Transport::endpoint) identity is the URL; its
+/// [`session`](Transport::session) handle holds the 2025-era session id.
+#[derive(Debug)]
 #[must_use]
 pub struct HttpTransport {
     url: String,
@@ -109,6 +115,23 @@ pub struct HttpTransport {
     max_response_size: usize,
     max_resume_attempts: u32,
     standalone_stream: bool,
+    session: SessionHandle,
+}
+
+impl Clone for HttpTransport {
+    /// A copy configured the same way, with its own session handle (seeded like this one's),
+    /// so that the copies never share a live session.
+    fn clone(&self) -> Self {
+        HttpTransport {
+            url: self.url.clone(),
+            http: self.http.clone(),
+            headers: self.headers.clone(),
+            max_response_size: self.max_response_size,
+            max_resume_attempts: self.max_resume_attempts,
+            standalone_stream: self.standalone_stream,
+            session: self.session.detached_copy(),
+        }
+    }
 }
 
 impl HttpTransport {
@@ -121,7 +144,33 @@ impl HttpTransport {
             max_response_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_resume_attempts: 3,
             standalone_stream: true,
+            session: SessionHandle::new(),
         }
+    }
+
+    /// Continues the existing 2025-era session `session_id`, which speaks `protocol_version`
+    /// (a stateful-era revision), instead of starting one: every request carries the id and
+    /// `MCP-Protocol-Version`, and no `initialize` is needed (the standalone `GET` stream opens
+    /// when the transport starts). Use it with [`Client::resume`](crate::Client::resume), which
+    /// skips the handshake.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::{ProtocolVersion, Transport};
+    ///
+    /// let transport = HttpTransport::new("http://127.0.0.1:3000/mcp")
+    ///     .resume_session("4f1c2a", ProtocolVersion::V2025_11_25);
+    /// assert_eq!(transport.session().and_then(|s| s.id()).as_deref(), Some("4f1c2a"));
+    /// ```
+    pub fn resume_session(
+        self,
+        session_id: impl Into<String>,
+        protocol_version: mcpl_core::ProtocolVersion,
+    ) -> Self {
+        self.session.set(session_id, Some(protocol_version.as_str()));
+        self
     }
 
     /// Uses `client` for every HTTP request (for proxies, TLS settings, timeouts). Default: a
@@ -169,6 +218,14 @@ impl Transport for HttpTransport {
     type Sender = HttpSender;
     type Receiver = HttpReceiver;
 
+    fn endpoint(&self) -> Option<String> {
+        Some(self.url.clone())
+    }
+
+    fn session(&self) -> Option<SessionHandle> {
+        Some(self.session.clone())
+    }
+
     async fn start(self) -> Result<(HttpSender, HttpReceiver)> {
         let http = match self.http {
             Some(http) => http,
@@ -184,8 +241,9 @@ impl Transport for HttpTransport {
             max: self.max_response_size,
             max_resume: self.max_resume_attempts,
             standalone: self.standalone_stream,
-            session: Mutex::new(None),
-            version: Mutex::new(None),
+            session: Mutex::new(self.session.id()),
+            version: Mutex::new(self.session.protocol_version()),
+            handle: self.session,
             tool_headers: ToolHeaders::default(),
             tools_list_ids: Mutex::new(HashSet::new()),
             inbox: tx,
@@ -194,6 +252,12 @@ impl Transport for HttpTransport {
             renewing: tokio::sync::Mutex::new(()),
             renewals: AtomicU64::new(0),
         });
+        if lock(&shared.session).is_some() {
+            // A continued session: its standalone stream reopens at once (through the same
+            // loop as after a handshake, which also retries while the server still holds the
+            // previous connection's stream).
+            Shared::open_standalone(&shared).await;
+        }
         Ok((HttpSender { shared }, HttpReceiver { inbox: rx }))
     }
 }
@@ -211,6 +275,8 @@ struct Shared {
     tool_headers: ToolHeaders,
     /// The ids of `tools/list` requests in flight, whose results teach `tool_headers`.
     tools_list_ids: Mutex<HashSet<RequestId>>,
+    /// The owner's view of the session (see [`SessionHandle`]).
+    handle: SessionHandle,
     inbox: mpsc::UnboundedSender<Result<Message>>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The body of the `initialize` request, replayed to renew an expired session.
@@ -360,6 +426,7 @@ impl TransportSender for HttpSender {
             if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
             {
                 *lock(&self.shared.session) = Some(session.to_owned());
+                self.shared.handle.set(session, None);
             }
             let shared = self.shared.clone();
             self.shared.spawn(async move {
@@ -393,12 +460,17 @@ impl TransportSender for HttpSender {
         Ok(())
     }
 
-    /// Stops every stream and, in the 2025 era, ends the session with `DELETE`.
+    /// Stops every stream and, in the 2025 era, ends the session with `DELETE` (unless the
+    /// [`SessionHandle`] asks to keep it for a later resume).
     async fn close(self) -> Result<()> {
         for task in lock(&self.shared.tasks).drain(..) {
             task.abort();
         }
         let session = lock(&self.shared.session).take();
+        if self.shared.handle.keeps_on_close() {
+            tracing::debug!(kept = session.is_some(), "closing without ending the session");
+            return Ok(());
+        }
         if let Some(session) = session {
             let mut headers = self.shared.base_headers();
             insert(&mut headers, SESSION_ID, &session);
@@ -631,6 +703,7 @@ impl Shared {
         if let Message::Response(r) = message {
             if let Some(v) = r.result.get("protocolVersion").and_then(Value::as_str) {
                 *lock(&self.version) = Some(v.to_owned());
+                self.handle.set_protocol_version(v);
             }
         }
     }
@@ -707,8 +780,12 @@ impl Shared {
         tracing::info!(renewal = n, "the server forgot the session; initializing again");
         match self.reinitialize(&hello, n).await {
             Ok((session, result)) => {
+                let version = result.get("protocolVersion").and_then(Value::as_str);
+                // The owner's handle follows, so that a snapshot taken from now on holds the
+                // new session, not the one the server forgot.
+                self.handle.set(&session, version);
                 *lock(&self.session) = Some(session);
-                if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+                if let Some(v) = version {
                     *lock(&self.version) = Some(v.to_owned());
                 }
                 let mut headers = self.session_headers();
@@ -732,6 +809,7 @@ impl Shared {
             Err(e) => {
                 tracing::warn!(error = %e, "renewing the session failed");
                 *lock(&self.session) = None;
+                self.handle.clear();
                 false
             }
         }
@@ -855,6 +933,15 @@ impl Shared {
                     // A new session: its stream starts afresh.
                     last_id = None;
                     continue;
+                }
+                Ok(r) if r.status() == StatusCode::CONFLICT => {
+                    // A continued (resumed) session whose previous stream the server has not
+                    // seen end yet: try again after the backoff, within the same bound.
+                    failures += 1;
+                    tracing::debug!(failures, "the standalone stream is still taken; retrying");
+                    if failures > self.max_resume {
+                        return;
+                    }
                 }
                 Ok(r) if r.status().is_success() => {
                     failures = 0;

@@ -17,7 +17,10 @@ use crate::jsonrpc::{Message, RequestId};
 
 pub mod lines;
 pub mod memory;
+mod session;
 pub mod stdio;
+
+pub use self::session::SessionHandle;
 
 /// The default largest message a transport accepts: 4 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
@@ -64,6 +67,20 @@ pub trait Transport: Send + 'static {
     ///
     /// Whatever prevented the transport from starting.
     fn start(self) -> impl Future<Output = Result<(Self::Sender, Self::Receiver)>> + Send;
+
+    /// Where this transport leads, as a stable identity (a URL, a command line), derived from
+    /// how the transport was configured and never from what the peer says about itself. Used
+    /// to key per-server state such as response caches. Default: `None` (no meaningful
+    /// endpoint, as for in-memory pipes).
+    fn endpoint(&self) -> Option<String> {
+        None
+    }
+
+    /// The handle to the server-side session this transport holds or continues, for transports
+    /// that have one. Default: `None`.
+    fn session(&self) -> Option<SessionHandle> {
+        None
+    }
 }
 
 /// The sending half of a started transport.

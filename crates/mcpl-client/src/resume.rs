@@ -1,0 +1,178 @@
+//! Session resume: save a connection as a [`SessionSnapshot`], close it without ending the
+//! server-side session, and continue it later on the same [`Client`] instance (or another one,
+//! in another process).
+//!
+//! The snapshot holds everything the handshake produced: the session id (2025-era HTTP), the
+//! protocol version, the server's capabilities, identity and instructions, the 2026-era
+//! `server/discover` result, and the endpoint identity the response cache partitions by.
+//! [`Client::resume`] restores all of it, so getters return the server's data, strict
+//! capability checks keep working, and the cache keeps using that server's entries. Resuming
+//! sends nothing: in the 2026 era the saved discover result stands in for `server/discover`;
+//! in the 2025 era the transport continues the session by its id.
+//!
+//! ```no_run
+//! use mcpl_client::Client;
+//! use mcpl_client::resume::SessionSnapshot;
+//! use mcpl_client::transport::HttpTransport;
+//!
+//! # async fn run() -> mcpl_core::Result<()> {
+//! let client = Client::new("my-app", "1.0.0");
+//! client.connect(HttpTransport::new("http://127.0.0.1:3000/mcp")).await?;
+//! // Close, keeping the server-side session; the snapshot is plain serde data.
+//! let snapshot = client.suspend().await?;
+//! let saved = serde_json::to_string(&snapshot).map_err(|e| mcpl_core::Error::Serialization {
+//!     what: "snapshot".into(),
+//!     source: e,
+//! })?;
+//! // Later: continue where it left off.
+//! let snapshot: SessionSnapshot = serde_json::from_str(&saved).map_err(|e| {
+//!     mcpl_core::Error::Serialization { what: "snapshot".into(), source: e }
+//! })?;
+//! client.resume(HttpTransport::new("http://127.0.0.1:3000/mcp"), snapshot).await?;
+//! // And end the session for good.
+//! client.terminate().await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::PoisonError;
+
+use mcpl_core::transport::SessionHandle;
+use mcpl_core::{Era, Error, Result, Transport};
+use serde::{Deserialize, Serialize};
+
+use crate::client::{Client, ServerDetails};
+
+/// What a connection is linked to: the transport's endpoint identity and session handle.
+#[derive(Debug, Default)]
+pub(crate) struct Link {
+    /// The endpoint identity: the response cache's server partition.
+    pub(crate) endpoint: Option<String>,
+    /// The transport's server-side session, if it has one.
+    pub(crate) session: Option<SessionHandle>,
+}
+
+impl Link {
+    pub(crate) fn of<T: Transport>(transport: &T) -> Link {
+        Link { endpoint: transport.endpoint(), session: transport.session() }
+    }
+}
+
+/// A connection saved for [`Client::resume`]. Serializable with serde (camelCase JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SessionSnapshot {
+    /// The 2025-era session id (Streamable HTTP), if the connection had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What the server said about itself: protocol version, capabilities, server info,
+    /// instructions, supported versions and the 2026-era discover result.
+    pub server: ServerDetails,
+    /// The endpoint identity (URL, command line) the response cache partitions by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+}
+
+impl SessionSnapshot {
+    /// Whether the snapshot can be resumed: a stateless-era connection always can; a
+    /// stateful-era one only with a session id (over stdio, the session dies with the process).
+    pub fn is_resumable(&self) -> bool {
+        self.server.protocol_version.era() == Era::Stateless || self.session_id.is_some()
+    }
+}
+
+impl Client {
+    /// The snapshot of the current connection, or `None` when unconnected.
+    pub fn session_snapshot(&self) -> Option<SessionSnapshot> {
+        let server = self.server()?;
+        let link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(SessionSnapshot {
+            session_id: link.session.as_ref().and_then(SessionHandle::id),
+            server,
+            endpoint: link.endpoint.clone(),
+        })
+    }
+
+    /// Closes the connection but keeps its server-side session (no HTTP `DELETE`), and returns
+    /// the snapshot to [`resume`](Self::resume) it with.
+    ///
+    /// # Errors
+    ///
+    /// - `ConnectionClosed` if the client is not connected.
+    /// - `Transport` if the connection cannot be resumed (a 2025-era connection without a
+    ///   session id, such as one over stdio); the connection is left open.
+    /// - The transport's close error (the client is unconnected regardless).
+    pub async fn suspend(&self) -> Result<SessionSnapshot> {
+        let snapshot = self.session_snapshot().ok_or(Error::ConnectionClosed)?;
+        if !snapshot.is_resumable() {
+            return Err(Error::Transport {
+                context: "this connection cannot be resumed: a stateful-era connection without \
+                          a session id ends with its transport"
+                    .into(),
+                source: None,
+            });
+        }
+        self.close_keeping_session(true).await?;
+        Ok(snapshot)
+    }
+
+    /// Closes the connection and ends its server-side session (a 2025-era HTTP session is
+    /// `DELETE`d), including one continued with [`resume`](Self::resume). The same as
+    /// [`close`](Self::close), named for clarity next to [`suspend`](Self::suspend).
+    ///
+    /// # Errors
+    ///
+    /// As [`close`](Self::close).
+    pub async fn terminate(&self) -> Result<()> {
+        self.close().await
+    }
+
+    /// Connects over `transport` by continuing the connection `snapshot` saved, without a
+    /// handshake: nothing is sent. The server details, the session id (seeded into the
+    /// transport's [`SessionHandle`] unless the transport already continues one) and the cache
+    /// partition all come from the snapshot.
+    ///
+    /// # Errors
+    ///
+    /// - `AlreadyConnected` if this client is connected.
+    /// - `Transport` if the snapshot is not resumable, if it was taken for another endpoint
+    ///   than the transport's, or if it holds a session id the transport cannot carry.
+    /// - The transport's start error.
+    pub async fn resume<T: Transport>(
+        &self,
+        transport: T,
+        snapshot: SessionSnapshot,
+    ) -> Result<ServerDetails> {
+        let refuse = |context: String| Err(Error::Transport { context, source: None });
+        if !snapshot.is_resumable() {
+            return refuse("the snapshot is of a stateful-era connection without a session".into());
+        }
+        let mut link = Link::of(&transport);
+        match (&link.endpoint, &snapshot.endpoint) {
+            (Some(now), Some(then)) if now != then => {
+                return refuse(format!("the snapshot is of {then:?}, not of {now:?}"));
+            }
+            (None, Some(then)) => link.endpoint = Some(then.clone()),
+            _ => {}
+        }
+        if let Some(id) = &snapshot.session_id {
+            match &link.session {
+                Some(handle) => match handle.id() {
+                    None => handle.set(id, Some(snapshot.server.protocol_version.as_str())),
+                    Some(other) if &other != id => {
+                        return refuse(format!(
+                            "the transport continues session {other:?}, the snapshot {id:?}"
+                        ));
+                    }
+                    Some(_) => {}
+                },
+                None => return refuse("the transport cannot carry a session id".into()),
+            }
+        }
+        let details = snapshot.server;
+        let restored = details.clone();
+        self.engine.connect_with(transport, |_peer| async move { Ok(restored) }).await?;
+        self.established(details.clone(), link);
+        Ok(details)
+    }
+}

@@ -1,0 +1,208 @@
+//! The response cache against our own server over real HTTP sockets.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Running, eventually, start};
+use mcpl_client::cache::{CacheKey, CacheMode, CacheStore, MemoryStore, ResponseCache};
+use mcpl_client::{Client, Negotiation};
+use mcpl_core::types::{Resource, Tool, ToolSchema};
+use mcpl_core::{ErrorKind, ProtocolVersion};
+use mcpl_server::http::HttpConfig;
+use mcpl_server::resource::ResourceOutput;
+use mcpl_server::{Server, ToolOutput};
+
+/// A server named "same-name" whatever its tools, so only the endpoint tells servers apart.
+fn server(tool: &str) -> Server {
+    Server::builder("same-name", "1.0.0")
+        .tool(Tool::new(tool, ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("ok"))
+        })
+        .resource(Resource::new("mem:///secret", "secret"), |ctx, req| async move {
+            let who = ctx.protocol_version().map(|v| v.to_string()).unwrap_or_default();
+            Ok(vec![ResourceOutput::text(req.uri, format!("secret for {who}"))])
+        })
+        .build()
+}
+
+async fn serve(tool: &str, ttl: Duration) -> Running {
+    start(server(tool), HttpConfig::new().cache_ttl(ttl)).await
+}
+
+const LONG: Duration = Duration::from_secs(600);
+
+fn names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
+}
+
+async fn client(running: &Running, cache: ResponseCache) -> Client {
+    let client = Client::new("c", "1").with_cache(cache);
+    client.connect(running.transport()).await.unwrap();
+    client
+}
+
+#[tokio::test]
+async fn clients_sharing_a_store_never_see_entries_of_another_server() {
+    let (a, b) = (serve("alpha", LONG).await, serve("beta", LONG).await);
+    let store = Arc::new(MemoryStore::new());
+    let cache = ResponseCache::new(store.clone()).principal("same-user");
+    let to_a = client(&a, cache.clone()).await;
+    let to_b = client(&b, cache).await;
+    assert_eq!(to_a.server().unwrap().server_info, to_b.server().unwrap().server_info);
+
+    assert_eq!(names(&to_a.list_tools().await.unwrap()), ["alpha"]);
+    assert_eq!(names(&to_b.list_tools().await.unwrap()), ["beta"]);
+    assert_eq!((a.probe.count_of("tools/list"), b.probe.count_of("tools/list")), (1, 1));
+    // Each is answered from its own entry from now on.
+    assert_eq!(names(&to_a.list_tools().await.unwrap()), ["alpha"]);
+    assert_eq!(names(&to_b.list_tools().await.unwrap()), ["beta"]);
+    assert_eq!((a.probe.count_of("tools/list"), b.probe.count_of("tools/list")), (1, 1));
+    assert_eq!(store.len(), 2);
+}
+
+#[tokio::test]
+async fn private_results_stay_with_their_principal_and_public_ones_are_shared() {
+    let s = serve("tool", LONG).await;
+    let store: Arc<MemoryStore> = Arc::new(MemoryStore::new());
+    let alice = client(&s, ResponseCache::new(store.clone()).principal("alice")).await;
+    let bob = client(&s, ResponseCache::new(store.clone()).principal("bob")).await;
+    let nobody = client(&s, ResponseCache::new(store.clone())).await;
+
+    // tools/list is public: fetched once, then shared by every principal.
+    alice.list_tools().await.unwrap();
+    bob.list_tools().await.unwrap();
+    nobody.list_tools().await.unwrap();
+    assert_eq!(s.probe.count_of("tools/list"), 1);
+
+    // resources/read is private: each principal fetches its own.
+    let read = alice.read_resource("mem:///secret").await.unwrap();
+    assert_eq!(read.contents.len(), 1);
+    alice.read_resource("mem:///secret").await.unwrap();
+    assert_eq!(s.probe.count_of("resources/read"), 1);
+    bob.read_resource("mem:///secret").await.unwrap();
+    assert_eq!(s.probe.count_of("resources/read"), 2);
+    bob.read_resource("mem:///secret").await.unwrap();
+    assert_eq!(s.probe.count_of("resources/read"), 2);
+    // Without a principal, private results are never cached.
+    nobody.read_resource("mem:///secret").await.unwrap();
+    nobody.read_resource("mem:///secret").await.unwrap();
+    assert_eq!(s.probe.count_of("resources/read"), 4);
+}
+
+#[tokio::test]
+async fn entries_expire_after_their_ttl() {
+    let s = serve("tool", Duration::from_millis(100)).await;
+    let client = client(&s, ResponseCache::in_memory().principal("p")).await;
+    client.list_tools().await.unwrap();
+    // Twice within the ttl would be one fetch; on a loaded machine the second call may already
+    // be past it, so only the expiry is asserted.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = s.probe.count_of("tools/list");
+    client.list_tools().await.unwrap();
+    assert_eq!(s.probe.count_of("tools/list"), before + 1);
+
+    // A long ttl keeps answering from the cache.
+    let s = serve("tool", LONG).await;
+    let client = self::client(&s, ResponseCache::in_memory().principal("p")).await;
+    for _ in 0..3 {
+        client.list_tools().await.unwrap();
+    }
+    assert_eq!(s.probe.count_of("tools/list"), 1);
+}
+
+#[tokio::test]
+async fn modes_use_refresh_and_bypass() {
+    let s = serve("first", LONG).await;
+    let client = client(&s, ResponseCache::in_memory().principal("p")).await;
+    assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
+    s.server
+        .tools_mut()
+        .add(Tool::new("second", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("2"))
+        })
+        .unwrap();
+    // Use: the cached list.
+    assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
+    assert_eq!(s.probe.count_of("tools/list"), 1);
+    // Bypass: fetched, and not stored.
+    let bypass = client.with_cache_mode(CacheMode::Bypass);
+    assert_eq!(bypass.list_tools().await.unwrap().len(), 2);
+    assert_eq!(s.probe.count_of("tools/list"), 2);
+    assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
+    assert_eq!(s.probe.count_of("tools/list"), 2);
+    // Refresh: fetched, and stored for the next Use.
+    let refresh = client.with_cache_mode(CacheMode::Refresh);
+    assert_eq!(refresh.list_tools().await.unwrap().len(), 2);
+    assert_eq!(s.probe.count_of("tools/list"), 3);
+    assert_eq!(client.list_tools().await.unwrap().len(), 2);
+    assert_eq!(s.probe.count_of("tools/list"), 3);
+}
+
+#[tokio::test]
+async fn a_stale_entry_is_served_when_the_server_fails_only_if_asked() {
+    let s = serve("tool", Duration::from_millis(50)).await;
+    let store = Arc::new(MemoryStore::new());
+    let stale_ok = client(&s, ResponseCache::new(store.clone()).serve_stale_on_error(true)).await;
+    let strict = client(&s, ResponseCache::new(store.clone())).await;
+    assert_eq!(names(&stale_ok.list_tools().await.unwrap()), ["tool"]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    s.probe.fail(true);
+    // Expired, and the server answers 503: the stale list is served...
+    assert_eq!(names(&stale_ok.list_tools().await.unwrap()), ["tool"]);
+    // ...but not to a client that did not ask for it.
+    let error = strict.list_tools().await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Rpc, "{error}");
+    // A refusal that is not a failure to reach the server is never papered over.
+    s.probe.fail(false);
+    let refused = stale_ok.read_resource("mem:///missing").await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Rpc);
+    assert_eq!(s.probe.count_of("tools/list"), 3);
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_cached_list() {
+    // A 2025-era session: results carry no ttlMs, so a default ttl makes them cacheable, and
+    // the server announces list changes on the session's stream.
+    let s = serve("first", LONG).await;
+    let client = Client::new("c", "1")
+        .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+        .with_cache(ResponseCache::in_memory().principal("p").default_ttl(LONG));
+    client.connect(s.transport()).await.unwrap();
+    let posts = || s.probe.seen().iter().filter(|l| *l == "POST").count();
+    assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
+    let after_first = posts();
+    assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
+    assert_eq!(posts(), after_first, "the second listing came from the cache");
+    // The standalone stream must be open before the change is announced.
+    eventually("the standalone stream is open", async || s.probe.seen().iter().any(|l| l == "GET"))
+        .await;
+    s.server
+        .tools_mut()
+        .add(Tool::new("second", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("2"))
+        })
+        .unwrap();
+    eventually("the list change reaches the cache", async || {
+        client.list_tools().await.unwrap().len() == 2
+    })
+    .await;
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn store_keys_are_the_endpoint_not_the_server_name() {
+    let s = serve("tool", LONG).await;
+    let store = Arc::new(MemoryStore::new());
+    let client = client(&s, ResponseCache::new(store.clone())).await;
+    client.list_tools().await.unwrap();
+    let key: CacheKey = serde_json::from_value(serde_json::json!({
+        "server": s.url(), "audience": "public", "method": "tools/list", "params": "{}"
+    }))
+    .unwrap();
+    let found = store.get(&key).await.unwrap();
+    assert!(found.is_some(), "the entry is under the endpoint URL");
+}

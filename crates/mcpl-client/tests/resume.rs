@@ -214,3 +214,33 @@ async fn a_resumed_2025_session_still_hears_the_servers_notifications() {
     .await;
     client.terminate().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_renewed_session_is_the_one_a_snapshot_holds() {
+    let server = Server::builder("renew-test", "1")
+        .tool(Tool::new("echo", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("hi"))
+        })
+        .build();
+    let config = HttpConfig::new().session_idle_timeout(std::time::Duration::from_millis(200));
+    let s = start(server, config).await;
+    let client = stateful();
+    client.connect(s.transport().standalone_stream(false)).await.unwrap();
+    let old = client.session_snapshot().unwrap().session_id.unwrap();
+    // The server forgets the idle session; the next call renews it (404 -> initialize).
+    common::eventually("the session expires", async || s.http.session_count() == 0).await;
+    client.call_tool("echo", Map::new()).await.unwrap();
+    assert_eq!(s.http.session_count(), 1);
+    let snapshot = client.suspend().await.unwrap();
+    let renewed = snapshot.session_id.clone().unwrap();
+    assert_ne!(renewed, old, "the snapshot holds the renewed session, not the forgotten one");
+    // Resuming it continues the live session: a resumed transport has no initialize to
+    // replay, so with the old id this call would end in "session expired".
+    let initializes = s.probe.count();
+    client.resume(s.transport().standalone_stream(false), saved(&snapshot)).await.unwrap();
+    client.call_tool("echo", Map::new()).await.unwrap();
+    assert_eq!(s.probe.count(), initializes + 1, "one POST: the call, no new handshake");
+    assert_eq!(s.http.session_count(), 1);
+    assert_eq!(client.session_snapshot().unwrap().session_id.as_deref(), Some(renewed.as_str()));
+    client.terminate().await.unwrap();
+}

@@ -60,3 +60,36 @@ async fn without_strict_mode_the_server_answers_for_itself() {
     assert_eq!(error.kind(), ErrorKind::Rpc, "{error}");
     assert_eq!(s.probe.count_of("prompts/list"), 1);
 }
+
+#[tokio::test]
+async fn every_typed_call_is_checked_subscribe_completion_and_logging_included() {
+    let s = start(tools_only(), HttpConfig::new()).await;
+    let client = Client::new("c", "1")
+        .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+        .with_strict_capabilities(true);
+    client.connect(s.transport()).await.unwrap();
+    let caps = client.server().unwrap().capabilities;
+    assert!(caps.resources.is_none() && caps.completions.is_none());
+    let posts = || s.probe.seen().iter().filter(|l| l.starts_with("POST")).count();
+    eventually("the handshake is done", async || posts() == 2).await;
+    let complete = serde_json::from_value(serde_json::json!({
+        "ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "a", "value": "x"}
+    }))
+    .unwrap();
+    let mut errors = vec![
+        client.subscribe_resource("mem:///x").await.unwrap_err(),
+        client.unsubscribe_resource("mem:///x").await.unwrap_err(),
+        client.list_resource_templates().await.unwrap_err(),
+        client.get_prompt("p", Default::default()).await.unwrap_err(),
+        client.complete(complete).await.unwrap_err(),
+    ];
+    if caps.logging.is_none() {
+        errors.push(client.set_log_level(mcpl_core::types::LoggingLevel::Info).await.unwrap_err());
+    }
+    for error in errors {
+        assert_eq!(error.kind(), ErrorKind::CapabilityNotSupported, "{error}");
+    }
+    assert_eq!(posts(), 2, "nothing was sent");
+    client.close().await.unwrap();
+}

@@ -128,7 +128,9 @@ impl Server {
     /// The capabilities this server advertises: each feature that was ever registered (a
     /// feature emptied at run time stays declared, with an empty list), `logging`,
     /// `completions` when there are prompts or resources to complete, and the tasks extension
-    /// under `extensions` when [`serves_tasks`](Self::serves_tasks).
+    /// under `extensions` when [`serves_tasks`](Self::serves_tasks) (advertised in
+    /// `server/discover` only: a 2025-era `initialize` result leaves it out, see
+    /// [`crate::task`]).
     pub fn capabilities(&self) -> ServerCapabilities {
         let extensions = self
             .serves_tasks()

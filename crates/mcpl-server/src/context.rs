@@ -150,7 +150,8 @@ impl Context {
     }
 
     /// Whether the client declared the tasks extension (`io.modelcontextprotocol/tasks`) for
-    /// this request.
+    /// this request. Always `false` in the stateful (2025) era, where the extension is not
+    /// defined (see [`crate::task`]).
     pub fn supports_tasks(&self) -> bool {
         crate::task::client_declares(self)
     }

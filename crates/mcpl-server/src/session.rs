@@ -164,8 +164,10 @@ fn initialize(
         c.client_capabilities = Some(params.capabilities);
     }
     tracing::debug!(%version, "initialized");
-    let mut result =
-        InitializeResult::new(version.as_str(), server.capabilities(), server.info().clone());
+    let mut capabilities = server.capabilities();
+    // SEP-2663 defines the tasks extension for the stateless era only.
+    crate::task::unadvertise(&mut capabilities);
+    let mut result = InitializeResult::new(version.as_str(), capabilities, server.info().clone());
     result.instructions = server.inner.instructions.clone();
     encode(result)
 }

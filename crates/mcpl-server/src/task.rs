@@ -1,6 +1,26 @@
 //! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): `tools/call` answered with
 //! a task the client polls, in the stateless (2026-07-28) era.
 //!
+//! # Eras
+//!
+//! The extension is defined for the 2026-07-28 revision only. SEP-2663 says that under earlier
+//! protocol versions a server must not return a `CreateTaskResult`, and must not read the
+//! extension declared in `initialize` capabilities as enabling tasks (the 2025-11-25
+//! experimental tasks feature is a different, wire-incompatible protocol that this SDK does not
+//! implement). So on a 2025-era session (stdio, or a Streamable HTTP session):
+//!
+//! - every tool answers synchronously, whatever its [`TaskSupport`] and whatever the client
+//!   declared in `initialize` ([`Context::is_task_mode`] is `false`,
+//!   [`Context::start_task`] returns `Ok(None)`, [`Context::supports_tasks`] is `false`);
+//! - `tasks/get`, `tasks/update` and `tasks/cancel` are unknown methods (`-32601`);
+//! - the `initialize` result does not advertise the extension (the 2025-11-25
+//!   `ServerCapabilities` has no `extensions` member).
+//!
+//! A task-capable handler therefore needs no era check: the same code is a task for a 2026
+//! client that declared the extension and an ordinary (long) call for a 2025 one.
+//!
+//! # Task mode
+//!
 //! A tool opts in with [`TaskOptions`] ([`ServerBuilder::task_tool`](crate::ServerBuilder::task_tool),
 //! or `execution.taskSupport` on its definition):
 //!
@@ -39,11 +59,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use mcpl_core::Era;
 use mcpl_core::engine::{BoxFuture, HandlerResult};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{
-    CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, TASKS_EXTENSION,
-    TaskIdParams, TaskStatus, UpdateTaskRequestParams,
+    CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, ServerCapabilities,
+    TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskRequestParams,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
@@ -397,11 +418,24 @@ fn create_task_result(task: DetailedTask) -> HandlerResult {
     Ok(value)
 }
 
-/// Whether the client declared the tasks extension.
+/// Whether the request declared the tasks extension; never in the stateful era, where the
+/// extension is not defined (see the [module docs](self)).
 pub(crate) fn client_declares(ctx: &Context) -> bool {
-    ctx.client_capabilities()
-        .and_then(|c| c.extensions)
-        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+    ctx.era() == Era::Stateless
+        && ctx
+            .client_capabilities()
+            .and_then(|c| c.extensions)
+            .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+}
+
+/// Leaves the tasks extension out of `capabilities` (for the stateful era's `initialize`).
+pub(crate) fn unadvertise(capabilities: &mut ServerCapabilities) {
+    if let Some(extensions) = &mut capabilities.extensions {
+        extensions.remove(TASKS_EXTENSION);
+        if extensions.is_empty() {
+            capabilities.extensions = None;
+        }
+    }
 }
 
 /// `-32021`: the request must declare the tasks extension.

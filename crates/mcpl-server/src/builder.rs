@@ -16,6 +16,7 @@ use tokio::sync::broadcast;
 
 use mcpl_core::jsonrpc::ErrorObject;
 
+use crate::cache::{CacheHint, CacheHints, CachedResult};
 use crate::completion::{CompletionRequest, CompletionResult};
 use crate::context::Context;
 use crate::events::{EVENT_BUFFER, ServerEvent};
@@ -38,6 +39,7 @@ pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
+    cache_hints: CacheHints,
     sealer: StateSealer,
     pub(crate) tasks: Tasks,
     registry: RwLock<Registry>,
@@ -64,6 +66,7 @@ impl Server {
             info: Implementation::new(name, version),
             instructions: None,
             page_size: None,
+            cache_hints: CacheHints::default(),
             sealer: None,
             state_ttl: None,
             task_store: None,
@@ -117,6 +120,12 @@ impl Server {
     /// How many items one page of a list request holds; `None`: all of them.
     pub fn page_size(&self) -> Option<usize> {
         self.inner.page_size
+    }
+
+    /// The cache hint set for `result` with [`ServerBuilder::cache_hint`]; `None`: the
+    /// endpoint's default applies (see [`crate::cache`]).
+    pub fn cache_hint(&self, result: CachedResult) -> Option<CacheHint> {
+        self.inner.cache_hints.get(result)
     }
 
     /// Whether the server serves the tasks extension (see [`crate::task`]): a task-capable
@@ -212,6 +221,7 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     page_size: Option<usize>,
+    cache_hints: CacheHints,
     sealer: Option<StateSealer>,
     state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn TaskStore>>,
@@ -296,6 +306,27 @@ impl ServerBuilder {
     /// list is one page.
     pub fn page_size(mut self, size: usize) -> Self {
         self.page_size = Some(size.max(1));
+        self
+    }
+
+    /// Sets how long clients may reuse `result`, and who may (the `ttlMs` and `cacheScope` of
+    /// 2026-07-28 results; see [`crate::cache`]). Without it, the endpoint's default applies
+    /// ([`HttpConfig::cache_ttl`](crate::http::HttpConfig::cache_ttl), scope `public`).
+    /// 2025-era results never carry these members.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::cache::{CacheHint, CachedResult};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .cache_hint(CachedResult::PromptsList, CacheHint::public(Duration::from_secs(3600)))
+    ///     .cache_hint(CachedResult::Discover, CacheHint::public(Duration::from_secs(60)))
+    ///     .build();
+    /// assert_eq!(server.cache_hint(CachedResult::Discover).unwrap().ttl_ms(), 60_000);
+    /// ```
+    pub fn cache_hint(mut self, result: CachedResult, hint: CacheHint) -> Self {
+        self.cache_hints.set(result, hint);
         self
     }
 
@@ -655,6 +686,7 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 page_size: self.page_size,
+                cache_hints: self.cache_hints,
                 sealer,
                 tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
                 registry: RwLock::new(self.registry),

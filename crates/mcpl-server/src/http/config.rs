@@ -111,7 +111,9 @@ impl HttpConfig {
     }
 
     /// The `ttlMs` put on stateless-era list, read and discover results that set none
-    /// themselves. Default: 0 (clients re-fetch each time).
+    /// themselves and have no hint set with
+    /// [`ServerBuilder::cache_hint`](crate::ServerBuilder::cache_hint) (see [`crate::cache`]).
+    /// Default: 0 (clients re-fetch each time).
     pub fn cache_ttl(mut self, ttl: Duration) -> Self {
         self.cache_ttl = ttl;
         self

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 
 use super::sse::{self, SseEvent};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
+use crate::cache::{CacheHint, CachedResult};
 use crate::context::{ClientState, Context};
 use crate::events::ServerEvent;
 
@@ -372,10 +373,14 @@ fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String,
             | names::SERVER_DISCOVER
     );
     if cacheable && result_type == json!("complete") {
-        let config = &http.inner.config;
-        result.entry("ttlMs").or_insert_with(|| json!(config.cache_ttl.as_millis() as u64));
-        let scope = if method == names::RESOURCES_READ { "private" } else { "public" };
-        result.entry("cacheScope").or_insert_with(|| json!(scope));
+        // The hint set for this result (see `crate::cache`), else the endpoint's default.
+        let hint = CachedResult::for_method(method).and_then(|r| http.inner.server.cache_hint(r));
+        let hint = hint.unwrap_or_else(|| match method {
+            names::RESOURCES_READ => CacheHint::private(http.inner.config.cache_ttl),
+            _ => CacheHint::public(http.inner.config.cache_ttl),
+        });
+        result.entry("ttlMs").or_insert_with(|| json!(hint.ttl_ms()));
+        result.entry("cacheScope").or_insert_with(|| json!(hint.scope()));
     }
 }
 

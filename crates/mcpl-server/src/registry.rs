@@ -183,6 +183,23 @@ fn on_success<T, E>(result: Result<T, E>) -> (Result<T, E>, bool) {
 }
 
 /// Changes a server's tools while it serves; see the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::{Server, ToolOutput};
+///
+/// let server = Server::builder("s", "1")
+///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+///     .build();
+/// let tools = server.tools_mut();
+/// tools.disable("a");
+/// assert_eq!(tools.is_enabled("a"), Some(false));
+/// tools.enable("a");
+/// assert!(tools.remove("a"));
+/// assert!(!tools.contains("a"));
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct ToolsMut<'a> {
@@ -220,6 +237,24 @@ impl<'a> ToolsMut<'a> {
     ///
     /// A [`RegistrationError`] for an invalid name, a schema that is not an object schema, or
     /// a name already in use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Echo {
+    ///     text: String,
+    /// }
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .tools_mut()
+    ///     .add_typed("echo", "Echoes text.", |_ctx, args: Echo| async move { Ok(ToolOutput::text(args.text)) })
+    ///     .unwrap();
+    /// assert_eq!(server.tools()[0].name, "echo");
+    /// ```
     pub fn add_typed<Args, F, Fut, R>(
         &self,
         name: impl Into<String>,
@@ -243,6 +278,21 @@ impl<'a> ToolsMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for an invalid name or schema.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// let mut v2 = Tool::new("a", ToolSchema::object());
+    /// v2.description = Some("Version 2".into());
+    /// server.tools_mut().replace(v2, |_c, _a| async { Ok(ToolOutput::text("a2")) }).unwrap();
+    /// assert_eq!(server.tools()[0].description.as_deref(), Some("Version 2"));
+    /// ```
     pub fn replace<F, Fut, R>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
@@ -303,6 +353,24 @@ impl<'a> ToolsMut<'a> {
 
 /// Changes a server's resources and resource templates while it serves; see the
 /// [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::ResourceTemplate;
+/// use mcpl_server::Server;
+/// use mcpl_server::resource::ResourceOutput;
+///
+/// let server = Server::builder("s", "1").build();
+/// let resources = server.resources_mut();
+/// resources
+///     .add_template(ResourceTemplate::new("notes://{id}", "note"), |_c, req| async move {
+///         Ok(vec![ResourceOutput::text(req.uri, "...")])
+///     })
+///     .unwrap();
+/// assert_eq!(server.resource_templates().len(), 1);
+/// assert!(resources.remove_template("notes://{id}"));
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct ResourcesMut<'a> {
@@ -402,6 +470,21 @@ impl<'a> ResourcesMut<'a> {
 }
 
 /// Changes a server's prompts while it serves; see the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::Prompt;
+/// use mcpl_server::Server;
+/// use mcpl_server::prompt::PromptOutput;
+///
+/// let server = Server::builder("s", "1").build();
+/// let prompts = server.prompts_mut();
+/// prompts.add(Prompt::new("p"), |_c, _a| async { Ok(PromptOutput::user_text("v1")) }).unwrap();
+/// prompts.replace(Prompt::new("p"), |_c, _a| async { Ok(PromptOutput::user_text("v2")) });
+/// assert!(prompts.contains("p"));
+/// assert!(prompts.remove("p"));
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct PromptsMut<'a> {

@@ -42,8 +42,7 @@ use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
 /// use mcpl_server::{Server, ToolOutput};
 /// use serde_json::json;
 ///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let server = Server::builder("greeter", "1.0.0")
 ///     .tool(Tool::new("hello", ToolSchema::object()), |_ctx, _args| async {
 ///         Ok(ToolOutput::text("Hello!"))
@@ -66,8 +65,8 @@ use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
 /// let result = client.request("tools/call", Some(call), Default::default()).await?;
 /// assert_eq!(result["content"][0]["text"], "Hello!");
 /// session.close().await?;
-/// # Ok(())
-/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
 /// ```
 #[derive(Clone)]
 pub struct Server {

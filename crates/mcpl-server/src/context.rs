@@ -74,8 +74,7 @@ pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientSta
 /// use mcpl_server::{Context, Server, ToolOutput};
 /// use serde_json::json;
 ///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let server = Server::builder("s", "1")
 ///     .tool(Tool::new("whoami", ToolSchema::object()), |ctx: Context, _args| async move {
 ///         assert_eq!(ctx.era(), Era::Stateful);
@@ -96,8 +95,8 @@ pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientSta
 /// let call = json!({"name": "whoami", "arguments": {}});
 /// let result = client.request("tools/call", Some(call), Default::default()).await?;
 /// assert_eq!(result["content"][0]["text"], "you are doc-client");
-/// # Ok(())
-/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
 pub struct Context {

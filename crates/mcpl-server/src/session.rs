@@ -40,8 +40,7 @@ const READY: u8 = 2;
 /// use mcpl_server::Server;
 /// use serde_json::json;
 ///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let (client_side, server_side) = memory::pair();
 /// let session = Server::builder("s", "1").build().serve(server_side).await?;
 /// assert_eq!(session.protocol_version(), None, "not initialized yet");
@@ -59,8 +58,8 @@ const READY: u8 = 2;
 /// assert!(session.client_capabilities().unwrap().roots.is_some());
 /// session.close().await?;
 /// session.closed().await;
-/// # Ok(())
-/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -161,8 +160,7 @@ impl Session {
     /// use mcpl_server::Server;
     /// use serde_json::json;
     ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let (client_side, server_side) = memory::pair();
     /// let session = Server::builder("s", "1").build().serve(server_side).await?;
     /// let client = Engine::new();
@@ -171,8 +169,8 @@ impl Session {
     /// // The server pings its client.
     /// let pong = session.peer().request("ping", None, Default::default()).await?;
     /// assert_eq!(pong, json!({}));
-    /// # Ok(())
-    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
     /// ```
     pub fn peer(&self) -> &Peer {
         &self.peer

@@ -80,12 +80,33 @@ use crate::state::Binding;
 use crate::tool::{Arguments, ToolRunner};
 
 /// How long a task is kept after its creation unless configured otherwise: one hour.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::task::DEFAULT_TASK_TTL.as_secs(), 3600);
+/// ```
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
 
 /// The polling interval suggested to clients unless configured otherwise: one second.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::task::DEFAULT_POLL_INTERVAL.as_millis(), 1000);
+/// ```
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// When a task-mode call becomes a task.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::task::{TaskOptions, TaskStart};
+///
+/// assert_eq!(TaskOptions::optional().start, TaskStart::Immediately);
+/// assert_eq!(TaskOptions::optional().start_on_request().start, TaskStart::OnRequest);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TaskStart {
     /// Before the handler runs: the client gets the `CreateTaskResult` at once.
@@ -97,6 +118,17 @@ pub enum TaskStart {
 }
 
 /// How a tool takes part in the tasks extension.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::task::{TaskOptions, TaskSupport};
+///
+/// let options = TaskOptions::required();
+/// assert_eq!(options.support, TaskSupport::Required);
+/// assert!(options.is_task_capable());
+/// assert!(!TaskOptions::default().is_task_capable());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TaskOptions {
     /// Whether calls may, must or must not run as tasks.
@@ -107,21 +139,51 @@ pub struct TaskOptions {
 
 impl TaskOptions {
     /// Never a task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!mcpl_server::task::TaskOptions::forbidden().is_task_capable());
+    /// ```
     pub fn forbidden() -> Self {
         TaskOptions { support: TaskSupport::Forbidden, start: TaskStart::Immediately }
     }
 
     /// A task when the request declares the extension, synchronous otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::{TaskOptions, TaskSupport};
+    ///
+    /// assert_eq!(TaskOptions::optional().support, TaskSupport::Optional);
+    /// ```
     pub fn optional() -> Self {
         TaskOptions { support: TaskSupport::Optional, start: TaskStart::Immediately }
     }
 
     /// Always a task; requests without the extension are refused (`-32021`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::{TaskOptions, TaskSupport};
+    ///
+    /// assert_eq!(TaskOptions::required().support, TaskSupport::Required);
+    /// ```
     pub fn required() -> Self {
         TaskOptions { support: TaskSupport::Required, start: TaskStart::Immediately }
     }
 
     /// The task starts when the handler calls [`Context::start_task`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::{TaskOptions, TaskStart};
+    ///
+    /// assert_eq!(TaskOptions::required().start_on_request().start, TaskStart::OnRequest);
+    /// ```
     #[must_use]
     pub fn start_on_request(mut self) -> Self {
         self.start = TaskStart::OnRequest;
@@ -129,6 +191,14 @@ impl TaskOptions {
     }
 
     /// Whether calls may run as tasks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::TaskOptions;
+    ///
+    /// assert!(TaskOptions::optional().is_task_capable());
+    /// ```
     pub fn is_task_capable(&self) -> bool {
         self.support != TaskSupport::Forbidden
     }
@@ -144,6 +214,39 @@ impl Default for TaskOptions {
 ///
 /// Every method sees the whole [`DetailedTask`] (status and payload). `create` must make the
 /// task visible to `get` before it resolves (the `CreateTaskResult` is sent after it).
+///
+/// # Examples
+///
+/// A store that logs every change and keeps the tasks in an [`InMemoryTaskStore`]
+/// (a real one would write to a shared database):
+///
+/// ```
+/// use mcpl_core::engine::BoxFuture;
+/// use mcpl_core::jsonrpc::ErrorObject;
+/// use mcpl_core::types::DetailedTask;
+/// use mcpl_server::Server;
+/// use mcpl_server::task::{InMemoryTaskStore, TaskStore};
+///
+/// #[derive(Default)]
+/// struct Logged(InMemoryTaskStore);
+///
+/// impl TaskStore for Logged {
+///     fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
+///         tracing::info!(task = %task.task_id, "created");
+///         self.0.create(task)
+///     }
+///     fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
+///         tracing::info!(task = %task.task_id, status = ?task.status, "updated");
+///         self.0.update(task)
+///     }
+///     fn get(&self, task_id: &str) -> BoxFuture<'_, Result<Option<DetailedTask>, ErrorObject>> {
+///         self.0.get(task_id)
+///     }
+/// }
+///
+/// let server = Server::builder("s", "1").task_store(Logged::default()).build();
+/// assert!(server.serves_tasks());
+/// ```
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task.
     fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>>;
@@ -154,6 +257,22 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// Keeps tasks in memory until their time to live (`ttlMs`, counted from creation) elapses.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{DetailedTask, TaskStatus};
+/// use mcpl_server::task::{InMemoryTaskStore, TaskStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = InMemoryTaskStore::new();
+/// let now = "2026-07-28T00:00:00.000Z".to_owned();
+/// store.create(DetailedTask::new("t1", TaskStatus::Working, now.clone(), now)).await?;
+/// assert_eq!(store.get("t1").await?.unwrap().status, TaskStatus::Working);
+/// assert!(store.get("t2").await?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Default)]
 pub struct InMemoryTaskStore {
     tasks: Mutex<HashMap<String, (DetailedTask, Option<Instant>)>>,

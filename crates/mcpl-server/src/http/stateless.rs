@@ -29,10 +29,28 @@ use crate::context::{ClientState, Context};
 use crate::events::ServerEvent;
 
 /// The `Mcp-Method` header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_METHOD, "mcp-method");
+/// ```
 pub const MCP_METHOD: &str = "mcp-method";
 /// The `Mcp-Name` header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_NAME, "mcp-name");
+/// ```
 pub const MCP_NAME: &str = "mcp-name";
 /// The prefix of the headers mirrored from `x-mcp-header` tool arguments.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_PARAM_PREFIX, "mcp-param-");
+/// ```
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
 /// Methods of the stateful era that the stateless era removed.
@@ -542,6 +560,31 @@ fn listen(http: &StreamableHttp, request: Request) -> Response {
 /// input with an input-required result instead).
 ///
 /// Clones share the one use: of any number of clones started at once, exactly one starts.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::{Engine, ErrorKind};
+/// use mcpl_server::http::stateless::StatelessTransport;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let engine = Engine::new();
+/// engine.on_request("ping", |_ctx, _params| async { Ok(json!({})) });
+/// let (transport, mut output) = StatelessTransport::new(Request::new(1, "ping", None));
+/// let again = transport.clone();
+/// let _peer = engine.connect(transport).await?;
+/// match output.recv().await {
+///     Some(Message::Response(response)) => assert_eq!(response.result, json!({})),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// // Single use: a clone cannot serve another request.
+/// let err = Engine::new().connect(again).await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::StatelessTransportReuse);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct StatelessTransport {
     shared: Arc<SingleUse>,
@@ -560,10 +603,31 @@ struct Parts {
 }
 
 /// Receives what the engine sends through a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::Request;
+/// use mcpl_server::http::stateless::{StatelessOutput, StatelessTransport};
+///
+/// let (_transport, output): (StatelessTransport, StatelessOutput) =
+///     StatelessTransport::new(Request::new(1, "tools/list", None));
+/// assert!(output.is_empty());
+/// ```
 pub type StatelessOutput = mpsc::UnboundedReceiver<Message>;
 
 impl StatelessTransport {
     /// A transport serving `request`, and the receiver of what is sent back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::Request;
+    /// use mcpl_server::http::stateless::StatelessTransport;
+    ///
+    /// let (transport, _output) = StatelessTransport::new(Request::new("a", "server/discover", None));
+    /// # drop(transport);
+    /// ```
     pub fn new(request: Request) -> (StatelessTransport, StatelessOutput) {
         let (output, rx) = mpsc::unbounded_channel();
         let shared = SingleUse {

@@ -137,6 +137,13 @@ impl Server {
     }
 
     /// The server's identity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("files", "2.0.0").build();
+    /// assert_eq!((server.info().name.as_str(), server.info().version.as_str()), ("files", "2.0.0"));
+    /// ```
     pub fn info(&self) -> &Implementation {
         &self.inner.info
     }
@@ -192,6 +199,19 @@ impl Server {
     }
 
     /// The static resources, in registration order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource(Resource::new("mem://a", "a"), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "")]) })
+    ///     .build();
+    /// assert_eq!(server.resources()[0].uri, "mem://a");
+    /// ```
     pub fn resources(&self) -> Vec<Resource> {
         self.read().resources.items.iter().map(|r| r.resource.clone()).collect()
     }

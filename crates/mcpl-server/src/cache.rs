@@ -59,16 +59,42 @@ pub struct CacheHint {
 
 impl CacheHint {
     /// Any client of the server may reuse the result for `ttl`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::cache::{CacheHint, CacheScope};
+    ///
+    /// assert_eq!(CacheHint::public(Duration::from_secs(1)).scope(), CacheScope::Public);
+    /// ```
     pub fn public(ttl: Duration) -> Self {
         CacheHint { ttl, scope: CacheScope::Public }
     }
 
     /// Only the client that asked may reuse the result, for `ttl`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::cache::{CacheHint, CacheScope};
+    ///
+    /// assert_eq!(CacheHint::private(Duration::from_secs(1)).scope(), CacheScope::Private);
+    /// ```
     pub fn private(ttl: Duration) -> Self {
         CacheHint { ttl, scope: CacheScope::Private }
     }
 
     /// Nobody may reuse the result (`ttlMs: 0`, `cacheScope: "private"`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::cache::CacheHint;
+    ///
+    /// assert_eq!(CacheHint::no_reuse().ttl(), std::time::Duration::ZERO);
+    /// ```
     pub fn no_reuse() -> Self {
         Self::private(Duration::ZERO)
     }

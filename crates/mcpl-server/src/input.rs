@@ -340,6 +340,25 @@ impl InputRequired {
     /// [`Context::roots_response`] under `key`.
     ///
     /// Left out unless the client declared `roots`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("where", ToolSchema::object()), |ctx, _args| async move {
+    ///         let Some(roots) = ctx.roots_response("roots") else {
+    ///             return Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into());
+    ///         };
+    ///         let first = roots.roots.first().map(|r| r.uri.clone()).unwrap_or_default();
+    ///         Ok(ToolOutput::text(first).into())
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn list_roots(mut self, key: impl Into<String>) -> Self {
         if self.0.capabilities.as_ref().is_some_and(|c| c.roots.is_some()) {
             let request = ListRootsInputRequest::new(Default::default());
@@ -411,6 +430,27 @@ impl InputRequired {
     }
 
     /// Whether there is neither a request nor a state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |ctx, _args| async move {
+    ///         let ask = ctx.input_required().list_roots("roots");
+    ///         if ask.is_empty() {
+    ///             // The client cannot list roots: carry on without them.
+    ///             return Ok(ToolOutput::text("no roots").into());
+    ///         }
+    ///         assert_eq!(ask.requests().len(), 1);
+    ///         Ok::<ToolReply, _>(ask.into())
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.0.requests.is_empty() && self.0.state.is_none()
     }

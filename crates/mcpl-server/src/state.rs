@@ -40,6 +40,12 @@ use sha2::Sha256;
 type HmacSha256 = Hmac<Sha256>;
 
 /// How long a sealed state stays valid unless configured otherwise: 10 minutes.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::state::DEFAULT_STATE_TTL.as_secs(), 600);
+/// ```
 pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
 
 /// The version of the envelope format.

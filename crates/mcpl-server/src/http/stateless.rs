@@ -660,6 +660,25 @@ impl Transport for StatelessTransport {
 }
 
 /// The sending half of a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request, Response};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+/// use mcpl_server::http::stateless::StatelessTransport;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (transport, mut output) = StatelessTransport::new(Request::new(1, "ping", None));
+/// let (mut sender, mut receiver) = transport.start().await?;
+/// let Some(Message::Request(request)) = receiver.recv().await? else { panic!("the request") };
+/// sender.send(Response::new(request.id, serde_json::json!({})).into()).await?;
+/// assert!(matches!(output.recv().await, Some(Message::Response(_))));
+/// // The exchange is over: the receiving side ends.
+/// assert!(receiver.recv().await?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct StatelessSender {
     id: RequestId,
@@ -696,6 +715,23 @@ impl TransportSender for StatelessSender {
 }
 
 /// The receiving half of a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::transport::{Transport, TransportReceiver};
+/// use mcpl_server::http::stateless::StatelessTransport;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (transport, _output) = StatelessTransport::new(Request::new(7, "tools/list", None));
+/// let (_sender, mut receiver) = transport.start().await?;
+/// // The one request comes first.
+/// let Some(Message::Request(request)) = receiver.recv().await? else { panic!("the request") };
+/// assert_eq!(request.method, "tools/list");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct StatelessReceiver {
     first: Option<Request>,

@@ -220,6 +220,26 @@ impl<'a> ToolsMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for an invalid name or schema, or a name already in use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// let added = server.tools_mut().add(Tool::new("b", ToolSchema::object()), |_c, _a| async {
+    ///     Ok(ToolOutput::text("b"))
+    /// });
+    /// assert!(added.is_ok());
+    /// // A second tool of the same name is refused.
+    /// let again = server.tools_mut().add(Tool::new("b", ToolSchema::object()), |_c, _a| async {
+    ///     Ok(ToolOutput::text("b"))
+    /// });
+    /// assert!(again.is_err());
+    /// ```
     pub fn add<F, Fut, R>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
@@ -324,6 +344,22 @@ impl<'a> ToolsMut<'a> {
 
     /// Hides a tool from `tools/list` and refuses its calls as unknown, without forgetting it;
     /// returns whether the tool exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// assert!(server.tools_mut().disable("a"));
+    /// assert!(server.tools().is_empty(), "hidden from tools/list");
+    /// assert!(server.tools_mut().contains("a"), "but not forgotten");
+    /// assert!(server.tools_mut().enable("a"));
+    /// assert_eq!(server.tools().len(), 1);
+    /// ```
     pub fn disable(&self, name: &str) -> bool {
         self.set_enabled(name, false)
     }
@@ -391,6 +427,23 @@ impl<'a> ResourcesMut<'a> {
     /// # Errors
     ///
     /// [`RegistrationError::Duplicate`] if a resource with this URI exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .resources_mut()
+    ///     .add(Resource::new("mem://status", "status"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "all good")])
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(server.resources().len(), 1);
+    /// ```
     pub fn add<F, Fut, R>(&self, resource: Resource, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
@@ -421,6 +474,20 @@ impl<'a> ResourcesMut<'a> {
     }
 
     /// Adds a static resource, or replaces the one with the same URI in place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let status = || Resource::new("mem://status", "status");
+    /// server.resources_mut().replace(status(), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "v1")]) });
+    /// server.resources_mut().replace(status(), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "v2")]) });
+    /// assert_eq!(server.resources().len(), 1);
+    /// ```
     pub fn replace<F, Fut, R>(&self, resource: Resource, handler: F)
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
@@ -540,6 +607,23 @@ impl<'a> PromptsMut<'a> {
     }
 
     /// Sets the completer of a prompt argument (`completion/complete` with `ref/prompt`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Prompt, PromptArgument};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::completion::matching;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut prompt = Prompt::new("greet");
+    /// prompt.arguments = Some(vec![PromptArgument::new("name")]);
+    /// server.prompts_mut().add(prompt, |_c, _a| async { Ok(PromptOutput::user_text("hi")) }).unwrap();
+    /// server.prompts_mut().set_completer("greet", "name", |_ctx, req| async move {
+    ///     Ok(matching(["Ada", "Alan"], &req.value))
+    /// });
+    /// ```
     pub fn set_completer<F, Fut>(&self, prompt: &str, argument: &str, completer: F)
     where
         F: Fn(Context, crate::completion::CompletionRequest) -> Fut + Send + Sync + 'static,

@@ -147,6 +147,20 @@ impl Session {
     }
 
     /// Whether the client sent `notifications/initialized`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::transport::memory;
+    /// use mcpl_server::Server;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (_client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// assert!(!session.is_ready(), "no notifications/initialized yet");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn is_ready(&self) -> bool {
         self.phase.load(Ordering::SeqCst) == READY
     }

@@ -3,4 +3,5 @@
 //!
 //! - [`digest`]: the manifest revision (RFC 8785 JCS + SHA-256).
 
+pub mod capability;
 pub mod digest;

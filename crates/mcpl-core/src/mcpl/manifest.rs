@@ -425,48 +425,57 @@ impl Manifest {
         capability::understood_paths(&self.0, mcp_tools)
     }
 
-    /// Sets a member (a capability, a vendor extension, ...) to any serializable value.
+    /// Sets a member (a capability, a vendor extension, ...) to a JSON value.
+    ///
+    /// To build a member from a Rust value that may hold floats, check it first with
+    /// [`digest::revision_of`]: `serde_json` turns NaN and infinities into `null`.
     #[must_use]
-    pub fn with_member(mut self, name: impl Into<String>, value: impl Serialize) -> Self {
-        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+    pub fn with_member(mut self, name: impl Into<String>, value: Value) -> Self {
         self.0.insert(name.into(), value);
         self
+    }
+
+    /// Sets a member from one of the typed capability values, which hold no floats and only
+    /// string keys, so they always serialize.
+    fn with_typed(self, name: &str, value: impl Serialize) -> Self {
+        let value = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.with_member(name, value)
     }
 
     /// Sets `pushEvents`.
     #[must_use]
     pub fn with_push_events(self, on: bool) -> Self {
-        self.with_member("pushEvents", on)
+        self.with_typed("pushEvents", on)
     }
 
     /// Sets `contextHooks`.
     #[must_use]
     pub fn with_context_hooks(self, hooks: Capability<ContextHooksCapability>) -> Self {
-        self.with_member("contextHooks", hooks)
+        self.with_typed("contextHooks", hooks)
     }
 
     /// Sets `inferenceLifecycle`.
     #[must_use]
     pub fn with_inference_lifecycle(self, on: bool) -> Self {
-        self.with_member("inferenceLifecycle", on)
+        self.with_typed("inferenceLifecycle", on)
     }
 
     /// Sets `inferenceRequest`.
     #[must_use]
     pub fn with_inference_request(self, cap: Capability<InferenceRequestCapability>) -> Self {
-        self.with_member("inferenceRequest", cap)
+        self.with_typed("inferenceRequest", cap)
     }
 
     /// Sets `modelInfo`.
     #[must_use]
     pub fn with_model_info(self, on: bool) -> Self {
-        self.with_member("modelInfo", on)
+        self.with_typed("modelInfo", on)
     }
 
     /// Sets `channels`.
     #[must_use]
     pub fn with_channels(self, cap: Capability<ChannelsCapability>) -> Self {
-        self.with_member("channels", cap)
+        self.with_typed("channels", cap)
     }
 
     /// Adds (or replaces) a feature set declaration. If `featureSets` is not an object (a

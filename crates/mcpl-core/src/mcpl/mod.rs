@@ -5,6 +5,7 @@
 //! - [`manifest`]: the server manifest, the host advertisement, feature-set declarations.
 //! - [`capability`]: the 17 capability paths, the advertisement walk, the capability grant.
 //! - [`policy`]: `featureSets/update`, the degradation receipt, feature-set derivation.
+//! - [`authorize`]: host-side admission of server messages and per-injection authorization.
 //! - [`digest`]: the manifest revision (own RFC 8785 JCS + SHA-256).
 //! - [`methods`]: a marker type per MCPL method, the method names and their gates.
 //! - Messages: [`state`], [`push`], [`hooks`], [`inference`], [`channels`], [`changes`],
@@ -13,6 +14,7 @@
 //!
 //! The choices this module makes where the spec is silent are listed in `docs/mcpl.md`.
 
+pub mod authorize;
 pub mod capability;
 pub mod changes;
 pub mod channels;

@@ -43,9 +43,14 @@ pub(crate) async fn dispatch(
     server: &Server,
     mut ctx: Context,
     method: &str,
-    params: Option<Value>,
+    mut params: Option<Value>,
 ) -> HandlerResult {
     ctx.server = Some(server.clone());
+    // Handlers read `_meta` from the context (the engine kept a copy); decoding it again into
+    // each typed params struct would be wasted work.
+    if let Some(Value::Object(p)) = &mut params {
+        p.remove("_meta");
+    }
     let (tools, resources, prompts, completions) = {
         let r = server.read();
         (r.has_tools, r.has_resources, r.has_prompts, r.has_completions())

@@ -233,7 +233,7 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
             url: Some(Map::new()),
             ..Default::default()
         }),
-        tasks: Some(ClientTasksCapability {
+        tasks: Some(Box::new(ClientTasksCapability {
             list: Some(Map::new()),
             cancel: Some(Map::new()),
             requests: Some(ClientTaskRequests {
@@ -248,7 +248,7 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
                 ..Default::default()
             }),
             ..Default::default()
-        }),
+        })),
         experimental: Some(obj(json!({"x": {}}))),
         ..Default::default()
     };

@@ -165,8 +165,11 @@ pub struct ClientCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation: Option<ElicitationCapability>,
     /// Present if the client supports tasks (2025-11-25).
+    ///
+    /// Boxed: it is large (224 bytes) and rarely declared, and servers keep one
+    /// `ClientCapabilities` per session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tasks: Option<ClientTasksCapability>,
+    pub tasks: Option<Box<ClientTasksCapability>>,
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -36,6 +36,8 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "auth")]
+pub mod auth;
 mod calls;
 pub mod client;
 pub mod handlers;

@@ -1,6 +1,8 @@
 //! `mcpl-conformance`: run the official MCP conformance suite against a server or client and
 //! score it. Run `mcpl-conformance help` for usage.
 
+mod manifest_digest;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,6 +21,10 @@ usage:
   mcpl-conformance install                  install Node >= 22 and the pinned suite, print paths
   mcpl-conformance list [ARGS...]           passthrough to the suite's `list`
   mcpl-conformance raw ARGS...              passthrough to the suite's CLI
+  mcpl-conformance manifest-digest [FILE|-] [--canonical]
+                                            MCPL manifest revision (sha256:...) of a JSON
+                                            manifest (stdin if no FILE); exit 1 and
+                                            `error: <code>` if it has none
 
 options (server/client):
   --spec-version V[,V2]   spec versions, one run each (default 2025-11-25,2026-07-28);
@@ -163,11 +169,12 @@ async fn real_main(argv: Vec<String>) -> Result<ExitCode, Fatal> {
             let code = run::passthrough(&inst, &args).await?;
             Ok(ExitCode::from(code.and_then(|c| u8::try_from(c).ok()).unwrap_or(1)))
         }
+        "manifest-digest" => Ok(manifest_digest::run(rest).map_err(Fatal)?),
         "server" => run_cmd(Role::Server, parse_args(rest)?).await,
         "client" => run_cmd(Role::Client, parse_args(rest)?).await,
-        other => {
-            Err(Fatal(format!("unknown mode {other:?} (server|client|score|install|list|raw)")))
-        }
+        other => Err(Fatal(format!(
+            "unknown mode {other:?} (server|client|score|install|list|raw|manifest-digest)"
+        ))),
     }
 }
 

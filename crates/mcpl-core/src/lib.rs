@@ -24,6 +24,7 @@
 //! - [`engine`]: request correlation, handlers, cancellation, progress, timeouts, lifecycle.
 //! - [`transport`]: the [`Transport`] trait, newline-delimited JSON, stdio, in-memory pairs.
 //! - [`era`]: protocol revisions and their eras.
+//! - [`mcpl`]: the MCPL 0.5 extension: types, the capability grant, the manifest digest.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -32,6 +33,7 @@ pub mod engine;
 pub mod era;
 pub mod error;
 pub mod jsonrpc;
+pub mod mcpl;
 pub mod transport;
 pub mod types;
 

@@ -16,6 +16,7 @@ use tokio::sync::broadcast;
 
 use mcpl_core::jsonrpc::ErrorObject;
 
+use crate::cache::{CacheHint, CacheHints, CachedResult};
 use crate::completion::{CompletionRequest, CompletionResult};
 use crate::context::Context;
 use crate::events::{EVENT_BUFFER, ServerEvent};
@@ -29,6 +30,44 @@ use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
 
 /// A built server: its identity and features. Cheap to clone (clones share the features);
 /// serve it with [`Server::serve`] or [`crate::stdio::serve`].
+///
+/// # Examples
+///
+/// A server served to a client over an in-memory transport (any [`Transport`](mcpl_core::Transport)
+/// works the same: stdio, a child process's pipes...):
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_core::{Engine, transport::memory};
+/// use mcpl_server::{Server, ToolOutput};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let server = Server::builder("greeter", "1.0.0")
+///     .tool(Tool::new("hello", ToolSchema::object()), |_ctx, _args| async {
+///         Ok(ToolOutput::text("Hello!"))
+///     })
+///     .build();
+///
+/// let (client_side, server_side) = memory::pair();
+/// let session = server.serve(server_side).await?;
+///
+/// // A bare client: initialize, then call the tool.
+/// let client = Engine::new().connect(client_side).await?;
+/// let init = json!({
+///     "protocolVersion": "2025-11-25",
+///     "capabilities": {},
+///     "clientInfo": {"name": "doc", "version": "1"},
+/// });
+/// client.request("initialize", Some(init), Default::default()).await?;
+/// client.notify("notifications/initialized", None).await?;
+/// let call = json!({"name": "hello", "arguments": {}});
+/// let result = client.request("tools/call", Some(call), Default::default()).await?;
+/// assert_eq!(result["content"][0]["text"], "Hello!");
+/// session.close().await?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
@@ -38,6 +77,7 @@ pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
+    cache_hints: CacheHints,
     sealer: StateSealer,
     pub(crate) tasks: Tasks,
     registry: RwLock<Registry>,
@@ -59,11 +99,20 @@ impl fmt::Debug for Server {
 
 impl Server {
     /// Starts building a server that calls itself `name`, version `version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("my-server", "0.1.0").title("My Server").build();
+    /// assert_eq!(server.info().name, "my-server");
+    /// assert_eq!(server.info().title.as_deref(), Some("My Server"));
+    /// ```
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
         ServerBuilder {
             info: Implementation::new(name, version),
             instructions: None,
             page_size: None,
+            cache_hints: CacheHints::default(),
             sealer: None,
             state_ttl: None,
             task_store: None,
@@ -75,21 +124,57 @@ impl Server {
     }
 
     /// The sealer of the `requestState` of input-required results (see [`crate::state`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").build();
+    /// let sealer = server.state_sealer();
+    /// assert_eq!(sealer.ttl(), mcpl_server::state::DEFAULT_STATE_TTL);
+    /// ```
     pub fn state_sealer(&self) -> &StateSealer {
         &self.inner.sealer
     }
 
     /// The server's identity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("files", "2.0.0").build();
+    /// assert_eq!((server.info().name.as_str(), server.info().version.as_str()), ("files", "2.0.0"));
+    /// ```
     pub fn info(&self) -> &Implementation {
         &self.inner.info
     }
 
     /// The instructions sent to clients, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").instructions("Call `search` first.").build();
+    /// assert_eq!(server.instructions(), Some("Call `search` first."));
+    /// ```
     pub fn instructions(&self) -> Option<&str> {
         self.inner.instructions.as_deref()
     }
 
     /// The definition of the enabled tool `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("ping", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("pong")) })
+    ///     .build();
+    /// assert!(server.tool_definition("ping").is_some());
+    /// server.tools_mut().disable("ping");
+    /// assert!(server.tool_definition("ping").is_none());
+    /// ```
     pub fn tool_definition(&self, name: &str) -> Option<Tool> {
         self.read().tools.get(name).filter(|t| t.enabled).map(|t| t.tool.clone())
     }
@@ -104,11 +189,38 @@ impl Server {
     }
 
     /// The enabled tools, in registration order (the order of `tools/list`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("b", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("b")) })
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// let names: Vec<_> = server.tools().into_iter().map(|t| t.name).collect();
+    /// assert_eq!(names, ["b", "a"]);
+    /// ```
     pub fn tools(&self) -> Vec<Tool> {
         self.read().tools.items.iter().filter(|t| t.enabled).map(|t| t.tool.clone()).collect()
     }
 
     /// The static resources, in registration order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource(Resource::new("mem://a", "a"), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "")]) })
+    ///     .build();
+    /// assert_eq!(server.resources()[0].uri, "mem://a");
+    /// ```
     pub fn resources(&self) -> Vec<Resource> {
         self.read().resources.items.iter().map(|r| r.resource.clone()).collect()
     }
@@ -124,12 +236,35 @@ impl Server {
     }
 
     /// How many items one page of a list request holds; `None`: all of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").page_size(50).build();
+    /// assert_eq!(server.page_size(), Some(50));
+    /// ```
     pub fn page_size(&self) -> Option<usize> {
         self.inner.page_size
     }
 
+    /// The cache hint set for `result` with [`ServerBuilder::cache_hint`]; `None`: the
+    /// endpoint's default applies (see [`crate::cache`]).
+    pub fn cache_hint(&self, result: CachedResult) -> Option<CacheHint> {
+        self.inner.cache_hints.get(result)
+    }
+
     /// Whether the server serves the tasks extension (see [`crate::task`]): a task-capable
     /// tool was registered, or a task store was set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::task::InMemoryTaskStore;
+    ///
+    /// assert!(!Server::builder("s", "1").build().serves_tasks());
+    /// assert!(Server::builder("s", "1").task_store(InMemoryTaskStore::new()).build().serves_tasks());
+    /// ```
     pub fn serves_tasks(&self) -> bool {
         self.inner.tasks.explicit || self.read().has_task_tools
     }
@@ -137,7 +272,23 @@ impl Server {
     /// The capabilities this server advertises: each feature that was ever registered (a
     /// feature emptied at run time stays declared, with an empty list), `logging`,
     /// `completions` when there are prompts or resources to complete, and the tasks extension
-    /// under `extensions` when [`serves_tasks`](Self::serves_tasks).
+    /// under `extensions` when [`serves_tasks`](Self::serves_tasks) (advertised in
+    /// `server/discover` only: a 2025-era `initialize` result leaves it out, see
+    /// [`crate::task`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("t")) })
+    ///     .build();
+    /// let caps = server.capabilities();
+    /// assert_eq!(caps.tools.and_then(|t| t.list_changed), Some(true));
+    /// assert!(caps.prompts.is_none() && caps.logging.is_some());
+    /// ```
     pub fn capabilities(&self) -> ServerCapabilities {
         let extensions = self
             .serves_tasks()
@@ -164,6 +315,22 @@ impl Server {
 
     /// A handle to add, remove, replace, enable and disable tools while sessions are live;
     /// each change tells every session's client (`notifications/tools/list_changed`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut changes = server.subscribe_changes();
+    /// server
+    ///     .tools_mut()
+    ///     .add(Tool::new("late", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("hi")) })
+    ///     .unwrap();
+    /// assert_eq!(server.tools()[0].name, "late");
+    /// assert_eq!(changes.try_recv().unwrap(), mcpl_server::ServerEvent::ToolsListChanged);
+    /// ```
     pub fn tools_mut(&self) -> ToolsMut<'_> {
         ToolsMut::new(self)
     }
@@ -171,24 +338,81 @@ impl Server {
     /// A handle to add, remove and replace resources and resource templates while sessions are
     /// live; each change tells every session's client
     /// (`notifications/resources/list_changed`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .resources_mut()
+    ///     .add(Resource::new("mem://motd", "motd"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "Welcome")])
+    ///     })
+    ///     .unwrap();
+    /// assert!(server.resources_mut().contains("mem://motd"));
+    /// assert!(server.resources_mut().remove("mem://motd"));
+    /// ```
     pub fn resources_mut(&self) -> ResourcesMut<'_> {
         ResourcesMut::new(self)
     }
 
     /// A handle to add, remove and replace prompts while sessions are live; each change tells
     /// every session's client (`notifications/prompts/list_changed`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .prompts_mut()
+    ///     .add(Prompt::new("hello"), |_c, _a| async { Ok(PromptOutput::user_text("Say hello")) })
+    ///     .unwrap();
+    /// assert_eq!(server.prompts()[0].name, "hello");
+    /// ```
     pub fn prompts_mut(&self) -> PromptsMut<'_> {
         PromptsMut::new(self)
     }
 
     /// Tells the sessions subscribed to `uri` (`resources/subscribe`) that the resource changed
     /// (`notifications/resources/updated`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::{Server, ServerEvent};
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut changes = server.subscribe_changes();
+    /// server.notify_resource_updated("file:///log.txt");
+    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::ResourceUpdated { uri: "file:///log.txt".into() });
+    /// ```
     pub fn notify_resource_updated(&self, uri: impl Into<String>) {
         self.publish(ServerEvent::ResourceUpdated { uri: uri.into() });
     }
 
     /// Receives every [`ServerEvent`] from now on, for a transport that forwards them to its
     /// clients (sessions served by [`Server::serve`] subscribe on their own).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::{Server, ServerEvent};
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut changes = server.subscribe_changes();
+    /// server.notify_resource_updated("mem://a");
+    /// let event = changes.try_recv().unwrap();
+    /// assert_eq!(event.method(), "notifications/resources/updated");
+    /// assert_eq!(event.resource_uri(), Some("mem://a"));
+    /// ```
     pub fn subscribe_changes(&self) -> broadcast::Receiver<ServerEvent> {
         self.inner.events.subscribe()
     }
@@ -214,11 +438,30 @@ impl Server {
 }
 
 /// Builds a [`Server`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::{Server, ToolOutput};
+///
+/// let server = Server::builder("weather", "2.1.0")
+///     .title("Weather")
+///     .instructions("Ask for a city's forecast.")
+///     .page_size(20)
+///     .tool(Tool::new("forecast", ToolSchema::object()), |_ctx, _args| async {
+///         Ok(ToolOutput::text("sunny"))
+///     })
+///     .try_build()
+///     .expect("a valid definition");
+/// assert_eq!(server.tools().len(), 1);
+/// ```
 #[must_use]
 pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     page_size: Option<usize>,
+    cache_hints: CacheHints,
     sealer: Option<StateSealer>,
     state_ttl: Option<Duration>,
     task_store: Option<Arc<dyn TaskStore>>,
@@ -242,6 +485,19 @@ impl fmt::Debug for ServerBuilder {
 }
 
 /// Why a feature could not be registered.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::{RegistrationError, Server, ToolOutput};
+///
+/// let err = Server::builder("s", "1")
+///     .tool(Tool::new("bad name!", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("")) })
+///     .try_build()
+///     .unwrap_err();
+/// assert!(matches!(err.problems[0], RegistrationError::InvalidName(_)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistrationError {
@@ -278,6 +534,22 @@ pub enum RegistrationError {
 }
 
 /// Why a [`ServerBuilder`] could not build.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::{Server, ToolOutput};
+///
+/// let tool = || Tool::new("twice", ToolSchema::object());
+/// let err = Server::builder("s", "1")
+///     .tool(tool(), |_c, _a| async { Ok(ToolOutput::text("1")) })
+///     .tool(tool(), |_c, _a| async { Ok(ToolOutput::text("2")) })
+///     .try_build()
+///     .unwrap_err();
+/// assert_eq!(err.problems.len(), 1);
+/// assert!(err.to_string().contains("defined twice"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid server definition: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
 pub struct BuildError {
@@ -287,6 +559,13 @@ pub struct BuildError {
 
 impl ServerBuilder {
     /// Sets the instructions sent to clients in the `initialize` result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").instructions("Be brief.").build();
+    /// assert_eq!(server.instructions(), Some("Be brief."));
+    /// ```
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.instructions = Some(text.into());
         self
@@ -301,8 +580,36 @@ impl ServerBuilder {
     /// Splits `tools/list`, `resources/list`, `resources/templates/list` and `prompts/list`
     /// into pages of `size` items (at least 1), linked by opaque cursors. By default every
     /// list is one page.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").page_size(0).build();
+    /// assert_eq!(server.page_size(), Some(1), "at least one item per page");
+    /// ```
     pub fn page_size(mut self, size: usize) -> Self {
         self.page_size = Some(size.max(1));
+        self
+    }
+
+    /// Sets how long clients may reuse `result`, and who may (the `ttlMs` and `cacheScope` of
+    /// 2026-07-28 results; see [`crate::cache`]). Without it, the endpoint's default applies
+    /// ([`HttpConfig::cache_ttl`](crate::http::HttpConfig::cache_ttl), scope `public`).
+    /// 2025-era results never carry these members.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::cache::{CacheHint, CachedResult};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .cache_hint(CachedResult::PromptsList, CacheHint::public(Duration::from_secs(3600)))
+    ///     .cache_hint(CachedResult::Discover, CacheHint::public(Duration::from_secs(60)))
+    ///     .build();
+    /// assert_eq!(server.cache_hint(CachedResult::Discover).unwrap().ttl_ms(), 60_000);
+    /// ```
+    pub fn cache_hint(mut self, result: CachedResult, hint: CacheHint) -> Self {
+        self.cache_hints.set(result, hint);
         self
     }
 
@@ -310,6 +617,18 @@ impl ServerBuilder {
     /// [`crate::state`]). By default each server draws a random key
     /// ([`StateSealer::random`]); instances of one deployment behind a shared endpoint must
     /// share a key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::state::StateSealer;
+    ///
+    /// // Every instance behind one endpoint seals with the same key.
+    /// let key = [7u8; 32]; // in practice: from your secret store
+    /// let server = Server::builder("s", "1").state_sealer(StateSealer::new(&key)).build();
+    /// # drop(server);
+    /// ```
     pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
         self.sealer = Some(sealer);
         self
@@ -318,6 +637,17 @@ impl ServerBuilder {
     /// Sets how long a sealed `requestState` stays valid (default
     /// [`DEFAULT_STATE_TTL`](crate::state::DEFAULT_STATE_TTL), 10 minutes); overrides the
     /// time to live of a sealer set with [`state_sealer`](Self::state_sealer).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let server = mcpl_server::Server::builder("s", "1")
+    ///     .request_state_ttl(Duration::from_secs(120))
+    ///     .build();
+    /// assert_eq!(server.state_sealer().ttl(), Duration::from_secs(120));
+    /// ```
     pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
         self.state_ttl = Some(ttl);
         self
@@ -326,6 +656,16 @@ impl ServerBuilder {
     /// Sets where tasks live (see [`crate::task`]); by default an
     /// [`InMemoryTaskStore`](crate::task::InMemoryTaskStore) private to this server. Setting a
     /// store also serves the tasks extension when no tool is task-capable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::task::InMemoryTaskStore;
+    ///
+    /// let server = Server::builder("s", "1").task_store(InMemoryTaskStore::new()).build();
+    /// assert!(server.serves_tasks());
+    /// ```
     pub fn task_store(mut self, store: impl TaskStore) -> Self {
         self.task_store = Some(Arc::new(store));
         self
@@ -333,6 +673,18 @@ impl ServerBuilder {
 
     /// Sets how long tasks are kept after their creation (`ttlMs`); `None`: forever. Default
     /// [`DEFAULT_TASK_TTL`](crate::task::DEFAULT_TASK_TTL), one hour.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let server = mcpl_server::Server::builder("s", "1")
+    ///     .task_ttl(Some(Duration::from_secs(24 * 3600)))
+    ///     .task_poll_interval(Duration::from_millis(500))
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn task_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.task_ttl = Some(ttl);
         self
@@ -340,6 +692,17 @@ impl ServerBuilder {
 
     /// Sets the polling interval suggested to clients (`pollIntervalMs`). Default
     /// [`DEFAULT_POLL_INTERVAL`](crate::task::DEFAULT_POLL_INTERVAL), one second.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let server = mcpl_server::Server::builder("s", "1")
+    ///     .task_poll_interval(Duration::from_secs(5))
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn task_poll_interval(mut self, interval: Duration) -> Self {
         self.task_poll_interval = Some(interval);
         self
@@ -361,6 +724,28 @@ impl ServerBuilder {
     ///
     /// An invalid or duplicate name, or an invalid schema, is reported by
     /// [`try_build`](Self::try_build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let schema = ToolSchema::object()
+    ///     .with_property("city", json!({"type": "string"}))
+    ///     .with_required("city");
+    /// let mut tool = Tool::new("forecast", schema);
+    /// tool.description = Some("Today's weather in a city.".into());
+    /// let server = Server::builder("weather", "1.0.0")
+    ///     .tool(tool, |_ctx, args| async move {
+    ///         let city = args["city"].as_str().unwrap_or_default();
+    ///         Ok(ToolOutput::text(format!("Sunny in {city}")))
+    ///     })
+    ///     .try_build()
+    ///     .unwrap();
+    /// assert_eq!(server.tools()[0].name, "forecast");
+    /// ```
     pub fn tool<F, Fut, R>(self, tool: Tool, handler: F) -> Self
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
@@ -411,6 +796,32 @@ impl ServerBuilder {
 
     /// Adds a tool whose arguments deserialize into `Args`, from a full definition (title,
     /// annotations, output schema...) whose input schema is replaced by the one of `Args`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolAnnotations, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Query {
+    ///     /// What to look for.
+    ///     text: String,
+    /// }
+    ///
+    /// let mut tool = Tool::new("search", ToolSchema::object());
+    /// tool.title = Some("Search".into());
+    /// let mut annotations = ToolAnnotations::default();
+    /// annotations.read_only_hint = Some(true);
+    /// tool.annotations = Some(annotations);
+    /// let server = Server::builder("s", "1")
+    ///     .typed_tool_with(tool, |_ctx, q: Query| async move { Ok(ToolOutput::text(q.text)) })
+    ///     .try_build()
+    ///     .unwrap();
+    /// let listed = &server.tools()[0];
+    /// assert_eq!(listed.title.as_deref(), Some("Search"));
+    /// assert!(listed.input_schema.properties.as_ref().is_some_and(|p| p.contains_key("text")));
+    /// ```
     pub fn typed_tool_with<Args, F, Fut, R>(self, tool: Tool, handler: F) -> Self
     where
         Args: DeserializeOwned + JsonSchema + 'static,
@@ -583,6 +994,26 @@ impl ServerBuilder {
     ///
     /// [`try_build`](Self::try_build) reports a completer whose template or variable does not
     /// exist.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::ResourceTemplate;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::completion::matching;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource_template(ResourceTemplate::new("repo://{name}/readme", "readme"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "...")])
+    ///     })
+    ///     .resource_completer("repo://{name}/readme", "name", |_ctx, req| async move {
+    ///         Ok(matching(["mcpl-rs", "mcpl-host"], &req.value))
+    ///     })
+    ///     .try_build()
+    ///     .unwrap();
+    /// # drop(server);
+    /// ```
     pub fn resource_completer<F, Fut>(
         mut self,
         uri_template: &str,
@@ -632,6 +1063,19 @@ impl ServerBuilder {
     ///
     /// A [`BuildError`] listing every invalid or duplicate name, invalid schema or template,
     /// and completer without a target.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    ///
+    /// // A completer for a prompt that does not exist.
+    /// let err = Server::builder("s", "1")
+    ///     .prompt_completer("missing", "arg", |_c, _r| async { Ok(vec![]) })
+    ///     .try_build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.problems.len(), 1);
+    /// ```
     pub fn try_build(mut self) -> Result<Server, BuildError> {
         self.check_completers();
         if !self.errors.is_empty() {
@@ -643,6 +1087,20 @@ impl ServerBuilder {
     /// Builds the server. Problems [`try_build`](Self::try_build) would report are logged as
     /// warnings instead, and the features they concern are left out (a duplicate serves the
     /// first definition).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// // The invalid tool is left out (and a warning logged); the rest is served.
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("ok", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("ok")) })
+    ///     .tool(Tool::new("not ok", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("")) })
+    ///     .build();
+    /// assert_eq!(server.tools().len(), 1);
+    /// ```
     pub fn build(mut self) -> Server {
         self.check_completers();
         for problem in &self.errors {
@@ -662,6 +1120,7 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 page_size: self.page_size,
+                cache_hints: self.cache_hints,
                 sealer,
                 tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
                 registry: RwLock::new(self.registry),

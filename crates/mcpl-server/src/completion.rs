@@ -11,9 +11,40 @@ use mcpl_core::types::Completion;
 use crate::context::Context;
 
 /// The most values one completion answer carries.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::completion::MAX_VALUES, 100);
+/// ```
 pub const MAX_VALUES: usize = 100;
 
 /// What is being completed.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Prompt, PromptArgument};
+/// use mcpl_server::Server;
+/// use mcpl_server::completion::{CompletionRequest, matching};
+/// use mcpl_server::prompt::PromptOutput;
+///
+/// let mut prompt = Prompt::new("trip");
+/// prompt.arguments = Some(vec![PromptArgument::new("country"), PromptArgument::new("city")]);
+/// let server = Server::builder("s", "1")
+///     .prompt(prompt, |_c, _a| async { Ok(PromptOutput::user_text("Plan a trip.")) })
+///     .prompt_completer("trip", "city", |_ctx, req: CompletionRequest| async move {
+///         // Suggest cities of the country the user already picked.
+///         let cities: &[&str] = match req.context.get("country").map(String::as_str) {
+///             Some("France") => &["Paris", "Lyon"],
+///             _ => &["London", "Lisbon"],
+///         };
+///         Ok(matching(cities.iter().copied(), &req.value))
+///     })
+///     .try_build()
+///     .unwrap();
+/// # drop(server);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompletionRequest {
     /// The name of the prompt argument or template variable.
@@ -26,12 +57,37 @@ pub struct CompletionRequest {
 
 /// What a completer returns: every suggestion (the server sends the first
 /// [`MAX_VALUES`] and says how many there are), or a protocol error.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::Context;
+/// use mcpl_server::completion::{CompletionRequest, CompletionResult, matching};
+///
+/// async fn colors(_ctx: Context, req: CompletionRequest) -> CompletionResult {
+///     Ok(matching(["red", "green", "blue"], &req.value))
+/// }
+/// # drop(colors);
+/// ```
 pub type CompletionResult = Result<Vec<String>, ErrorObject>;
 
 /// Suggests values for one prompt argument or template variable.
 ///
 /// Implemented for every `Fn(Context, CompletionRequest) -> impl Future<Output =
 /// CompletionResult>`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::Context;
+/// use mcpl_server::completion::{Completer, CompletionRequest, CompletionResult};
+///
+/// async fn none(_ctx: Context, _req: CompletionRequest) -> CompletionResult {
+///     Ok(Vec::new())
+/// }
+/// fn assert_completer(_: &impl Completer) {}
+/// assert_completer(&none);
+/// ```
 #[diagnostic::on_unimplemented(
     note = "completers are async fns taking (Context, CompletionRequest) and returning \
             CompletionResult"

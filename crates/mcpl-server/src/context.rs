@@ -63,6 +63,41 @@ pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientSta
 /// answers to the input they asked for (see [`crate::input`]): [`Context::input_responses`],
 /// [`Context::elicited`], [`Context::sampling_response`], [`Context::roots_response`] and the
 /// verified [`Context::request_state`].
+///
+/// # Examples
+///
+/// A tool that greets the client by the name it reported, called over an in-memory transport:
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_core::{Engine, Era, transport::memory};
+/// use mcpl_server::{Context, Server, ToolOutput};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let server = Server::builder("s", "1")
+///     .tool(Tool::new("whoami", ToolSchema::object()), |ctx: Context, _args| async move {
+///         assert_eq!(ctx.era(), Era::Stateful);
+///         let name = ctx.client_info().map(|info| info.name).unwrap_or_default();
+///         Ok(ToolOutput::text(format!("you are {name}")))
+///     })
+///     .build();
+/// let (client_side, server_side) = memory::pair();
+/// let _session = server.serve(server_side).await?;
+/// let client = Engine::new().connect(client_side).await?;
+/// let init = json!({
+///     "protocolVersion": "2025-11-25",
+///     "capabilities": {},
+///     "clientInfo": {"name": "doc-client", "version": "1"},
+/// });
+/// client.request("initialize", Some(init), Default::default()).await?;
+/// client.notify("notifications/initialized", None).await?;
+/// let call = json!({"name": "whoami", "arguments": {}});
+/// let result = client.request("tools/call", Some(call), Default::default()).await?;
+/// assert_eq!(result["content"][0]["text"], "you are doc-client");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct Context {
     pub(crate) request: RequestContext,
@@ -82,36 +117,147 @@ impl Context {
     /// [`Server::tools_mut`]) or to announce resource updates.
     ///
     /// Set for every handler a [`Server`] calls; `None` only for a context built outside one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     // A tool that removes itself after its first call.
+    ///     .tool(Tool::new("once", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(server) = ctx.server() {
+    ///             server.tools_mut().remove("once");
+    ///         }
+    ///         Ok(ToolOutput::text("done"))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn server(&self) -> Option<&Server> {
         self.server.as_ref()
     }
 
     /// The engine-level context: id, method, `_meta`, cancellation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("id", ToolSchema::object()), |ctx, _args| async move {
+    ///         Ok(ToolOutput::text(format!("request {} of {}", ctx.request().id(), ctx.request().method())))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn request(&self) -> &RequestContext {
         &self.request
     }
 
     /// The protocol version in use (known once the client initialized).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("version", ToolSchema::object()), |ctx, _args| async move {
+    ///         let version = ctx.protocol_version().map(|v| v.to_string()).unwrap_or_default();
+    ///         Ok(ToolOutput::text(version))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         lock(&self.client).version
     }
 
     /// The era of the protocol version in use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use mcpl_core::Era;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("era", ToolSchema::object()), |ctx, _args| async move {
+    ///         Ok(ToolOutput::text(match ctx.era() {
+    ///             Era::Stateful => "2025: a session",
+    ///             Era::Stateless => "2026: one request",
+    ///         }))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn era(&self) -> Era {
         self.protocol_version().map_or(Era::Stateful, ProtocolVersion::era)
     }
 
     /// The client's identity, as it reported it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("hello", ToolSchema::object()), |ctx, _args| async move {
+    ///         let client = ctx.client_info().map(|i| i.name).unwrap_or_else(|| "stranger".into());
+    ///         Ok(ToolOutput::text(format!("Hello, {client}")))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn client_info(&self) -> Option<Implementation> {
         lock(&self.client).client_info.clone()
     }
 
     /// The client's capabilities.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("caps", ToolSchema::object()), |ctx, _args| async move {
+    ///         let roots = ctx.client_capabilities().is_some_and(|c| c.roots.is_some());
+    ///         Ok(ToolOutput::text(format!("roots: {roots}")))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
         lock(&self.client).client_capabilities.clone()
     }
 
     /// The client, for requests and notifications on this connection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     // A raw request to the client (2025 era; use `input_required` to work in both eras).
+    ///     .tool(Tool::new("roots", ToolSchema::object()), |ctx, _args| async move {
+    ///         let roots = ctx.peer().request("roots/list", None, Default::default()).await;
+    ///         Ok(ToolOutput::text(format!("{:?}", roots.ok())))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn peer(&self) -> &Peer {
         self.request.peer()
     }
@@ -122,6 +268,23 @@ impl Context {
     /// receives the rest of the stream, including the result, on the resumed connection (SSE
     /// polling). Returns `false`, doing nothing, on transports without response streams (stdio,
     /// stateless requests).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("long", ToolSchema::object()), |ctx, _args| async move {
+    ///         // Free the HTTP connection; the client resumes the stream for the result.
+    ///         ctx.close_stream();
+    ///         tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+    ///         Ok(ToolOutput::text("finished"))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn close_stream(&self) -> bool {
         let closer = lock(&self.client).stream_closer.clone();
         closer.is_some_and(|c| (c.0)(self.request.id()))
@@ -129,6 +292,24 @@ impl Context {
 
     /// Whether the request was cancelled; in a task-mode call (see [`crate::task`]), whether
     /// the task was cancelled (`tasks/cancel`), or the request went away before it started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("count", ToolSchema::object()), |ctx, _args| async move {
+    ///         let mut n = 0u64;
+    ///         while n < 1_000_000 && !ctx.is_cancelled() {
+    ///             n += 1;
+    ///         }
+    ///         Ok(ToolOutput::text(n.to_string()))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         match &self.task {
             Some(slot) => slot.cancel.is_cancelled(),
@@ -142,6 +323,23 @@ impl Context {
     /// # Cancel safety
     ///
     /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("wait", ToolSchema::object()), |ctx, _args| async move {
+    ///         tokio::select! {
+    ///             () = ctx.cancelled() => Ok(ToolOutput::error("cancelled")),
+    ///             () = tokio::time::sleep(std::time::Duration::from_secs(60)) => Ok(ToolOutput::text("done")),
+    ///         }
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub async fn cancelled(&self) {
         match &self.task {
             Some(slot) => slot.cancel.cancelled().await,
@@ -150,18 +348,65 @@ impl Context {
     }
 
     /// Whether the client declared the tasks extension (`io.modelcontextprotocol/tasks`) for
-    /// this request.
+    /// this request. Always `false` in the stateful (2025) era, where the extension is not
+    /// defined (see [`crate::task`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |ctx, _args| async move {
+    ///         Ok(ToolOutput::text(format!("tasks: {}", ctx.supports_tasks())))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn supports_tasks(&self) -> bool {
         crate::task::client_declares(self)
     }
 
     /// Whether this call may become a task: a `tools/call` of a task-capable tool whose request
     /// declared the tasks extension (see [`crate::task`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use mcpl_server::task::TaskOptions;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .task_tool(Tool::new("job", ToolSchema::object()), TaskOptions::optional(), |ctx, _args| async move {
+    ///         // Task mode: a 2026 request that declared the extension.
+    ///         Ok(ToolOutput::text(format!("task mode: {}, task: {:?}", ctx.is_task_mode(), ctx.task_id())))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn is_task_mode(&self) -> bool {
         self.task.is_some()
     }
 
     /// The id of the task this call runs as, once it started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use mcpl_server::task::TaskOptions;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .task_tool(Tool::new("job", ToolSchema::object()), TaskOptions::required(), |ctx, _args| async move {
+    ///         tracing::info!(task = ?ctx.task_id(), "working");
+    ///         Ok(ToolOutput::text("done"))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn task_id(&self) -> Option<String> {
         self.task.as_ref().and_then(|slot| slot.task_id())
     }
@@ -179,6 +424,35 @@ impl Context {
     /// # Errors
     ///
     /// The task store's error when the task cannot be stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{ElicitRequestFormParams, ElicitationSchema, StringSchema, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::task::TaskOptions;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .task_tool(
+    ///         Tool::new("report", ToolSchema::object()),
+    ///         TaskOptions::optional().start_on_request(),
+    ///         |ctx, _args| async move {
+    ///             // First gather the input synchronously...
+    ///             let Some(topic) = ctx.elicited("topic").and_then(|f| f.get("topic")).cloned() else {
+    ///                 let form = ElicitationSchema::default().with_property("topic", StringSchema::default());
+    ///                 let ask = ElicitRequestFormParams::new("Which topic?", form);
+    ///                 return Ok(ctx.input_required().elicit("topic", ask).into());
+    ///             };
+    ///             // ...then go asynchronous (`None` when the call is not in task mode).
+    ///             let _task_id = ctx.start_task().await?;
+    ///             tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+    ///             Ok::<ToolReply, _>(ToolOutput::text(format!("report on {topic:?}")).into())
+    ///         },
+    ///     )
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub async fn start_task(&self) -> std::result::Result<Option<String>, ErrorObject> {
         match &self.task {
             Some(slot) => slot.start().await.map(Some),
@@ -191,6 +465,24 @@ impl Context {
     /// # Errors
     ///
     /// `ConnectionClosed` if the connection has closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("steps", ToolSchema::object()), |ctx, _args| async move {
+    ///         for step in 1..=3 {
+    ///             // Sent only if the request carried a progress token.
+    ///             ctx.progress(f64::from(step), Some(3.0), Some("working")).await.ok();
+    ///         }
+    ///         Ok(ToolOutput::text("3 steps"))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub async fn progress(
         &self,
         progress: f64,
@@ -208,6 +500,22 @@ impl Context {
     /// # Errors
     ///
     /// `ConnectionClosed` if the connection has closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{LoggingLevel, Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("noisy", ToolSchema::object()), |ctx, _args| async move {
+    ///         let sent = ctx.log(LoggingLevel::Info, Some("noisy"), json!({"step": 1})).await.unwrap_or(false);
+    ///         Ok(ToolOutput::text(format!("logged: {sent}")))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub async fn log(
         &self,
         level: LoggingLevel,
@@ -225,22 +533,93 @@ impl Context {
     }
 
     /// Whether the client can answer an elicitation: form mode, or URL mode when `url`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("ask", ToolSchema::object()), |ctx, _args| async move {
+    ///         if !ctx.supports_elicitation(false) {
+    ///             return Ok(ToolOutput::error("this tool needs a client that can show forms"));
+    ///         }
+    ///         Ok(ToolOutput::text("ok"))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn supports_elicitation(&self, url: bool) -> bool {
         supports_elicitation(lock(&self.client).client_capabilities.as_ref(), url)
     }
 
     /// Whether the client can answer sampling requests (with tools when `tools`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+    ///         Ok(ToolOutput::text(format!("sampling: {}", ctx.supports_sampling(false))))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn supports_sampling(&self, tools: bool) -> bool {
         supports_sampling(lock(&self.client).client_capabilities.as_ref(), tools)
     }
 
     /// Whether the client can list its roots.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("roots", ToolSchema::object()), |ctx, _args| async move {
+    ///         Ok(ToolOutput::text(format!("roots: {}", ctx.supports_roots())))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn supports_roots(&self) -> bool {
         lock(&self.client).client_capabilities.as_ref().is_some_and(|c| c.roots.is_some())
     }
 
     /// Starts an input-required reply (see [`crate::input`]), checked against the client's
     /// capabilities and able to seal state for this request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{ElicitRequestFormParams, ElicitationSchema, StringSchema, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("greet", ToolSchema::object()), |ctx, _args| async move {
+    ///         // Second round: the client's answer is here.
+    ///         if let Some(name) = ctx.elicited("name").and_then(|f| f.get("name")) {
+    ///             return Ok(ToolOutput::text(format!("Hello, {name:?}")).into());
+    ///         }
+    ///         // First round: ask. In 2025 a real elicitation request; in 2026 an
+    ///         // input-required result the client answers by calling again.
+    ///         let form = ElicitationSchema::default()
+    ///             .with_property("name", StringSchema::default())
+    ///             .with_required("name");
+    ///         Ok::<ToolReply, _>(
+    ///             ctx.input_required().elicit("name", ElicitRequestFormParams::new("Your name?", form)).into(),
+    ///         )
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn input_required(&self) -> InputRequired {
         let sealing = self.server.as_ref().zip(self.input.binding.as_ref());
         let sealing = sealing.map(|(server, bind)| (server.state_sealer().clone(), bind.clone()));
@@ -249,6 +628,21 @@ impl Context {
 
     /// The client's answers to the input requests of the previous round, by key (empty on a
     /// first call).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |ctx, _args| async move {
+    ///         let keys: Vec<_> = ctx.input_responses().keys().cloned().collect();
+    ///         Ok(ToolOutput::text(format!("answered: {keys:?}")))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn input_responses(&self) -> &InputResponses {
         &self.input.responses
     }
@@ -267,6 +661,22 @@ impl Context {
     }
 
     /// The submitted fields of the elicitation `key`, if the user accepted it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |ctx, _args| async move {
+    ///         // `None` on a first call, or when the user declined or cancelled the form.
+    ///         let email = ctx.elicited("contact").and_then(|fields| fields.get("email")).cloned();
+    ///         Ok(ToolOutput::text(format!("{email:?}")))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn elicited(&self, key: &str) -> Option<&BTreeMap<String, ElicitValue>> {
         self.elicitation_response(key)
             .filter(|r| r.action == ElicitAction::Accept)
@@ -292,6 +702,27 @@ impl Context {
     /// The state the handler set on its previous input-required reply
     /// ([`InputRequired::state`]), verified: it was sealed by this server for this very
     /// method and tool, prompt or resource, and has not expired. `None` on a first call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("wizard", ToolSchema::object()), |ctx, _args| async move {
+    ///         // The state set last round comes back verified (sealed by this server).
+    ///         let step = ctx.request_state().and_then(|s| s["step"].as_u64()).unwrap_or(0);
+    ///         if step >= 2 {
+    ///             return Ok(ToolOutput::text("finished").into());
+    ///         }
+    ///         Ok::<ToolReply, _>(ctx.input_required().list_roots(format!("roots-{step}")).state(json!({"step": step + 1})).into())
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn request_state(&self) -> Option<&Value> {
         self.input.state.as_ref()
     }
@@ -307,6 +738,24 @@ impl Context {
     /// # Errors
     ///
     /// `-32603` outside `tools/call`, `prompts/get` and `resources/read` handlers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |ctx, _args| async move {
+    ///         // A token only this server can open, bound to this tool.
+    ///         let token = ctx.seal_state(&json!({"cursor": 42}))?;
+    ///         let back = ctx.open_state(&token)?;
+    ///         Ok(ToolOutput::text(back["cursor"].to_string()))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn seal_state(&self, payload: &Value) -> std::result::Result<String, ErrorObject> {
         match (self.state_sealer(), self.input.binding.as_ref()) {
             (Some(sealer), Some(bind)) => Ok(sealer.seal(payload, bind)),

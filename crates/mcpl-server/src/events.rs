@@ -15,6 +15,20 @@ use crate::context::{SharedClientState, lock};
 pub(crate) const EVENT_BUFFER: usize = 256;
 
 /// A change on a running server that sessions tell their clients about.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::{Server, ServerEvent};
+///
+/// let server = Server::builder("s", "1").build();
+/// let mut events = server.subscribe_changes();
+/// server.notify_resource_updated("mem://x");
+/// match events.try_recv().unwrap() {
+///     ServerEvent::ResourceUpdated { uri } => assert_eq!(uri, "mem://x"),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ServerEvent {
@@ -35,6 +49,14 @@ pub enum ServerEvent {
 
 impl ServerEvent {
     /// The method of the notification that announces this event.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::ServerEvent;
+    ///
+    /// assert_eq!(ServerEvent::ToolsListChanged.method(), "notifications/tools/list_changed");
+    /// ```
     pub fn method(&self) -> &'static str {
         match self {
             ServerEvent::ToolsListChanged => names::NOTIFICATIONS_TOOLS_LIST_CHANGED,
@@ -45,6 +67,16 @@ impl ServerEvent {
     }
 
     /// The params of the notification that announces this event.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::ServerEvent;
+    ///
+    /// let event = ServerEvent::ResourceUpdated { uri: "mem://x".into() };
+    /// assert_eq!(event.params(), Some(serde_json::json!({"uri": "mem://x"})));
+    /// assert_eq!(ServerEvent::PromptsListChanged.params(), None);
+    /// ```
     pub fn params(&self) -> Option<Value> {
         match self {
             ServerEvent::ResourceUpdated { uri } => Some(json!({ "uri": uri })),
@@ -53,6 +85,15 @@ impl ServerEvent {
     }
 
     /// The URI of the resource this event is about, for [`ServerEvent::ResourceUpdated`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::ServerEvent;
+    ///
+    /// assert_eq!(ServerEvent::ResourceUpdated { uri: "mem://x".into() }.resource_uri(), Some("mem://x"));
+    /// assert_eq!(ServerEvent::ToolsListChanged.resource_uri(), None);
+    /// ```
     pub fn resource_uri(&self) -> Option<&str> {
         match self {
             ServerEvent::ResourceUpdated { uri } => Some(uri),

@@ -64,12 +64,30 @@ use crate::state::{Binding, StateError, StateSealer};
 
 /// The most times a handler is called again with answers fetched from a client of the
 /// stateful era before the request fails (`-32603`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::input::MAX_INPUT_ROUNDS, 10);
+/// ```
 pub const MAX_INPUT_ROUNDS: usize = 10;
 
 /// What a handler that may ask for input returns: its result, or [`InputRequired`].
 ///
 /// Any result converts into it with `.into()`, and so does an [`InputRequired`] (for the
 /// result types of `tools/call`, `prompts/get` and `resources/read`).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::ToolOutput;
+/// use mcpl_server::input::{Reply, ToolReply};
+///
+/// let done: ToolReply = ToolOutput::text("ok").into();
+/// assert!(done.is_complete());
+/// let text = done.map(|r| r.content.len()).complete();
+/// assert_eq!(text, Some(1));
+/// ```
 #[derive(Debug)]
 pub enum Reply<T> {
     /// The request is done.
@@ -79,19 +97,94 @@ pub enum Reply<T> {
 }
 
 /// What a tool handler may reply.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::input::ToolReply;
+/// use mcpl_server::{Server, ToolOutput};
+///
+/// let server = Server::builder("s", "1")
+///     .tool(Tool::new("roots", ToolSchema::object()), |ctx, _args| async move {
+///         match ctx.roots_response("roots") {
+///             Some(roots) => Ok(ToolOutput::text(format!("{} roots", roots.roots.len())).into()),
+///             None => Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into()),
+///         }
+///     })
+///     .build();
+/// # drop(server);
+/// ```
 pub type ToolReply = Reply<CallToolResult>;
 /// What a prompt handler may reply.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::Prompt;
+/// use mcpl_server::Server;
+/// use mcpl_server::input::PromptReply;
+/// use mcpl_server::prompt::PromptOutput;
+///
+/// let server = Server::builder("s", "1")
+///     .prompt(Prompt::new("project"), |ctx, _args| async move {
+///         match ctx.roots_response("roots") {
+///             Some(r) => Ok(PromptOutput::user_text(format!("Work in {:?}", r.roots.first().map(|r| &r.uri))).into()),
+///             None => Ok::<PromptReply, _>(ctx.input_required().list_roots("roots").into()),
+///         }
+///     })
+///     .build();
+/// # drop(server);
+/// ```
 pub type PromptReply = Reply<GetPromptResult>;
 /// What a resource handler may reply.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::Resource;
+/// use mcpl_server::Server;
+/// use mcpl_server::input::ReadReply;
+/// use mcpl_server::resource::ResourceOutput;
+///
+/// let server = Server::builder("s", "1")
+///     .resource(Resource::new("mem://workspace", "workspace"), |ctx, req| async move {
+///         match ctx.roots_response("roots") {
+///             Some(r) => Ok(vec![ResourceOutput::text(req.uri, format!("{} roots", r.roots.len()))].into()),
+///             None => Ok::<ReadReply, _>(ctx.input_required().list_roots("roots").into()),
+///         }
+///     })
+///     .build();
+/// # drop(server);
+/// ```
 pub type ReadReply = Reply<Vec<ResourceContents>>;
 
 impl<T> Reply<T> {
     /// Whether the reply is the finished result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::ToolOutput;
+    /// use mcpl_server::input::ToolReply;
+    ///
+    /// assert!(ToolReply::from(ToolOutput::text("x")).is_complete());
+    /// ```
     pub fn is_complete(&self) -> bool {
         matches!(self, Reply::Complete(_))
     }
 
     /// The finished result, if it is one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::ToolOutput;
+    /// use mcpl_server::input::ToolReply;
+    ///
+    /// let result = ToolReply::from(ToolOutput::text("x")).complete().unwrap();
+    /// assert_eq!(result.content.len(), 1);
+    /// ```
     pub fn complete(self) -> Option<T> {
         match self {
             Reply::Complete(t) => Some(t),
@@ -100,6 +193,15 @@ impl<T> Reply<T> {
     }
 
     /// Maps the finished result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::input::Reply;
+    ///
+    /// let reply: Reply<u32> = Reply::Complete(2);
+    /// assert_eq!(reply.map(|n| n * 10).complete(), Some(20));
+    /// ```
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Reply<U> {
         match self {
             Reply::Complete(t) => Reply::Complete(f(t)),
@@ -140,6 +242,31 @@ impl From<InputRequired> for ReadReply {
 /// so that a reply whose every request was left out answers `-32021` naming what was
 /// missing. A reply with no request but a [`state`](Self::state) asks the client to retry
 /// with that state.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{ElicitRequestFormParams, ElicitationSchema, StringSchema, Tool, ToolSchema};
+/// use mcpl_server::input::ToolReply;
+/// use mcpl_server::{Server, ToolOutput};
+/// use serde_json::json;
+///
+/// let server = Server::builder("s", "1")
+///     .tool(Tool::new("deploy", ToolSchema::object()), |ctx, _args| async move {
+///         if let Some(fields) = ctx.elicited("confirm") {
+///             let target = ctx.request_state().and_then(|s| s["target"].as_str()).unwrap_or("?");
+///             return Ok(ToolOutput::text(format!("deployed to {target}: {fields:?}")).into());
+///         }
+///         let form = ElicitationSchema::default().with_property("reason", StringSchema::default());
+///         let reply = ctx
+///             .input_required()
+///             .elicit("confirm", ElicitRequestFormParams::new("Deploy to production?", form))
+///             .state(json!({"target": "production"}));
+///         Ok::<ToolReply, _>(reply.into())
+///     })
+///     .build();
+/// # drop(server);
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct InputRequired(Box<Pending>);
@@ -213,6 +340,25 @@ impl InputRequired {
     /// [`Context::roots_response`] under `key`.
     ///
     /// Left out unless the client declared `roots`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("where", ToolSchema::object()), |ctx, _args| async move {
+    ///         let Some(roots) = ctx.roots_response("roots") else {
+    ///             return Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into());
+    ///         };
+    ///         let first = roots.roots.first().map(|r| r.uri.clone()).unwrap_or_default();
+    ///         Ok(ToolOutput::text(first).into())
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn list_roots(mut self, key: impl Into<String>) -> Self {
         if self.0.capabilities.as_ref().is_some_and(|c| c.roots.is_some()) {
             let request = ListRootsInputRequest::new(Default::default());
@@ -245,6 +391,26 @@ impl InputRequired {
     /// tool, prompt or resource; see [`crate::state`]), so the handler can trust what comes
     /// back; a state that was altered, expired or belongs to another request is refused with
     /// `-32602` before the handler runs. Each round's state replaces the previous one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("paged", ToolSchema::object()), |ctx, _args| async move {
+    ///         // No request, only a state: the client calls again with it (2026 era).
+    ///         match ctx.request_state() {
+    ///             Some(state) => Ok(ToolOutput::text(format!("resumed at {}", state["offset"])).into()),
+    ///             None => Ok::<ToolReply, _>(ctx.input_required().state(json!({"offset": 100})).into()),
+    ///         }
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn state(mut self, state: Value) -> Self {
         match &self.0.sealing {
             Some((sealer, bind)) => self.0.state = Some(sealer.seal(&state, bind)),
@@ -264,6 +430,27 @@ impl InputRequired {
     }
 
     /// Whether there is neither a request nor a state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("t", ToolSchema::object()), |ctx, _args| async move {
+    ///         let ask = ctx.input_required().list_roots("roots");
+    ///         if ask.is_empty() {
+    ///             // The client cannot list roots: carry on without them.
+    ///             return Ok(ToolOutput::text("no roots").into());
+    ///         }
+    ///         assert_eq!(ask.requests().len(), 1);
+    ///         Ok::<ToolReply, _>(ask.into())
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.0.requests.is_empty() && self.0.state.is_none()
     }

@@ -27,6 +27,7 @@
 //! # Modules
 //!
 //! - [`builder`]: [`ServerBuilder`], which collects the server's identity and features.
+//! - [`cache`]: cache hints (`ttlMs`, `cacheScope`) of 2026-07-28 list and discover results.
 //! - [`registry`]: handles that change a running server's features.
 //! - [`tool`]: tool handlers and what they return; [`schema`]: their JSON Schemas.
 //! - [`resource`]: resource handlers; [`uri_template`]: RFC 6570 templates they are routed by.
@@ -45,6 +46,7 @@
 #![forbid(unsafe_code)]
 
 pub mod builder;
+pub mod cache;
 pub mod completion;
 pub mod context;
 pub mod events;

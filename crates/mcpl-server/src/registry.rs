@@ -183,6 +183,23 @@ fn on_success<T, E>(result: Result<T, E>) -> (Result<T, E>, bool) {
 }
 
 /// Changes a server's tools while it serves; see the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::{Server, ToolOutput};
+///
+/// let server = Server::builder("s", "1")
+///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+///     .build();
+/// let tools = server.tools_mut();
+/// tools.disable("a");
+/// assert_eq!(tools.is_enabled("a"), Some(false));
+/// tools.enable("a");
+/// assert!(tools.remove("a"));
+/// assert!(!tools.contains("a"));
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct ToolsMut<'a> {
@@ -203,6 +220,26 @@ impl<'a> ToolsMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for an invalid name or schema, or a name already in use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// let added = server.tools_mut().add(Tool::new("b", ToolSchema::object()), |_c, _a| async {
+    ///     Ok(ToolOutput::text("b"))
+    /// });
+    /// assert!(added.is_ok());
+    /// // A second tool of the same name is refused.
+    /// let again = server.tools_mut().add(Tool::new("b", ToolSchema::object()), |_c, _a| async {
+    ///     Ok(ToolOutput::text("b"))
+    /// });
+    /// assert!(again.is_err());
+    /// ```
     pub fn add<F, Fut, R>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
@@ -220,6 +257,24 @@ impl<'a> ToolsMut<'a> {
     ///
     /// A [`RegistrationError`] for an invalid name, a schema that is not an object schema, or
     /// a name already in use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Echo {
+    ///     text: String,
+    /// }
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .tools_mut()
+    ///     .add_typed("echo", "Echoes text.", |_ctx, args: Echo| async move { Ok(ToolOutput::text(args.text)) })
+    ///     .unwrap();
+    /// assert_eq!(server.tools()[0].name, "echo");
+    /// ```
     pub fn add_typed<Args, F, Fut, R>(
         &self,
         name: impl Into<String>,
@@ -243,6 +298,21 @@ impl<'a> ToolsMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for an invalid name or schema.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// let mut v2 = Tool::new("a", ToolSchema::object());
+    /// v2.description = Some("Version 2".into());
+    /// server.tools_mut().replace(v2, |_c, _a| async { Ok(ToolOutput::text("a2")) }).unwrap();
+    /// assert_eq!(server.tools()[0].description.as_deref(), Some("Version 2"));
+    /// ```
     pub fn replace<F, Fut, R>(&self, tool: Tool, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, Arguments) -> Fut + Send + Sync + 'static,
@@ -274,6 +344,22 @@ impl<'a> ToolsMut<'a> {
 
     /// Hides a tool from `tools/list` and refuses its calls as unknown, without forgetting it;
     /// returns whether the tool exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
+    ///     .build();
+    /// assert!(server.tools_mut().disable("a"));
+    /// assert!(server.tools().is_empty(), "hidden from tools/list");
+    /// assert!(server.tools_mut().contains("a"), "but not forgotten");
+    /// assert!(server.tools_mut().enable("a"));
+    /// assert_eq!(server.tools().len(), 1);
+    /// ```
     pub fn disable(&self, name: &str) -> bool {
         self.set_enabled(name, false)
     }
@@ -303,6 +389,24 @@ impl<'a> ToolsMut<'a> {
 
 /// Changes a server's resources and resource templates while it serves; see the
 /// [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::ResourceTemplate;
+/// use mcpl_server::Server;
+/// use mcpl_server::resource::ResourceOutput;
+///
+/// let server = Server::builder("s", "1").build();
+/// let resources = server.resources_mut();
+/// resources
+///     .add_template(ResourceTemplate::new("notes://{id}", "note"), |_c, req| async move {
+///         Ok(vec![ResourceOutput::text(req.uri, "...")])
+///     })
+///     .unwrap();
+/// assert_eq!(server.resource_templates().len(), 1);
+/// assert!(resources.remove_template("notes://{id}"));
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct ResourcesMut<'a> {
@@ -323,6 +427,23 @@ impl<'a> ResourcesMut<'a> {
     /// # Errors
     ///
     /// [`RegistrationError::Duplicate`] if a resource with this URI exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .resources_mut()
+    ///     .add(Resource::new("mem://status", "status"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "all good")])
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(server.resources().len(), 1);
+    /// ```
     pub fn add<F, Fut, R>(&self, resource: Resource, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
@@ -353,6 +474,20 @@ impl<'a> ResourcesMut<'a> {
     }
 
     /// Adds a static resource, or replaces the one with the same URI in place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let status = || Resource::new("mem://status", "status");
+    /// server.resources_mut().replace(status(), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "v1")]) });
+    /// server.resources_mut().replace(status(), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "v2")]) });
+    /// assert_eq!(server.resources().len(), 1);
+    /// ```
     pub fn replace<F, Fut, R>(&self, resource: Resource, handler: F)
     where
         F: Fn(Context, ReadRequest) -> Fut + Send + Sync + 'static,
@@ -402,6 +537,21 @@ impl<'a> ResourcesMut<'a> {
 }
 
 /// Changes a server's prompts while it serves; see the [module docs](self).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::Prompt;
+/// use mcpl_server::Server;
+/// use mcpl_server::prompt::PromptOutput;
+///
+/// let server = Server::builder("s", "1").build();
+/// let prompts = server.prompts_mut();
+/// prompts.add(Prompt::new("p"), |_c, _a| async { Ok(PromptOutput::user_text("v1")) }).unwrap();
+/// prompts.replace(Prompt::new("p"), |_c, _a| async { Ok(PromptOutput::user_text("v2")) });
+/// assert!(prompts.contains("p"));
+/// assert!(prompts.remove("p"));
+/// ```
 #[derive(Debug)]
 #[must_use]
 pub struct PromptsMut<'a> {
@@ -457,6 +607,23 @@ impl<'a> PromptsMut<'a> {
     }
 
     /// Sets the completer of a prompt argument (`completion/complete` with `ref/prompt`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Prompt, PromptArgument};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::completion::matching;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut prompt = Prompt::new("greet");
+    /// prompt.arguments = Some(vec![PromptArgument::new("name")]);
+    /// server.prompts_mut().add(prompt, |_c, _a| async { Ok(PromptOutput::user_text("hi")) }).unwrap();
+    /// server.prompts_mut().set_completer("greet", "name", |_ctx, req| async move {
+    ///     Ok(matching(["Ada", "Alan"], &req.value))
+    /// });
+    /// ```
     pub fn set_completer<F, Fut>(&self, prompt: &str, argument: &str, completer: F)
     where
         F: Fn(Context, crate::completion::CompletionRequest) -> Fut + Send + Sync + 'static,

@@ -24,9 +24,41 @@ use crate::uri_template::UriTemplate;
 ///
 /// A handler that may ask the client for input returns `Result<ReadReply, ErrorObject>`
 /// instead (see [`crate::input`]).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::Context;
+/// use mcpl_server::resource::{ReadRequest, ReadResult, ResourceOutput, not_found};
+///
+/// async fn user(_ctx: Context, req: ReadRequest) -> ReadResult {
+///     match req.var("id") {
+///         Some("1") => Ok(vec![ResourceOutput::text(&req.uri, "Ada")]),
+///         _ => Err(not_found(&req.uri)),
+///     }
+/// }
+/// # let _ = mcpl_server::Server::builder("s", "1")
+/// #     .resource_template(mcpl_core::types::ResourceTemplate::new("users://{id}", "user"), user);
+/// ```
 pub type ReadResult = Result<Vec<ResourceContents>, ErrorObject>;
 
 /// What is being read: the URI and, for a resource template, the values of its variables.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::ResourceTemplate;
+/// use mcpl_server::Server;
+/// use mcpl_server::resource::{ReadRequest, ResourceOutput};
+///
+/// let server = Server::builder("s", "1")
+///     .resource_template(ResourceTemplate::new("logs://{day}", "logs"), |_ctx, req: ReadRequest| async move {
+///         let day = req.var("day").unwrap_or("today").to_owned();
+///         Ok(vec![ResourceOutput::text(req.uri, format!("log of {day}"))])
+///     })
+///     .build();
+/// # drop(server);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRequest {
     /// The URI the client asked for.
@@ -38,6 +70,19 @@ pub struct ReadRequest {
 
 impl ReadRequest {
     /// The value of the template variable `name`, if the URI defined it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::resource::ReadRequest;
+    ///
+    /// let req = ReadRequest {
+    ///     uri: "users://42/profile".into(),
+    ///     variables: [("id".to_owned(), "42".to_owned())].into(),
+    /// };
+    /// assert_eq!(req.var("id"), Some("42"));
+    /// assert_eq!(req.var("name"), None);
+    /// ```
     pub fn var(&self, name: &str) -> Option<&str> {
         self.variables.get(name).map(String::as_str)
     }
@@ -48,6 +93,19 @@ impl ReadRequest {
 /// Implemented for every `Fn(Context, ReadRequest) -> impl Future<Output = Result<R,
 /// ErrorObject>>` where `R` converts into a [`ReadReply`] (the contents, or a [`ReadReply`]
 /// for handlers that may ask for input).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::Context;
+/// use mcpl_server::resource::{ReadRequest, ReadResult, ResourceHandler, ResourceOutput};
+///
+/// async fn motd(_ctx: Context, req: ReadRequest) -> ReadResult {
+///     Ok(vec![ResourceOutput::text(req.uri, "Welcome!")])
+/// }
+/// fn assert_handler(_: &impl ResourceHandler) {}
+/// assert_handler(&motd);
+/// ```
 #[diagnostic::on_unimplemented(
     note = "resource handlers are async fns taking (Context, ReadRequest) and returning \
             ReadResult or Result<ReadReply, ErrorObject>"
@@ -77,6 +135,17 @@ where
 }
 
 /// Builders for resource contents.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::resource::ResourceOutput;
+///
+/// let text = ResourceOutput::text("file:///a.txt", "hello");
+/// let png = ResourceOutput::bytes("file:///a.png", [0x89, b'P', b'N', b'G']);
+/// assert_eq!(serde_json::to_value(&text).unwrap()["text"], "hello");
+/// assert_eq!(serde_json::to_value(&png).unwrap()["blob"], "iVBORw==");
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ResourceOutput;
 
@@ -84,16 +153,37 @@ impl ResourceOutput {
     /// Text contents of the resource at `uri`.
     ///
     /// The MIME type, when not set, is the one of the resource or template being read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let contents = mcpl_server::resource::ResourceOutput::text("mem://note", "remember");
+    /// assert_eq!(serde_json::to_value(&contents).unwrap()["uri"], "mem://note");
+    /// ```
     pub fn text(uri: impl Into<String>, text: impl Into<String>) -> ResourceContents {
         TextResourceContents::new(uri, text).into()
     }
 
     /// Binary contents of the resource at `uri`, from raw bytes (base64-encoded here).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let contents = mcpl_server::resource::ResourceOutput::bytes("mem://bin", b"hi");
+    /// assert_eq!(serde_json::to_value(&contents).unwrap()["blob"], "aGk=");
+    /// ```
     pub fn bytes(uri: impl Into<String>, bytes: impl AsRef<[u8]>) -> ResourceContents {
         BlobResourceContents::new(uri, STANDARD.encode(bytes)).into()
     }
 
     /// Binary contents of the resource at `uri`, from base64 data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let contents = mcpl_server::resource::ResourceOutput::blob("mem://bin", "aGk=");
+    /// assert_eq!(serde_json::to_value(&contents).unwrap()["blob"], "aGk=");
+    /// ```
     pub fn blob(uri: impl Into<String>, base64: impl Into<String>) -> ResourceContents {
         BlobResourceContents::new(uri, base64).into()
     }
@@ -104,6 +194,14 @@ impl ResourceOutput {
 ///
 /// The server answers this for URIs no resource or template matches; a template handler
 /// returns it for matching URIs that name nothing.
+///
+/// # Examples
+///
+/// ```
+/// let error = mcpl_server::resource::not_found("file:///missing");
+/// assert_eq!(error.code.0, -32602);
+/// assert_eq!(error.data.unwrap()["uri"], "file:///missing");
+/// ```
 pub fn not_found(uri: &str) -> ErrorObject {
     ErrorObject::invalid_params(format_args!("resource not found: {uri}"))
         .with_data(json!({ "uri": uri }))

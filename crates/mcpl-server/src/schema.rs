@@ -71,6 +71,16 @@ fn object_schema(value: Value) -> Result<ToolSchema, SchemaError> {
 }
 
 /// Why a schema could not be generated or compiled.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::schema::{SchemaError, input_schema_for};
+///
+/// // A tool's arguments are always an object; a bare string is not.
+/// let err = input_schema_for::<String>().unwrap_err();
+/// assert!(matches!(err, SchemaError::NotAnObject(_)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaError {
     /// The schema does not describe a JSON object (`"type": "object"`).

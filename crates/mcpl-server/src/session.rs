@@ -32,6 +32,35 @@ const INITIALIZED: u8 = 1;
 const READY: u8 = 2;
 
 /// One served stateful-era connection.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::{Engine, ProtocolVersion, transport::memory};
+/// use mcpl_server::Server;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (client_side, server_side) = memory::pair();
+/// let session = Server::builder("s", "1").build().serve(server_side).await?;
+/// assert_eq!(session.protocol_version(), None, "not initialized yet");
+/// let client = Engine::new().connect(client_side).await?;
+/// let init = json!({
+///     "protocolVersion": "2025-11-25",
+///     "capabilities": {"roots": {}},
+///     "clientInfo": {"name": "doc-client", "version": "1"},
+/// });
+/// client.request("initialize", Some(init), Default::default()).await?;
+/// client.notify("notifications/initialized", None).await?;
+/// // `initialize` was answered before the client's request resolved.
+/// assert_eq!(session.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+/// assert_eq!(session.client_info().unwrap().name, "doc-client");
+/// assert!(session.client_capabilities().unwrap().roots.is_some());
+/// session.close().await?;
+/// session.closed().await;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct Session {
     engine: Engine,
@@ -96,6 +125,26 @@ impl Server {
     /// # Cancel safety
     ///
     /// Dropping the future before it resolves leaves nothing running.
+    ///
+    /// # Examples
+    ///
+    /// Serving a server on each connection of a Unix socket (`no_run`: it serves forever):
+    ///
+    /// ```no_run
+    /// use mcpl_core::transport::lines::LineTransport;
+    /// use mcpl_server::Server;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("s", "1").build();
+    /// let listener = tokio::net::UnixListener::bind("/tmp/mcp.sock")?;
+    /// loop {
+    ///     let (stream, _) = listener.accept().await?;
+    ///     let (read, write) = tokio::io::split(stream);
+    ///     let session = server.serve(LineTransport::new(read, write)).await?;
+    ///     tokio::spawn(async move { session.closed().await });
+    /// }
+    /// # }
+    /// ```
     pub async fn serve<T: Transport>(&self, transport: T) -> Result<Session> {
         let engine = Engine::new();
         let phase = Arc::new(AtomicU8::new(NEW));
@@ -138,11 +187,45 @@ impl Session {
     }
 
     /// Whether the client sent `notifications/initialized`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::transport::memory;
+    /// use mcpl_server::Server;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (_client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// assert!(!session.is_ready(), "no notifications/initialized yet");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn is_ready(&self) -> bool {
         self.phase.load(Ordering::SeqCst) == READY
     }
 
     /// The client, for sending requests and notifications to it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::{Engine, transport::memory};
+    /// use mcpl_server::Server;
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// let client = Engine::new();
+    /// client.on_request("ping", |_ctx, _params| async { Ok(json!({})) });
+    /// let _client = client.connect(client_side).await?;
+    /// // The server pings its client.
+    /// let pong = session.peer().request("ping", None, Default::default()).await?;
+    /// assert_eq!(pong, json!({}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn peer(&self) -> &Peer {
         &self.peer
     }
@@ -204,8 +287,10 @@ fn initialize(
         c.client_capabilities = Some(params.capabilities);
     }
     tracing::debug!(%version, "initialized");
-    let mut result =
-        InitializeResult::new(version.as_str(), server.capabilities(), server.info().clone());
+    let mut capabilities = server.capabilities();
+    // SEP-2663 defines the tasks extension for the stateless era only.
+    crate::task::unadvertise(&mut capabilities);
+    let mut result = InitializeResult::new(version.as_str(), capabilities, server.info().clone());
     result.instructions = server.inner.instructions.clone();
     encode(result)
 }

@@ -40,6 +40,12 @@ use sha2::Sha256;
 type HmacSha256 = Hmac<Sha256>;
 
 /// How long a sealed state stays valid unless configured otherwise: 10 minutes.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::state::DEFAULT_STATE_TTL.as_secs(), 600);
+/// ```
 pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
 
 /// The version of the envelope format.
@@ -47,6 +53,16 @@ const FORMAT: u64 = 1;
 
 /// What a sealed state is bound to: the method and the name of the tool or prompt, or the URI
 /// of the resource, of the request that produced it.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::state::{Binding, StateSealer};
+///
+/// let sealer = StateSealer::new(b"key");
+/// let token = sealer.seal(&serde_json::json!(1), &Binding::new("prompts/get", "review"));
+/// assert!(sealer.open(&token, &Binding::new("prompts/get", "summary")).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Binding {
     /// The method (`tools/call`, `prompts/get`, `resources/read`).
@@ -63,6 +79,18 @@ impl Binding {
 }
 
 /// Why a sealed state was refused.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::state::{Binding, StateError, StateSealer};
+///
+/// let bind = Binding::new("tools/call", "t");
+/// let token = StateSealer::new(b"one key").seal(&serde_json::json!({}), &bind);
+/// let err = StateSealer::new(b"another key").open(&token, &bind).unwrap_err();
+/// assert_eq!(err, StateError::BadTag);
+/// assert_eq!(StateSealer::new(b"k").open("garbage", &bind), Err(StateError::Malformed));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StateError {
@@ -83,6 +111,16 @@ pub enum StateError {
 impl StateError {
     /// The JSON-RPC error answering a request that carried this state: `-32602`
     /// "invalid requestState", with the reason in `data.reason`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::state::StateError;
+    ///
+    /// let error = StateError::Expired.to_error_object();
+    /// assert_eq!(error.code.0, -32602);
+    /// assert_eq!(error.data.unwrap()["reason"], "requestState has expired");
+    /// ```
     pub fn to_error_object(self) -> ErrorObject {
         ErrorObject::new(ErrorCode::INVALID_PARAMS, "invalid requestState")
             .with_data(json!({ "reason": self.to_string() }))
@@ -101,6 +139,18 @@ impl From<StateError> for ErrorObject {
 /// which is the default of every server; a deployment with several instances behind one
 /// endpoint sets the same key on each with [`StateSealer::new`] (and
 /// [`ServerBuilder::state_sealer`](crate::ServerBuilder::state_sealer)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpl_server::state::{Binding, StateSealer};
+///
+/// let sealer = StateSealer::new(b"shared secret").with_ttl(Duration::from_secs(30));
+/// let bind = Binding::new("tools/call", "wizard");
+/// let token = sealer.seal(&serde_json::json!({"page": 3}), &bind);
+/// assert_eq!(sealer.open(&token, &bind).unwrap()["page"], 3);
+/// ```
 #[derive(Clone)]
 pub struct StateSealer {
     key: Arc<[u8]>,
@@ -117,6 +167,13 @@ impl fmt::Debug for StateSealer {
 impl StateSealer {
     /// A sealer with the given secret key (any length; at least 32 random bytes advised) and
     /// the default time to live ([`DEFAULT_STATE_TTL`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sealer = mcpl_server::state::StateSealer::new(std::env::var("STATE_KEY").unwrap_or_default());
+    /// # drop(sealer);
+    /// ```
     pub fn new(key: impl AsRef<[u8]>) -> Self {
         StateSealer { key: Arc::from(key.as_ref()), ttl: DEFAULT_STATE_TTL }
     }
@@ -125,6 +182,17 @@ impl StateSealer {
     ///
     /// Should the operating system's generator fail, the key is drawn from the standard
     /// library's per-process hash seeds instead (and a warning is logged).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::state::{Binding, StateSealer};
+    ///
+    /// let bind = Binding::new("tools/call", "t");
+    /// let token = StateSealer::random().seal(&serde_json::json!(1), &bind);
+    /// // Another random key cannot open it.
+    /// assert!(StateSealer::random().open(&token, &bind).is_err());
+    /// ```
     pub fn random() -> Self {
         let mut key = [0u8; 32];
         if let Err(e) = getrandom::fill(&mut key) {
@@ -140,6 +208,15 @@ impl StateSealer {
     }
 
     /// Sets how long sealed states stay valid.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sealer = mcpl_server::state::StateSealer::random().with_ttl(Duration::from_secs(5));
+    /// assert_eq!(sealer.ttl(), Duration::from_secs(5));
+    /// ```
     #[must_use]
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
@@ -152,6 +229,15 @@ impl StateSealer {
     }
 
     /// Seals `payload` for requests matching `bind`, valid for the sealer's time to live.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::state::{Binding, StateSealer};
+    ///
+    /// let token = StateSealer::new(b"k").seal(&serde_json::json!({"a": 1}), &Binding::new("tools/call", "t"));
+    /// assert!(token.contains('.'), "envelope.tag");
+    /// ```
     pub fn seal(&self, payload: &Value, bind: &Binding) -> String {
         self.seal_at(payload, bind, now_millis())
     }
@@ -163,6 +249,16 @@ impl StateSealer {
     ///
     /// [`StateError`] when the token is malformed, altered, expired or bound to another
     /// request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::state::{Binding, StateSealer};
+    ///
+    /// let (sealer, bind) = (StateSealer::new(b"k"), Binding::new("resources/read", "file:///a"));
+    /// let token = sealer.seal(&serde_json::json!("payload"), &bind);
+    /// assert_eq!(sealer.open(&token, &bind).unwrap(), "payload");
+    /// ```
     pub fn open(&self, token: &str, bind: &Binding) -> Result<Value, StateError> {
         self.open_at(token, bind, now_millis())
     }

@@ -1,6 +1,26 @@
 //! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): `tools/call` answered with
 //! a task the client polls, in the stateless (2026-07-28) era.
 //!
+//! # Eras
+//!
+//! The extension is defined for the 2026-07-28 revision only. SEP-2663 says that under earlier
+//! protocol versions a server must not return a `CreateTaskResult`, and must not read the
+//! extension declared in `initialize` capabilities as enabling tasks (the 2025-11-25
+//! experimental tasks feature is a different, wire-incompatible protocol that this SDK does not
+//! implement). So on a 2025-era session (stdio, or a Streamable HTTP session):
+//!
+//! - every tool answers synchronously, whatever its [`TaskSupport`] and whatever the client
+//!   declared in `initialize` ([`Context::is_task_mode`] is `false`,
+//!   [`Context::start_task`] returns `Ok(None)`, [`Context::supports_tasks`] is `false`);
+//! - `tasks/get`, `tasks/update` and `tasks/cancel` are unknown methods (`-32601`);
+//! - the `initialize` result does not advertise the extension (the 2025-11-25
+//!   `ServerCapabilities` has no `extensions` member).
+//!
+//! A task-capable handler therefore needs no era check: the same code is a task for a 2026
+//! client that declared the extension and an ordinary (long) call for a 2025 one.
+//!
+//! # Task mode
+//!
 //! A tool opts in with [`TaskOptions`] ([`ServerBuilder::task_tool`](crate::ServerBuilder::task_tool),
 //! or `execution.taskSupport` on its definition):
 //!
@@ -39,11 +59,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use mcpl_core::Era;
 use mcpl_core::engine::{BoxFuture, HandlerResult};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{
-    CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, TASKS_EXTENSION,
-    TaskIdParams, TaskStatus, UpdateTaskRequestParams,
+    CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, ServerCapabilities,
+    TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskRequestParams,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
@@ -59,12 +80,33 @@ use crate::state::Binding;
 use crate::tool::{Arguments, ToolRunner};
 
 /// How long a task is kept after its creation unless configured otherwise: one hour.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::task::DEFAULT_TASK_TTL.as_secs(), 3600);
+/// ```
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
 
 /// The polling interval suggested to clients unless configured otherwise: one second.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::task::DEFAULT_POLL_INTERVAL.as_millis(), 1000);
+/// ```
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// When a task-mode call becomes a task.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::task::{TaskOptions, TaskStart};
+///
+/// assert_eq!(TaskOptions::optional().start, TaskStart::Immediately);
+/// assert_eq!(TaskOptions::optional().start_on_request().start, TaskStart::OnRequest);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TaskStart {
     /// Before the handler runs: the client gets the `CreateTaskResult` at once.
@@ -76,6 +118,17 @@ pub enum TaskStart {
 }
 
 /// How a tool takes part in the tasks extension.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::task::{TaskOptions, TaskSupport};
+///
+/// let options = TaskOptions::required();
+/// assert_eq!(options.support, TaskSupport::Required);
+/// assert!(options.is_task_capable());
+/// assert!(!TaskOptions::default().is_task_capable());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TaskOptions {
     /// Whether calls may, must or must not run as tasks.
@@ -86,21 +139,51 @@ pub struct TaskOptions {
 
 impl TaskOptions {
     /// Never a task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!mcpl_server::task::TaskOptions::forbidden().is_task_capable());
+    /// ```
     pub fn forbidden() -> Self {
         TaskOptions { support: TaskSupport::Forbidden, start: TaskStart::Immediately }
     }
 
     /// A task when the request declares the extension, synchronous otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::{TaskOptions, TaskSupport};
+    ///
+    /// assert_eq!(TaskOptions::optional().support, TaskSupport::Optional);
+    /// ```
     pub fn optional() -> Self {
         TaskOptions { support: TaskSupport::Optional, start: TaskStart::Immediately }
     }
 
     /// Always a task; requests without the extension are refused (`-32021`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::{TaskOptions, TaskSupport};
+    ///
+    /// assert_eq!(TaskOptions::required().support, TaskSupport::Required);
+    /// ```
     pub fn required() -> Self {
         TaskOptions { support: TaskSupport::Required, start: TaskStart::Immediately }
     }
 
     /// The task starts when the handler calls [`Context::start_task`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::{TaskOptions, TaskStart};
+    ///
+    /// assert_eq!(TaskOptions::required().start_on_request().start, TaskStart::OnRequest);
+    /// ```
     #[must_use]
     pub fn start_on_request(mut self) -> Self {
         self.start = TaskStart::OnRequest;
@@ -108,6 +191,14 @@ impl TaskOptions {
     }
 
     /// Whether calls may run as tasks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::task::TaskOptions;
+    ///
+    /// assert!(TaskOptions::optional().is_task_capable());
+    /// ```
     pub fn is_task_capable(&self) -> bool {
         self.support != TaskSupport::Forbidden
     }
@@ -123,6 +214,39 @@ impl Default for TaskOptions {
 ///
 /// Every method sees the whole [`DetailedTask`] (status and payload). `create` must make the
 /// task visible to `get` before it resolves (the `CreateTaskResult` is sent after it).
+///
+/// # Examples
+///
+/// A store that logs every change and keeps the tasks in an [`InMemoryTaskStore`]
+/// (a real one would write to a shared database):
+///
+/// ```
+/// use mcpl_core::engine::BoxFuture;
+/// use mcpl_core::jsonrpc::ErrorObject;
+/// use mcpl_core::types::DetailedTask;
+/// use mcpl_server::Server;
+/// use mcpl_server::task::{InMemoryTaskStore, TaskStore};
+///
+/// #[derive(Default)]
+/// struct Logged(InMemoryTaskStore);
+///
+/// impl TaskStore for Logged {
+///     fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
+///         tracing::info!(task = %task.task_id, "created");
+///         self.0.create(task)
+///     }
+///     fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
+///         tracing::info!(task = %task.task_id, status = ?task.status, "updated");
+///         self.0.update(task)
+///     }
+///     fn get(&self, task_id: &str) -> BoxFuture<'_, Result<Option<DetailedTask>, ErrorObject>> {
+///         self.0.get(task_id)
+///     }
+/// }
+///
+/// let server = Server::builder("s", "1").task_store(Logged::default()).build();
+/// assert!(server.serves_tasks());
+/// ```
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task.
     fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>>;
@@ -133,6 +257,22 @@ pub trait TaskStore: Send + Sync + 'static {
 }
 
 /// Keeps tasks in memory until their time to live (`ttlMs`, counted from creation) elapses.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{DetailedTask, TaskStatus};
+/// use mcpl_server::task::{InMemoryTaskStore, TaskStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = InMemoryTaskStore::new();
+/// let now = "2026-07-28T00:00:00.000Z".to_owned();
+/// store.create(DetailedTask::new("t1", TaskStatus::Working, now.clone(), now)).await?;
+/// assert_eq!(store.get("t1").await?.unwrap().status, TaskStatus::Working);
+/// assert!(store.get("t2").await?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Default)]
 pub struct InMemoryTaskStore {
     tasks: Mutex<HashMap<String, (DetailedTask, Option<Instant>)>>,
@@ -397,11 +537,24 @@ fn create_task_result(task: DetailedTask) -> HandlerResult {
     Ok(value)
 }
 
-/// Whether the client declared the tasks extension.
+/// Whether the request declared the tasks extension; never in the stateful era, where the
+/// extension is not defined (see the [module docs](self)).
 pub(crate) fn client_declares(ctx: &Context) -> bool {
-    ctx.client_capabilities()
-        .and_then(|c| c.extensions)
-        .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+    ctx.era() == Era::Stateless
+        && ctx
+            .client_capabilities()
+            .and_then(|c| c.extensions)
+            .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+}
+
+/// Leaves the tasks extension out of `capabilities` (for the stateful era's `initialize`).
+pub(crate) fn unadvertise(capabilities: &mut ServerCapabilities) {
+    if let Some(extensions) = &mut capabilities.extensions {
+        extensions.remove(TASKS_EXTENSION);
+        if extensions.is_empty() {
+            capabilities.extensions = None;
+        }
+    }
 }
 
 /// `-32021`: the request must declare the tasks extension.

@@ -20,6 +20,22 @@ use crate::schema::{CompiledSchema, SchemaError, input_schema_for};
 use crate::task::TaskOptions;
 
 /// The arguments of a tool call.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::tool::Arguments;
+/// use mcpl_server::{Server, ToolOutput};
+///
+/// let server = Server::builder("s", "1")
+///     .tool(Tool::new("add", ToolSchema::object()), |_ctx, args: Arguments| async move {
+///         let term = |name: &str| args.get(name).and_then(|v| v.as_i64()).unwrap_or(0);
+///         Ok(ToolOutput::text((term("a") + term("b")).to_string()))
+///     })
+///     .build();
+/// # drop(server);
+/// ```
 pub type Arguments = Map<String, Value>;
 
 /// What a tool handler returns: a result, or a protocol error.
@@ -30,19 +46,65 @@ pub type Arguments = Map<String, Value>;
 ///
 /// A handler that may ask the client for input returns `Result<ToolReply, ErrorObject>`
 /// instead (see [`crate::input`]); every `CallToolResult` converts into a [`ToolReply`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::ErrorObject;
+/// use mcpl_server::tool::{Arguments, ToolResult};
+/// use mcpl_server::{Context, ToolOutput};
+///
+/// async fn divide(_ctx: Context, args: Arguments) -> ToolResult {
+///     let (Some(a), Some(b)) = (args["a"].as_f64(), args["b"].as_f64()) else {
+///         return Err(ErrorObject::invalid_params("a and b must be numbers"));
+///     };
+///     if b == 0.0 {
+///         // The model sees this and can try again.
+///         return Ok(ToolOutput::error("cannot divide by zero"));
+///     }
+///     Ok(ToolOutput::text((a / b).to_string()))
+/// }
+/// # let _ = mcpl_server::Server::builder("s", "1")
+/// #     .tool(mcpl_core::types::Tool::new("divide", mcpl_core::types::ToolSchema::object()), divide);
+/// ```
 pub type ToolResult = Result<CallToolResult, ErrorObject>;
 
 /// Builders for common tool results.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::ToolOutput;
+///
+/// assert_eq!(ToolOutput::text("ok").is_error, None);
+/// assert_eq!(ToolOutput::error("the disk is full").is_error, Some(true));
+/// let result = ToolOutput::structured_value(serde_json::json!({"celsius": 21}));
+/// assert_eq!(result.structured_content.unwrap()["celsius"], 21);
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ToolOutput;
 
 impl ToolOutput {
     /// A successful result with one text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let result = mcpl_server::ToolOutput::text("42");
+    /// assert_eq!(serde_json::to_value(&result).unwrap()["content"][0]["text"], "42");
+    /// ```
     pub fn text(text: impl Into<String>) -> CallToolResult {
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
 
     /// A tool error result (`isError: true`) with one text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let result = mcpl_server::ToolOutput::error("no such city");
+    /// assert_eq!(result.is_error, Some(true));
+    /// ```
     pub fn error(message: impl Into<String>) -> CallToolResult {
         CallToolResult::error(message)
     }
@@ -69,6 +131,16 @@ impl ToolOutput {
     }
 
     /// A successful result carrying `value` as structured content, and as a JSON text block.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::json;
+    ///
+    /// let result = mcpl_server::ToolOutput::structured_value(json!({"ok": true}));
+    /// assert_eq!(result.structured_content, Some(json!({"ok": true})));
+    /// assert_eq!(serde_json::to_value(&result.content[0]).unwrap()["text"], r#"{"ok":true}"#);
+    /// ```
     pub fn structured_value(value: Value) -> CallToolResult {
         CallToolResult {
             content: vec![ContentBlock::text(value.to_string())],
@@ -83,6 +155,25 @@ impl ToolOutput {
 /// Implemented for every `Fn(Context, Arguments) -> impl Future<Output = Result<R,
 /// ErrorObject>>` where `R` converts into a [`ToolReply`]: a [`CallToolResult`] (so
 /// [`ToolResult`] handlers), or a [`ToolReply`] for handlers that may ask for input.
+///
+/// # Examples
+///
+/// Any async closure or function of the right shape is a handler:
+///
+/// ```
+/// use mcpl_core::types::{Tool, ToolSchema};
+/// use mcpl_server::tool::{Arguments, ToolHandler, ToolResult};
+/// use mcpl_server::{Context, Server, ToolOutput};
+///
+/// async fn now(_ctx: Context, _args: Arguments) -> ToolResult {
+///     Ok(ToolOutput::text("12:00"))
+/// }
+///
+/// fn assert_handler(_: &impl ToolHandler) {}
+/// assert_handler(&now);
+/// let server = Server::builder("clock", "1").tool(Tool::new("now", ToolSchema::object()), now).build();
+/// # drop(server);
+/// ```
 #[diagnostic::on_unimplemented(
     note = "tool handlers are async fns taking (Context, Arguments) and returning ToolResult \
             or Result<ToolReply, ErrorObject>"
@@ -251,6 +342,15 @@ where
 
 /// Checks a tool name against the MCP naming rules (2025-11-25): 1 to 128 characters, each an
 /// ASCII letter, digit, `_`, `-` or `.`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::tool::validate_tool_name;
+///
+/// assert!(validate_tool_name("files.read_v2").is_ok());
+/// assert!(validate_tool_name("read file").is_err());
+/// ```
 pub fn validate_tool_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 128 {
         return Err(format!("tool name must be 1 to 128 characters, got {}", name.len()));

@@ -72,6 +72,16 @@ impl Op {
 }
 
 /// Why a URI template could not be parsed.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::uri_template::UriTemplate;
+///
+/// let err = UriTemplate::parse("users://{id").unwrap_err();
+/// assert_eq!(err.template, "users://{id");
+/// assert!(err.to_string().starts_with("invalid URI template"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid URI template {template:?}: {problem}")]
 pub struct UriTemplateError {
@@ -88,6 +98,15 @@ impl UriTemplate {
     ///
     /// A [`UriTemplateError`] for an unclosed or empty expression, an invalid variable name,
     /// an unsupported operator or modifier, or a variable used twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::uri_template::UriTemplate;
+    ///
+    /// assert!(UriTemplate::parse("weather://{city}/{day}").is_ok());
+    /// assert!(UriTemplate::parse("weather://{city}/{city}").is_err(), "a variable used twice");
+    /// ```
     pub fn parse(template: &str) -> Result<Self, UriTemplateError> {
         let fail = |problem: String| UriTemplateError { template: template.to_owned(), problem };
         let mut parts = Vec::new();
@@ -150,11 +169,25 @@ impl UriTemplate {
     }
 
     /// The template as written.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = mcpl_server::uri_template::UriTemplate::parse("a://{x}").unwrap();
+    /// assert_eq!(t.as_str(), "a://{x}");
+    /// ```
     pub fn as_str(&self) -> &str {
         &self.source
     }
 
     /// The names of the template's variables, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = mcpl_server::uri_template::UriTemplate::parse("repo://{owner}/{name}{?ref}").unwrap();
+    /// assert_eq!(t.variables().collect::<Vec<_>>(), ["owner", "name", "ref"]);
+    /// ```
     pub fn variables(&self) -> impl Iterator<Item = &str> {
         self.parts
             .iter()
@@ -166,12 +199,31 @@ impl UriTemplate {
     }
 
     /// Whether the template has no expressions (it names exactly one URI).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::uri_template::UriTemplate;
+    ///
+    /// assert!(UriTemplate::parse("file:///etc/hosts").unwrap().is_literal());
+    /// assert!(!UriTemplate::parse("file:///{path}").unwrap().is_literal());
+    /// ```
     pub fn is_literal(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }
 
     /// Matches a concrete URI, returning the (percent-decoded) value of each variable it
     /// defines, or `None` if the URI is not one of the template's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = mcpl_server::uri_template::UriTemplate::parse("users://{id}/posts/{post}").unwrap();
+    /// let vars = t.matches("users://7/posts/hello%20world").unwrap();
+    /// assert_eq!(vars["id"], "7");
+    /// assert_eq!(vars["post"], "hello world");
+    /// assert!(t.matches("users://7").is_none());
+    /// ```
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         let mut matcher = Matcher { parts: &self.parts, uri, failed: HashSet::new() };
         let mut vars = BTreeMap::new();

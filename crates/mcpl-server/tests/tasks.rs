@@ -104,6 +104,18 @@ fn server(dropped: Arc<AtomicBool>) -> Server {
                 Ok(ToolOutput::text(format!("Hello, {name:?}")).into())
             },
         )
+        .task_tool(
+            Tool::new("introspect", ToolSchema::object()),
+            TaskOptions::optional().start_on_request(),
+            |ctx, _a| async move {
+                let started = ctx.start_task().await?;
+                Ok(ToolOutput::text(format!(
+                    "task_mode={} supports_tasks={} started={started:?}",
+                    ctx.is_task_mode(),
+                    ctx.supports_tasks()
+                )))
+            },
+        )
         .task_poll_interval(Duration::from_millis(100))
         .build()
 }
@@ -366,4 +378,119 @@ async fn input_gathered_synchronously_then_a_task() {
     let id = r2["taskId"].as_str().unwrap();
     let done = wait_for(addr, id, "completed").await;
     assert!(done["result"]["content"][0]["text"].as_str().unwrap().contains("Alice"));
+}
+
+/// A 2025-11-25 session over Streamable HTTP (`initialize`, then `Mcp-Session-Id`).
+struct Session2025 {
+    client: reqwest::Client,
+    url: String,
+    id: Option<String>,
+}
+
+impl Session2025 {
+    /// Initializes a session whose client declares `caps`; returns it and the `initialize` result.
+    async fn open(addr: SocketAddr, caps: Value) -> (Self, Value) {
+        let mut session = Session2025 {
+            client: reqwest::Client::new(),
+            url: format!("http://{addr}/mcp"),
+            id: None,
+        };
+        let params = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": caps,
+            "clientInfo": {"name": "legacy", "version": "1"},
+        });
+        let (status, reply, headers) = session
+            .send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}))
+            .await;
+        assert_eq!(status, 200, "{reply}");
+        session.id = Some(headers.get("mcp-session-id").unwrap().to_str().unwrap().to_owned());
+        let (status, _, _) =
+            session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        assert_eq!(status, 202);
+        (session, reply["result"].clone())
+    }
+
+    async fn send(&self, message: &Value) -> (u16, Value, reqwest::header::HeaderMap) {
+        let mut rb = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(id) = &self.id {
+            rb = rb.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25");
+        }
+        let resp = rb.body(serde_json::to_vec(message).unwrap()).send().await.unwrap();
+        let (status, headers) = (resp.status().as_u16(), resp.headers().clone());
+        let text = resp.text().await.unwrap();
+        // A JSON body, or an SSE stream whose last message answers the request.
+        let reply = serde_json::from_str(&text).unwrap_or_else(|_| {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .rfind(|m| m.get("id").is_some())
+                .unwrap_or(Value::Null)
+        });
+        (status, reply, headers)
+    }
+
+    async fn request(&self, id: i64, method: &str, params: Value) -> Value {
+        let (status, reply, _) = self
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        assert_eq!(reply["id"], id, "{status}: {reply}");
+        reply
+    }
+}
+
+#[tokio::test]
+async fn a_2025_session_runs_task_tools_synchronously_even_when_the_extension_is_declared() {
+    let (addr, _) = start().await;
+    // SEP-2663: the extension is not defined under 2025-11-25; declaring it in `initialize`
+    // capabilities must not enable tasks.
+    let (session, init) = Session2025::open(addr, with_ext()).await;
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert!(init["capabilities"]["tools"].is_object());
+    assert!(init["capabilities"].get("extensions").is_none(), "{init}");
+    assert!(init["capabilities"].get("tasks").is_none(), "{init}");
+
+    // Task-optional: the ordinary result, no task.
+    let reply =
+        session.request(1, "tools/call", json!({"name": "slow", "arguments": {"ms": 50}})).await;
+    let result = &reply["result"];
+    assert_eq!(result["content"][0]["text"], "slept 50", "{reply}");
+    assert!(result.get("taskId").is_none() && result.get("resultType").is_none(), "{result}");
+    // Task-required: also synchronous (there is no task to run it as).
+    let reply = session.request(2, "tools/call", json!({"name": "fails", "arguments": {}})).await;
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(reply["result"]["content"][0]["text"], "the job failed");
+    // A JSON-RPC error from a task-capable tool is the request's error.
+    let reply = session.request(3, "tools/call", json!({"name": "protocol_error"})).await;
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    // What the handler sees: not a task, and `start_task` does nothing.
+    let reply = session.request(4, "tools/call", json!({"name": "introspect"})).await;
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "task_mode=false supports_tasks=false started=None",
+        "{reply}"
+    );
+
+    // The tasks methods do not exist in this era.
+    for (i, (method, params)) in [
+        ("tasks/get", json!({"taskId": "nope"})),
+        ("tasks/update", json!({"taskId": "nope", "inputResponses": {}})),
+        ("tasks/cancel", json!({"taskId": "nope"})),
+        ("tasks/result", json!({"taskId": "nope"})),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let reply = session.request(10 + i as i64, method, params).await;
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+    }
+
+    // The same handler is a task for a 2026 request that declares the extension.
+    let id = create(addr, "introspect", json!({})).await;
+    let done = wait_for(addr, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert_eq!(text, format!("task_mode=true supports_tasks=true started=Some({id:?})"));
 }

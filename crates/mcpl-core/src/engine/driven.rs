@@ -159,7 +159,12 @@ async fn drain(state: Arc<Mutex<QueueState>>, conn: Weak<Connection>) {
     }
 }
 
-/// A connection driven by its owner (see the [module documentation](self)).
+/// A connection driven by its owner: no reader, writer or notifier task of its own.
+///
+/// A transport that already has a task for each incoming message (an HTTP server answering a
+/// POST, say) hands the message to [`Driven::deliver`] on that task. Outgoing messages go into
+/// a queue that a short-lived task drains, in order, only while there is something to send. An
+/// idle driven connection is its tables and nothing else: no task, no channel.
 ///
 /// Made by [`Engine::drive`](super::Engine::drive); handlers are the engine's. Closing (or
 /// dropping) it ends the connection: in-flight handlers are cancelled, pending requests settle

@@ -3,6 +3,12 @@
 use std::time::Duration;
 
 /// The default request body limit: 4 MiB.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::DEFAULT_MAX_BODY, 4 * 1024 * 1024);
+/// ```
 pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// Settings of the Streamable HTTP endpoint.
@@ -52,11 +58,25 @@ impl Default for HttpConfig {
 
 impl HttpConfig {
     /// The default settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new();
+    /// # drop(config);
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The largest request body accepted; larger ones get `413`. Default: 4 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().max_body(64 * 1024);
+    /// # drop(config);
+    /// ```
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = bytes;
         self
@@ -64,12 +84,27 @@ impl HttpConfig {
 
     /// The host names (without port) the `Host` header may carry; others get `403`. This is the
     /// DNS-rebinding protection. Default: `localhost`, `127.0.0.1`, `[::1]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Behind a reverse proxy that forwards `Host: mcp.example.com`.
+    /// let config = mcpl_server::http::HttpConfig::new().allowed_hosts(["mcp.example.com"]);
+    /// # drop(config);
+    /// ```
     pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
         self
     }
 
     /// Accepts any `Host` header. Only for servers behind a proxy that checks it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().allow_any_host();
+    /// # drop(config);
+    /// ```
     pub fn allow_any_host(mut self) -> Self {
         self.allowed_hosts = None;
         self
@@ -77,6 +112,13 @@ impl HttpConfig {
 
     /// Origins (`scheme://host[:port]`) allowed besides those on an allowed host. Requests with
     /// another `Origin` get `403`. Default: none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().allowed_origins(["https://app.example.com"]);
+    /// # drop(config);
+    /// ```
     pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(
         mut self,
         origins: I,
@@ -87,37 +129,83 @@ impl HttpConfig {
 
     /// Answer requests with a single JSON body instead of an SSE stream. Related
     /// notifications then go to the session's GET stream. Default: `false` (SSE).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().json_response(true);
+    /// # drop(config);
+    /// ```
     pub fn json_response(mut self, json: bool) -> Self {
         self.json_response = json;
         self
     }
 
     /// How often idle SSE streams get a keep-alive comment. Default: 15 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().keep_alive(std::time::Duration::from_secs(30));
+    /// # drop(config);
+    /// ```
     pub fn keep_alive(mut self, every: Duration) -> Self {
         self.keep_alive = every;
         self
     }
 
     /// The reconnection delay advised to clients in SSE `retry` fields. Default: 1 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().retry(std::time::Duration::from_millis(500));
+    /// # drop(config);
+    /// ```
     pub fn retry(mut self, delay: Duration) -> Self {
         self.retry = delay;
         self
     }
 
     /// How long a session may go unused before it is closed. Default: 30 minutes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new()
+    ///     .session_idle_timeout(std::time::Duration::from_secs(5 * 60));
+    /// # drop(config);
+    /// ```
     pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
         self.session_idle_timeout = timeout;
         self
     }
 
     /// The `ttlMs` put on stateless-era list, read and discover results that set none
-    /// themselves. Default: 0 (clients re-fetch each time).
+    /// themselves and have no hint set with
+    /// [`ServerBuilder::cache_hint`](crate::ServerBuilder::cache_hint) (see [`crate::cache`]).
+    /// Default: 0 (clients re-fetch each time).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // Clients may reuse list, read and discover results for a minute unless told otherwise.
+    /// let config = mcpl_server::http::HttpConfig::new().cache_ttl(std::time::Duration::from_secs(60));
+    /// # drop(config);
+    /// ```
     pub fn cache_ttl(mut self, ttl: Duration) -> Self {
         self.cache_ttl = ttl;
         self
     }
 
     /// The most live sessions; an `initialize` beyond it gets `503`. Default: 10 000.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new().max_sessions(100);
+    /// # drop(config);
+    /// ```
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max;
         self

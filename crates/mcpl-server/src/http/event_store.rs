@@ -12,9 +12,26 @@ use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::Message;
 
 /// How many events of one stream the in-memory store keeps by default.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::event_store::DEFAULT_EVENTS_PER_STREAM, 1024);
+/// ```
 pub const DEFAULT_EVENTS_PER_STREAM: usize = 1024;
 
 /// The position of an event: the stream it belongs to and its sequence number there.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::http::event_store::EventPosition;
+///
+/// let position = EventPosition { stream: 3, seq: 17 };
+/// assert_eq!(position.to_event_id(), "3-17");
+/// assert_eq!(EventPosition::parse("3-17"), Some(position));
+/// assert_eq!(EventPosition::parse("nonsense"), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EventPosition {
     /// The stream, unique within its session.
@@ -25,11 +42,27 @@ pub struct EventPosition {
 
 impl EventPosition {
     /// The SSE event id: `<stream>-<seq>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let id = mcpl_server::http::event_store::EventPosition { stream: 1, seq: 0 }.to_event_id();
+    /// assert_eq!(id, "1-0");
+    /// ```
     pub fn to_event_id(self) -> String {
         format!("{}-{}", self.stream, self.seq)
     }
 
     /// Parses an SSE event id made by [`to_event_id`](Self::to_event_id).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::event_store::EventPosition;
+    ///
+    /// assert_eq!(EventPosition::parse("2-5"), Some(EventPosition { stream: 2, seq: 5 }));
+    /// assert_eq!(EventPosition::parse("2-"), None);
+    /// ```
     pub fn parse(id: &str) -> Option<EventPosition> {
         let (stream, seq) = id.split_once('-')?;
         Some(EventPosition { stream: stream.parse().ok()?, seq: seq.parse().ok()? })
@@ -37,6 +70,43 @@ impl EventPosition {
 }
 
 /// Stores SSE events for resumption. Implement it to keep events outside this process.
+///
+/// # Examples
+///
+/// A store wrapping the in-memory one (a real one would write to a shared cache such as Redis),
+/// given to the endpoint with [`StreamableHttp::with_event_store`](crate::http::StreamableHttp::with_event_store):
+///
+/// ```
+/// use mcpl_core::engine::BoxFuture;
+/// use mcpl_core::jsonrpc::Message;
+/// use mcpl_server::Server;
+/// use mcpl_server::http::event_store::{EventPosition, EventStore, InMemoryEventStore};
+/// use mcpl_server::http::{HttpConfig, StreamableHttp};
+///
+/// #[derive(Default)]
+/// struct Counted(InMemoryEventStore, std::sync::atomic::AtomicUsize);
+///
+/// impl EventStore for Counted {
+///     fn append<'a>(&'a self, session: &'a str, at: EventPosition, message: &'a Message) -> BoxFuture<'a, ()> {
+///         self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         self.0.append(session, at, message)
+///     }
+///     fn replay_after<'a>(
+///         &'a self,
+///         session: &'a str,
+///         after: EventPosition,
+///     ) -> BoxFuture<'a, Option<Vec<(EventPosition, Message)>>> {
+///         self.0.replay_after(session, after)
+///     }
+///     fn remove_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
+///         self.0.remove_session(session)
+///     }
+/// }
+///
+/// let server = Server::builder("s", "1").build();
+/// let endpoint = StreamableHttp::with_event_store(server, HttpConfig::new(), Counted::default());
+/// # drop(endpoint);
+/// ```
 pub trait EventStore: Send + Sync + 'static {
     /// Stores `message` as the event at `position` of `session`.
     fn append<'a>(
@@ -70,6 +140,27 @@ pub trait EventStore: Send + Sync + 'static {
 type StreamMap = HashMap<(String, u64), VecDeque<(u64, Message)>>;
 
 /// An [`EventStore`] in this process's memory, keeping the newest events of each stream.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Notification};
+/// use mcpl_server::http::event_store::{EventPosition, EventStore, InMemoryEventStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = InMemoryEventStore::new(2);
+/// let ping: Message = Notification::new("notifications/message", None).into();
+/// for seq in 1..=3 {
+///     store.append("session", EventPosition { stream: 1, seq }, &ping).await;
+/// }
+/// // Events after 1-1 were evicted (2 kept per stream): the stream cannot be resumed there.
+/// assert!(store.replay_after("session", EventPosition { stream: 1, seq: 1 }).await.is_some());
+/// assert!(store.replay_after("session", EventPosition { stream: 1, seq: 0 }).await.is_none());
+/// let replay = store.replay_after("session", EventPosition { stream: 1, seq: 2 }).await.unwrap();
+/// assert_eq!(replay.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct InMemoryEventStore {
     per_stream: usize,
@@ -84,6 +175,13 @@ impl Default for InMemoryEventStore {
 
 impl InMemoryEventStore {
     /// A store keeping the newest `per_stream` events of each stream.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = mcpl_server::http::event_store::InMemoryEventStore::new(256);
+    /// # drop(store);
+    /// ```
     pub fn new(per_stream: usize) -> Self {
         InMemoryEventStore { per_stream: per_stream.max(1), streams: Mutex::new(HashMap::new()) }
     }

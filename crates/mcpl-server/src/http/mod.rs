@@ -1,7 +1,7 @@
 //! Streamable HTTP: the MCP endpoint as an axum [`Router`], mountable in any
 //! axum or tower application.
 //!
-//! This release serves the stateful (2025) era:
+//! One endpoint serves both protocol eras. The stateful (2025) era:
 //!
 //! - `POST` carries one JSON-RPC message. An `initialize` request creates a session whose id
 //!   (from a CSPRNG, 128 bits) comes back in `Mcp-Session-Id`; every later request must carry
@@ -11,6 +11,11 @@
 //! - `GET` opens the session's standalone SSE stream for server-initiated messages, or resumes
 //!   any stream with `Last-Event-ID`.
 //! - `DELETE` ends the session.
+//!
+//! The stateless (2026-07-28) era (see [`stateless`]): each `POST` carries one request whose
+//! `_meta` says who the client is, served by a fresh single-use [`stateless::StatelessTransport`];
+//! `GET` and `DELETE` get `405`. Results carry `resultType`, the server's identity in `_meta`,
+//! and cache hints on lists, reads and `server/discover` (see [`crate::cache`]).
 //!
 //! Every request is checked first: `Host` and `Origin` against allow-lists (DNS-rebinding
 //! protection, on by default), `Accept`, `Content-Type`, `MCP-Protocol-Version`, and the body
@@ -65,13 +70,70 @@ pub mod stateless;
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
 
 /// The session header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::SESSION_ID, "mcp-session-id");
+/// ```
 pub const SESSION_ID: &str = "mcp-session-id";
 /// The protocol version header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::PROTOCOL_VERSION, "mcp-protocol-version");
+/// ```
 pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// The resumption header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::LAST_EVENT_ID, "last-event-id");
+/// ```
 pub const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The Streamable HTTP endpoint of a [`Server`].
+///
+/// # Examples
+///
+/// Mounted next to an application's own routes, served on an ephemeral port, and called once
+/// (a `server/discover` of the 2026 era):
+///
+/// ```
+/// use mcpl_server::Server;
+/// use mcpl_server::http::{HttpConfig, StreamableHttp};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let endpoint = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), HttpConfig::new());
+/// let app = axum::Router::new()
+///     .route("/health", axum::routing::get(|| async { "ok" }))
+///     .merge(endpoint.clone().into_router("/mcp"));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let addr = listener.local_addr()?;
+/// tokio::spawn(mcpl_server::http::serve(listener, app));
+///
+/// let body = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{
+///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+///     "io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+/// let reply = reqwest::Client::new()
+///     .post(format!("http://{addr}/mcp"))
+///     .header("content-type", "application/json")
+///     .header("accept", "application/json, text/event-stream")
+///     .header("mcp-protocol-version", "2026-07-28")
+///     .header("mcp-method", "server/discover")
+///     .body(body)
+///     .send()
+///     .await?
+///     .text()
+///     .await?;
+/// let reply: serde_json::Value = serde_json::from_str(&reply)?;
+/// assert_eq!(reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "demo");
+/// assert_eq!(endpoint.session_count(), 0, "the 2026 era has no sessions");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct StreamableHttp {
     inner: Arc<Inner>,
@@ -104,6 +166,16 @@ impl std::fmt::Debug for StreamableHttp {
 
 impl StreamableHttp {
     /// The endpoint of `server` with `config`, keeping SSE events in memory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// let endpoint = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new().max_body(1 << 20));
+    /// # drop(endpoint);
+    /// ```
     pub fn new(server: Server, config: HttpConfig) -> Self {
         Self::with_event_store(server, config, InMemoryEventStore::default())
     }
@@ -112,6 +184,19 @@ impl StreamableHttp {
     ///
     /// Sessions live in this endpoint only; see [`with_stores`](Self::with_stores) to record
     /// them where other endpoints can continue them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::event_store::InMemoryEventStore;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// // Keep more events per stream for clients on flaky networks.
+    /// let events = InMemoryEventStore::new(10_000);
+    /// let endpoint = StreamableHttp::with_event_store(Server::builder("s", "1").build(), HttpConfig::new(), events);
+    /// # drop(endpoint);
+    /// ```
     pub fn with_event_store(server: Server, config: HttpConfig, events: impl EventStore) -> Self {
         Self::build(server, config, Arc::new(events), None)
     }
@@ -119,6 +204,23 @@ impl StreamableHttp {
     /// The endpoint of `server` with `config`, keeping SSE events in `events` and recording
     /// sessions in `sessions`, so that endpoints sharing a session store (in other processes,
     /// or after a restart) continue each other's sessions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::event_store::InMemoryEventStore;
+    /// use mcpl_server::http::session_store::InMemorySessionStore;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// let endpoint = StreamableHttp::with_stores(
+    ///     Server::builder("s", "1").build(),
+    ///     HttpConfig::new(),
+    ///     InMemoryEventStore::default(),
+    ///     InMemorySessionStore::new(), // in practice: one shared by every instance
+    /// );
+    /// # drop(endpoint);
+    /// ```
     pub fn with_stores(
         server: Server,
         config: HttpConfig,
@@ -153,11 +255,32 @@ impl StreamableHttp {
     }
 
     /// An axum router serving the endpoint at `path`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// let mcp = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new()).into_router("/mcp");
+    /// let app = axum::Router::new().nest("/api", mcp); // served at /api/mcp
+    /// # drop(app);
+    /// ```
     pub fn into_router(self, path: &str) -> Router {
         Router::new().route(path, any(handle)).with_state(self)
     }
 
     /// The number of live sessions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// let endpoint = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new());
+    /// assert_eq!(endpoint.session_count(), 0);
+    /// ```
     pub fn session_count(&self) -> usize {
         self.inner.sessions.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
@@ -262,6 +385,21 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
 /// # Errors
 ///
 /// An I/O error of the listener.
+///
+/// # Examples
+///
+/// ```no_run
+/// use mcpl_server::Server;
+/// use mcpl_server::http::{HttpConfig, StreamableHttp};
+///
+/// #[tokio::main]
+/// async fn main() -> std::io::Result<()> {
+///     let server = Server::builder("demo", "1.0.0").build();
+///     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+///     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+///     mcpl_server::http::serve(listener, app).await
+/// }
+/// ```
 pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let listener = listener.tap_io(|tcp| {

@@ -14,6 +14,22 @@ use mcpl_core::types::{ClientCapabilities, Implementation};
 use serde::{Deserialize, Serialize};
 
 /// What a session's handshake established.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{ClientCapabilities, Implementation};
+/// use mcpl_server::http::session_store::SessionRecord;
+///
+/// let record = SessionRecord {
+///     id: "f3a1".into(),
+///     protocol_version: "2025-11-25".into(),
+///     client_info: Implementation::new("client", "1.0"),
+///     client_capabilities: ClientCapabilities::default(),
+/// };
+/// let json = serde_json::to_value(&record).unwrap();
+/// assert_eq!(json["protocolVersion"], "2025-11-25");
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionRecord {
@@ -29,6 +45,24 @@ pub struct SessionRecord {
 
 /// Records sessions. Implement it over a shared database to let sessions move between
 /// processes; [`InMemorySessionStore`] keeps them in this process only.
+///
+/// # Examples
+///
+/// Two endpoints (think: two processes) sharing one store continue each other's sessions:
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcpl_server::Server;
+/// use mcpl_server::http::event_store::InMemoryEventStore;
+/// use mcpl_server::http::session_store::InMemorySessionStore;
+/// use mcpl_server::http::{HttpConfig, StreamableHttp};
+///
+/// let shared = Arc::new(InMemorySessionStore::new()); // in practice: a database-backed store
+/// let server = Server::builder("s", "1").build();
+/// let a = StreamableHttp::with_stores(server.clone(), HttpConfig::new(), InMemoryEventStore::default(), shared.clone());
+/// let b = StreamableHttp::with_stores(server, HttpConfig::new(), InMemoryEventStore::default(), shared);
+/// # drop((a, b));
+/// ```
 pub trait SessionStore: Send + Sync + 'static {
     /// Records (or replaces) a session.
     fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()>;
@@ -41,6 +75,28 @@ pub trait SessionStore: Send + Sync + 'static {
 }
 
 /// A [`SessionStore`] in this process's memory.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::types::{ClientCapabilities, Implementation};
+/// use mcpl_server::http::session_store::{InMemorySessionStore, SessionRecord, SessionStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = InMemorySessionStore::new();
+/// let record = SessionRecord {
+///     id: "s1".into(),
+///     protocol_version: "2025-11-25".into(),
+///     client_info: Implementation::new("c", "1"),
+///     client_capabilities: ClientCapabilities::default(),
+/// };
+/// store.save(record.clone()).await;
+/// assert_eq!(store.load("s1").await, Some(record));
+/// store.remove("s1").await;
+/// assert_eq!(store.load("s1").await, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Default)]
 pub struct InMemorySessionStore {
     records: Mutex<HashMap<String, SessionRecord>>,

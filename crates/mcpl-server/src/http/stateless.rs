@@ -24,14 +24,33 @@ use serde_json::{Map, Value, json};
 
 use super::sse::{self, SseEvent};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
+use crate::cache::{CacheHint, CachedResult};
 use crate::context::{ClientState, Context};
 use crate::events::ServerEvent;
 
 /// The `Mcp-Method` header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_METHOD, "mcp-method");
+/// ```
 pub const MCP_METHOD: &str = "mcp-method";
 /// The `Mcp-Name` header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_NAME, "mcp-name");
+/// ```
 pub const MCP_NAME: &str = "mcp-name";
 /// The prefix of the headers mirrored from `x-mcp-header` tool arguments.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_PARAM_PREFIX, "mcp-param-");
+/// ```
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
 /// Methods of the stateful era that the stateless era removed.
@@ -382,10 +401,14 @@ fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String,
             | names::SERVER_DISCOVER
     );
     if cacheable && result_type == json!("complete") {
-        let config = &http.inner.config;
-        result.entry("ttlMs").or_insert_with(|| json!(config.cache_ttl.as_millis() as u64));
-        let scope = if method == names::RESOURCES_READ { "private" } else { "public" };
-        result.entry("cacheScope").or_insert_with(|| json!(scope));
+        // The hint set for this result (see `crate::cache`), else the endpoint's default.
+        let hint = CachedResult::for_method(method).and_then(|r| http.inner.server.cache_hint(r));
+        let hint = hint.unwrap_or_else(|| match method {
+            names::RESOURCES_READ => CacheHint::private(http.inner.config.cache_ttl),
+            _ => CacheHint::public(http.inner.config.cache_ttl),
+        });
+        result.entry("ttlMs").or_insert_with(|| json!(hint.ttl_ms()));
+        result.entry("cacheScope").or_insert_with(|| json!(hint.scope()));
     }
 }
 
@@ -628,6 +651,31 @@ fn listen(http: &StreamableHttp, request: Request) -> Response {
 /// input with an input-required result instead).
 ///
 /// Clones share the one use: of any number of clones started at once, exactly one starts.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::{Engine, ErrorKind};
+/// use mcpl_server::http::stateless::StatelessTransport;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let engine = Engine::new();
+/// engine.on_request("ping", |_ctx, _params| async { Ok(json!({})) });
+/// let (transport, mut output) = StatelessTransport::new(Request::new(1, "ping", None));
+/// let again = transport.clone();
+/// let _peer = engine.connect(transport).await?;
+/// match output.recv().await {
+///     Some(Message::Response(response)) => assert_eq!(response.result, json!({})),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// // Single use: a clone cannot serve another request.
+/// let err = Engine::new().connect(again).await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::StatelessTransportReuse);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct StatelessTransport {
     shared: Arc<SingleUse>,
@@ -648,6 +696,21 @@ struct Parts {
 /// Receives what the engine sends through a [`StatelessTransport`], in order.
 ///
 /// Also a [`Stream`](futures::Stream) of the messages.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::Request;
+/// use mcpl_server::http::stateless::{StatelessOutput, StatelessTransport};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let (transport, mut output): (StatelessTransport, StatelessOutput) =
+///     StatelessTransport::new(Request::new(1, "tools/list", None));
+/// drop(transport);
+/// // Nothing was sent, and the sender is gone with the transport.
+/// assert!(output.recv().await.is_none());
+/// # });
+/// ```
 #[derive(Debug)]
 pub struct StatelessOutput {
     rx: UnboundedReceiver<Message>,
@@ -677,6 +740,16 @@ impl futures::Stream for StatelessOutput {
 
 impl StatelessTransport {
     /// A transport serving `request`, and the receiver of what is sent back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::Request;
+    /// use mcpl_server::http::stateless::StatelessTransport;
+    ///
+    /// let (transport, _output) = StatelessTransport::new(Request::new("a", "server/discover", None));
+    /// # drop(transport);
+    /// ```
     pub fn new(request: Request) -> (StatelessTransport, StatelessOutput) {
         // Futures channels allocate nothing up front (Tokio's allocate a block of slots).
         let (output, rx) = futures::channel::mpsc::unbounded();
@@ -710,6 +783,25 @@ impl Transport for StatelessTransport {
 }
 
 /// The sending half of a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request, Response};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+/// use mcpl_server::http::stateless::StatelessTransport;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (transport, mut output) = StatelessTransport::new(Request::new(1, "ping", None));
+/// let (mut sender, mut receiver) = transport.start().await?;
+/// let Some(Message::Request(request)) = receiver.recv().await? else { panic!("the request") };
+/// sender.send(Response::new(request.id, serde_json::json!({})).into()).await?;
+/// assert!(matches!(output.recv().await, Some(Message::Response(_))));
+/// // The exchange is over: the receiving side ends.
+/// assert!(receiver.recv().await?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct StatelessSender {
     id: RequestId,
@@ -748,6 +840,23 @@ impl TransportSender for StatelessSender {
 }
 
 /// The receiving half of a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::transport::{Transport, TransportReceiver};
+/// use mcpl_server::http::stateless::StatelessTransport;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (transport, _output) = StatelessTransport::new(Request::new(7, "tools/list", None));
+/// let (_sender, mut receiver) = transport.start().await?;
+/// // The one request comes first.
+/// let Some(Message::Request(request)) = receiver.recv().await? else { panic!("the request") };
+/// assert_eq!(request.method, "tools/list");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct StatelessReceiver {
     first: Option<Request>,

@@ -1,0 +1,470 @@
+//! Channels (spec §14): named, host-controlled destinations (`ui`, `discord:#general`).
+//!
+//! Register/changed results are itemized (one per descriptor), incoming results per message;
+//! delivery happens only through `channels/publish`. `channels/acknowledge` and
+//! `channels/typing` follow the public TypeScript library's shapes (the spec names them only).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::content::McplContent;
+
+/// Which way a channel carries messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelDirection {
+    /// Host to the outside.
+    Outbound,
+    /// Outside to host.
+    Inbound,
+    /// Both.
+    Bidirectional,
+}
+
+/// A channel a server registers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelDescriptor {
+    /// Unique per connection.
+    pub id: String,
+    /// The kind (`discord`, `ui`, ...).
+    #[serde(rename = "type")]
+    pub channel_type: String,
+    /// A human-readable label.
+    pub label: String,
+    /// Which way it carries messages.
+    pub direction: ChannelDirection,
+    /// Where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<Map<String, Value>>,
+    /// Metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Members this SDK does not know (`initiallyOpen`, `capabilities`, ...), preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/register` params (server to host).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterChannelsParams {
+    /// The channels.
+    pub channels: Vec<ChannelDescriptor>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The per-descriptor outcome of a registration or change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelItemResult {
+    /// The channel id.
+    pub id: String,
+    /// Whether the host accepted it.
+    pub accepted: bool,
+    /// Why not (e.g. `capability_denied`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Result of `channels/register` and of the request form of `channels/changed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelResults {
+    /// One entry per descriptor.
+    pub results: Vec<ChannelItemResult>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/changed` params (server to host; SDK servers always send the request form).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelsChangedParams {
+    /// New channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<Vec<ChannelDescriptor>>,
+    /// Removed channel ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<Vec<String>>,
+    /// Changed channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated: Option<Vec<ChannelDescriptor>>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/list` params (empty).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListChannelsParams {
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/list` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListChannelsResult {
+    /// The channels.
+    pub channels: Vec<ChannelDescriptor>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// History wanted when opening a channel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRequest {
+    /// At most this many messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// Only messages before this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_message_id: Option<String>,
+    /// Only messages since the host last saw the channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_last_seen: Option<bool>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/open` params (host to server, gated on `channels.lifecycle`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenChannelParams {
+    /// The kind of channel.
+    #[serde(rename = "type")]
+    pub channel_type: String,
+    /// Where.
+    pub address: Map<String, Value>,
+    /// Metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// A channel id the host proposes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_id: Option<String>,
+    /// History to return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryRequest>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/open` result (failure is error `-32024`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenChannelResult {
+    /// The opened channel.
+    pub channel: ChannelDescriptor,
+    /// History, oldest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<IncomingMessage>>,
+    /// Whether the history was cut short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_truncated: Option<bool>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/close` params (unknown channel is error `-32023`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseChannelParams {
+    /// The channel.
+    pub channel_id: String,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/close` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseChannelResult {
+    /// Whether it was closed.
+    pub closed: bool,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/publish` params (host to server): the only way anything is delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishParams {
+    /// The conversation the content comes from.
+    pub conversation_id: String,
+    /// The target channel.
+    pub channel_id: String,
+    /// Whether chunks were streamed before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// The content.
+    pub content: Vec<McplContent>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/publish` result (request form).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishResult {
+    /// Whether it was delivered.
+    pub delivered: bool,
+    /// The id of the delivered message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The author of an incoming message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Author {
+    /// The author's id.
+    pub id: String,
+    /// The author's name.
+    pub name: String,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A message arriving on a channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingMessage {
+    /// The channel.
+    pub channel_id: String,
+    /// The message id.
+    pub message_id: String,
+    /// The thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    /// Who wrote it.
+    pub author: Author,
+    /// When (ISO 8601).
+    pub timestamp: String,
+    /// The content.
+    pub content: Vec<McplContent>,
+    /// Metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    /// Event tags (untrusted claims).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/incoming` params (server to host, gated on `channels.incoming`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingParams {
+    /// The messages (batching allowed).
+    pub messages: Vec<IncomingMessage>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The per-message outcome of `channels/incoming`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingItemResult {
+    /// The message.
+    pub message_id: String,
+    /// Whether the host accepted it.
+    pub accepted: bool,
+    /// The conversation it went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Why not accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/incoming` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingResult {
+    /// One entry per message.
+    pub results: Vec<IncomingItemResult>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/outgoing/chunk` params (host to server, advisory, gated on `channels.streaming`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingChunkParams {
+    /// The inference producing the text.
+    pub inference_id: String,
+    /// The conversation.
+    pub conversation_id: String,
+    /// The target channel.
+    pub channel_id: String,
+    /// Monotonic per inference across all channels.
+    pub index: u64,
+    /// The text delta.
+    pub delta: String,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/outgoing/complete` params (host to server, advisory): the full moderated text,
+/// once per (inference, channel) that got chunks. Not a delivery: servers must not post it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingCompleteParams {
+    /// The inference.
+    pub inference_id: String,
+    /// The conversation.
+    pub conversation_id: String,
+    /// The channel.
+    pub channel_id: String,
+    /// The full content.
+    pub content: Vec<McplContent>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/acknowledge` params (host to server; shape from the TypeScript library).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AcknowledgeParams {
+    /// The channel.
+    pub channel_id: String,
+    /// The message acknowledged.
+    pub message_id: String,
+    /// What the acknowledgement means (e.g. `seen-not-opening`).
+    pub intent: String,
+    /// A representation (e.g. an emoji).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/acknowledge` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AcknowledgeResult {
+    /// Whether it was shown.
+    pub acknowledged: bool,
+    /// How it was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub representation: Option<String>,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `channels/typing` params (host to server notification).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TypingParams {
+    /// The channel.
+    pub channel_id: String,
+    /// Members this SDK does not know, preserved.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::json;
+
+    fn round_trip<T: Serialize + DeserializeOwned>(v: Value) -> T {
+        let t: T = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&t).unwrap(), v);
+        t
+    }
+
+    fn descriptor(id: &str) -> Value {
+        json!({"id": id, "type": "discord", "label": "#general", "direction": "bidirectional",
+            "address": {"guild": "g"}, "metadata": {"m": 1}, "initiallyOpen": true})
+    }
+
+    fn message() -> Value {
+        json!({"channelId": "d1", "messageId": "m1", "threadId": "t", "author": {"id": "u", "name": "Ann"},
+            "timestamp": "2026-08-01T00:00:00Z", "content": [{"type": "text", "text": "hi"}],
+            "metadata": {}, "tags": ["chat:mention"]})
+    }
+
+    #[test]
+    fn every_channel_message_round_trips() {
+        let d: ChannelDescriptor = round_trip(descriptor("d1"));
+        assert_eq!(d.direction, ChannelDirection::Bidirectional);
+        assert_eq!(d.extra["initiallyOpen"], json!(true));
+        round_trip::<RegisterChannelsParams>(
+            json!({"channels": [descriptor("a"), descriptor("b")]}),
+        );
+        round_trip::<ChannelResults>(json!({"results": [{"id": "a", "accepted": true},
+            {"id": "b", "accepted": false, "reason": "capability_denied"}]}));
+        round_trip::<ChannelsChangedParams>(json!({"added": [descriptor("c")], "removed": ["a"],
+            "updated": [descriptor("b")]}));
+        round_trip::<ListChannelsParams>(json!({}));
+        round_trip::<ListChannelsResult>(json!({"channels": [descriptor("a")]}));
+        round_trip::<OpenChannelParams>(json!({"type": "discord", "address": {"channel": "x"},
+            "channelId": "d2", "history": {"limit": 20, "sinceLastSeen": true}}));
+        round_trip::<OpenChannelResult>(
+            json!({"channel": descriptor("d2"), "history": [message()],
+            "historyTruncated": false}),
+        );
+        round_trip::<CloseChannelParams>(json!({"channelId": "d2"}));
+        round_trip::<CloseChannelResult>(json!({"closed": true}));
+        round_trip::<PublishParams>(
+            json!({"conversationId": "c", "channelId": "d1", "stream": false,
+            "content": [{"type": "text", "text": "hello"}]}),
+        );
+        round_trip::<PublishResult>(json!({"delivered": true, "messageId": "m9"}));
+        round_trip::<IncomingParams>(json!({"messages": [message()]}));
+        round_trip::<IncomingResult>(json!({"results": [{"messageId": "m1", "accepted": true,
+            "conversationId": "c"}, {"messageId": "m2", "accepted": false, "reason": "unregistered"}]}));
+        round_trip::<OutgoingChunkParams>(json!({"inferenceId": "i", "conversationId": "c",
+            "channelId": "d1", "index": 0, "delta": "He"}));
+        round_trip::<OutgoingCompleteParams>(json!({"inferenceId": "i", "conversationId": "c",
+            "channelId": "d1", "content": [{"type": "text", "text": "Hello"}]}));
+        round_trip::<AcknowledgeParams>(json!({"channelId": "d1", "messageId": "m1",
+            "intent": "seen-not-opening", "value": "👀"}));
+        round_trip::<AcknowledgeResult>(json!({"acknowledged": true, "representation": "👀"}));
+        round_trip::<TypingParams>(json!({"channelId": "d1"}));
+    }
+
+    #[test]
+    fn invalid_channel_messages() {
+        let mut d = descriptor("x");
+        d["direction"] = json!("sideways");
+        assert!(serde_json::from_value::<ChannelDescriptor>(d).is_err());
+        assert!(serde_json::from_value::<IncomingMessage>(json!({"channelId": "d"})).is_err());
+        assert!(serde_json::from_value::<ChannelsChangedParams>(json!({"removed": "a"})).is_err());
+    }
+}

@@ -73,12 +73,21 @@ fn oauth(context: &Value) -> Option<Arc<OAuth>> {
         .client_name("mcpl-conformance-client")
         .client_metadata_url(CLIENT_METADATA_URL);
     let text = |k: &str| context.get(k).and_then(Value::as_str);
-    if let (Some(id), Some(issuer)) = (text("client_id"), text("issuer")) {
-        let credentials = match text("client_secret") {
-            Some(secret) => ClientCredentials::confidential(id, secret),
-            None => ClientCredentials::public(id),
-        };
-        oauth = oauth.client(issuer, credentials);
+    match (text("client_id"), text("client_secret"), text("issuer")) {
+        // Pre-registered at a named authorization server: the authorization code flow.
+        (Some(id), secret, Some(issuer)) => {
+            let credentials = match secret {
+                Some(secret) => ClientCredentials::confidential(id, secret),
+                None => ClientCredentials::public(id),
+            };
+            oauth = oauth.client(issuer, credentials);
+        }
+        // A machine client (no user): the client credentials grant.
+        (Some(id), Some(secret), None) => {
+            oauth =
+                oauth.client_credentials_grant(None, ClientCredentials::confidential(id, secret));
+        }
+        _ => {}
     }
     Some(Arc::new(oauth))
 }

@@ -16,7 +16,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures::future::BoxFuture;
 use mcpl_client::Client;
-use mcpl_client::auth::{AuthError, Authorizer, OAuth};
+use mcpl_client::auth::{AuthError, Authorizer, ClientCredentials, OAuth};
 use mcpl_client::transport::HttpTransport;
 use mcpl_core::types::{Tool, ToolSchema};
 use mcpl_server::http::auth::{
@@ -102,23 +102,31 @@ async fn token(State(s): State<Shared>, body: String) -> Response {
     let mut s = s.lock().unwrap();
     let verifier = form.get("code_verifier").cloned().unwrap_or_default();
     let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
-    let ok = s.challenge.as_deref() == Some(computed.as_str())
-        && form.get("client_secret").map(String::as_str) == Some("dyn-secret");
+    let machine = form.get("grant_type").map(String::as_str) == Some("client_credentials");
+    let refresh = form.get("grant_type").map(String::as_str) == Some("refresh_token");
+    let grant_ok = if refresh {
+        form.get("refresh_token").map(String::as_str) == Some("the-refresh-token")
+    } else {
+        machine || s.challenge.as_deref() == Some(computed.as_str())
+    };
+    let ok = grant_ok && form.get("client_secret").map(String::as_str) == Some("dyn-secret");
+    let requested = if machine { Some(&form) } else { s.authorizations.last() };
+    let scopes: Vec<String> = requested
+        .and_then(|a| a.get("scope"))
+        .map(|sc| sc.split(' ').map(str::to_owned).collect())
+        .unwrap_or_default();
     s.token_requests.push(form);
     if !ok {
         return json_response(StatusCode::BAD_REQUEST, &json!({ "error": "invalid_grant" }));
     }
-    let scopes: Vec<String> = s
-        .authorizations
-        .last()
-        .and_then(|a| a.get("scope"))
-        .map(|sc| sc.split(' ').map(str::to_owned).collect())
-        .unwrap_or_default();
     let token = format!("tok-{}", s.issued.len());
     s.issued.insert(token.clone(), scopes);
     json_response(
         StatusCode::OK,
-        &json!({ "access_token": token, "token_type": "Bearer", "expires_in": 3600 }),
+        &json!({
+            "access_token": token, "token_type": "Bearer", "expires_in": 3600,
+            "refresh_token": "the-refresh-token",
+        }),
     )
 }
 
@@ -232,4 +240,53 @@ async fn a_wrong_iss_stops_the_flow_before_the_token_request() {
     let s = state.lock().unwrap();
     assert!(!s.authorizations.is_empty());
     assert!(s.token_requests.is_empty());
+}
+
+#[tokio::test]
+async fn a_machine_client_uses_the_client_credentials_grant() {
+    let (state, url) = start(Quirks::default()).await;
+    let issuer = state.lock().unwrap().base.clone();
+    let oauth = OAuth::new(FollowRedirect, "http://127.0.0.1:1/callback").client_credentials_grant(
+        Some(issuer),
+        ClientCredentials::confidential("dyn-client", "dyn-secret"),
+    );
+    let client = Client::new("auth-test", "0.0.1");
+    client.connect(HttpTransport::new(&url).auth(Arc::new(oauth))).await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    client.close().await.unwrap();
+    let s = state.lock().unwrap();
+    assert!(s.authorizations.is_empty(), "no user interaction");
+    assert!(s.registrations.is_empty(), "no registration");
+    let t = &s.token_requests[0];
+    assert_eq!(t["grant_type"], "client_credentials");
+    assert_eq!(t["scope"], "mcp:tools");
+    assert_eq!(t["resource"], url);
+}
+
+#[tokio::test]
+async fn client_credentials_are_not_sent_to_another_issuer() {
+    let (state, url) = start(Quirks::default()).await;
+    let oauth = OAuth::new(FollowRedirect, "http://127.0.0.1:1/callback").client_credentials_grant(
+        Some("https://other-issuer.example.com".to_owned()),
+        ClientCredentials::confidential("dyn-client", "dyn-secret"),
+    );
+    let client = Client::new("auth-test", "0.0.1");
+    assert!(client.connect(HttpTransport::new(&url).auth(Arc::new(oauth))).await.is_err());
+    assert!(state.lock().unwrap().token_requests.is_empty());
+}
+
+#[tokio::test]
+async fn a_rejected_access_token_is_refreshed_without_a_new_authorization() {
+    let (state, url) = start(Quirks::default()).await;
+    let client = Client::new("auth-test", "0.0.1");
+    client.connect(HttpTransport::new(&url).auth(oauth())).await.unwrap();
+    // The server forgets every token issued so far: the next request is refused.
+    state.lock().unwrap().issued.clear();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    client.close().await.unwrap();
+    let s = state.lock().unwrap();
+    assert_eq!(s.authorizations.len(), 1, "no second interactive authorization");
+    let grants: Vec<&str> = s.token_requests.iter().map(|t| t["grant_type"].as_str()).collect();
+    assert_eq!(grants, ["authorization_code", "refresh_token"]);
+    assert_eq!(s.token_requests[1]["resource"], url);
 }

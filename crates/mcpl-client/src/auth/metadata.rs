@@ -28,8 +28,10 @@ pub struct ResourceMetadata {
 pub struct ServerMetadata {
     /// The issuer identifier.
     pub issuer: String,
-    /// Where the user authorizes the client.
-    pub authorization_endpoint: String,
+    /// Where the user authorizes the client (absent at servers that only issue tokens to
+    /// clients acting on their own behalf).
+    #[serde(default)]
+    pub authorization_endpoint: Option<String>,
     /// Where codes and refresh tokens become access tokens.
     pub token_endpoint: String,
     /// Dynamic client registration (RFC 7591), when offered.

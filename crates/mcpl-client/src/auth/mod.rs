@@ -21,7 +21,11 @@
 //!    `scopes_supported`, else omitted, plus everything asked before on a step-up, plus
 //!    `offline_access` when the authorization server lists it.
 //! 4. **Tokens** live in a [`CredentialStore`]; an expired or rejected access token is first
-//!    refreshed with the refresh token when there is one.
+//!    refreshed with the refresh token when there is one (a refresh the server rejects leads
+//!    to a new authorization; a transient failure is reported).
+//!
+//! A client acting on its own behalf uses the client credentials grant instead of steps 2 and
+//! 3 ([`OAuth::client_credentials_grant`]).
 //!
 //! Secrets (client secrets, tokens, codes, verifiers) are never logged.
 
@@ -280,6 +284,9 @@ pub struct OAuth {
     client_name: String,
     client_metadata_url: Option<String>,
     preregistered: HashMap<String, ClientCredentials>,
+    /// Credentials for the client credentials grant, and the issuer they belong to (`None`:
+    /// any issuer the protected resource names).
+    machine: Option<(Option<String>, ClientCredentials)>,
     /// Serializes authorization flows.
     flow: tokio::sync::Mutex<()>,
 }
@@ -308,6 +315,7 @@ impl OAuth {
             client_name: "mcpl-client".to_owned(),
             client_metadata_url: None,
             preregistered: HashMap::new(),
+            machine: None,
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -331,6 +339,21 @@ impl OAuth {
     #[must_use]
     pub fn client(mut self, issuer: impl Into<String>, credentials: ClientCredentials) -> Self {
         self.preregistered.insert(issuer.into(), credentials);
+        self
+    }
+
+    /// Obtains tokens with the client credentials grant (the client acting on its own behalf,
+    /// no user and no [`Authorizer`] involved) using `credentials`, which belong to the
+    /// authorization server `issuer`. With `issuer` `None` they are presented to whichever
+    /// authorization server the protected resource names: only do that for servers you trust
+    /// to name the right one.
+    #[must_use]
+    pub fn client_credentials_grant(
+        mut self,
+        issuer: Option<String>,
+        credentials: ClientCredentials,
+    ) -> Self {
+        self.machine = Some((issuer, credentials));
         self
     }
 
@@ -407,7 +430,33 @@ impl OAuth {
             None
         };
         let scope = select_scope(&challenge, &resource, &as_meta, previous.as_deref());
-        self.authorize(server, &issuer, &as_meta, &resource, scope).await
+        match &self.machine {
+            Some((expected, credentials)) => {
+                if expected.as_ref().is_some_and(|e| e != &issuer) {
+                    return Err(AuthError::NoRegistration { issuer });
+                }
+                // No refresh tokens without a user: `offline_access` means nothing here.
+                let scope = scope
+                    .map(|s| {
+                        s.split(' ')
+                            .filter(|s| *s != "offline_access")
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .filter(|s| !s.is_empty());
+                let mut form = vec![
+                    ("grant_type", "client_credentials".to_owned()),
+                    ("resource", resource.resource.clone()),
+                ];
+                if let Some(scope) = &scope {
+                    form.push(("scope", scope.clone()));
+                }
+                let tokens = self.token_request(&as_meta, credentials, form).await?;
+                self.save(server, &issuer, tokens, scope);
+                Ok(())
+            }
+            None => self.authorize(server, &issuer, &as_meta, &resource, scope).await,
+        }
     }
 
     async fn credentials(
@@ -489,11 +538,14 @@ impl OAuth {
         let verifier = random_token(32)?;
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
         let state = random_token(16)?;
-        let mut url =
-            Url::parse(&meta.authorization_endpoint).map_err(|e| AuthError::InvalidUrl {
-                url: meta.authorization_endpoint.clone(),
-                detail: e.to_string(),
-            })?;
+        let endpoint = meta
+            .authorization_endpoint
+            .as_deref()
+            .ok_or_else(|| AuthError::NoServerMetadata { issuer: issuer.to_owned() })?;
+        let mut url = Url::parse(endpoint).map_err(|e| AuthError::InvalidUrl {
+            url: endpoint.to_owned(),
+            detail: e.to_string(),
+        })?;
         {
             let mut query = url.query_pairs_mut();
             query
@@ -562,7 +614,10 @@ impl OAuth {
         refresh_token: &str,
         scope: Option<String>,
     ) -> Result<(), AuthError> {
-        let client = self.credentials(issuer, meta).await?;
+        let client = match &self.machine {
+            Some((_, credentials)) => credentials.clone(),
+            None => self.credentials(issuer, meta).await?,
+        };
         let form = vec![
             ("grant_type", "refresh_token".to_owned()),
             ("refresh_token", refresh_token.to_owned()),
@@ -576,6 +631,7 @@ impl OAuth {
         Ok(())
     }
 
+    /// Records the tokens of a token response.
     fn save(
         &self,
         server: &str,

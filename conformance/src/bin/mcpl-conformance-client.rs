@@ -84,8 +84,7 @@ fn oauth(context: &Value) -> Option<Arc<OAuth>> {
         }
         // A machine client (no user): the client credentials grant.
         (Some(id), Some(secret), None) => {
-            oauth =
-                oauth.client_credentials_grant(None, ClientCredentials::confidential(id, secret));
+            oauth = OAuth::client_credentials(None, ClientCredentials::confidential(id, secret));
         }
         _ => {}
     }

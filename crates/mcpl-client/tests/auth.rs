@@ -246,7 +246,7 @@ async fn a_wrong_iss_stops_the_flow_before_the_token_request() {
 async fn a_machine_client_uses_the_client_credentials_grant() {
     let (state, url) = start(Quirks::default()).await;
     let issuer = state.lock().unwrap().base.clone();
-    let oauth = OAuth::new(FollowRedirect, "http://127.0.0.1:1/callback").client_credentials_grant(
+    let oauth = OAuth::client_credentials(
         Some(issuer),
         ClientCredentials::confidential("dyn-client", "dyn-secret"),
     );
@@ -266,7 +266,7 @@ async fn a_machine_client_uses_the_client_credentials_grant() {
 #[tokio::test]
 async fn client_credentials_are_not_sent_to_another_issuer() {
     let (state, url) = start(Quirks::default()).await;
-    let oauth = OAuth::new(FollowRedirect, "http://127.0.0.1:1/callback").client_credentials_grant(
+    let oauth = OAuth::client_credentials(
         Some("https://other-issuer.example.com".to_owned()),
         ClientCredentials::confidential("dyn-client", "dyn-secret"),
     );

@@ -25,7 +25,7 @@
 //!    to a new authorization; a transient failure is reported).
 //!
 //! A client acting on its own behalf uses the client credentials grant instead of steps 2 and
-//! 3 ([`OAuth::client_credentials_grant`]).
+//! 3 ([`OAuth::client_credentials`]).
 //!
 //! Secrets (client secrets, tokens, codes, verifiers) are never logged.
 
@@ -278,7 +278,8 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
 /// The OAuth client of one application; see the [module documentation](self).
 pub struct OAuth {
     http: reqwest::Client,
-    authorizer: Box<dyn Authorizer>,
+    /// The user interaction; `None` for a client acting on its own behalf.
+    authorizer: Option<Box<dyn Authorizer>>,
     store: Arc<dyn CredentialStore>,
     redirect_uri: String,
     client_name: String,
@@ -309,13 +310,31 @@ impl OAuth {
     pub fn new(authorizer: impl Authorizer + 'static, redirect_uri: impl Into<String>) -> Self {
         OAuth {
             http: reqwest::Client::new(),
-            authorizer: Box::new(authorizer),
+            authorizer: Some(Box::new(authorizer)),
             store: Arc::new(MemoryStore::default()),
             redirect_uri: redirect_uri.into(),
             client_name: "mcpl-client".to_owned(),
             client_metadata_url: None,
             preregistered: HashMap::new(),
             machine: None,
+            flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// An OAuth client acting on its own behalf (no user, no browser): tokens come from the
+    /// client credentials grant with `credentials`, which belong to the authorization server
+    /// `issuer`. With `issuer` `None` they are presented to whichever authorization server the
+    /// protected resource names: only do that for servers you trust to name the right one.
+    pub fn client_credentials(issuer: Option<String>, credentials: ClientCredentials) -> Self {
+        OAuth {
+            http: reqwest::Client::new(),
+            authorizer: None,
+            store: Arc::new(MemoryStore::default()),
+            redirect_uri: String::new(),
+            client_name: "mcpl-client".to_owned(),
+            client_metadata_url: None,
+            preregistered: HashMap::new(),
+            machine: Some((issuer, credentials)),
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -339,21 +358,6 @@ impl OAuth {
     #[must_use]
     pub fn client(mut self, issuer: impl Into<String>, credentials: ClientCredentials) -> Self {
         self.preregistered.insert(issuer.into(), credentials);
-        self
-    }
-
-    /// Obtains tokens with the client credentials grant (the client acting on its own behalf,
-    /// no user and no [`Authorizer`] involved) using `credentials`, which belong to the
-    /// authorization server `issuer`. With `issuer` `None` they are presented to whichever
-    /// authorization server the protected resource names: only do that for servers you trust
-    /// to name the right one.
-    #[must_use]
-    pub fn client_credentials_grant(
-        mut self,
-        issuer: Option<String>,
-        credentials: ClientCredentials,
-    ) -> Self {
-        self.machine = Some((issuer, credentials));
         self
     }
 
@@ -561,7 +565,10 @@ impl OAuth {
             }
         }
         tracing::debug!(%issuer, scope = ?scope, "starting interactive authorization");
-        let redirected = self.authorizer.authorize(url.as_str()).await?;
+        let Some(authorizer) = &self.authorizer else {
+            return Err(AuthError::Interaction("no authorizer for user interaction".into()));
+        };
+        let redirected = authorizer.authorize(url.as_str()).await?;
         let redirected = Url::parse(&redirected).map_err(|e| AuthError::InvalidUrl {
             url: "(authorization response)".to_owned(),
             detail: e.to_string(),

@@ -43,6 +43,8 @@ struct AsState {
     token_requests: Vec<HashMap<String, String>>,
     challenge: Option<String>,
     issued: HashMap<String, Vec<String>>,
+    /// The token endpoint answers 503.
+    token_down: bool,
 }
 
 type Shared = Arc<Mutex<AsState>>;
@@ -100,6 +102,9 @@ async fn authorize(State(s): State<Shared>, uri: Uri) -> Response {
 async fn token(State(s): State<Shared>, body: String) -> Response {
     let form = pairs(&body);
     let mut s = s.lock().unwrap();
+    if s.token_down {
+        return json_response(StatusCode::SERVICE_UNAVAILABLE, &json!({}));
+    }
     let verifier = form.get("code_verifier").cloned().unwrap_or_default();
     let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
     let machine = form.get("grant_type").map(String::as_str) == Some("client_credentials");
@@ -289,4 +294,27 @@ async fn a_rejected_access_token_is_refreshed_without_a_new_authorization() {
     let grants: Vec<&str> = s.token_requests.iter().map(|t| t["grant_type"].as_str()).collect();
     assert_eq!(grants, ["authorization_code", "refresh_token"]);
     assert_eq!(s.token_requests[1]["resource"], url);
+}
+
+#[tokio::test]
+async fn a_transient_refresh_failure_keeps_the_refresh_token() {
+    let (state, url) = start(Quirks::default()).await;
+    let client = Client::new("auth-test", "0.0.1");
+    client.connect(HttpTransport::new(&url).auth(oauth())).await.unwrap();
+    {
+        let mut s = state.lock().unwrap();
+        s.issued.clear();
+        s.token_down = true;
+    }
+    // The refresh fails transiently: the request fails, and no new authorization is started.
+    assert!(client.list_tools().await.is_err());
+    assert_eq!(state.lock().unwrap().authorizations.len(), 1);
+    // Once the endpoint is back, the same refresh token works.
+    state.lock().unwrap().token_down = false;
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    client.close().await.unwrap();
+    let s = state.lock().unwrap();
+    assert_eq!(s.authorizations.len(), 1);
+    let grants: Vec<&str> = s.token_requests.iter().map(|t| t["grant_type"].as_str()).collect();
+    assert_eq!(grants, ["authorization_code", "refresh_token"]);
 }

@@ -698,6 +698,13 @@ impl OAuth {
                 detail: e.to_string(),
             })?;
         let status = response.status();
+        if status.is_server_error() {
+            // Transient: not a verdict on the grant (a refresh token stays usable).
+            return Err(AuthError::Http {
+                url: meta.token_endpoint.clone(),
+                detail: format!("HTTP {status}"),
+            });
+        }
         let value = json_body(response, &meta.token_endpoint).await?;
         if !status.is_success() {
             return Err(oauth_error(&value, status));

@@ -3,6 +3,8 @@
 //! - `quickstart`: a client that starts [`weather_server`] as a real child process and talks to
 //!   it over stdio. Run it with `cargo run -p mcpl-examples --bin quickstart`.
 //! - `weather-server`: the same server on its own, for any MCP client.
+//! - `oauth`: a client reaching the weather server behind OAuth bearer-token protection, with
+//!   a minimal authorization server, in one process (`--bin oauth`).
 
 use mcpl_core::types::{Tool, ToolAnnotations, ToolSchema};
 use mcpl_server::{Server, ToolOutput};

@@ -76,3 +76,18 @@ fn http_server_answers_initialize_over_a_real_socket() {
     assert!(response.to_ascii_lowercase().contains("mcp-session-id:"), "{response}");
     assert!(response.contains("\"protocolVersion\":\"2025-11-25\""), "{response}");
 }
+
+#[test]
+fn the_oauth_example_reaches_a_protected_server() {
+    let out = Command::new(env!("CARGO_BIN_EXE_oauth")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("connected to weather-example (authorized)"), "{stdout}");
+    assert!(stdout.contains("tool forecast"), "{stdout}");
+    assert!(stdout.contains("call forecast -> "), "{stdout}");
+    assert!(stdout.trim_end().ends_with("closed"), "{stdout}");
+}

@@ -5,11 +5,17 @@
 //! `MCP_CONFORMANCE_SCENARIO`, `MCP_CONFORMANCE_PROTOCOL_VERSION` (the revision to pin: a
 //! dated 2025 revision speaks the stateful `initialize` lifecycle, 2026-07-28 the stateless
 //! one) and, for some scenarios, `MCP_CONFORMANCE_CONTEXT` (JSON). Every scenario connects,
-//! lists tools, makes the calls the scenario expects and closes. OAuth is not implemented:
-//! `auth/*` scenarios connect and exit non-zero when refused. Logs go to stderr only.
+//! lists tools, makes the calls the scenario expects and closes. Every connection authorizes
+//! with `mcpl_client::auth` when the server asks: the interactive step follows the test
+//! authorization server's redirect with a plain GET; `auth/*` scenarios also call each tool
+//! (step-up). Logs go to stderr only.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::future::BoxFuture;
+use mcpl_client::auth::{AuthError, Authorizer, ClientCredentials, OAuth};
 
 use mcpl_client::transport::HttpTransport;
 use mcpl_client::{Client, Negotiation};
@@ -19,6 +25,71 @@ use mcpl_core::types::{
     TextContent, Tool,
 };
 use serde_json::{Map, Value, json};
+
+/// Where the test authorization server sends the browser back (never listened on: the
+/// redirect is read from the `Location` header).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The client id metadata document URL the suite expects (`auth/basic-cimd`).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The "user": requests the authorization URL and returns where it redirects.
+#[derive(Debug)]
+struct FollowRedirect {
+    http: reqwest::Client,
+}
+
+impl Authorizer for FollowRedirect {
+    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(async move {
+            let response = self
+                .http
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| AuthError::Interaction(e.to_string()))?;
+            response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    AuthError::Interaction(format!("no redirect (HTTP {})", response.status()))
+                })
+        })
+    }
+}
+
+/// The OAuth client: pre-registered credentials from the scenario context when given.
+fn oauth(context: &Value) -> Option<Arc<OAuth>> {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
+    let http = match http {
+        Ok(http) => http,
+        Err(e) => {
+            log(format_args!("no HTTP client for OAuth: {e}"));
+            return None;
+        }
+    };
+    let mut oauth = OAuth::new(FollowRedirect { http }, REDIRECT_URI)
+        .client_name("mcpl-conformance-client")
+        .client_metadata_url(CLIENT_METADATA_URL);
+    let text = |k: &str| context.get(k).and_then(Value::as_str);
+    match (text("client_id"), text("client_secret"), text("issuer")) {
+        // Pre-registered at a named authorization server: the authorization code flow.
+        (Some(id), secret, Some(issuer)) => {
+            let credentials = match secret {
+                Some(secret) => ClientCredentials::confidential(id, secret),
+                None => ClientCredentials::public(id),
+            };
+            oauth = oauth.client(issuer, credentials);
+        }
+        // A machine client (no user): the client credentials grant.
+        (Some(id), Some(secret), None) => {
+            oauth = OAuth::client_credentials(None, ClientCredentials::confidential(id, secret));
+        }
+        _ => {}
+    }
+    Some(Arc::new(oauth))
+}
 
 /// The harness kills a client after 30 s; finish (and say why) before that.
 const OVERALL_TIMEOUT: Duration = Duration::from_secs(25);
@@ -56,7 +127,8 @@ async fn main() -> ExitCode {
             }
         },
     };
-    let run = Run { client: client(negotiation), scenario, context };
+    let oauth = oauth(&context);
+    let run = Run { client: client(negotiation), scenario, context, oauth };
     match tokio::time::timeout(OVERALL_TIMEOUT, run.run(url)).await {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
@@ -94,11 +166,20 @@ struct Run {
     client: Client,
     scenario: String,
     context: Value,
+    oauth: Option<Arc<OAuth>>,
 }
 
 impl Run {
+    fn transport(&self, url: &str) -> HttpTransport {
+        let transport = HttpTransport::new(url);
+        match &self.oauth {
+            Some(oauth) => transport.auth(oauth.clone()),
+            None => transport,
+        }
+    }
+
     async fn run(mut self, url: String) -> mcpl_core::Result<()> {
-        let details = match self.client.connect(HttpTransport::new(url.clone())).await {
+        let details = match self.client.connect(self.transport(&url)).await {
             // A pinned client does not retry a `-32022` rejection itself: retry once with the
             // newest version the server listed that this SDK speaks.
             Err(mcpl_core::Error::UnsupportedProtocolVersion { requested, supported }) => {
@@ -115,7 +196,7 @@ impl Run {
                 };
                 log(format_args!("{requested} rejected; retrying with {version}"));
                 self.client = client(Negotiation::pinned(version));
-                self.client.connect(HttpTransport::new(url)).await?
+                self.client.connect(self.transport(&url)).await?
             }
             other => other?,
         };
@@ -180,7 +261,14 @@ impl Run {
                 let schema = serde_json::to_value(&focal.input_schema).unwrap_or(Value::Null);
                 self.call(SCHEMA_ECHO, args(json!({ "schema": schema }))).await
             }
-            // initialize, json-schema-ref-no-deref, auth/*, sep-2640-* (skills): connect, list
+            // Step-up and re-authorization happen on calls after the listing.
+            s if s.starts_with("auth/") => {
+                for tool in &tools {
+                    self.call(&tool.name, sample_arguments(tool)).await?;
+                }
+                Ok(())
+            }
+            // initialize, json-schema-ref-no-deref, sep-2640-* (skills): connect, list
             // tools, close. A `$ref` is never dereferenced: schemas are kept as data.
             _ => Ok(()),
         }

@@ -43,6 +43,8 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "auth")]
+pub mod auth;
 pub mod cache;
 mod calls;
 pub mod capability;

@@ -116,6 +116,8 @@ pub struct HttpTransport {
     max_resume_attempts: u32,
     standalone_stream: bool,
     session: SessionHandle,
+    #[cfg(feature = "auth")]
+    auth: Option<Arc<crate::auth::OAuth>>,
 }
 
 impl Clone for HttpTransport {
@@ -130,6 +132,8 @@ impl Clone for HttpTransport {
             max_resume_attempts: self.max_resume_attempts,
             standalone_stream: self.standalone_stream,
             session: self.session.detached_copy(),
+            #[cfg(feature = "auth")]
+            auth: self.auth.clone(),
         }
     }
 }
@@ -145,7 +149,18 @@ impl HttpTransport {
             max_resume_attempts: 3,
             standalone_stream: true,
             session: SessionHandle::new(),
+            #[cfg(feature = "auth")]
+            auth: None,
         }
+    }
+
+    /// Authorizes with OAuth: every request carries the access token, and a `401` (or a `403`
+    /// `insufficient_scope`) runs the authorization flow and sends the request again. See
+    /// [`crate::auth`].
+    #[cfg(feature = "auth")]
+    pub fn auth(mut self, oauth: Arc<crate::auth::OAuth>) -> Self {
+        self.auth = Some(oauth);
+        self
     }
 
     /// Continues the existing 2025-era session `session_id`, which speaks `protocol_version`
@@ -251,6 +266,8 @@ impl Transport for HttpTransport {
             hello: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             renewals: AtomicU64::new(0),
+            #[cfg(feature = "auth")]
+            auth: self.auth,
         });
         if lock(&shared.session).is_some() {
             // A continued session: its standalone stream reopens at once (through the same
@@ -285,6 +302,8 @@ struct Shared {
     renewing: tokio::sync::Mutex<()>,
     /// Counts renewals, for the ids of the replayed `initialize`.
     renewals: AtomicU64,
+    #[cfg(feature = "auth")]
+    auth: Option<Arc<crate::auth::OAuth>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -379,11 +398,11 @@ impl TransportSender for HttpSender {
         let body = message.encode();
         let stale = lock(&self.shared.session).clone().filter(|_| with_session);
         let sent_session = stale.is_some();
-        let request = self.shared.http.post(&self.shared.url).headers(headers).body(body.clone());
         let Some(id) = out.id.clone() else {
             // Notifications and responses: wait for the `202` so they stay in order.
-            let mut response = request
-                .send()
+            let mut response = self
+                .shared
+                .post(headers, body.clone())
                 .await
                 .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
             if let (StatusCode::NOT_FOUND, Some(stale)) = (response.status(), &stale) {
@@ -393,11 +412,7 @@ impl TransportSender for HttpSender {
                 let headers = self.shared.post_headers(&out);
                 response = self
                     .shared
-                    .http
-                    .post(&self.shared.url)
-                    .headers(headers)
-                    .body(body)
-                    .send()
+                    .post(headers, body)
                     .await
                     .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
             }
@@ -417,10 +432,11 @@ impl TransportSender for HttpSender {
         };
         let is_initialize = out.method.as_deref() == Some(names::INITIALIZE) && with_session;
         if is_initialize {
-            *lock(&self.shared.hello) = Some(body);
+            *lock(&self.shared.hello) = Some(body.clone());
             // The session id must be known before anything else is sent.
-            let response = request
-                .send()
+            let response = self
+                .shared
+                .post(headers, body)
                 .await
                 .map_err(|e| Error::transport("could not POST initialize", e))?;
             if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
@@ -436,7 +452,7 @@ impl TransportSender for HttpSender {
         }
         let shared = self.shared.clone();
         self.shared.spawn(async move {
-            let response = match request.send().await {
+            let response = match shared.post(headers, body.clone()).await {
                 Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
                     // The session expired: renew it and send the request once more.
                     let renewed = match &stale {
@@ -448,7 +464,7 @@ impl TransportSender for HttpSender {
                         return;
                     }
                     let headers = shared.post_headers(&out);
-                    shared.http.post(&shared.url).headers(headers).body(body).send().await
+                    shared.post(headers, body).await
                 }
                 other => other,
             };
@@ -529,6 +545,15 @@ fn insert(headers: &mut HeaderMap, name: &'static str, value: &str) {
     }
 }
 
+/// Sets `Authorization: Bearer <token>`.
+#[cfg(feature = "auth")]
+fn bearer(headers: &mut HeaderMap, token: &str) {
+    if let Ok(mut value) = HeaderValue::try_from(format!("Bearer {token}")) {
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+}
+
 /// How a request's stream ended.
 enum StreamEnd {
     /// The response arrived.
@@ -548,7 +573,53 @@ impl Shared {
     fn base_headers(&self) -> HeaderMap {
         let mut headers = self.headers.clone();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        #[cfg(feature = "auth")]
+        if let Some(token) = self.auth.as_ref().and_then(|a| a.access_token(&self.url)) {
+            bearer(&mut headers, &token);
+        }
         headers
+    }
+
+    /// POSTs `body`; with OAuth, a refusal runs the authorization flow and the POST is sent
+    /// again with the new token (at most [`crate::auth::MAX_AUTHORIZATIONS`] times).
+    async fn post(&self, headers: HeaderMap, body: Vec<u8>) -> reqwest::Result<reqwest::Response> {
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            let mut headers = headers;
+            let mut attempts = 0;
+            loop {
+                let sent = auth.access_token(&self.url);
+                if let Some(token) = &sent {
+                    bearer(&mut headers, token);
+                }
+                let request = self.http.post(&self.url).headers(headers.clone());
+                let response = request.body(body.clone()).send().await?;
+                let status = response.status();
+                let refused = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
+                if !refused || attempts >= crate::auth::MAX_AUTHORIZATIONS {
+                    return Ok(response);
+                }
+                attempts += 1;
+                let challenge = response
+                    .headers()
+                    .get(reqwest::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let outcome = auth
+                    .handle_refusal(
+                        &self.url,
+                        status.as_u16(),
+                        challenge.as_deref(),
+                        sent.as_deref(),
+                    )
+                    .await;
+                if let Err(e) = outcome {
+                    tracing::warn!(error = %e, kind = e.kind(), "authorization failed");
+                    return Ok(response);
+                }
+            }
+        }
+        self.http.post(&self.url).headers(headers).body(body).send().await
     }
 
     fn session_headers(&self) -> HeaderMap {

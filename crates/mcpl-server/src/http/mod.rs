@@ -58,6 +58,7 @@ use self::session_store::{SessionRecord, SessionStore};
 use self::sse::SseEvent;
 use crate::builder::Server;
 
+pub mod auth;
 mod config;
 pub mod event_store;
 mod guard;

@@ -1,0 +1,110 @@
+//! The `WWW-Authenticate: Bearer ...` challenge (RFC 6750, RFC 9728 section 5.1).
+
+/// What a server said when it refused a request: the parameters of its `Bearer` challenge.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Challenge {
+    /// `error`: `invalid_token`, `insufficient_scope`...
+    pub error: Option<String>,
+    /// `scope`: the scopes the server needs, space-separated.
+    pub scope: Option<String>,
+    /// `resource_metadata`: the URL of the protected resource metadata document.
+    pub resource_metadata: Option<String>,
+}
+
+impl Challenge {
+    /// Parses the value of a `WWW-Authenticate` header; parameters of other schemes than
+    /// `Bearer` are ignored. Malformed input yields what could be read.
+    pub fn parse(header: &str) -> Challenge {
+        let mut challenge = Challenge::default();
+        let mut in_bearer = false;
+        let mut rest = header.trim();
+        while !rest.is_empty() {
+            rest = rest.trim_start_matches([',', ' ', '\t']);
+            let token_end = rest.find(['=', ',', ' ']).unwrap_or(rest.len());
+            let token = &rest[..token_end];
+            let after = rest[token_end..].trim_start();
+            if let Some(value_part) = after.strip_prefix('=') {
+                // An auth-param: token = token / quoted-string.
+                let value_part = value_part.trim_start();
+                let (value, remaining) = if let Some(quoted) = value_part.strip_prefix('"') {
+                    let mut value = String::new();
+                    let mut chars = quoted.char_indices();
+                    let mut end = quoted.len();
+                    while let Some((i, c)) = chars.next() {
+                        match c {
+                            '\\' => {
+                                if let Some((_, escaped)) = chars.next() {
+                                    value.push(escaped);
+                                }
+                            }
+                            '"' => {
+                                end = i + 1;
+                                break;
+                            }
+                            c => value.push(c),
+                        }
+                    }
+                    (value, &quoted[end.min(quoted.len())..])
+                } else {
+                    let end = value_part.find([',', ' ']).unwrap_or(value_part.len());
+                    (value_part[..end].to_owned(), &value_part[end..])
+                };
+                if in_bearer {
+                    let slot = match token.to_ascii_lowercase().as_str() {
+                        "error" => Some(&mut challenge.error),
+                        "scope" => Some(&mut challenge.scope),
+                        "resource_metadata" => Some(&mut challenge.resource_metadata),
+                        _ => None,
+                    };
+                    if let Some(slot) = slot {
+                        *slot = Some(value);
+                    }
+                }
+                rest = remaining;
+            } else {
+                // A scheme name (or a token68, which Bearer challenges do not use). The token
+                // is not empty: `rest` starts with neither ',' nor ' ', and not '=' here.
+                in_bearer = token.eq_ignore_ascii_case("bearer");
+                rest = after;
+            }
+        }
+        challenge
+    }
+
+    /// Whether the server asked for more scopes (`insufficient_scope`).
+    pub fn is_insufficient_scope(&self) -> bool {
+        self.error.as_deref() == Some("insufficient_scope")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_quoted_and_token_params() {
+        let c = Challenge::parse(
+            r#"Bearer error="insufficient_scope", scope="a b", resource_metadata="https://x/.well-known/oauth-protected-resource/mcp""#,
+        );
+        assert!(c.is_insufficient_scope());
+        assert_eq!(c.scope.as_deref(), Some("a b"));
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("https://x/.well-known/oauth-protected-resource/mcp")
+        );
+        let c = Challenge::parse("Bearer error=invalid_token,scope=\"x\\\"y\"");
+        assert_eq!(c.error.as_deref(), Some("invalid_token"));
+        assert_eq!(c.scope.as_deref(), Some("x\"y"));
+    }
+
+    #[test]
+    fn ignores_other_schemes_and_garbage() {
+        let c = Challenge::parse(r#"Basic realm="x", Bearer scope="s""#);
+        assert_eq!(c.scope.as_deref(), Some("s"));
+        let c = Challenge::parse(r#"Basic scope="s""#);
+        assert_eq!(c.scope, None);
+        for junk in ["", "Bearer", "=", "Bearer =\"", "\"\"\"", ",,,", "Bearer a=\"unterminated"] {
+            let _ = Challenge::parse(junk);
+        }
+    }
+}

@@ -1,0 +1,884 @@
+//! OAuth 2.1 authorization for the HTTP transport, as the MCP specification describes it.
+//!
+//! Give an [`OAuth`] to [`HttpTransport::auth`](crate::transport::HttpTransport::auth): every
+//! request then carries the access token, and a `401` (or a `403` with
+//! `error="insufficient_scope"`) starts the authorization flow, after which the request is sent
+//! again (at most [`MAX_AUTHORIZATIONS`] times per request):
+//!
+//! 1. **Discovery.** The protected resource metadata (RFC 9728) comes from the challenge's
+//!    `resource_metadata`, else from the well-known locations; its `resource` must identify
+//!    the server. The authorization server's metadata (RFC 8414 or OpenID Connect Discovery)
+//!    must name exactly the issuer it was looked up for, and must list `S256` in
+//!    `code_challenge_methods_supported` (PKCE).
+//! 2. **Registration**, per issuer (credentials are never used with another issuer):
+//!    pre-registered credentials ([`OAuth::client`]), else a client ID metadata document URL
+//!    ([`OAuth::client_metadata_url`]) when the server accepts them, else dynamic client
+//!    registration (RFC 7591).
+//! 3. **Authorization code with PKCE S256**: the [`Authorizer`] shows the user the
+//!    authorization URL and returns the URL the browser was redirected to; its `state` and
+//!    `iss` (RFC 9207) are checked before the code is exchanged. The `resource` parameter
+//!    (RFC 8707) goes on both requests; the scope is the challenge's, else the resource's
+//!    `scopes_supported`, else omitted, plus everything asked before on a step-up, plus
+//!    `offline_access` when the authorization server lists it.
+//! 4. **Tokens** live in a [`CredentialStore`]; an expired or rejected access token is first
+//!    refreshed with the refresh token when there is one (a refresh the server rejects leads
+//!    to a new authorization; a transient failure is reported).
+//!
+//! A client acting on its own behalf uses the client credentials grant instead of steps 2 and
+//! 3 ([`OAuth::client_credentials`]).
+//!
+//! Secrets (client secrets, tokens, codes, verifiers) are never logged.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use futures::future::BoxFuture;
+use reqwest::Url;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+mod challenge;
+mod metadata;
+
+pub use self::challenge::Challenge;
+pub use self::metadata::{ResourceMetadata, ServerMetadata};
+
+/// How many times one request is authorized before its refusal is final.
+pub const MAX_AUTHORIZATIONS: u32 = 3;
+
+/// Why authorization failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// An HTTP exchange with a metadata, registration or token endpoint failed.
+    #[error("HTTP exchange with {url} failed: {detail}")]
+    Http {
+        /// The URL requested.
+        url: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// A URL could not be parsed.
+    #[error("invalid URL {url:?}: {detail}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A metadata document could not be decoded.
+    #[error("invalid metadata at {url}: {detail}")]
+    InvalidMetadata {
+        /// Where it came from.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// No protected resource metadata was found.
+    #[error("no protected resource metadata found for {server}")]
+    NoResourceMetadata {
+        /// The MCP server.
+        server: String,
+    },
+    /// The protected resource metadata names another resource than the server.
+    #[error("the protected resource metadata names resource {resource}, not server {server}")]
+    ResourceMismatch {
+        /// The MCP server.
+        server: String,
+        /// The resource the metadata names.
+        resource: String,
+    },
+    /// No authorization server metadata was found.
+    #[error("no authorization server metadata found for issuer {issuer}")]
+    NoServerMetadata {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The metadata names another issuer than the one it was fetched for.
+    #[error("authorization server metadata names issuer {found}, expected {expected}")]
+    IssuerMismatch {
+        /// The issuer looked up.
+        expected: String,
+        /// The issuer in the document.
+        found: String,
+    },
+    /// The authorization server does not support PKCE with S256.
+    #[error("the authorization server {issuer} does not support PKCE S256")]
+    PkceUnsupported {
+        /// The issuer.
+        issuer: String,
+    },
+    /// There is no way to obtain a client id at this authorization server.
+    #[error("no client registration possible at {issuer}")]
+    NoRegistration {
+        /// The issuer.
+        issuer: String,
+    },
+    /// The authorization server refused a request (`error` of RFC 6749).
+    #[error("the authorization server refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// The OAuth error code.
+        error: String,
+        /// Its description.
+        description: Option<String>,
+    },
+    /// The authorization response was invalid: wrong `state` or `iss`, no code.
+    #[error("invalid authorization response: {0}")]
+    InvalidResponse(String),
+    /// The application's [`Authorizer`] failed or the user declined.
+    #[error("interactive authorization failed: {0}")]
+    Interaction(String),
+    /// A random number could not be drawn.
+    #[error("no randomness available: {0}")]
+    Random(String),
+}
+
+impl AuthError {
+    /// A stable name for the kind of failure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuthError::Http { .. } => "http",
+            AuthError::InvalidUrl { .. } => "invalid_url",
+            AuthError::InvalidMetadata { .. } => "invalid_metadata",
+            AuthError::NoResourceMetadata { .. } => "no_resource_metadata",
+            AuthError::ResourceMismatch { .. } => "resource_mismatch",
+            AuthError::NoServerMetadata { .. } => "no_server_metadata",
+            AuthError::IssuerMismatch { .. } => "issuer_mismatch",
+            AuthError::PkceUnsupported { .. } => "pkce_unsupported",
+            AuthError::NoRegistration { .. } => "no_registration",
+            AuthError::Refused { .. } => "refused",
+            AuthError::InvalidResponse(_) => "invalid_response",
+            AuthError::Interaction(_) => "interaction",
+            AuthError::Random(_) => "random",
+        }
+    }
+}
+
+/// A client's credentials at one authorization server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    /// The client id (a URL for client ID metadata documents).
+    pub client_id: String,
+    /// The client secret of a confidential client.
+    pub client_secret: Option<String>,
+    /// How to authenticate at the token endpoint (`client_secret_basic`,
+    /// `client_secret_post`, `none`); chosen from the server's metadata when unset.
+    pub token_endpoint_auth_method: Option<String>,
+}
+
+impl ClientCredentials {
+    /// A public client (no secret).
+    pub fn public(client_id: impl Into<String>) -> Self {
+        ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: None,
+            token_endpoint_auth_method: None,
+        }
+    }
+
+    /// A confidential client.
+    pub fn confidential(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: Some(secret.into()),
+            token_endpoint_auth_method: None,
+        }
+    }
+}
+
+impl fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientCredentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .field("token_endpoint_auth_method", &self.token_endpoint_auth_method)
+            .finish()
+    }
+}
+
+/// The tokens obtained for one MCP server.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Tokens {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, when one was issued.
+    pub refresh_token: Option<String>,
+    /// The scopes requested for these tokens (space-separated), reused on step-up.
+    pub scope: Option<String>,
+    /// The issuer that issued them.
+    pub issuer: String,
+}
+
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokens")
+            .field("access_token", &"<redacted>")
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
+            .field("scope", &self.scope)
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
+/// Where client registrations (by issuer) and tokens (by MCP server URL) are kept. The
+/// default, [`MemoryStore`], forgets them when the process ends.
+pub trait CredentialStore: Send + Sync + fmt::Debug {
+    /// The client registered at `issuer`.
+    fn client(&self, issuer: &str) -> Option<ClientCredentials>;
+    /// Records the client registered at `issuer`.
+    fn set_client(&self, issuer: &str, client: ClientCredentials);
+    /// The tokens for the MCP server at `server`.
+    fn tokens(&self, server: &str) -> Option<Tokens>;
+    /// Records (or with `None` forgets) the tokens for the MCP server at `server`.
+    fn set_tokens(&self, server: &str, tokens: Option<Tokens>);
+}
+
+/// A [`CredentialStore`] in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    clients: Mutex<HashMap<String, ClientCredentials>>,
+    tokens: Mutex<HashMap<String, Tokens>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl CredentialStore for MemoryStore {
+    fn client(&self, issuer: &str) -> Option<ClientCredentials> {
+        lock(&self.clients).get(issuer).cloned()
+    }
+    fn set_client(&self, issuer: &str, client: ClientCredentials) {
+        lock(&self.clients).insert(issuer.to_owned(), client);
+    }
+    fn tokens(&self, server: &str) -> Option<Tokens> {
+        lock(&self.tokens).get(server).cloned()
+    }
+    fn set_tokens(&self, server: &str, tokens: Option<Tokens>) {
+        match tokens {
+            Some(t) => lock(&self.tokens).insert(server.to_owned(), t),
+            None => lock(&self.tokens).remove(server),
+        };
+    }
+}
+
+/// The interactive step: show the user the authorization URL (open a browser) and return the
+/// full URL the authorization server redirected to (the `redirect_uri` with `code`, `state`
+/// and maybe `iss`), typically caught by a local HTTP listener.
+pub trait Authorizer: Send + Sync + fmt::Debug {
+    /// Runs the interaction for `authorization_url`.
+    fn authorize<'a>(
+        &'a self,
+        authorization_url: &'a str,
+    ) -> BoxFuture<'a, Result<String, AuthError>>;
+}
+
+/// The OAuth client of one application; see the [module documentation](self).
+pub struct OAuth {
+    http: reqwest::Client,
+    /// The user interaction; `None` for a client acting on its own behalf.
+    authorizer: Option<Box<dyn Authorizer>>,
+    store: Arc<dyn CredentialStore>,
+    redirect_uri: String,
+    client_name: String,
+    client_metadata_url: Option<String>,
+    preregistered: HashMap<String, ClientCredentials>,
+    /// Credentials for the client credentials grant, and the issuer they belong to (`None`:
+    /// any issuer the protected resource names).
+    machine: Option<(Option<String>, ClientCredentials)>,
+    /// Serializes authorization flows.
+    flow: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuth")
+            .field("redirect_uri", &self.redirect_uri)
+            .field("client_name", &self.client_name)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("preregistered", &self.preregistered.keys().collect::<Vec<_>>())
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuth {
+    /// An OAuth client whose user interaction is `authorizer`, receiving the authorization
+    /// response at `redirect_uri`.
+    pub fn new(authorizer: impl Authorizer + 'static, redirect_uri: impl Into<String>) -> Self {
+        OAuth {
+            http: reqwest::Client::new(),
+            authorizer: Some(Box::new(authorizer)),
+            store: Arc::new(MemoryStore::default()),
+            redirect_uri: redirect_uri.into(),
+            client_name: "mcpl-client".to_owned(),
+            client_metadata_url: None,
+            preregistered: HashMap::new(),
+            machine: None,
+            flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// An OAuth client acting on its own behalf (no user, no browser): tokens come from the
+    /// client credentials grant with `credentials`, which belong to the authorization server
+    /// `issuer`. With `issuer` `None` they are presented to whichever authorization server the
+    /// protected resource names: only do that for servers you trust to name the right one.
+    pub fn client_credentials(issuer: Option<String>, credentials: ClientCredentials) -> Self {
+        OAuth {
+            http: reqwest::Client::new(),
+            authorizer: None,
+            store: Arc::new(MemoryStore::default()),
+            redirect_uri: String::new(),
+            client_name: "mcpl-client".to_owned(),
+            client_metadata_url: None,
+            preregistered: HashMap::new(),
+            machine: Some((issuer, credentials)),
+            flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The name given in dynamic client registration. Default: `mcpl-client`.
+    #[must_use]
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document, used as its client id at
+    /// authorization servers that accept client ID metadata documents.
+    #[must_use]
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Credentials registered beforehand at the authorization server `issuer`.
+    #[must_use]
+    pub fn client(mut self, issuer: impl Into<String>, credentials: ClientCredentials) -> Self {
+        self.preregistered.insert(issuer.into(), credentials);
+        self
+    }
+
+    /// Keeps registrations and tokens in `store`. Default: a [`MemoryStore`].
+    #[must_use]
+    pub fn store(mut self, store: impl CredentialStore + 'static) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Uses `client` for the requests to metadata, registration and token endpoints.
+    #[must_use]
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = client;
+        self
+    }
+
+    /// The access token to send to the MCP server at `server`, if any.
+    pub fn access_token(&self, server: &str) -> Option<String> {
+        self.store.tokens(server).map(|t| t.access_token)
+    }
+
+    /// Handles a refusal of a request to `server` that carried `sent` (the access token, if
+    /// any): `Ok(())` means a new token is ready and the request should be sent again.
+    ///
+    /// # Errors
+    ///
+    /// Any [`AuthError`] of the flow; a `403` that is not `insufficient_scope` is refused with
+    /// [`AuthError::Refused`].
+    pub async fn handle_refusal(
+        &self,
+        server: &str,
+        status: u16,
+        www_authenticate: Option<&str>,
+        sent: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let challenge = www_authenticate.map(Challenge::parse).unwrap_or_default();
+        if status == 403 && !challenge.is_insufficient_scope() {
+            return Err(AuthError::Refused {
+                error: challenge.error.unwrap_or_else(|| "forbidden".to_owned()),
+                description: None,
+            });
+        }
+        let _flow = self.flow.lock().await;
+        let current = self.store.tokens(server);
+        if current.as_ref().map(|t| t.access_token.as_str()) != sent {
+            // Another request renewed the token meanwhile: just send again.
+            return Ok(());
+        }
+        let resource =
+            metadata::discover_resource(&self.http, server, challenge.resource_metadata.as_deref())
+                .await?;
+        let issuer =
+            resource.authorization_servers.first().cloned().ok_or_else(|| {
+                AuthError::NoServerMetadata { issuer: "(none listed)".to_owned() }
+            })?;
+        let as_meta = metadata::discover_server(&self.http, &issuer).await?;
+        let same_issuer = current.as_ref().filter(|t| t.issuer == issuer);
+        if status == 401 {
+            if let Some(refresh) = same_issuer.and_then(|t| t.refresh_token.clone()) {
+                let scope = same_issuer.and_then(|t| t.scope.clone());
+                match self.refresh(server, &issuer, &as_meta, &resource, &refresh, scope).await {
+                    Ok(()) => return Ok(()),
+                    Err(AuthError::Refused { error, .. }) => {
+                        tracing::debug!(%error, "refresh token rejected; authorizing again");
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let previous = if challenge.is_insufficient_scope() {
+            same_issuer.and_then(|t| t.scope.clone())
+        } else {
+            None
+        };
+        let scope = select_scope(&challenge, &resource, &as_meta, previous.as_deref());
+        match &self.machine {
+            Some((expected, credentials)) => {
+                if expected.as_ref().is_some_and(|e| e != &issuer) {
+                    return Err(AuthError::NoRegistration { issuer });
+                }
+                // No refresh tokens without a user: `offline_access` means nothing here.
+                let scope = scope
+                    .map(|s| {
+                        s.split(' ')
+                            .filter(|s| *s != "offline_access")
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .filter(|s| !s.is_empty());
+                let mut form = vec![
+                    ("grant_type", "client_credentials".to_owned()),
+                    ("resource", resource.resource.clone()),
+                ];
+                if let Some(scope) = &scope {
+                    form.push(("scope", scope.clone()));
+                }
+                let tokens = self.token_request(&as_meta, credentials, form).await?;
+                self.save(server, &issuer, tokens, scope);
+                Ok(())
+            }
+            None => self.authorize(server, &issuer, &as_meta, &resource, scope).await,
+        }
+    }
+
+    async fn credentials(
+        &self,
+        issuer: &str,
+        meta: &ServerMetadata,
+    ) -> Result<ClientCredentials, AuthError> {
+        if let Some(c) = self.preregistered.get(issuer) {
+            return Ok(c.clone());
+        }
+        if let Some(c) = self.store.client(issuer) {
+            return Ok(c);
+        }
+        if let (Some(url), Some(true)) =
+            (&self.client_metadata_url, meta.client_id_metadata_document_supported)
+        {
+            return Ok(ClientCredentials::public(url.clone()));
+        }
+        let Some(endpoint) = &meta.registration_endpoint else {
+            return Err(AuthError::NoRegistration { issuer: issuer.to_owned() });
+        };
+        let supported = meta.token_endpoint_auth_methods_supported.clone().unwrap_or_default();
+        let method = ["client_secret_basic", "client_secret_post", "none"]
+            .into_iter()
+            .find(|m| supported.iter().any(|s| s == m))
+            .unwrap_or("client_secret_basic");
+        let body = json!({
+            "client_name": self.client_name,
+            "redirect_uris": [self.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": application_type(&self.redirect_uri),
+        });
+        let response = self
+            .http
+            .post(endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| AuthError::Http { url: endpoint.clone(), detail: e.to_string() })?;
+        let status = response.status();
+        let value = json_body(response, endpoint).await?;
+        if !status.is_success() {
+            return Err(oauth_error(&value, status));
+        }
+        let client_id = value
+            .get("client_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| AuthError::InvalidResponse("registration without client_id".into()))?;
+        let credentials = ClientCredentials {
+            client_id: client_id.to_owned(),
+            client_secret: value.get("client_secret").and_then(Value::as_str).map(str::to_owned),
+            token_endpoint_auth_method: value
+                .get("token_endpoint_auth_method")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| Some(method.to_owned())),
+        };
+        tracing::debug!(%issuer, client_id = %credentials.client_id, "registered the client");
+        self.store.set_client(issuer, credentials.clone());
+        Ok(credentials)
+    }
+
+    async fn authorize(
+        &self,
+        server: &str,
+        issuer: &str,
+        meta: &ServerMetadata,
+        resource: &ResourceMetadata,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        if !meta.code_challenge_methods_supported.iter().flatten().any(|m| m == "S256") {
+            return Err(AuthError::PkceUnsupported { issuer: issuer.to_owned() });
+        }
+        let client = self.credentials(issuer, meta).await?;
+        let verifier = random_token(32)?;
+        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+        let state = random_token(16)?;
+        let endpoint = meta
+            .authorization_endpoint
+            .as_deref()
+            .ok_or_else(|| AuthError::NoServerMetadata { issuer: issuer.to_owned() })?;
+        let mut url = Url::parse(endpoint).map_err(|e| AuthError::InvalidUrl {
+            url: endpoint.to_owned(),
+            detail: e.to_string(),
+        })?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &client.client_id)
+                .append_pair("redirect_uri", &self.redirect_uri)
+                .append_pair("code_challenge", &challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state)
+                .append_pair("resource", &resource.resource);
+            if let Some(scope) = &scope {
+                query.append_pair("scope", scope);
+            }
+        }
+        tracing::debug!(%issuer, scope = ?scope, "starting interactive authorization");
+        let Some(authorizer) = &self.authorizer else {
+            return Err(AuthError::Interaction("no authorizer for user interaction".into()));
+        };
+        let redirected = authorizer.authorize(url.as_str()).await?;
+        let redirected = Url::parse(&redirected).map_err(|e| AuthError::InvalidUrl {
+            url: "(authorization response)".to_owned(),
+            detail: e.to_string(),
+        })?;
+        let params: HashMap<String, String> = redirected.query_pairs().into_owned().collect();
+        if params.get("state") != Some(&state) {
+            return Err(AuthError::InvalidResponse("state does not match".into()));
+        }
+        // RFC 9207: a present `iss` must be exactly the issuer; an advertised one must be there.
+        match params.get("iss") {
+            Some(iss) if iss != &meta.issuer => {
+                return Err(AuthError::InvalidResponse(format!(
+                    "iss {iss:?} is not the issuer {:?}",
+                    meta.issuer
+                )));
+            }
+            None if meta.authorization_response_iss_parameter_supported == Some(true) => {
+                return Err(AuthError::InvalidResponse(
+                    "iss missing though the server advertises it".into(),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(error) = params.get("error") {
+            return Err(AuthError::Refused {
+                error: error.clone(),
+                description: params.get("error_description").cloned(),
+            });
+        }
+        let code =
+            params.get("code").ok_or_else(|| AuthError::InvalidResponse("no code".into()))?;
+        let form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code.clone()),
+            ("redirect_uri", self.redirect_uri.clone()),
+            ("code_verifier", verifier),
+            ("resource", resource.resource.clone()),
+        ];
+        let tokens = self.token_request(meta, &client, form).await?;
+        self.save(server, issuer, tokens, scope);
+        Ok(())
+    }
+
+    async fn refresh(
+        &self,
+        server: &str,
+        issuer: &str,
+        meta: &ServerMetadata,
+        resource: &ResourceMetadata,
+        refresh_token: &str,
+        scope: Option<String>,
+    ) -> Result<(), AuthError> {
+        let client = match &self.machine {
+            Some((_, credentials)) => credentials.clone(),
+            None => self.credentials(issuer, meta).await?,
+        };
+        let form = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", refresh_token.to_owned()),
+            ("resource", resource.resource.clone()),
+        ];
+        let mut tokens = self.token_request(meta, &client, form).await?;
+        if tokens.get("refresh_token").is_none() {
+            tokens.insert("refresh_token".to_owned(), Value::String(refresh_token.to_owned()));
+        }
+        self.save(server, issuer, tokens, scope);
+        Ok(())
+    }
+
+    /// Records the tokens of a token response.
+    fn save(
+        &self,
+        server: &str,
+        issuer: &str,
+        response: serde_json::Map<String, Value>,
+        scope: Option<String>,
+    ) {
+        let text = |k: &str| response.get(k).and_then(Value::as_str).map(str::to_owned);
+        let Some(access_token) = text("access_token") else { return };
+        let tokens = Tokens {
+            access_token,
+            refresh_token: text("refresh_token"),
+            scope: scope.or_else(|| text("scope")),
+            issuer: issuer.to_owned(),
+        };
+        tracing::debug!(%issuer, scope = ?tokens.scope, "obtained an access token");
+        self.store.set_tokens(server, Some(tokens));
+    }
+
+    async fn token_request(
+        &self,
+        meta: &ServerMetadata,
+        client: &ClientCredentials,
+        mut form: Vec<(&'static str, String)>,
+    ) -> Result<serde_json::Map<String, Value>, AuthError> {
+        let method = token_auth_method(meta, client);
+        let mut request = self
+            .http
+            .post(&meta.token_endpoint)
+            .header(reqwest::header::ACCEPT, "application/json");
+        match (method, &client.client_secret) {
+            ("client_secret_basic", Some(secret)) => {
+                let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
+                request = request.header(
+                    reqwest::header::AUTHORIZATION,
+                    format!("Basic {}", STANDARD.encode(pair)),
+                );
+            }
+            ("client_secret_post", Some(secret)) => {
+                form.push(("client_id", client.client_id.clone()));
+                form.push(("client_secret", secret.clone()));
+            }
+            _ => form.push(("client_id", client.client_id.clone())),
+        }
+        let body = form
+            .iter()
+            .map(|(k, v)| format!("{k}={}", form_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let response = request
+            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| AuthError::Http {
+                url: meta.token_endpoint.clone(),
+                detail: e.to_string(),
+            })?;
+        let status = response.status();
+        if status.is_server_error() {
+            // Transient: not a verdict on the grant (a refresh token stays usable).
+            return Err(AuthError::Http {
+                url: meta.token_endpoint.clone(),
+                detail: format!("HTTP {status}"),
+            });
+        }
+        let value = json_body(response, &meta.token_endpoint).await?;
+        if !status.is_success() {
+            return Err(oauth_error(&value, status));
+        }
+        let Value::Object(map) = value else {
+            return Err(AuthError::InvalidResponse("token response is not an object".into()));
+        };
+        if !map.get("access_token").is_some_and(Value::is_string) {
+            return Err(AuthError::InvalidResponse("token response without access_token".into()));
+        }
+        let token_type = map.get("token_type").and_then(Value::as_str).unwrap_or("Bearer");
+        if !token_type.eq_ignore_ascii_case("bearer") {
+            return Err(AuthError::InvalidResponse(format!(
+                "unsupported token_type {token_type:?}"
+            )));
+        }
+        Ok(map)
+    }
+}
+
+/// `native` for loopback or custom-scheme redirects, `web` otherwise.
+fn application_type(redirect_uri: &str) -> &'static str {
+    match Url::parse(redirect_uri) {
+        Ok(url) if url.scheme() == "https" => match url.host_str() {
+            Some("localhost" | "127.0.0.1" | "[::1]") => "native",
+            _ => "web",
+        },
+        _ => "native",
+    }
+}
+
+/// The token endpoint authentication to use with `client`.
+fn token_auth_method(meta: &ServerMetadata, client: &ClientCredentials) -> &'static str {
+    if client.client_secret.is_none() {
+        return "none";
+    }
+    let registered = client.token_endpoint_auth_method.as_deref();
+    let supported = meta.token_endpoint_auth_methods_supported.as_deref();
+    let allowed = |m: &str| supported.is_none_or(|s| s.iter().any(|x| x == m));
+    match registered {
+        Some("client_secret_post") => "client_secret_post",
+        Some("client_secret_basic") => "client_secret_basic",
+        Some("none") => "none",
+        _ if allowed("client_secret_basic") => "client_secret_basic",
+        _ if allowed("client_secret_post") => "client_secret_post",
+        _ => "none",
+    }
+}
+
+/// The scope to request: the challenge's, else the resource's `scopes_supported`, else none;
+/// joined with `previous` (step-up) and `offline_access` when the server offers it.
+fn select_scope(
+    challenge: &Challenge,
+    resource: &ResourceMetadata,
+    meta: &ServerMetadata,
+    previous: Option<&str>,
+) -> Option<String> {
+    fn add(scopes: &mut Vec<String>, s: &str) {
+        if !s.is_empty() && !scopes.iter().any(|x| x == s) {
+            scopes.push(s.to_owned());
+        }
+    }
+    let mut scopes: Vec<String> = Vec::new();
+    for s in previous.unwrap_or_default().split(' ') {
+        add(&mut scopes, s);
+    }
+    match (&challenge.scope, &resource.scopes_supported) {
+        (Some(scope), _) => scope.split(' ').for_each(|s| add(&mut scopes, s)),
+        (None, Some(supported)) => supported.iter().for_each(|s| add(&mut scopes, s)),
+        (None, None) => {}
+    }
+    if !scopes.is_empty() && meta.supports_scope("offline_access") {
+        add(&mut scopes, "offline_access");
+    }
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
+async fn json_body(response: reqwest::Response, url: &str) -> Result<Value, AuthError> {
+    let body = metadata::read_limited(response, url).await?;
+    serde_json::from_slice(&body).map_err(|e| AuthError::InvalidResponse(format!("{url}: {e}")))
+}
+
+fn oauth_error(value: &Value, status: reqwest::StatusCode) -> AuthError {
+    AuthError::Refused {
+        error: value
+            .get("error")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("HTTP {status}"), str::to_owned),
+        description: value.get("error_description").and_then(Value::as_str).map(str::to_owned),
+    }
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value.
+fn form_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                out.push(char::from(b));
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// `bytes` random bytes, base64url-encoded.
+fn random_token(bytes: usize) -> Result<String, AuthError> {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).map_err(|e| AuthError::Random(e.to_string()))?;
+    Ok(URL_SAFE_NO_PAD.encode(buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(scopes: Option<&[&str]>) -> ServerMetadata {
+        serde_json::from_value(json!({
+            "issuer": "https://as", "authorization_endpoint": "https://as/a",
+            "token_endpoint": "https://as/t",
+            "scopes_supported": scopes,
+        }))
+        .unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    fn resource(scopes: Option<&[&str]>) -> ResourceMetadata {
+        serde_json::from_value(json!({ "resource": "https://r/mcp", "scopes_supported": scopes }))
+            .unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    #[test]
+    fn scope_selection_order() {
+        let c = Challenge { scope: Some("a".into()), ..Challenge::default() };
+        assert_eq!(
+            select_scope(&c, &resource(Some(&["x"])), &meta(None), None).as_deref(),
+            Some("a")
+        );
+        let none = Challenge::default();
+        assert_eq!(
+            select_scope(&none, &resource(Some(&["x", "y"])), &meta(None), None).as_deref(),
+            Some("x y")
+        );
+        assert_eq!(select_scope(&none, &resource(None), &meta(None), None), None);
+        assert_eq!(
+            select_scope(&c, &resource(None), &meta(Some(&["offline_access"])), Some("b a"))
+                .as_deref(),
+            Some("b a offline_access")
+        );
+        assert_eq!(
+            select_scope(&none, &resource(None), &meta(Some(&["offline_access"])), None),
+            None
+        );
+    }
+
+    #[test]
+    fn form_encoding_and_secrets_stay_out_of_debug() {
+        assert_eq!(form_encode("a b&c=d:é"), "a+b%26c%3Dd%3A%C3%A9");
+        let c = ClientCredentials::confidential("id", "s3cret");
+        assert!(!format!("{c:?}").contains("s3cret"));
+        let t = Tokens {
+            access_token: "tok".into(),
+            refresh_token: Some("ref".into()),
+            scope: None,
+            issuer: "i".into(),
+        };
+        let text = format!("{t:?}");
+        assert!(!text.contains("tok\"") && !text.contains("ref\""), "{text}");
+    }
+
+    #[test]
+    fn pkce_verifier_is_long_enough() {
+        let v = random_token(32).unwrap_or_default();
+        assert_eq!(v.len(), 43);
+    }
+}

@@ -83,6 +83,15 @@ async fn stdio_child_2025_server_requests_reach_the_handlers() {
 }
 
 #[tokio::test]
+async fn stdio_child_2026_input_required_results_are_fulfilled_and_retried() {
+    let client = client(ProtocolVersion::V2026_07_28);
+    let details = client.connect(child()).await.unwrap();
+    assert!(details.is_stateless(), "the stateless era over stdio: {details:?}");
+    every_input_kind(&client).await;
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
 async fn http_2025_session_server_requests_reach_the_handlers() {
     let addr = start(mcpl_examples::input_server()).await;
     let client = client(ProtocolVersion::V2025_11_25);

@@ -60,6 +60,7 @@ mod router;
 pub mod schema;
 pub mod session;
 pub mod state;
+mod stateless_era;
 pub mod stdio;
 pub mod task;
 pub mod tool;

@@ -257,6 +257,12 @@ async fn route(
     params: Option<Value>,
 ) -> HandlerResult {
     let method = ctx.method().to_owned();
+    // A request describing its client in `_meta` before any `initialize` belongs to the
+    // stateless era (2026-07-28): it is served on its own.
+    if phase.load(Ordering::SeqCst) == NEW && crate::stateless_era::is_stateless_request(ctx.meta())
+    {
+        return crate::stateless_era::serve(server, ctx, params).await;
+    }
     match method.as_str() {
         names::INITIALIZE => initialize(server, phase, &client, params),
         names::PING => dispatch(server, Context::new(ctx, client), &method, params).await,

@@ -157,3 +157,44 @@ fn invalid_definitions_are_reported() {
         .unwrap_err();
     assert_eq!(err.problems.len(), 2, "{err}");
 }
+
+fn stateless_meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}
+    })
+}
+
+#[tokio::test]
+async fn the_stateless_era_over_a_connection_needs_no_initialize() {
+    let (_session, mut raw) = serve().await;
+    let meta = stateless_meta("2026-07-28");
+    let discover = raw.call(1, "server/discover", json!({"_meta": meta})).await;
+    let result = &discover["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert!(result["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")));
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test-server");
+    assert_eq!(result["instructions"], "be nice");
+    let listed = raw.call(2, "tools/list", json!({"_meta": meta})).await;
+    assert_eq!(listed["result"]["tools"][0]["name"], "zeta");
+    assert_eq!(listed["result"]["cacheScope"], "public");
+    let called = raw.call(3, "tools/call", json!({"name": "alpha", "_meta": meta})).await;
+    assert_eq!(called["result"]["content"][0]["text"], "args={}");
+    assert_eq!(called["result"]["resultType"], "complete");
+
+    // The checks, in protocol order.
+    let unknown = raw.call(4, "tools/list", json!({"_meta": stateless_meta("2099-01-01")})).await;
+    assert_eq!(unknown["error"]["code"], -32022);
+    assert!(
+        unknown["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28"))
+    );
+    let partial = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+    let missing = raw.call(5, "tools/list", partial).await;
+    assert_eq!(missing["error"]["code"], -32602);
+    let removed = raw.call(6, "ping", json!({"_meta": meta})).await;
+    assert_eq!(removed["error"]["code"], -32601);
+    // Without `_meta`, a request before `initialize` is still refused.
+    let refused = raw.call(7, "tools/list", json!({})).await;
+    assert_eq!(refused["error"]["code"], -32600);
+}

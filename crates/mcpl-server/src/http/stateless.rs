@@ -24,8 +24,7 @@ use serde_json::{Map, Value, json};
 
 use super::sse::{self, SseEvent};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
-use crate::cache::{CacheHint, CachedResult};
-use crate::context::{ClientState, Context};
+use crate::context::Context;
 use crate::events::ServerEvent;
 
 /// The `Mcp-Method` header.
@@ -53,14 +52,7 @@ pub const MCP_NAME: &str = "mcp-name";
 /// ```
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
-/// Methods of the stateful era that the stateless era removed.
-const REMOVED: [&str; 5] = [
-    names::INITIALIZE,
-    names::PING,
-    names::LOGGING_SET_LEVEL,
-    names::RESOURCES_SUBSCRIBE,
-    names::RESOURCES_UNSUBSCRIBE,
-];
+use crate::stateless_era::{REMOVED, client_state};
 
 /// Whether a POST belongs to the stateless era: its `_meta` names a protocol version, or its
 /// `MCP-Protocol-Version` header names a stateless-era revision.
@@ -80,11 +72,6 @@ pub(crate) fn is_stateless(message: &Message, headers: &HeaderMap) -> bool {
         .and_then(ProtocolVersion::parse)
         .is_some_and(|v| v.era() == Era::Stateless);
     in_meta || in_header
-}
-
-/// The versions this endpoint speaks, newest first.
-pub(crate) fn supported_versions() -> Vec<String> {
-    ProtocolVersion::ALL.iter().rev().map(|v| v.to_string()).collect()
 }
 
 /// A stateless-era refusal: an HTTP status and a JSON-RPC error answering `id`.
@@ -264,11 +251,7 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
         return refuse(
             StatusCode::BAD_REQUEST,
             Some(id),
-            ErrorObject::new(
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(json!({ "supported": supported_versions(), "requested": version })),
+            crate::stateless_era::unsupported_version(version),
         );
     }
 
@@ -349,27 +332,6 @@ pub(crate) fn stateless_engine(server: &crate::Server) -> Engine {
     engine
 }
 
-/// What a stateless request's `_meta` says about the client (read in place, nothing cloned
-/// but the parts kept).
-fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
-    fn field<T: serde::de::DeserializeOwned>(
-        meta: Option<&Map<String, Value>>,
-        key: &str,
-    ) -> Option<T> {
-        meta.and_then(|m| m.get(key)).and_then(|v| T::deserialize(v).ok())
-    }
-    ClientState {
-        version: meta
-            .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
-            .and_then(Value::as_str)
-            .and_then(ProtocolVersion::parse),
-        client_info: field(meta, meta_keys::CLIENT_INFO),
-        client_capabilities: field(meta, meta_keys::CLIENT_CAPABILITIES),
-        log_level: field(meta, meta_keys::LOG_LEVEL),
-        ..ClientState::default()
-    }
-}
-
 /// Adds what every stateless-era result carries.
 struct Decorator {
     http: StreamableHttp,
@@ -387,42 +349,20 @@ impl Decorator {
 }
 
 fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String, Value>) {
-    let result_type = result.entry("resultType").or_insert_with(|| json!("complete")).clone();
+    result.entry("resultType").or_insert_with(|| json!("complete"));
     // `_meta.serverInfo` is added as the result is serialized (see `WithServerInfo`): the
     // server's identity is written from the endpoint's copy, never cloned into each result.
     result.entry("_meta").or_insert_with(|| json!({}));
-    let cacheable = matches!(
+    crate::stateless_era::cache_hints(
+        &http.inner.server,
         method,
-        names::TOOLS_LIST
-            | names::PROMPTS_LIST
-            | names::RESOURCES_LIST
-            | names::RESOURCES_TEMPLATES_LIST
-            | names::RESOURCES_READ
-            | names::SERVER_DISCOVER
+        http.inner.config.cache_ttl,
+        result,
     );
-    if cacheable && result_type == json!("complete") {
-        // The hint set for this result (see `crate::cache`), else the endpoint's default.
-        let hint = CachedResult::for_method(method).and_then(|r| http.inner.server.cache_hint(r));
-        let hint = hint.unwrap_or_else(|| match method {
-            names::RESOURCES_READ => CacheHint::private(http.inner.config.cache_ttl),
-            _ => CacheHint::public(http.inner.config.cache_ttl),
-        });
-        result.entry("ttlMs").or_insert_with(|| json!(hint.ttl_ms()));
-        result.entry("cacheScope").or_insert_with(|| json!(hint.scope()));
-    }
 }
 
 fn discover(http: &StreamableHttp) -> Value {
-    let server = &http.inner.server;
-    let mut result = Map::new();
-    result.insert("supportedVersions".into(), json!(supported_versions()));
-    result.insert(
-        "capabilities".into(),
-        serde_json::to_value(server.capabilities()).unwrap_or_else(|_| json!({})),
-    );
-    if let Some(instructions) = server.instructions() {
-        result.insert("instructions".into(), json!(instructions));
-    }
+    let mut result = crate::stateless_era::discover_result(&http.inner.server);
     decorate_result(http, names::SERVER_DISCOVER, &mut result);
     if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
         meta.entry(meta_keys::SERVER_INFO).or_insert_with(|| http.inner.server_info.clone());

@@ -268,7 +268,7 @@ impl Connection {
         });
     }
 
-    pub(crate) fn dispatch_request(self: &Arc<Self>, request: Request) {
+    fn dispatch_request(self: &Arc<Self>, request: Request) {
         let Request { id, method, params } = request;
         let Some(handler) = self.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
@@ -387,7 +387,7 @@ impl Connection {
         }
     }
 
-    pub(crate) fn settle(&self, id: &RequestId, result: Result<Value>) {
+    fn settle(&self, id: &RequestId, result: Result<Value>) {
         match lock(&self.pending).remove(id) {
             Some(entry) => {
                 let _ = entry.tx.send(result);
@@ -396,7 +396,7 @@ impl Connection {
         }
     }
 
-    pub(crate) fn on_cancelled(&self, params: Option<&Value>) {
+    fn on_cancelled(&self, params: Option<&Value>) {
         let Some(id) = params
             .and_then(|p| p.get("requestId"))
             .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok())
@@ -410,7 +410,7 @@ impl Connection {
         }
     }
 
-    pub(crate) fn on_progress(&self, params: Option<&Value>) {
+    fn on_progress(&self, params: Option<&Value>) {
         let Some(params) = params else { return };
         let Some(id) = params
             .get("progressToken")
@@ -515,25 +515,35 @@ async fn read_loop<R: TransportReceiver>(
         if conn.is_closed() {
             return;
         }
+        if let Some(notification) = conn.receive(message) {
+            if notify.send(notification).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl Connection {
+    /// Acts on one incoming message: a request starts its handler, a response settles its
+    /// request, cancellation and progress are applied. Returns any other notification, for the
+    /// caller to hand to its handler (in order).
+    pub(crate) fn receive(self: &Arc<Self>, message: Message) -> Option<Notification> {
         match message {
-            Message::Request(request) => conn.dispatch_request(request),
-            Message::Response(Response { id, result }) => conn.settle(&id, Ok(result)),
+            Message::Request(request) => self.dispatch_request(request),
+            Message::Response(Response { id, result }) => self.settle(&id, Ok(result)),
             Message::Error(ErrorResponse { id: Some(id), error }) => {
-                conn.settle(&id, Err(Error::from_rpc(error)))
+                self.settle(&id, Err(Error::from_rpc(error)))
             }
             Message::Error(ErrorResponse { id: None, error }) => {
                 tracing::warn!(code = error.code.0, message = %error.message, "peer reported an error without an id");
             }
             Message::Notification(n) if n.method == CANCELLED => {
-                conn.on_cancelled(n.params.as_ref())
+                self.on_cancelled(n.params.as_ref())
             }
-            Message::Notification(n) if n.method == PROGRESS => conn.on_progress(n.params.as_ref()),
-            Message::Notification(n) => {
-                if notify.send(n).await.is_err() {
-                    return;
-                }
-            }
+            Message::Notification(n) if n.method == PROGRESS => self.on_progress(n.params.as_ref()),
+            Message::Notification(n) => return Some(n),
         }
+        None
     }
 }
 

@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::task::JoinHandle;
 
-use super::connection::{CANCELLED, Connection, Outbound, PROGRESS};
+use super::connection::{Connection, Outbound};
 use super::{CloseReason, Peer, lock};
 use crate::engine::BoxFuture;
 use crate::error::{Error, Result};
-use crate::jsonrpc::{ErrorResponse, Message, RequestId, Response};
+use crate::jsonrpc::{Message, RequestId};
 use crate::transport::TransportSender;
 
 /// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
@@ -207,20 +207,8 @@ impl Driven {
         if conn.is_closed() {
             return Err(Error::ConnectionClosed);
         }
-        match message {
-            Message::Request(request) => conn.dispatch_request(request),
-            Message::Response(Response { id, result }) => conn.settle(&id, Ok(result)),
-            Message::Error(ErrorResponse { id: Some(id), error }) => {
-                conn.settle(&id, Err(Error::from_rpc(error)))
-            }
-            Message::Error(ErrorResponse { id: None, error }) => {
-                tracing::warn!(code = error.code.0, message = %error.message, "peer reported an error without an id");
-            }
-            Message::Notification(n) if n.method == CANCELLED => {
-                conn.on_cancelled(n.params.as_ref())
-            }
-            Message::Notification(n) if n.method == PROGRESS => conn.on_progress(n.params.as_ref()),
-            Message::Notification(n) => conn.notified(n).await,
+        if let Some(notification) = conn.receive(message) {
+            conn.notified(notification).await;
         }
         Ok(())
     }

@@ -31,7 +31,10 @@ async fn pipe() -> (mcpl_server::Session, impl mcpl_core::Transport) {
 #[tokio::test]
 async fn handshake_lists_and_calls_tools() {
     let (session, transport) = pipe().await;
-    let client = Client::new("test-client", "9.9.9");
+    // The stateful era, pinned (with `Negotiation::Auto` an mcpl-server answers
+    // `server/discover` and the stateless era is chosen; see `auto_picks_the_stateless_era`).
+    let client = Client::new("test-client", "9.9.9")
+        .with_negotiation(mcpl_client::Negotiation::pinned(ProtocolVersion::V2025_11_25));
     let details = client.connect(transport).await.unwrap();
     assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25);
     assert_eq!(details.server_info.name, "pipe-server");
@@ -45,6 +48,19 @@ async fn handshake_lists_and_calls_tools() {
     assert_eq!(session.client_info().unwrap().name, "test-client");
     let err = client.call_tool("missing", Default::default()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Rpc);
+}
+
+#[tokio::test]
+async fn auto_picks_the_stateless_era() {
+    let (_session, transport) = pipe().await;
+    let client = Client::new("test-client", "9.9.9");
+    let details = client.connect(transport).await.unwrap();
+    assert_eq!(details.protocol_version, ProtocolVersion::V2026_07_28);
+    assert_eq!(details.server_info.name, "pipe-server");
+    assert_eq!(details.instructions.as_deref(), Some("use the echo tool"));
+    let args = json!({"text": "hello"}).as_object().unwrap().clone();
+    let result = client.call_tool("echo", args).await.unwrap();
+    assert_eq!(serde_json::to_value(&result.content).unwrap()[0]["text"], "hello");
 }
 
 #[tokio::test]

@@ -73,17 +73,23 @@ fn oauth(context: &Value) -> Option<Arc<OAuth>> {
         .client_name("mcpl-conformance-client")
         .client_metadata_url(CLIENT_METADATA_URL);
     let text = |k: &str| context.get(k).and_then(Value::as_str);
-    match (text("client_id"), text("client_secret"), text("issuer")) {
+    let key = text("private_key_pem");
+    match (text("client_id"), text("client_secret"), key, text("issuer")) {
         // Pre-registered at a named authorization server: the authorization code flow.
-        (Some(id), secret, Some(issuer)) => {
+        (Some(id), secret, _, Some(issuer)) => {
             let credentials = match secret {
                 Some(secret) => ClientCredentials::confidential(id, secret),
                 None => ClientCredentials::public(id),
             };
             oauth = oauth.client(issuer, credentials);
         }
+        // A machine client (no user) with a private key: `private_key_jwt` authentication.
+        (Some(id), _, Some(pem), None) => match ClientCredentials::private_key_jwt(id, pem) {
+            Ok(credentials) => oauth = OAuth::client_credentials(None, credentials),
+            Err(e) => log(format_args!("unusable private_key_pem: {e}")),
+        },
         // A machine client (no user): the client credentials grant.
-        (Some(id), Some(secret), None) => {
+        (Some(id), Some(secret), None, None) => {
             oauth = OAuth::client_credentials(None, ClientCredentials::confidential(id, secret));
         }
         _ => {}

@@ -25,9 +25,10 @@
 //!    to a new authorization; a transient failure is reported).
 //!
 //! A client acting on its own behalf uses the client credentials grant instead of steps 2 and
-//! 3 ([`OAuth::client_credentials`]).
+//! 3 ([`OAuth::client_credentials`]); it authenticates with a client secret or, given a
+//! [`ClientKey`], with a signed JWT assertion (`private_key_jwt`, RFC 7523).
 //!
-//! Secrets (client secrets, tokens, codes, verifiers) are never logged.
+//! Secrets (client secrets, private keys, tokens, codes, verifiers) are never logged.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -40,9 +41,11 @@ use reqwest::Url;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+mod assertion;
 mod challenge;
 mod metadata;
 
+pub use self::assertion::ClientKey;
 pub use self::challenge::Challenge;
 pub use self::metadata::{ResourceMetadata, ServerMetadata};
 
@@ -130,6 +133,9 @@ pub enum AuthError {
     /// The application's [`Authorizer`] failed or the user declined.
     #[error("interactive authorization failed: {0}")]
     Interaction(String),
+    /// A client's private key could not be read.
+    #[error("invalid client key: {0}")]
+    InvalidKey(String),
     /// A random number could not be drawn.
     #[error("no randomness available: {0}")]
     Random(String),
@@ -148,6 +154,7 @@ impl AuthError {
             AuthError::IssuerMismatch { .. } => "issuer_mismatch",
             AuthError::PkceUnsupported { .. } => "pkce_unsupported",
             AuthError::NoRegistration { .. } => "no_registration",
+            AuthError::InvalidKey(_) => "invalid_key",
             AuthError::Refused { .. } => "refused",
             AuthError::InvalidResponse(_) => "invalid_response",
             AuthError::Interaction(_) => "interaction",
@@ -165,7 +172,11 @@ pub struct ClientCredentials {
     pub client_secret: Option<String>,
     /// How to authenticate at the token endpoint (`client_secret_basic`,
     /// `client_secret_post`, `none`); chosen from the server's metadata when unset.
+    /// Ignored when [`signing_key`](Self::signing_key) is set.
     pub token_endpoint_auth_method: Option<String>,
+    /// The client's private key: when set, the client authenticates with `private_key_jwt`
+    /// (RFC 7523), a signed assertion addressed to the authorization server's issuer.
+    pub signing_key: Option<ClientKey>,
 }
 
 impl ClientCredentials {
@@ -175,6 +186,7 @@ impl ClientCredentials {
             client_id: client_id.into(),
             client_secret: None,
             token_endpoint_auth_method: None,
+            signing_key: None,
         }
     }
 
@@ -184,7 +196,19 @@ impl ClientCredentials {
             client_id: client_id.into(),
             client_secret: Some(secret.into()),
             token_endpoint_auth_method: None,
+            signing_key: None,
         }
+    }
+
+    /// A client that authenticates with `private_key_jwt` (RFC 7523): assertions signed ES256
+    /// with `pem`, a PKCS#8 PEM P-256 private key.
+    pub fn private_key_jwt(client_id: impl Into<String>, pem: &str) -> Result<Self, AuthError> {
+        Ok(ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: None,
+            token_endpoint_auth_method: Some("private_key_jwt".to_owned()),
+            signing_key: Some(ClientKey::from_pkcs8_pem(pem)?),
+        })
     }
 }
 
@@ -194,6 +218,7 @@ impl fmt::Debug for ClientCredentials {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
             .field("token_endpoint_auth_method", &self.token_endpoint_auth_method)
+            .field("signing_key", &self.signing_key)
             .finish()
     }
 }
@@ -521,6 +546,7 @@ impl OAuth {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .or_else(|| Some(method.to_owned())),
+            signing_key: None,
         };
         tracing::debug!(%issuer, client_id = %credentials.client_id, "registered the client");
         self.store.set_client(issuer, credentials.clone());
@@ -669,15 +695,21 @@ impl OAuth {
             .http
             .post(&meta.token_endpoint)
             .header(reqwest::header::ACCEPT, "application/json");
-        match (method, &client.client_secret) {
-            ("client_secret_basic", Some(secret)) => {
+        match (method, &client.client_secret, &client.signing_key) {
+            ("private_key_jwt", _, Some(key)) => {
+                // RFC 7523bis: the audience is the authorization server's issuer identifier.
+                let jwt = key.assertion(&client.client_id, &meta.issuer)?;
+                form.push(("client_assertion_type", assertion::JWT_BEARER.to_owned()));
+                form.push(("client_assertion", jwt));
+            }
+            ("client_secret_basic", Some(secret), _) => {
                 let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
                 request = request.header(
                     reqwest::header::AUTHORIZATION,
                     format!("Basic {}", STANDARD.encode(pair)),
                 );
             }
-            ("client_secret_post", Some(secret)) => {
+            ("client_secret_post", Some(secret), _) => {
                 form.push(("client_id", client.client_id.clone()));
                 form.push(("client_secret", secret.clone()));
             }
@@ -738,6 +770,9 @@ fn application_type(redirect_uri: &str) -> &'static str {
 
 /// The token endpoint authentication to use with `client`.
 fn token_auth_method(meta: &ServerMetadata, client: &ClientCredentials) -> &'static str {
+    if client.signing_key.is_some() {
+        return "private_key_jwt";
+    }
     if client.client_secret.is_none() {
         return "none";
     }

@@ -1,0 +1,162 @@
+//! `private_key_jwt` client authentication (RFC 7523 section 2.2): a short-lived JWT, signed
+//! ES256 with the client's key, presented at the token endpoint instead of a secret.
+
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use p256::ecdsa::signature::Signer;
+use p256::ecdsa::{Signature, SigningKey};
+use p256::pkcs8::DecodePrivateKey;
+use serde_json::json;
+
+use super::{AuthError, random_token};
+
+/// The `client_assertion_type` of a JWT client assertion (RFC 7523 section 2.2).
+pub(crate) const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// How long an assertion is valid: long enough for one token request, no longer.
+const LIFETIME_SECS: u64 = 300;
+
+/// An upper bound on a PEM private key's size, so untrusted input stays bounded.
+const MAX_PEM_BYTES: usize = 16 * 1024;
+
+/// A client's ECDSA P-256 private key for `private_key_jwt` authentication (JWS `ES256`).
+///
+/// The key never appears in `Debug` output or logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientKey(SigningKey);
+
+impl ClientKey {
+    /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) P-256 private key.
+    pub fn from_pkcs8_pem(pem: &str) -> Result<Self, AuthError> {
+        if pem.len() > MAX_PEM_BYTES {
+            return Err(AuthError::InvalidKey(format!(
+                "the PEM is {} bytes, more than {MAX_PEM_BYTES}",
+                pem.len()
+            )));
+        }
+        SigningKey::from_pkcs8_pem(pem.trim())
+            .map(ClientKey)
+            .map_err(|e| AuthError::InvalidKey(format!("not a PKCS#8 PEM P-256 key: {e}")))
+    }
+
+    /// A client assertion for `client_id` addressed to the authorization server `audience`
+    /// (its issuer identifier): `iss` = `sub` = `client_id`, `iat`, `exp` and a random `jti`.
+    pub(crate) fn assertion(&self, client_id: &str, audience: &str) -> Result<String, AuthError> {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.assertion_at(client_id, audience, now)
+    }
+
+    fn assertion_at(&self, client_id: &str, audience: &str, now: u64) -> Result<String, AuthError> {
+        let header = json!({ "alg": "ES256", "typ": "JWT" });
+        let claims = json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + LIFETIME_SECS,
+            "jti": random_token(16)?,
+        });
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        // JWS ES256: the signature is the fixed-size r || s, not DER.
+        let signature: Signature = self.0.sign(signing_input.as_bytes());
+        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature.to_bytes())))
+    }
+}
+
+impl fmt::Debug for ClientKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClientKey(<redacted>)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use p256::ecdsa::VerifyingKey;
+    use p256::ecdsa::signature::Verifier;
+    use p256::pkcs8::{EncodePrivateKey, LineEnding};
+    use serde_json::Value;
+
+    use super::*;
+
+    fn key() -> (ClientKey, VerifyingKey) {
+        let secret = SigningKey::from_bytes(&[7u8; 32].into()).unwrap();
+        let pem = secret.to_pkcs8_pem(LineEnding::LF).unwrap();
+        let key = ClientKey::from_pkcs8_pem(&pem).unwrap();
+        (key, *secret.verifying_key())
+    }
+
+    fn part(segment: &str) -> Value {
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(segment).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn assertion_is_signed_es256_with_the_expected_claims() {
+        let (key, public) = key();
+        let jwt = key.assertion_at("client-1", "https://as.example", 1_000).unwrap();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let signature = Signature::from_slice(&URL_SAFE_NO_PAD.decode(parts[2]).unwrap()).unwrap();
+        let input = format!("{}.{}", parts[0], parts[1]);
+        public.verify(input.as_bytes(), &signature).unwrap();
+        // A different message does not verify with that signature.
+        assert!(public.verify(b"tampered", &signature).is_err());
+
+        let header = part(parts[0]);
+        assert_eq!(header["alg"], "ES256");
+        let claims = part(parts[1]);
+        assert_eq!(claims["iss"], "client-1");
+        assert_eq!(claims["sub"], "client-1");
+        assert_eq!(claims["aud"], "https://as.example");
+        assert_eq!(claims["iat"], 1_000);
+        assert_eq!(claims["exp"], 1_000 + LIFETIME_SECS);
+        let jti = claims["jti"].as_str().unwrap();
+        assert!(jti.len() >= 16);
+        let again = part(
+            key.assertion_at("client-1", "https://as.example", 1_000)
+                .unwrap()
+                .split('.')
+                .nth(1)
+                .unwrap(),
+        );
+        assert_ne!(again["jti"], claims["jti"], "jti must be fresh per assertion");
+    }
+
+    #[test]
+    fn a_key_selects_private_key_jwt_and_is_redacted() {
+        let secret = SigningKey::from_bytes(&[9u8; 32].into()).unwrap();
+        let pem = secret.to_pkcs8_pem(LineEnding::LF).unwrap();
+        let credentials = crate::auth::ClientCredentials::private_key_jwt("c", &pem).unwrap();
+        let meta: crate::auth::ServerMetadata = serde_json::from_value(json!({
+            "issuer": "https://as", "token_endpoint": "https://as/t",
+            "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+        }))
+        .unwrap();
+        assert_eq!(crate::auth::token_auth_method(&meta, &credentials), "private_key_jwt");
+        let text = format!("{credentials:?}");
+        assert!(text.contains("<redacted>") && !text.contains("PRIVATE KEY"), "{text}");
+        let secret_only = crate::auth::ClientCredentials::confidential("c", "s");
+        assert_ne!(crate::auth::token_auth_method(&meta, &secret_only), "private_key_jwt");
+    }
+
+    #[test]
+    fn bad_keys_are_typed_errors_and_keys_stay_out_of_debug() {
+        let err = ClientKey::from_pkcs8_pem(
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), "invalid_key");
+        assert_eq!(
+            ClientKey::from_pkcs8_pem(&"A".repeat(MAX_PEM_BYTES + 1)).unwrap_err().kind(),
+            "invalid_key"
+        );
+        let (key, _) = key();
+        assert_eq!(format!("{key:?}"), "ClientKey(<redacted>)");
+    }
+}

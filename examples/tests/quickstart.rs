@@ -14,7 +14,8 @@ fn quickstart_talks_to_a_real_child_process() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("connected to weather-example"), "{stdout}");
-    assert!(stdout.contains("(protocol 2025-11-25)"), "{stdout}");
+    // `Negotiation::Auto` over stdio: the server answers `server/discover`, so the stateless era.
+    assert!(stdout.contains("(protocol 2026-07-28)"), "{stdout}");
     assert!(stdout.contains("tool forecast:"), "{stdout}");
     assert!(stdout.contains("call forecast -> ok: Lisbon:"), "{stdout}");
     assert!(stdout.contains("21.5 °C = 70.7 °F"), "{stdout}");

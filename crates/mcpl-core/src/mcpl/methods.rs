@@ -2,7 +2,7 @@
 //! [`NotificationMethod`], like the MCP ones in [`crate::types`]. Methods that may be sent as
 //! a request or as a notification have one marker of each kind.
 
-use crate::types::{Method, NotificationMethod};
+use crate::types::{Method, NotificationMethod, notification_methods, request_methods};
 
 use super::changes::{ManifestChangedParams, ManifestParams};
 use super::channels::{
@@ -96,33 +96,6 @@ pub fn required_capability(method: &str) -> Option<&'static str> {
         names::CHANNELS_TYPING => paths::CHANNELS_TYPING,
         _ => return None,
     })
-}
-
-macro_rules! request_methods {
-    ($($(#[$doc:meta])* $marker:ident = $name:ident, $params:ty => $result:ty;)+) => {$(
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-        pub struct $marker;
-
-        impl Method for $marker {
-            const NAME: &'static str = names::$name;
-            type Params = $params;
-            type Result = $result;
-        }
-    )+};
-}
-
-macro_rules! notification_methods {
-    ($($(#[$doc:meta])* $marker:ident = $name:ident, $params:ty;)+) => {$(
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-        pub struct $marker;
-
-        impl NotificationMethod for $marker {
-            const NAME: &'static str = names::$name;
-            type Params = $params;
-        }
-    )+};
 }
 
 request_methods! {

@@ -137,6 +137,7 @@ pub mod names {
         "notifications/subscriptions/acknowledged";
 }
 
+/// Declares one marker type per request method: `Marker = NAME_CONST, Params => Result;`.
 macro_rules! request_methods {
     ($($(#[$doc:meta])* $marker:ident = $name:ident, $params:ty => $result:ty;)+) => {$(
         $(#[$doc])*
@@ -151,6 +152,7 @@ macro_rules! request_methods {
     )+};
 }
 
+/// Declares one marker type per notification method: `Marker = NAME_CONST, Params;`.
 macro_rules! notification_methods {
     ($($(#[$doc:meta])* $marker:ident = $name:ident, $params:ty;)+) => {$(
         $(#[$doc])*
@@ -163,6 +165,10 @@ macro_rules! notification_methods {
         }
     )+};
 }
+
+// Shared with the MCPL method markers (`crate::mcpl::methods`); `names`, `Method` and
+// `NotificationMethod` resolve where the macros are invoked.
+pub(crate) use {notification_methods, request_methods};
 
 request_methods! {
     /// `initialize`: the 2025 handshake (up to 2025-11-25).

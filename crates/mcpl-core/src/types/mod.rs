@@ -26,6 +26,7 @@ mod lifecycle;
 mod logging;
 mod meta;
 mod method;
+pub(crate) use self::method::{notification_methods, request_methods};
 mod notifications;
 mod params;
 mod prompts;

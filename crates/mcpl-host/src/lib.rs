@@ -20,11 +20,15 @@
 //!
 //! - [`prefix`]: the prefix-meeting rule.
 //! - [`naming`]: namespaced tool names and default prefixes.
+//! - [`checkpoint`]: per-(server, feature set) checkpoint trees, attribution, persistence.
+//! - [`patch`]: RFC 6902 JSON Patch, applied atomically.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod checkpoint;
 pub mod naming;
+pub mod patch;
 pub mod prefix;
 
 #[doc(inline)]

@@ -24,6 +24,7 @@
 //! - [`config`]: the host configuration file.
 //! - [`checkpoint`]: per-(server, feature set) checkpoint trees, attribution, persistence.
 //! - [`patch`]: RFC 6902 JSON Patch, applied atomically.
+//! - [`registry`]: which servers are configured, connecting or connected (reservations).
 //! - [`tools`]: listings (first wins), allow/deny filters, routing namespaced names.
 
 #![warn(missing_docs)]
@@ -35,6 +36,7 @@ pub mod config;
 pub mod naming;
 pub mod patch;
 pub mod prefix;
+pub mod registry;
 pub mod tools;
 
 #[doc(inline)]

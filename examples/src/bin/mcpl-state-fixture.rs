@@ -118,8 +118,8 @@ impl Fixture {
             .and_then(|s| s.get("notes"))
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let host_parent =
-            state.as_ref().and_then(|s| s.get("_checkpoint")).cloned().unwrap_or(Value::Null);
+        // A host sends its current checkpoint (and, for a host-managed set, the state there).
+        let host_parent = parent_cp.clone().map_or(Value::Null, Value::String);
         let result = match name {
             "note_add" => {
                 let text_arg = args.get("text").and_then(Value::as_str).unwrap_or_default();
@@ -129,10 +129,8 @@ impl Fixture {
                     patch.push(json!({"op": "add", "path": "/notes", "value": []}));
                     patch.push(json!({"op": "add", "path": "/pinned", "value": []}));
                     patch.push(json!({"op": "add", "path": "/named", "value": {}}));
-                    patch.push(json!({"op": "add", "path": "/_checkpoint", "value": null}));
                 }
                 patch.push(json!({"op": "add", "path": "/notes/-", "value": text_arg}));
-                patch.push(json!({"op": "replace", "path": "/_checkpoint", "value": cp}));
                 json!({"content": text(format!("added note {notes_len}")),
                        "state": {"checkpoint": cp, "parent": host_parent, "patch": patch}})
             }
@@ -141,8 +139,7 @@ impl Fixture {
                 let cp = self.checkpoint("n");
                 json!({"content": text(format!("pinned {i}")),
                        "state": {"checkpoint": cp, "parent": host_parent, "patch": [
-                           {"op": "copy", "from": format!("/notes/{i}"), "path": "/pinned/-"},
-                           {"op": "replace", "path": "/_checkpoint", "value": cp}]}})
+                           {"op": "copy", "from": format!("/notes/{i}"), "path": "/pinned/-"}]}})
             }
             "note_rename" => {
                 let from = args.get("from").and_then(Value::as_u64).unwrap_or(0);
@@ -155,8 +152,7 @@ impl Fixture {
                 let cp = self.checkpoint("n");
                 json!({"content": text("moved"),
                        "state": {"checkpoint": cp, "parent": host_parent, "patch": [
-                           {"op": "move", "from": format!("/notes/{from}"), "path": format!("/named/{to}")},
-                           {"op": "replace", "path": "/_checkpoint", "value": cp}]}})
+                           {"op": "move", "from": format!("/notes/{from}"), "path": format!("/named/{to}")}]}})
             }
             "note_break" => {
                 let cp = self.checkpoint("n");

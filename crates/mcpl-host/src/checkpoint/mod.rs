@@ -14,7 +14,11 @@
 //! // The next call to that tool carries the materialized state.
 //! assert_eq!(
 //!     manager.injection("notes", Some("notes.store")),
-//!     Injection::State { feature_set: "notes.store".into(), state: json!({"items": ["milk"]}) },
+//!     Injection::Current {
+//!         feature_set: "notes.store".into(),
+//!         checkpoint: "c1".into(),
+//!         state: Some(json!({"items": ["milk"]})),
+//!     },
 //! );
 //! ```
 
@@ -59,37 +63,31 @@ impl fmt::Display for TreeKey {
     }
 }
 
-/// What a `tools/call` should carry (siblings of `name` and `arguments` in its params).
+/// What a `tools/call` should carry (siblings of `name` and `arguments` in its params): the
+/// current checkpoint, and for a host-managed set the state at it, so a host-managed server
+/// can answer with a patch against a parent it knows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Injection {
-    /// Nothing (no stateful set applies, or no state yet).
+    /// Nothing (no stateful set applies, or no checkpoint yet).
     Nothing,
-    /// `params.state`: a host-managed set's current state.
-    State {
+    /// `params.checkpoint`, and `params.state` for a host-managed set.
+    Current {
         /// The feature set.
         feature_set: String,
-        /// Its state.
-        state: Value,
-    },
-    /// `params.checkpoint`: a server-managed set's current checkpoint.
-    Checkpoint {
-        /// The feature set.
-        feature_set: String,
-        /// The checkpoint id.
+        /// The current checkpoint.
         checkpoint: String,
+        /// The state at it (host-managed sets only).
+        state: Option<Value>,
     },
 }
 
 impl Injection {
     /// Writes the injection into `tools/call` params.
     pub fn apply_to(&self, params: &mut serde_json::Map<String, Value>) {
-        match self {
-            Injection::Nothing => {}
-            Injection::State { state, .. } => {
+        if let Injection::Current { checkpoint, state, .. } = self {
+            params.insert("checkpoint".into(), Value::String(checkpoint.clone()));
+            if let Some(state) = state {
                 params.insert("state".into(), state.clone());
-            }
-            Injection::Checkpoint { checkpoint, .. } => {
-                params.insert("checkpoint".into(), Value::String(checkpoint.clone()));
             }
         }
     }
@@ -240,16 +238,12 @@ impl CheckpointManager {
         };
         let trees = self.lock();
         let Some(tree) = trees.get(&TreeKey::new(server, &fs)) else { return Injection::Nothing };
-        match tree.mode {
-            StateMode::HostManaged => match tree.current_state() {
-                Some(state) => Injection::State { feature_set: fs, state: state.clone() },
-                None => Injection::Nothing,
-            },
-            StateMode::ServerManaged => match &tree.current {
-                Some(cp) => Injection::Checkpoint { feature_set: fs, checkpoint: cp.clone() },
-                None => Injection::Nothing,
-            },
-        }
+        let Some(checkpoint) = tree.current.clone() else { return Injection::Nothing };
+        let state = match tree.mode {
+            StateMode::HostManaged => tree.current_state().cloned(),
+            StateMode::ServerManaged => None,
+        };
+        Injection::Current { feature_set: fs, checkpoint, state }
     }
 
     /// Records a `tools/call` result's `state` (the raw `result.state` value) from a call to a
@@ -498,6 +492,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn current(fs: &str, cp: &str, state: Option<Value>) -> Injection {
+        Injection::Current { feature_set: fs.into(), checkpoint: cp.into(), state }
+    }
+
     fn manager() -> CheckpointManager {
         let m = CheckpointManager::open(MemoryStore::new(), 50).unwrap();
         m.register("s", "x.post", StateMode::ServerManaged, true).unwrap();
@@ -530,12 +528,9 @@ mod tests {
         // Injection follows the same rule.
         assert_eq!(
             m.injection("s", Some("x.feed")),
-            Injection::State { feature_set: "x.feed".into(), state: json!({"cursor": 10}) }
+            current("x.feed", "f1", Some(json!({"cursor": 10})))
         );
-        assert_eq!(
-            m.injection("s", Some("x.post")),
-            Injection::Checkpoint { feature_set: "x.post".into(), checkpoint: "p1".into() }
-        );
+        assert_eq!(m.injection("s", Some("x.post")), current("x.post", "p1", None));
         assert_eq!(m.injection("s", None), Injection::Nothing);
         assert_eq!(m.injection("s", Some("x.other")), Injection::Nothing);
     }
@@ -556,10 +551,7 @@ mod tests {
         ));
         assert!(m.prepare_rollback("s", "x.notifications", "zz").is_err());
         m.commit_rollback("s", "x.feed", "a", None).unwrap();
-        assert_eq!(
-            m.injection("s", Some("x.feed")),
-            Injection::State { feature_set: "x.feed".into(), state: json!({"n": 1}) }
-        );
+        assert_eq!(m.injection("s", Some("x.feed")), current("x.feed", "a", Some(json!({"n": 1}))));
         m.mark_pruned("s", "x.feed", "b");
         assert!(matches!(
             m.prepare_rollback("s", "x.feed", "b"),
@@ -606,10 +598,7 @@ mod tests {
         let m = CheckpointManager::open(FileStore::new(&dir).unwrap(), 50).unwrap();
         // Re-registration after the restart resumes the tree.
         m.register("s", "notes", StateMode::HostManaged, true).unwrap();
-        assert_eq!(
-            m.injection("s", None),
-            Injection::State { feature_set: "notes".into(), state: json!({"a": 1, "b": 2}) }
-        );
+        assert_eq!(m.injection("s", None), current("notes", "c2", Some(json!({"a": 1, "b": 2}))));
         assert_eq!(m.tree("s", "notes").unwrap().nodes.len(), 2);
         m.remove_server("s").unwrap();
         let m = CheckpointManager::open(FileStore::new(&dir).unwrap(), 50).unwrap();

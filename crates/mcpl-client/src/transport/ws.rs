@@ -194,6 +194,15 @@ impl WebSocketTransport {
                 Ok(Target::Tls(uri.resolved().clone()))
             }
             Some("ws" | "wss") => {
+                // As for mcpl://, an empty authority is refused before parsing: a WHATWG
+                // parser reads `ws:///x` as host `x`.
+                let rest = self.url.split_once(':').map_or("", |(_, rest)| rest);
+                let authority = rest.strip_prefix("//").map(|r| {
+                    r.split(|c| matches!(c, '/' | '\\' | '?' | '#')).next().unwrap_or_default()
+                });
+                if authority.is_none_or(str::is_empty) {
+                    return Err(invalid("no host".into()));
+                }
                 let url = Url::parse(&self.url).map_err(|e| invalid(e.to_string()))?;
                 if url.host_str().is_none_or(str::is_empty) {
                     return Err(invalid("no host".into()));

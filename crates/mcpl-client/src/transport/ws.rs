@@ -197,9 +197,9 @@ impl WebSocketTransport {
                 // As for mcpl://, an empty authority is refused before parsing: a WHATWG
                 // parser reads `ws:///x` as host `x`.
                 let rest = self.url.split_once(':').map_or("", |(_, rest)| rest);
-                let authority = rest.strip_prefix("//").map(|r| {
-                    r.split(|c| matches!(c, '/' | '\\' | '?' | '#')).next().unwrap_or_default()
-                });
+                let authority = rest
+                    .strip_prefix("//")
+                    .map(|r| r.split(['/', '\\', '?', '#']).next().unwrap_or_default());
                 if authority.is_none_or(str::is_empty) {
                     return Err(invalid("no host".into()));
                 }

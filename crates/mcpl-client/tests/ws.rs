@@ -271,3 +271,89 @@ async fn mcpl_uris_dial_tls_and_identify_by_their_canonical_form() {
     let ws = WebSocketTransport::new(format!("ws://LOCALHOST:{}/ws", s.addr.port()));
     assert_eq!(ws.endpoint(), Some(format!("ws://localhost:{}/ws", s.addr.port())));
 }
+
+/// `mcpl://` over real TLS (needs the `tls` feature, on by default).
+#[cfg(feature = "tls")]
+mod tls {
+    use super::*;
+
+    /// A TLS listener for axum: each accepted TCP connection goes through the TLS handshake first.
+    struct TlsListener {
+        tcp: tokio::net::TcpListener,
+        acceptor: tokio_rustls::TlsAcceptor,
+    }
+
+    impl axum::serve::Listener for TlsListener {
+        type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+        type Addr = SocketAddr;
+
+        async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+            loop {
+                let Ok((tcp, addr)) = self.tcp.accept().await else { continue };
+                match self.acceptor.accept(tcp).await {
+                    Ok(tls) => return (tls, addr),
+                    Err(_) => continue,
+                }
+            }
+        }
+
+        fn local_addr(&self) -> std::io::Result<Self::Addr> {
+            self.tcp.local_addr()
+        }
+    }
+
+    fn ring() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+        std::sync::Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    #[tokio::test]
+    async fn an_mcpl_uri_session_over_tls() {
+        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+        let issued = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let cert = issued.cert.der().clone();
+        let key =
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der()));
+        let server_tls = rustls::ServerConfig::builder_with_provider(ring())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.clone()], key)
+            .unwrap();
+        let endpoint = WebSocketEndpoint::new(server(), WsConfig::new());
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let listener = TlsListener {
+            tcp,
+            acceptor: tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(server_tls)),
+        };
+        let app = endpoint.clone().into_router("/ws");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert).unwrap();
+        let client_tls = rustls::ClientConfig::builder_with_provider(ring())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let uri = format!("mcpl://LocalHost:{port}/ws");
+        let transport = WebSocketTransport::new(&uri).tls_config(std::sync::Arc::new(client_tls));
+        assert_eq!(transport.endpoint(), Some(format!("mcpl://localhost:{port}/ws")));
+        let client = Client::new("tls", "1")
+            .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+            .on_elicitation(|_form| async move {
+                let mut result = ElicitResult::new(ElicitAction::Accept);
+                result.content = Some(serde_json::from_value(json!({"name": "Tls"})).unwrap());
+                Ok(result)
+            });
+        client.connect(transport).await.unwrap();
+        assert_eq!(endpoint.connection_count(), 1);
+        let greeted = client.call_tool("greet", Map::new()).await.unwrap();
+        assert_eq!(text(&greeted), r#"hello "Tls""#);
+        client.close().await.unwrap();
+
+        // With the default roots the self-signed certificate is not trusted: a transport error.
+        let e = WebSocketTransport::new(&uri).start().await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Transport, "{e}");
+    }
+}

@@ -289,10 +289,12 @@ impl TransportSender for FramedSender {
         self.closed = true;
         let code = self.shared.close_code();
         let mut sink = self.shared.sink.lock().await;
-        // The peer may already be gone; closing is best effort past the close message.
-        let sent = sink.send(Outbound::Close(code)).await;
-        let closed = sink.close().await;
-        sent.and(closed)
+        // The peer may have closed first (its close was answered already): the close message
+        // is best effort, and only closing the sink can fail the close.
+        if let Err(e) = sink.send(Outbound::Close(code)).await {
+            tracing::debug!(error = %e, "close message not sent");
+        }
+        sink.close().await
     }
 }
 
@@ -349,6 +351,19 @@ impl FramedReceiver {
     }
 }
 
+impl FramedReceiver {
+    /// Records the idle close and builds the error that ends the connection.
+    fn idle_error(&self) -> Error {
+        let idle = self.idle.unwrap_or_default();
+        tracing::debug!(?idle, "nothing from the peer for the idle timeout; closing");
+        self.shared.set_close(CloseCode::Idle);
+        Error::Transport {
+            context: format!("nothing from the peer for {idle:?} (idle timeout)"),
+            source: None,
+        }
+    }
+}
+
 impl TransportReceiver for FramedReceiver {
     async fn recv(&mut self) -> Result<Option<Message>> {
         if self.broken {
@@ -362,18 +377,19 @@ impl TransportReceiver for FramedReceiver {
                 Event::Item(item) => item,
                 Event::Ping => {
                     tracing::trace!("keep-alive ping");
-                    self.shared.sink.lock().await.send(Outbound::Ping).await?;
+                    let ping = async { self.shared.sink.lock().await.send(Outbound::Ping).await };
+                    // A peer that stopped reading must not hold the receiver past the idle
+                    // timeout: the ping write is bounded by it.
+                    match self.idle {
+                        Some(idle) => match tokio::time::timeout(idle, ping).await {
+                            Ok(sent) => sent?,
+                            Err(_) => return Err(self.idle_error()),
+                        },
+                        None => ping.await?,
+                    }
                     continue;
                 }
-                Event::Idle => {
-                    let idle = self.idle.unwrap_or_default();
-                    tracing::debug!(?idle, "nothing from the peer for the idle timeout; closing");
-                    self.shared.set_close(CloseCode::Idle);
-                    return Err(Error::Transport {
-                        context: format!("nothing from the peer for {idle:?} (idle timeout)"),
-                        source: None,
-                    });
-                }
+                Event::Idle => return Err(self.idle_error()),
             };
             self.last_heard = Instant::now();
             match item {
@@ -536,6 +552,21 @@ mod tests {
         tx.close().await.unwrap();
         assert_eq!(ends.written.next().await, Some(Outbound::Close(CloseCode::Idle)));
         drop(ends.to_receiver);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ping_stuck_on_a_peer_that_does_not_read_is_bounded_by_the_idle_timeout() {
+        let (_to_receiver, inbound) = mpsc::unbounded::<Result<Inbound>>();
+        // A sink that never accepts anything, like a socket whose peer stopped reading.
+        let stuck =
+            futures::sink::unfold((), |(), _item: Outbound| std::future::pending::<Result<()>>());
+        let t = FramedTransport::new(inbound, stuck)
+            .ping_every(Some(Duration::from_secs(10)))
+            .idle_timeout(Some(Duration::from_secs(60)));
+        let (_tx, mut rx) = t.start().await.unwrap();
+        let started = Instant::now();
+        assert_eq!(rx.recv().await.unwrap_err().kind(), ErrorKind::Transport);
+        assert_eq!(started.elapsed(), Duration::from_secs(70));
     }
 
     #[test]

@@ -212,9 +212,9 @@ async fn an_oversized_message_to_the_server_ends_the_connection_not_the_server()
 
 #[tokio::test]
 async fn client_pings_keep_a_connection_alive_past_the_server_idle_timeout() {
-    // The server closes after 1 s of silence; the client pings every 50 ms and says nothing
+    // The server closes after 2 s of silence; the client pings every 50 ms and says nothing
     // else for 3 s.
-    let s = start(WsConfig::new().idle_timeout(Some(Duration::from_secs(1)))).await;
+    let s = start(WsConfig::new().idle_timeout(Some(Duration::from_secs(2)))).await;
     let client = Client::new("c", "1");
     client.connect(s.transport().ping_every(Some(Duration::from_millis(50)))).await.unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -227,7 +227,8 @@ async fn client_pings_keep_a_connection_alive_past_the_server_idle_timeout() {
 async fn a_silent_server_is_left_after_the_client_idle_timeout() {
     let s = start(WsConfig::new().idle_timeout(None)).await;
     let client = Client::new("c", "1");
-    let transport = s.transport().ping_every(None).idle_timeout(Some(Duration::from_millis(300)));
+    // Long enough for the handshake on a loaded machine, short enough to wait for.
+    let transport = s.transport().ping_every(None).idle_timeout(Some(Duration::from_secs(1)));
     client.connect(transport).await.unwrap();
     s.wait_for_connections(0).await;
     let deadline = tokio::time::Instant::now() + GUARD;

@@ -9,8 +9,8 @@ use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
 async fn main() -> std::io::Result<()> {
     mcpl_examples::init_logging();
     let port: u16 = std::env::var("PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3000);
-    let app = WebSocketEndpoint::new(mcpl_examples::weather_server(), WsConfig::new())
-        .into_router("/ws");
+    let app =
+        WebSocketEndpoint::new(mcpl_examples::weather_server(), WsConfig::new()).into_router("/ws");
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     eprintln!("weather-example listening on ws://{}/ws", listener.local_addr()?);
     mcpl_server::ws::serve(listener, app).await

@@ -147,6 +147,31 @@ async fn a_2025_session_over_websocket_with_server_requests_and_notifications() 
 }
 
 #[tokio::test]
+async fn the_server_sends_requests_of_its_own_at_any_time() {
+    use mcpl_core::types::Root;
+    let server = server();
+    let (sessions_tx, mut sessions) = tokio::sync::mpsc::unbounded_channel();
+    let endpoint = WebSocketEndpoint::new(server, WsConfig::new()).on_session(move |session| {
+        let _ = sessions_tx.send(session);
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+
+    let client = Client::new("c", "1")
+        .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+        .on_roots(|| async { Ok(vec![Root::new("file:///work")]) });
+    client.connect(WebSocketTransport::new(format!("ws://{addr}/ws"))).await.unwrap();
+    let session = tokio::time::timeout(GUARD, sessions.recv()).await.expect("hang guard").unwrap();
+    assert_eq!(session.client_info().unwrap().name, "c");
+    // Not in answer to anything: the server asks, the client answers.
+    let roots = session.peer().request("roots/list", None, Default::default()).await.unwrap();
+    assert_eq!(roots["roots"][0]["uri"], "file:///work");
+    client.close().await.unwrap();
+    tokio::time::timeout(GUARD, session.closed()).await.expect("hang guard");
+}
+
+#[tokio::test]
 async fn the_default_negotiation_works_over_websocket() {
     let s = start(WsConfig::new()).await;
     let client = Client::new("auto", "1");

@@ -52,6 +52,7 @@ use tokio_tungstenite::tungstenite;
 
 use crate::builder::Server;
 use crate::http::guard::{HostPolicy, check_host_and_origin};
+use crate::session::Session;
 
 /// Serves `router` on `listener`, with `TCP_NODELAY` on every connection: the same as
 /// [`crate::http::serve`], named here for WebSocket apps.
@@ -232,11 +233,23 @@ impl WsConfig {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WebSocketEndpoint {
     server: Server,
     config: Arc<WsConfig>,
     connections: Arc<AtomicUsize>,
+    on_session: Option<Arc<dyn Fn(Session) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for WebSocketEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSocketEndpoint")
+            .field("server", &self.server)
+            .field("config", &self.config)
+            .field("connections", &self.connection_count())
+            .field("on_session", &self.on_session.is_some())
+            .finish()
+    }
 }
 
 impl WebSocketEndpoint {
@@ -246,7 +259,33 @@ impl WebSocketEndpoint {
             server,
             config: Arc::new(config),
             connections: Arc::new(AtomicUsize::new(0)),
+            on_session: None,
         }
+    }
+
+    /// Calls `hook` with the [`Session`] of every new connection, as soon as it is served
+    /// (before its `initialize`). Through [`Session::peer`] the application sends the client
+    /// requests and notifications of its own, at any time: what MCPL servers do (push events,
+    /// inference requests). [`Session::closed`] tells when the connection ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// let endpoint = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new())
+    ///     .on_session(|session| {
+    ///         tokio::spawn(async move {
+    ///             session.closed().await;
+    ///             tracing::info!("a websocket session ended");
+    ///         });
+    ///     });
+    /// # drop(endpoint);
+    /// ```
+    pub fn on_session(mut self, hook: impl Fn(Session) + Send + Sync + 'static) -> Self {
+        self.on_session = Some(Arc::new(hook));
+        self
     }
 
     /// An axum router serving the endpoint at `path` (`GET` only).
@@ -328,6 +367,9 @@ async fn serve_socket(endpoint: &WebSocketEndpoint, socket: WebSocket) {
     match endpoint.server.serve(transport).await {
         Ok(session) => {
             tracing::debug!("websocket connection open");
+            if let Some(hook) = &endpoint.on_session {
+                hook(session.clone());
+            }
             session.closed().await;
             tracing::debug!("websocket connection closed");
         }

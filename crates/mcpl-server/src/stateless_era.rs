@@ -66,6 +66,21 @@ pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
         .with_data(json!({ "supported": supported_versions(), "requested": requested }))
 }
 
+/// The methods whose results carry caching hints.
+const CACHEABLE: [&str; 6] = [
+    names::TOOLS_LIST,
+    names::PROMPTS_LIST,
+    names::RESOURCES_LIST,
+    names::RESOURCES_TEMPLATES_LIST,
+    names::RESOURCES_READ,
+    names::SERVER_DISCOVER,
+];
+
+/// `method`, if its results carry caching hints.
+pub(crate) fn cacheable(method: &str) -> Option<&'static str> {
+    CACHEABLE.into_iter().find(|m| *m == method)
+}
+
 /// Sets the caching hints of a cacheable result that has none: the hint registered for it
 /// (see [`crate::cache`]), else `default_ttl` (private for `resources/read`, public otherwise).
 pub(crate) fn cache_hints(
@@ -74,15 +89,7 @@ pub(crate) fn cache_hints(
     default_ttl: Duration,
     result: &mut Map<String, Value>,
 ) {
-    let cacheable = matches!(
-        method,
-        names::TOOLS_LIST
-            | names::PROMPTS_LIST
-            | names::RESOURCES_LIST
-            | names::RESOURCES_TEMPLATES_LIST
-            | names::RESOURCES_READ
-            | names::SERVER_DISCOVER
-    );
+    let cacheable = cacheable(method).is_some();
     let complete = result.get("resultType").is_none_or(|t| t == "complete");
     if !(cacheable && complete) {
         return;

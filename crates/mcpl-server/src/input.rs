@@ -501,6 +501,12 @@ pub(crate) struct InputState {
 }
 
 impl InputState {
+    /// No answers and no state: what a handler that was not asked again sees, shared.
+    pub(crate) fn none() -> Arc<InputState> {
+        static NONE: std::sync::LazyLock<Arc<InputState>> = std::sync::LazyLock::new(Arc::default);
+        NONE.clone()
+    }
+
     /// Verifies `raw_state` (if any) for `binding`.
     pub(crate) fn open(
         sealer: Option<&StateSealer>,

@@ -40,7 +40,8 @@ pub(crate) fn is_stateless_request(meta: Option<&Map<String, Value>>) -> bool {
 }
 
 /// What a stateless request's `_meta` says about the client (read in place, nothing cloned
-/// but the parts kept).
+/// but the parts kept). The client's identity is left in `_meta`: [`Context::client_info`]
+/// reads it from there when asked.
 pub(crate) fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
     fn field<T: serde::de::DeserializeOwned>(
         meta: Option<&Map<String, Value>>,
@@ -53,7 +54,6 @@ pub(crate) fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
             .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
             .and_then(Value::as_str)
             .and_then(ProtocolVersion::parse),
-        client_info: field(meta, meta_keys::CLIENT_INFO),
         client_capabilities: field(meta, meta_keys::CLIENT_CAPABILITIES),
         log_level: field(meta, meta_keys::LOG_LEVEL),
         ..ClientState::default()

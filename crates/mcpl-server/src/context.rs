@@ -110,7 +110,7 @@ pub struct Context {
 
 impl Context {
     pub(crate) fn new(request: RequestContext, client: SharedClientState) -> Self {
-        Context { request, client, server: None, input: Arc::default(), task: None }
+        Context { request, client, server: None, input: InputState::none(), task: None }
     }
 
     /// The server serving this request, to change its features at run time (see
@@ -218,7 +218,15 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn client_info(&self) -> Option<Implementation> {
-        lock(&self.client).client_info.clone()
+        if let Some(info) = lock(&self.client).client_info.clone() {
+            return Some(info);
+        }
+        // A stateless-era client names itself in each request's `_meta`: read when asked.
+        if self.era() != Era::Stateless {
+            return None;
+        }
+        let info = self.request.meta()?.get(mcpl_core::types::meta_keys::CLIENT_INFO)?;
+        serde::Deserialize::deserialize(info).ok()
     }
 
     /// The client's capabilities.

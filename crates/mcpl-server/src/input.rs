@@ -501,23 +501,25 @@ pub(crate) struct InputState {
 }
 
 impl InputState {
+    /// No answers and no state: what a handler that was not asked again sees, shared.
+    pub(crate) fn none() -> Arc<InputState> {
+        static NONE: std::sync::LazyLock<Arc<InputState>> = std::sync::LazyLock::new(Arc::default);
+        NONE.clone()
+    }
+
     /// Verifies `raw_state` (if any) for `binding`.
     pub(crate) fn open(
         sealer: Option<&StateSealer>,
-        binding: &Binding,
+        binding: Binding,
         responses: Option<InputResponses>,
         raw_state: Option<String>,
     ) -> Result<Self, ErrorObject> {
         let state = match (raw_state, sealer) {
             (None, _) => None,
-            (Some(token), Some(sealer)) => Some(sealer.open(&token, binding)?),
+            (Some(token), Some(sealer)) => Some(sealer.open(&token, &binding)?),
             (Some(_), None) => return Err(StateError::BadTag.into()),
         };
-        Ok(InputState {
-            responses: responses.unwrap_or_default(),
-            state,
-            binding: Some(binding.clone()),
-        })
+        Ok(InputState { responses: responses.unwrap_or_default(), state, binding: Some(binding) })
     }
 }
 
@@ -539,8 +541,10 @@ where
     F: FnMut(Context) -> Fut,
     Fut: Future<Output = Result<Reply<T>, ErrorObject>>,
 {
-    let sealer = ctx.server().map(|s| s.state_sealer().clone());
-    let mut input = InputState::open(sealer.as_ref(), &binding, responses, request_state)?;
+    let sealer = ctx.server().map(|s| s.state_sealer());
+    // Only the stateful era calls the handler again: keep the binding for that.
+    let again = (ctx.era() != Era::Stateless).then(|| binding.clone());
+    let mut input = InputState::open(sealer, binding, responses, request_state)?;
     for round in 0..=MAX_INPUT_ROUNDS {
         let mut round_ctx = ctx.clone();
         round_ctx.input = Arc::new(input);
@@ -548,14 +552,16 @@ where
             Reply::Complete(t) => return Ok(Finished::Complete(t)),
             Reply::InputRequired(required) => required.into_result()?,
         };
-        if ctx.era() == Era::Stateless {
+        let Some(binding) = &again else {
+            // The stateless era: the client answers and retries.
             return Ok(Finished::InputRequired(required));
-        }
+        };
         if round == MAX_INPUT_ROUNDS {
             break;
         }
         let answers = ask_client(ctx, required.input_requests.unwrap_or_default()).await?;
-        input = InputState::open(sealer.as_ref(), &binding, Some(answers), required.request_state)?;
+        let state = required.request_state;
+        input = InputState::open(sealer, binding.clone(), Some(answers), state)?;
     }
     Err(ErrorObject::internal(format_args!(
         "the handler still required input after {MAX_INPUT_ROUNDS} rounds"

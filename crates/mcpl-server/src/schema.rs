@@ -115,6 +115,10 @@ impl CompiledSchema {
 
     /// Checks `value`; the error describes every problem (up to a few), each with its location.
     pub(crate) fn check(&self, value: &Value) -> Result<(), String> {
+        // The common case first: a valid value needs no error iterator.
+        if self.validator.is_valid(value) {
+            return Ok(());
+        }
         let mut problems = Vec::new();
         let mut count = 0usize;
         for error in self.validator.iter_errors(value) {

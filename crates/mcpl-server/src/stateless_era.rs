@@ -40,7 +40,8 @@ pub(crate) fn is_stateless_request(meta: Option<&Map<String, Value>>) -> bool {
 }
 
 /// What a stateless request's `_meta` says about the client (read in place, nothing cloned
-/// but the parts kept).
+/// but the parts kept). The client's identity is left in `_meta`: [`Context::client_info`]
+/// reads it from there when asked.
 pub(crate) fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
     fn field<T: serde::de::DeserializeOwned>(
         meta: Option<&Map<String, Value>>,
@@ -53,7 +54,6 @@ pub(crate) fn client_state(meta: Option<&Map<String, Value>>) -> ClientState {
             .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
             .and_then(Value::as_str)
             .and_then(ProtocolVersion::parse),
-        client_info: field(meta, meta_keys::CLIENT_INFO),
         client_capabilities: field(meta, meta_keys::CLIENT_CAPABILITIES),
         log_level: field(meta, meta_keys::LOG_LEVEL),
         ..ClientState::default()
@@ -66,6 +66,21 @@ pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
         .with_data(json!({ "supported": supported_versions(), "requested": requested }))
 }
 
+/// The methods whose results carry caching hints.
+const CACHEABLE: [&str; 6] = [
+    names::TOOLS_LIST,
+    names::PROMPTS_LIST,
+    names::RESOURCES_LIST,
+    names::RESOURCES_TEMPLATES_LIST,
+    names::RESOURCES_READ,
+    names::SERVER_DISCOVER,
+];
+
+/// `method`, if its results carry caching hints.
+pub(crate) fn cacheable(method: &str) -> Option<&'static str> {
+    CACHEABLE.into_iter().find(|m| *m == method)
+}
+
 /// Sets the caching hints of a cacheable result that has none: the hint registered for it
 /// (see [`crate::cache`]), else `default_ttl` (private for `resources/read`, public otherwise).
 pub(crate) fn cache_hints(
@@ -74,15 +89,7 @@ pub(crate) fn cache_hints(
     default_ttl: Duration,
     result: &mut Map<String, Value>,
 ) {
-    let cacheable = matches!(
-        method,
-        names::TOOLS_LIST
-            | names::PROMPTS_LIST
-            | names::RESOURCES_LIST
-            | names::RESOURCES_TEMPLATES_LIST
-            | names::RESOURCES_READ
-            | names::SERVER_DISCOVER
-    );
+    let cacheable = cacheable(method).is_some();
     let complete = result.get("resultType").is_none_or(|t| t == "complete");
     if !(cacheable && complete) {
         return;

@@ -579,7 +579,7 @@ pub(crate) async fn call(
     start: TaskStart,
 ) -> HandlerResult {
     let sealer = server.state_sealer().clone();
-    let mut input = InputState::open(Some(&sealer), &binding, responses, request_state)?;
+    let mut input = InputState::open(Some(&sealer), binding.clone(), responses, request_state)?;
     let (reply_tx, reply_rx) = oneshot::channel();
     let slot = Arc::new(TaskSlot {
         server: server.clone(),
@@ -616,7 +616,7 @@ pub(crate) async fn call(
                 };
                 input = match InputState::open(
                     Some(&sealer),
-                    &binding,
+                    binding.clone(),
                     Some(answers),
                     required.request_state,
                 ) {

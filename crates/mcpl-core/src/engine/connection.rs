@@ -317,14 +317,33 @@ impl Connection {
         let mut outbound = starter.outbound_rx;
         // However this ends (even by the future being dropped), the connection is closed after.
         let _closed = self.closed.clone().drop_guard();
-        let Request { id, method, params } = request;
+        let Request { id, method, mut params } = request;
         let Some(handler) = self.handlers.request_handler(&method) else {
             let error = ErrorObject::method_not_found(&method);
             return sender
                 .send_related(ErrorResponse::new(Some(id.clone()), error).into(), Some(id))
                 .await;
         };
-        let ctx = self.request_context(&id, method, params.as_ref(), self.closed.child_token());
+        // The one request owns `_meta`: it moves into the context instead of being copied.
+        let meta = match &mut params {
+            Some(Value::Object(p)) => match p.remove("_meta") {
+                Some(Value::Object(meta)) => Some(Arc::new(meta)),
+                Some(other) => {
+                    p.insert("_meta".to_owned(), other);
+                    None
+                }
+                None => None,
+            },
+            _ => None,
+        };
+        // The connection lives for this one request: its token is the request's token.
+        let ctx = RequestContext {
+            id: id.clone(),
+            method,
+            meta,
+            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
+            cancel: self.closed.clone(),
+        };
         let handler = run_handler(handler, ctx, params);
         tokio::pin!(handler);
         let outcome = loop {

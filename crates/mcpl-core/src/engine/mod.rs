@@ -453,6 +453,9 @@ impl Engine {
     /// messages); requests the handler makes of the peer fail at once with `-32601`. The
     /// response is the last message sent.
     ///
+    /// The request's `params._meta` (an object) moves into the context: the handler reads it
+    /// with [`RequestContext::meta`], and its `params` come without it.
+    ///
     /// # Errors
     ///
     /// The sender's error.

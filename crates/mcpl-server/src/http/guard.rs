@@ -98,18 +98,27 @@ fn origin_allowed(config: &HostPolicy, origin: &str) -> bool {
     }
 }
 
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).any(|v| {
-        v.split(',').any(|part| {
-            let media = part.split(';').next().unwrap_or("").trim();
-            media.eq_ignore_ascii_case(mime) || media == "*/*"
-        })
-    })
+/// Which of the `wanted` media types the `Accept` headers list (`*/*` lists them all), found
+/// in one pass over the headers.
+fn accepted<const N: usize>(headers: &HeaderMap, wanted: [&str; N]) -> [bool; N] {
+    let mut found = [false; N];
+    for value in headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()) {
+        for part in value.as_bytes().split(|&b| b == b',') {
+            let media = part.split(|&b| b == b';').next().unwrap_or_default().trim_ascii();
+            if media == b"*/*" {
+                return [true; N];
+            }
+            for (found, wanted) in found.iter_mut().zip(wanted) {
+                *found |= media.eq_ignore_ascii_case(wanted.as_bytes());
+            }
+        }
+    }
+    found
 }
 
 /// A POST must accept both JSON and SSE.
 pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
-    if accepts(headers, "application/json") && accepts(headers, "text/event-stream") {
+    if accepted(headers, ["application/json", "text/event-stream"]) == [true, true] {
         Ok(())
     } else {
         Err(Refusal::new(
@@ -121,7 +130,7 @@ pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
 
 /// A GET must accept SSE.
 pub(crate) fn check_get_accept(headers: &HeaderMap) -> Result<(), Refusal> {
-    if accepts(headers, "text/event-stream") {
+    if accepted(headers, ["text/event-stream"]) == [true] {
         Ok(())
     } else {
         Err(Refusal::new(StatusCode::NOT_ACCEPTABLE, "Accept must list text/event-stream"))

@@ -13,7 +13,8 @@
 //! - `DELETE` ends the session.
 //!
 //! The stateless (2026-07-28) era (see [`stateless`]): each `POST` carries one request whose
-//! `_meta` says who the client is, served by a fresh single-use [`stateless::StatelessTransport`];
+//! `_meta` says who the client is, served inline by the endpoint's engine and answered through
+//! the sending half of a fresh single-use transport ([`stateless::StatelessSender`]);
 //! `GET` and `DELETE` get `405`. Results carry `resultType`, the server's identity in `_meta`,
 //! and cache hints on lists, reads and `server/discover` (see [`crate::cache`]).
 //!
@@ -151,6 +152,8 @@ struct Inner {
     session_engine: mcpl_core::Engine,
     /// The server's identity as JSON, put in every stateless-era result's `_meta`.
     server_info: serde_json::Value,
+    /// `server_info` serialized, written as it is into each stateless-era result.
+    server_info_json: String,
     reaper: std::sync::Once,
 }
 
@@ -239,6 +242,7 @@ impl StreamableHttp {
         let stateless = stateless::stateless_engine(&server);
         let session_engine = crate::session::shared_engine(&server);
         let server_info = serde_json::to_value(server.info()).unwrap_or_default();
+        let server_info_json = server_info.to_string();
         StreamableHttp {
             inner: Arc::new(Inner {
                 server,
@@ -248,6 +252,7 @@ impl StreamableHttp {
                 stateless,
                 session_engine,
                 server_info,
+                server_info_json,
                 sessions: RwLock::new(HashMap::new()),
                 reaper: std::sync::Once::new(),
             }),
@@ -417,7 +422,11 @@ fn new_session_id() -> Result<String, getrandom::Error> {
 }
 
 fn json_body(status: StatusCode, value: &impl serde::Serialize) -> Response {
-    let body = serde_json::to_vec(value).unwrap_or_default();
+    json_bytes(status, serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// A response whose body is `body`, JSON already.
+fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
         .into_response()
 }

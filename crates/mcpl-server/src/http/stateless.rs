@@ -6,10 +6,12 @@
 //! HTTP 404), then the method itself. Results get `resultType`, the server's identity in
 //! `_meta`, and caching hints where the revision requires them.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::header::AsHeaderName;
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use futures::StreamExt;
@@ -67,7 +69,7 @@ pub(crate) fn is_stateless(message: &Message, headers: &HeaderMap) -> bool {
         .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
         .is_some();
     let in_header = headers
-        .get(PROTOCOL_VERSION)
+        .get(&PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(ProtocolVersion::parse)
         .is_some_and(|v| v.era() == Era::Stateless);
@@ -99,20 +101,25 @@ fn status_for(error: &ErrorObject) -> StatusCode {
 }
 
 /// Trims optional whitespace and decodes the `=?base64?…?=` form.
-fn header_value(raw: &str, allow_base64: bool) -> Option<String> {
+fn header_value(raw: &str, allow_base64: bool) -> Option<Cow<'_, str>> {
     let v = raw.trim_matches([' ', '\t']);
     if allow_base64 {
         if let Some(inner) = v.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
             let bytes = base64::engine::general_purpose::STANDARD.decode(inner).ok()?;
-            return String::from_utf8(bytes).ok();
+            return String::from_utf8(bytes).ok().map(Cow::Owned);
         }
     }
-    Some(v.to_owned())
+    Some(Cow::Borrowed(v))
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
+
+/// The headers read on every request, parsed once.
+const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
+const METHOD_HEADER: HeaderName = HeaderName::from_static(MCP_METHOD);
+const NAME_HEADER: HeaderName = HeaderName::from_static(MCP_NAME);
 
 /// A tool argument as its `Mcp-Param-*` header would carry it.
 fn header_form(value: &Value) -> Option<String> {
@@ -215,12 +222,12 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
     };
 
     // (b) Headers against the body.
-    match header(&headers, PROTOCOL_VERSION).map(|v| v.trim_matches([' ', '\t'])) {
+    match header(&headers, &PROTOCOL_VERSION_HEADER).map(|v| v.trim_matches([' ', '\t'])) {
         Some(v) if v == version => {}
         Some(_) => return mismatch(&id, "MCP-Protocol-Version differs from _meta"),
         None => return mismatch(&id, "missing MCP-Protocol-Version"),
     }
-    match header(&headers, MCP_METHOD).map(|v| v.trim_matches([' ', '\t'])) {
+    match header(&headers, &METHOD_HEADER).map(|v| v.trim_matches([' ', '\t'])) {
         Some(m) if m == request.method => {}
         Some(_) => return mismatch(&id, "Mcp-Method differs from the body"),
         None => return mismatch(&id, "missing Mcp-Method"),
@@ -233,7 +240,7 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
     };
     if let Some(field) = name_field {
         let body = params.get(field).and_then(Value::as_str);
-        let sent = header(&headers, MCP_NAME).and_then(|raw| header_value(raw, true));
+        let sent = header(&headers, &NAME_HEADER).and_then(|raw| header_value(raw, true));
         match (body, sent) {
             (Some(b), Some(s)) if b == s => {}
             (_, None) => return mismatch(&id, "missing Mcp-Name"),
@@ -282,29 +289,20 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
         return listen(&http, request);
     }
 
-    // (e) The method itself, on a fresh single-use transport, served inline on this task.
+    // (e) The method itself, served inline on this task.
     let streaming =
         meta.and_then(|m| m.get(meta_keys::PROGRESS_TOKEN)).is_some() || log_level.is_some();
-    let method = request.method.clone();
-    let (transport, output) = StatelessTransport::new(request);
-    let (sender, mut receiver) = match transport.start().await {
-        Ok(halves) => halves,
-        Err(e) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, Some(id), e.to_error_object()),
-    };
-    let Some(request) = receiver.first.take() else {
-        return refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(id),
-            ErrorObject::internal("no request"),
-        );
-    };
+    let cacheable = crate::stateless_era::cacheable(&request.method);
+    // The sending half of a single-use transport: the engine serves this one request inline,
+    // so nothing reads a receiving half.
+    let (sender, output) = StatelessSender::for_request(id);
     let engine = http.stateless_engine();
     let driver: Driver = Box::pin(async move {
         if let Err(e) = engine.serve_request(request, sender).await {
             tracing::debug!(error = %e, "stateless request ended early");
         }
     });
-    let decorate = Decorator { http: http.clone(), method };
+    let decorate = Decorator { http: http.clone(), cacheable };
     if streaming {
         sse(output, driver, decorate, http.inner.config.keep_alive)
     } else {
@@ -335,24 +333,25 @@ pub(crate) fn stateless_engine(server: &crate::Server) -> Engine {
 /// Adds what every stateless-era result carries.
 struct Decorator {
     http: StreamableHttp,
-    method: String,
+    /// The method, if its results carry caching hints.
+    cacheable: Option<&'static str>,
 }
 
 impl Decorator {
     fn apply(&self, message: Message) -> Message {
+        let Some(method) = self.cacheable else { return message };
         let Message::Response(mut response) = message else { return message };
         if let Value::Object(result) = &mut response.result {
-            decorate_result(&self.http, &self.method, result);
+            decorate_result(&self.http, method, result);
         }
         Message::Response(response)
     }
 }
 
+/// Adds the caching hints of a cacheable result. `resultType` (when absent: `complete`) and
+/// `_meta.serverInfo` are added as the result is serialized (see `WithServerInfo`): the server's
+/// identity is written from the endpoint's copy, never cloned into each result.
 fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String, Value>) {
-    result.entry("resultType").or_insert_with(|| json!("complete"));
-    // `_meta.serverInfo` is added as the result is serialized (see `WithServerInfo`): the
-    // server's identity is written from the endpoint's copy, never cloned into each result.
-    result.entry("_meta").or_insert_with(|| json!({}));
     crate::stateless_era::cache_hints(
         &http.inner.server,
         method,
@@ -364,80 +363,76 @@ fn decorate_result(http: &StreamableHttp, method: &str, result: &mut Map<String,
 fn discover(http: &StreamableHttp) -> Value {
     let mut result = crate::stateless_era::discover_result(&http.inner.server);
     decorate_result(http, names::SERVER_DISCOVER, &mut result);
-    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
+    result.entry("resultType").or_insert_with(|| json!("complete"));
+    let meta = result.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
         meta.entry(meta_keys::SERVER_INFO).or_insert_with(|| http.inner.server_info.clone());
     }
     Value::Object(result)
 }
 
-/// A stateless-era message as it goes on the wire: a response's `result._meta` gains the
-/// server's identity (unless the handler set one), serialized from the endpoint's copy.
-struct WithServerInfo<'a> {
-    message: &'a Message,
-    server_info: &'a Value,
-}
-
-impl serde::Serialize for WithServerInfo<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Message::Response(response) = self.message else {
-            return self.message.serialize(serializer);
-        };
-        let Value::Object(result) = &response.result else {
-            return self.message.serialize(serializer);
-        };
-        let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("jsonrpc", "2.0")?;
-        map.serialize_entry("id", &response.id)?;
-        map.serialize_entry(
-            "result",
-            &ResultWithServerInfo { result, server_info: self.server_info },
-        )?;
-        map.end()
+/// A stateless-era message as it goes on the wire. A response's result gains `resultType`
+/// (`complete`, unless the handler set one) and `_meta` with the server's identity (unless the
+/// handler set one), written from the endpoint's serialized copy (`server_info`, JSON) instead
+/// of being inserted into each result.
+fn wire(message: &Message, server_info: &str) -> serde_json::Result<Vec<u8>> {
+    let result = match message {
+        Message::Response(response) => match &response.result {
+            Value::Object(result) => Some((&response.id, result)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some((id, result)) = result else { return serde_json::to_vec(message) };
+    let mut out = Vec::with_capacity(256 + server_info.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":{"#);
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+    };
+    if !result.contains_key("resultType") {
+        comma(&mut out);
+        out.extend_from_slice(br#""resultType":"complete""#);
     }
-}
-
-struct ResultWithServerInfo<'a> {
-    result: &'a Map<String, Value>,
-    server_info: &'a Value,
-}
-
-impl serde::Serialize for ResultWithServerInfo<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.result.len()))?;
-        for (key, value) in self.result {
-            match value {
-                Value::Object(meta)
-                    if key == "_meta" && !meta.contains_key(meta_keys::SERVER_INFO) =>
-                {
-                    map.serialize_entry(
-                        key,
-                        &MetaWithServerInfo { meta, server_info: self.server_info },
-                    )?;
+    if !result.contains_key("_meta") {
+        comma(&mut out);
+        out.extend_from_slice(br#""_meta":{"#);
+        write_server_info(&mut out, server_info)?;
+        out.push(b'}');
+    }
+    for (key, value) in result {
+        comma(&mut out);
+        serde_json::to_writer(&mut out, key)?;
+        out.push(b':');
+        match value {
+            Value::Object(meta) if key == "_meta" && !meta.contains_key(meta_keys::SERVER_INFO) => {
+                out.push(b'{');
+                for (key, value) in meta {
+                    serde_json::to_writer(&mut out, key)?;
+                    out.push(b':');
+                    serde_json::to_writer(&mut out, value)?;
+                    out.push(b',');
                 }
-                _ => map.serialize_entry(key, value)?,
+                write_server_info(&mut out, server_info)?;
+                out.push(b'}');
             }
+            _ => serde_json::to_writer(&mut out, value)?,
         }
-        map.end()
     }
+    out.extend_from_slice(b"}}");
+    Ok(out)
 }
 
-struct MetaWithServerInfo<'a> {
-    meta: &'a Map<String, Value>,
-    server_info: &'a Value,
-}
-
-impl serde::Serialize for MetaWithServerInfo<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.meta.len() + 1))?;
-        for (key, value) in self.meta {
-            map.serialize_entry(key, value)?;
-        }
-        map.serialize_entry(meta_keys::SERVER_INFO, self.server_info)?;
-        map.end()
-    }
+/// Writes `"<serverInfo key>":<server_info>` (`server_info` is JSON already).
+fn write_server_info(out: &mut Vec<u8>, server_info: &str) -> serde_json::Result<()> {
+    serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
+    out.push(b':');
+    out.extend_from_slice(server_info.as_bytes());
+    Ok(())
 }
 
 async fn json_reply(
@@ -457,11 +452,16 @@ async fn json_reply(
         match message {
             Some(message @ Message::Response(_)) => {
                 let message = decorate.apply(message);
-                let server_info = &decorate.http.inner.server_info;
-                return json_body(
-                    StatusCode::OK,
-                    &WithServerInfo { message: &message, server_info },
-                );
+                return match wire(&message, &decorate.http.inner.server_info_json) {
+                    Ok(body) => super::json_bytes(StatusCode::OK, body),
+                    Err(e) => json_body(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        &Message::Error(ErrorResponse::new(
+                            message.id().cloned(),
+                            ErrorObject::internal(e),
+                        )),
+                    ),
+                };
             }
             Some(Message::Error(e)) => {
                 return json_body(status_for(&e.error), &Message::Error(e));
@@ -499,8 +499,9 @@ fn sse(
         };
         let done = matches!(message, Message::Response(_) | Message::Error(_));
         let message = decorate.apply(message);
-        let server_info = &decorate.http.inner.server_info;
-        let data = serde_json::to_string(&WithServerInfo { message: &message, server_info })
+        let data = wire(&message, &decorate.http.inner.server_info_json)
+            .ok()
+            .and_then(|data| String::from_utf8(data).ok())
             .unwrap_or_default();
         let event = SseEvent::default().data(data);
         Some((
@@ -716,7 +717,7 @@ impl Transport for StatelessTransport {
         let (loopback, loopback_rx) = futures::channel::mpsc::unbounded();
         let id = request.id.clone();
         Ok((
-            StatelessSender { id, output, loopback },
+            StatelessSender { id, output, loopback: Some(loopback) },
             StatelessReceiver { first: Some(request), loopback: loopback_rx },
         ))
     }
@@ -746,7 +747,22 @@ impl Transport for StatelessTransport {
 pub struct StatelessSender {
     id: RequestId,
     output: UnboundedSender<Message>,
-    loopback: UnboundedSender<Option<Message>>,
+    /// To the receiving half, if there is one.
+    loopback: Option<UnboundedSender<Option<Message>>>,
+}
+
+impl StatelessSender {
+    /// A sender answering request `id` with no receiving half, and what it sends.
+    fn for_request(id: RequestId) -> (StatelessSender, StatelessOutput) {
+        let (output, rx) = futures::channel::mpsc::unbounded();
+        (StatelessSender { id, output, loopback: None }, StatelessOutput { rx })
+    }
+
+    fn loop_back(&self, message: Option<Message>) {
+        if let Some(loopback) = &self.loopback {
+            let _ = loopback.unbounded_send(message);
+        }
+    }
 }
 
 impl TransportSender for StatelessSender {
@@ -756,9 +772,7 @@ impl TransportSender for StatelessSender {
                 let error = ErrorObject::method_not_found(&r.method).with_data(json!({
                     "reason": "server-to-client requests do not exist in the stateless era"
                 }));
-                let _ = self
-                    .loopback
-                    .unbounded_send(Some(ErrorResponse::new(Some(r.id), error).into()));
+                self.loop_back(Some(ErrorResponse::new(Some(r.id), error).into()));
                 Ok(())
             }
             message => {
@@ -767,7 +781,7 @@ impl TransportSender for StatelessSender {
                 self.output.unbounded_send(message).map_err(|_| Error::ConnectionClosed)?;
                 if done {
                     // The one exchange is over: end the receiving side too.
-                    let _ = self.loopback.unbounded_send(None);
+                    self.loop_back(None);
                 }
                 Ok(())
             }
@@ -809,5 +823,72 @@ impl TransportReceiver for StatelessReceiver {
             return Ok(Some(Message::Request(request)));
         }
         Ok(self.loopback.next().await.flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn on_the_wire(result: Value) -> Value {
+        let message =
+            Message::Response(mcpl_core::jsonrpc::Response::new(RequestId::from(7), result));
+        let bytes = wire(&message, r#"{"name":"s","version":"1"}"#).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn a_result_gains_its_result_type_and_the_server_identity() {
+        let info = json!({"name": "s", "version": "1"});
+        assert_eq!(
+            on_the_wire(json!({"content": [], "isError": false})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "content": [], "isError": false, "resultType": "complete",
+                "_meta": {meta_keys::SERVER_INFO: info},
+            }})
+        );
+        assert_eq!(
+            on_the_wire(json!({})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "resultType": "complete", "_meta": {meta_keys::SERVER_INFO: info},
+            }})
+        );
+    }
+
+    #[test]
+    fn what_the_handler_set_is_kept() {
+        let info = json!({"name": "s", "version": "1"});
+        let own = json!({"name": "own"});
+        assert_eq!(
+            on_the_wire(json!({"resultType": "input_required", "_meta": {"a": "\"b\""}})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "resultType": "input_required",
+                "_meta": {"a": "\"b\"", meta_keys::SERVER_INFO: info},
+            }})
+        );
+        assert_eq!(
+            on_the_wire(json!({"_meta": {meta_keys::SERVER_INFO: own}})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "resultType": "complete", "_meta": {meta_keys::SERVER_INFO: own},
+            }})
+        );
+        assert_eq!(
+            on_the_wire(json!({"_meta": null})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "_meta": null}})
+        );
+    }
+
+    #[test]
+    fn other_messages_go_as_they_are() {
+        let message =
+            Message::Response(mcpl_core::jsonrpc::Response::new(RequestId::from(1), json!([1])));
+        let bytes = wire(&message, "{}").unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap()["result"], json!([1]));
+        let error = Message::Error(ErrorResponse::new(
+            Some(RequestId::from(1)),
+            ErrorObject::internal("x"),
+        ));
+        assert_eq!(wire(&error, "{}").unwrap(), serde_json::to_vec(&error).unwrap());
     }
 }

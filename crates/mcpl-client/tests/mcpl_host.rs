@@ -887,7 +887,29 @@ async fn rollback_goes_only_to_sets_that_declare_it() {
         }
         Ok(json!({"checkpoint": p["checkpoint"], "success": true}))
     });
+    // The connection's state record: a snapshot, a patch, then a rollback to the first.
+    let cp = |v: Value| serde_json::from_value(v).unwrap();
+    host.record_state(
+        "editor",
+        &cp(json!({"checkpoint": "abc", "parent": null, "data": {"n": 1}})),
+    )
+    .unwrap();
+    host.record_state(
+        "editor",
+        &cp(json!({"checkpoint": "def", "parent": "abc",
+        "patch": [{"op": "replace", "path": "/n", "value": 2}]})),
+    )
+    .unwrap();
+    assert_eq!(host.state_fields("editor").state, Some(json!({"n": 2})));
+    let bad = host.record_state(
+        "editor",
+        &cp(json!({"checkpoint": "ghi", "parent": "def",
+        "patch": [{"op": "test", "path": "/n", "value": 1}]})),
+    );
+    assert!(matches!(bad, Err(McplError::State(_))));
+    assert_eq!(host.state_fields("editor").checkpoint.as_deref(), Some("ghi"));
     assert!(host.rollback("editor", "abc").await.unwrap().success);
+    assert_eq!(host.state_fields("editor").state, Some(json!({"n": 1})));
     let e = host.rollback("editor", "gone").await.unwrap_err();
     match e {
         McplError::Protocol(e) => assert_eq!(code(&e), -32005),
@@ -897,5 +919,61 @@ async fn rollback_goes_only_to_sets_that_declare_it() {
         host.rollback("mail", "abc").await,
         Err(McplError::RollbackUnsupported { .. })
     ));
+    client.close().await.unwrap();
+}
+
+/// A server written as raw JSON lines, to send a string request id.
+#[tokio::test]
+async fn inference_chunks_echo_a_string_request_id_verbatim() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (host, _) = host_with_handlers(diagnostics());
+    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let listener = listener().await;
+    let addr = listener.local_addr().unwrap();
+    let c2 = client.clone();
+    let connecting = tokio::spawn(async move {
+        let (r, w) = TcpStream::connect(addr).await.unwrap().into_split();
+        c2.connect(LineTransport::new(r, w)).await
+    });
+    let (stream, _) = tokio::time::timeout(GUARD, listener.accept()).await.expect("hang").unwrap();
+    let (r, mut w) = stream.into_split();
+    let mut lines = BufReader::new(r).lines();
+    let mut read = async || -> Value {
+        let line = tokio::time::timeout(GUARD, lines.next_line()).await.expect("hang").unwrap();
+        serde_json::from_str(&line.expect("closed")).unwrap()
+    };
+    let init = read().await;
+    assert_eq!(init["method"], "initialize");
+    let reply = json!({"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2025-11-25",
+        "capabilities": {"experimental": {"mcpl": full_manifest()}},
+        "serverInfo": {"name": "raw", "version": "1"}}});
+    w.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
+    assert_eq!(read().await["method"], "notifications/initialized");
+    let update = read().await;
+    assert_eq!(update["method"], "featureSets/update");
+    assert!(update.get("id").is_some(), "the initial policy is a request");
+    let reply = json!({"jsonrpc": "2.0", "id": update["id"], "result": {"accepted": true}});
+    w.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
+    tokio::time::timeout(GUARD, connecting).await.expect("hang").unwrap().unwrap();
+    assert!(host.is_ready());
+    let request = json!({"jsonrpc": "2.0", "id": "req-x", "method": "inference/request",
+        "params": {"featureSet": "summaries", "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]}});
+    w.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    let mut chunks = Vec::new();
+    let response = loop {
+        let message = read().await;
+        if message["method"] == "inference/chunk" {
+            chunks.push(message["params"].clone());
+        } else if message["id"] == "req-x" {
+            break message;
+        }
+    };
+    assert_eq!(response["result"]["content"], "Hello!");
+    assert_eq!(chunks.len(), 3, "every chunk precedes the final response");
+    for (i, c) in chunks.iter().enumerate() {
+        assert_eq!(c["requestId"], "req-x");
+        assert_eq!(c["index"], i);
+    }
     client.close().await.unwrap();
 }

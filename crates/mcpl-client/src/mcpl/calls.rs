@@ -1,6 +1,6 @@
 //! The host's inference-time calls: `context/beforeInference` (timeout, fail-open,
 //! injections authorized at receipt), `inference/lifecycle` (exactly one terminal per
-//! started) and `state/rollback`.
+//! started), `state/rollback`, and the connection's record of tool state.
 
 use mcpl_core::engine::RequestOptions;
 use mcpl_core::mcpl::authorize::authorize_injections;
@@ -9,7 +9,7 @@ use mcpl_core::mcpl::hooks::{
     BeforeInferenceParams, ContextInjection, LifecycleParams, LifecyclePhase,
 };
 use mcpl_core::mcpl::methods::{BeforeInference, InferenceLifecycle, Rollback, names};
-use mcpl_core::mcpl::state::{RollbackParams, RollbackResult};
+use mcpl_core::mcpl::state::{RollbackParams, RollbackResult, StateCheckpoint, StateRequestFields};
 use serde_json::Map;
 
 use super::{Diagnostic, McplError, McplHost, McplStatus};
@@ -181,6 +181,34 @@ impl McplHost {
             checkpoint: checkpoint.to_owned(),
             extra: Map::new(),
         };
-        Ok(peer.send::<Rollback>(params, RequestOptions::new()).await?)
+        let result = peer.send::<Rollback>(params, RequestOptions::new()).await?;
+        if result.success {
+            self.with_session_mut(|s| s.state.roll_back(feature_set, &result.checkpoint));
+        }
+        Ok(result)
+    }
+
+    /// Records the `state` of a `tools/call` result of a tool in `feature_set` in this
+    /// connection's [`StateTracker`](mcpl_core::mcpl::state::StateTracker): a snapshot, a
+    /// patch applied atomically to the parent's state, or an opaque checkpoint.
+    ///
+    /// # Errors
+    ///
+    /// [`McplError::NotActive`] without an MCPL connection; [`McplError::State`] when a patch
+    /// cannot be applied (the checkpoint is then kept as opaque).
+    pub fn record_state(
+        &self,
+        feature_set: &str,
+        checkpoint: &StateCheckpoint,
+    ) -> Result<(), McplError> {
+        self.with_session_mut(|s| s.state.record(feature_set, checkpoint))
+            .ok_or(McplError::NotActive)?
+            .map_err(McplError::from)
+    }
+
+    /// The state fields for the next `tools/call` of a tool in `feature_set`: the full `state`
+    /// if host-managed, else the `checkpoint`; empty if nothing is recorded.
+    pub fn state_fields(&self, feature_set: &str) -> StateRequestFields {
+        self.with_session(|s| s.state.request_fields(feature_set)).unwrap_or_default()
     }
 }

@@ -20,6 +20,16 @@ pub enum Diagnostic {
         /// The error message sent.
         message: String,
     },
+    /// A server exercised a capability its tagged feature set's `uses` does not declare (it was
+    /// rejected with `-32002` even though the grant allows the capability).
+    DeclarationMismatch {
+        /// The method.
+        method: String,
+        /// The feature set.
+        feature_set: String,
+        /// The capability exercised.
+        capability: String,
+    },
     /// A `push/event` repeated an `eventId` already accepted: answered with the original
     /// result, the handler not called again.
     DuplicatePush {
@@ -110,6 +120,7 @@ impl Diagnostic {
     pub fn kind(&self) -> &'static str {
         match self {
             Diagnostic::InboundRejected { .. } => "inbound_rejected",
+            Diagnostic::DeclarationMismatch { .. } => "declaration_mismatch",
             Diagnostic::DuplicatePush { .. } => "duplicate_push",
             Diagnostic::UnnamespacedTag { .. } => "unnamespaced_tag",
             Diagnostic::InferenceDuringHook => "inference_during_hook",

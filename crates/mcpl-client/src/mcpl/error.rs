@@ -54,6 +54,9 @@ pub enum McplError {
         /// Why.
         reason: String,
     },
+    /// A checkpoint's state could not be materialized (kept as an opaque checkpoint).
+    #[error(transparent)]
+    State(#[from] mcpl_core::mcpl::state::StateError),
     /// The exchange itself failed (connection, timeout, the server's error).
     #[error(transparent)]
     Protocol(#[from] Error),
@@ -71,6 +74,7 @@ impl McplError {
             McplError::RollbackUnsupported { .. } => "rollback_unsupported",
             McplError::RateLimited => "rate_limited",
             McplError::InvalidManifest { .. } => "invalid_manifest",
+            McplError::State(_) => "state",
             McplError::Protocol(_) => "protocol",
         }
     }

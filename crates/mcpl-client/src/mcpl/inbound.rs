@@ -135,6 +135,16 @@ fn missing(method: &str) -> ErrorObject {
 impl McplHost {
     /// Reports a rejection and returns it, for `?`.
     pub(crate) fn reject(&self, method: &str, error: ErrorObject) -> ErrorObject {
+        let text = |k: &str| {
+            error.data.as_ref().and_then(|d| d.get(k)).and_then(Value::as_str).map(str::to_owned)
+        };
+        if let (Some(feature_set), Some(capability)) = (text("featureSet"), text("capability")) {
+            self.diagnose(Diagnostic::DeclarationMismatch {
+                method: method.to_owned(),
+                feature_set,
+                capability,
+            });
+        }
         self.diagnose(Diagnostic::InboundRejected {
             method: method.to_owned(),
             code: error.code.0,

@@ -12,6 +12,7 @@ use mcpl_core::mcpl::capability::CapabilityGrant;
 use mcpl_core::mcpl::channels::ChannelDescriptor;
 use mcpl_core::mcpl::manifest::{FeatureSets, Manifest};
 use mcpl_core::mcpl::policy::{DisabledReason, PolicyReceipt, derive_feature_sets};
+use mcpl_core::mcpl::state::StateTracker;
 use tokio::sync::OnceCell;
 
 use super::HostPolicy;
@@ -52,6 +53,7 @@ pub(crate) struct Session {
     pub(crate) lifecycle: Lifecycle,
     pub(crate) outgoing: Outgoing,
     pub(crate) fetches: VecDeque<Instant>,
+    pub(crate) state: StateTracker,
 }
 
 impl std::fmt::Debug for Session {
@@ -89,6 +91,7 @@ impl Session {
             lifecycle: Lifecycle::default(),
             outgoing: Outgoing::default(),
             fetches: VecDeque::new(),
+            state: StateTracker::new(),
         }
     }
 

@@ -257,6 +257,48 @@ mod tests {
         assert_eq!(s, json!({"ab": 2, "abc": 1}));
     }
 
+    #[test]
+    fn pointer_edge_cases() {
+        let original = json!({"a": [1, 2], "o": {"k": 1}, "~/": 0});
+        for (patch, expected) in [
+            (json!([{"op": "remove", "path": ""}]), None),
+            (json!([{"op": "add", "path": "/a/01", "value": 9}]), None),
+            (json!([{"op": "add", "path": "/a/3", "value": 9}]), None),
+            (json!([{"op": "remove", "path": "/a/-"}]), None),
+            (json!([{"op": "replace", "path": "/missing", "value": 1}]), None),
+            (json!([{"op": "remove", "path": "/o/missing"}]), None),
+            (json!([{"op": "add", "path": "/x/y", "value": 1}]), None),
+            (json!([{"op": "test", "path": "/a/-", "value": 1}]), None),
+            (
+                json!([{"op": "add", "path": "/a/-", "value": 3}]),
+                Some(json!({"a": [1, 2, 3], "o": {"k": 1}, "~/": 0})),
+            ),
+            (
+                json!([{"op": "add", "path": "/a/2", "value": 3}]),
+                Some(json!({"a": [1, 2, 3], "o": {"k": 1}, "~/": 0})),
+            ),
+            (json!([{"op": "move", "from": "/o", "path": "/o"}]), Some(original.clone())),
+            (
+                json!([{"op": "replace", "path": "/~0~1", "value": 5}]),
+                Some(json!({"a": [1, 2], "o": {"k": 1}, "~/": 5})),
+            ),
+            (json!([{"op": "replace", "path": "", "value": [1]}]), Some(json!([1]))),
+        ] {
+            let mut s = original.clone();
+            let outcome = apply_patch(&mut s, &ops(patch.clone()));
+            match expected {
+                None => {
+                    assert!(outcome.is_err(), "{patch} should fail");
+                    assert_eq!(s, original);
+                }
+                Some(e) => {
+                    outcome.unwrap_or_else(|err| panic!("{patch}: {err}"));
+                    assert_eq!(s, e, "{patch}");
+                }
+            }
+        }
+    }
+
     fn arb_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),

@@ -25,6 +25,12 @@ pub enum StateError {
         /// Its parent.
         parent: Option<String>,
     },
+    /// The checkpoint id is already recorded under a different parent; nothing was recorded.
+    #[error("checkpoint {checkpoint:?} is already recorded under another parent")]
+    ConflictingParent {
+        /// The checkpoint.
+        checkpoint: String,
+    },
     /// The patch failed against the parent's state (atomically: nothing was applied).
     #[error("checkpoint {checkpoint:?}: {source}")]
     Patch {
@@ -41,6 +47,7 @@ impl StateError {
     pub fn kind(&self) -> &'static str {
         match self {
             StateError::UnknownParent { .. } => "unknown_parent",
+            StateError::ConflictingParent { .. } => "conflicting_parent",
             StateError::Patch { .. } => "patch_failed",
         }
     }
@@ -99,18 +106,31 @@ impl StateTracker {
     /// Records the `state` of a `tools/call` result for `feature_set` and makes it the latest.
     ///
     /// A snapshot (`data`) is stored as is (when `patch` is present too, `data` wins and a
-    /// defect is logged); a patch is applied to the parent's state atomically; neither is an
-    /// opaque checkpoint.
+    /// defect is logged); a patch is applied atomically to the parent's state (to `{}` when
+    /// `parent` is null); neither is an opaque checkpoint. Recording a kept id again with the
+    /// same parent only makes it the latest.
     ///
     /// # Errors
     ///
-    /// [`StateError`] when a patch cannot be applied; the checkpoint is then recorded as opaque.
+    /// [`StateError`] when a patch cannot be applied (the checkpoint is then recorded as
+    /// opaque), or when the id is already kept under a different parent (nothing recorded).
     pub fn record(
         &mut self,
         feature_set: &str,
         checkpoint: &StateCheckpoint,
     ) -> Result<(), StateError> {
         let history = self.sets.entry(feature_set.to_owned()).or_default();
+        if let Some(at) = history.iter().position(|c| c.id == checkpoint.checkpoint) {
+            if history[at].parent != checkpoint.parent {
+                let e = StateError::ConflictingParent { checkpoint: checkpoint.checkpoint.clone() };
+                tracing::warn!(feature_set, error = %e, "checkpoint not recorded");
+                return Err(e);
+            }
+            if let Some(c) = history.remove(at) {
+                history.push_back(c);
+            }
+            return Ok(());
+        }
         let mut outcome = Ok(());
         let state = match checkpoint.form() {
             StateForm::Snapshot => {
@@ -125,9 +145,12 @@ impl StateTracker {
             }
             StateForm::Opaque => None,
             StateForm::Patch => {
-                let parent = checkpoint.parent.as_deref().and_then(|p| {
-                    history.iter().rev().find(|c| c.id == p).and_then(|c| c.state.clone())
-                });
+                let parent = match checkpoint.parent.as_deref() {
+                    None => Some(Value::Object(serde_json::Map::new())),
+                    Some(p) => {
+                        history.iter().rev().find(|c| c.id == p).and_then(|c| c.state.clone())
+                    }
+                };
                 match (parent, &checkpoint.patch) {
                     (Some(mut value), Some(patch)) => match apply_patch(&mut value, patch) {
                         Ok(()) => Some(value),
@@ -152,7 +175,6 @@ impl StateTracker {
         if let Err(e) = &outcome {
             tracing::warn!(feature_set, error = %e, "state kept as an opaque checkpoint");
         }
-        history.retain(|c| c.id != checkpoint.checkpoint);
         history.push_back(Checkpoint {
             id: checkpoint.checkpoint.clone(),
             parent: checkpoint.parent.clone(),
@@ -252,6 +274,20 @@ mod tests {
         .unwrap();
         assert_eq!(t.latest("s").unwrap().state, Some(json!({"n": 3, "m": 2})));
         assert!(!t.roll_back("s", "zz"));
+        // Recording a kept id again: same parent only moves the latest; another parent is refused.
+        t.record("s", &cp(json!({"checkpoint": "b", "parent": "a", "data": {"other": 1}})))
+            .unwrap();
+        assert_eq!(t.latest("s").unwrap().state, Some(json!({"n": 1, "m": 2})));
+        let e = t.record("s", &cp(json!({"checkpoint": "b", "parent": "x"}))).unwrap_err();
+        assert_eq!(e.kind(), "conflicting_parent");
+        // A patch on a null parent applies to an empty object.
+        t.record(
+            "new",
+            &cp(json!({"checkpoint": "r", "parent": null,
+            "patch": [{"op": "add", "path": "/k", "value": 1}]})),
+        )
+        .unwrap();
+        assert_eq!(t.latest("new").unwrap().state, Some(json!({"k": 1})));
         // Server-managed sets send the checkpoint only; sets are independent.
         t.record("other", &cp(json!({"checkpoint": "o1", "parent": null}))).unwrap();
         assert_eq!(

@@ -339,6 +339,10 @@ impl Client {
                 crate::capability::check(method, &server.capabilities)?;
             }
         }
+        if method.starts_with("tools/") && self.mcpl.as_ref().is_some_and(McplHost::denies_tools) {
+            // MCPL: a denied `tools` grant means the host sends no `tools/*`.
+            return Err(Error::CapabilityNotSupported { capability: "tools".into() });
+        }
         let peer = self.peer()?;
         let wire = if params.is_null() { None } else { Some(params.clone()) };
         let fetch = || async move { peer.request(method, wire, options).await.map_err(lift) };

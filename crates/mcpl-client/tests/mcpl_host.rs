@@ -477,7 +477,7 @@ async fn injections_are_authorized_against_the_grant_at_receipt() {
             let release = release.clone();
             async move {
                 release.notified().await;
-                Ok(json!({"featureSet": "memory", "contextInjections": [
+                Ok(json!({"featureSet": "bogus", "contextInjections": [
                     {"namespace": "m", "position": "system", "content": "s"},
                     {"namespace": "m", "position": "beforeUser", "content": "b"},
                     {"namespace": "m", "position": "afterUser", "content": "a"}]}))
@@ -512,6 +512,8 @@ async fn injections_are_authorized_against_the_grant_at_receipt() {
     assert_eq!(kept, [json!("a")]);
     assert_eq!(outcome.dropped.len(), 2, "system (never granted) and beforeUser (revoked)");
     assert_eq!(kinds(&diags).iter().filter(|k| **k == "injection_dropped").count(), 2);
+    assert!(kinds(&diags).contains(&"response_defect"), "an undeclared response feature set");
+    assert_eq!(outcome.feature_set.as_deref(), Some("bogus"));
     // With observe granted the user message goes through.
     host.set_policy(HostPolicy::default()).await.unwrap();
     let h = host.clone();
@@ -880,6 +882,7 @@ async fn rollback_goes_only_to_sets_that_declare_it() {
     let (host, _) = host_with_handlers(diagnostics());
     let client = Client::new("host", "1").with_mcpl(host.clone());
     let server = connected(&client, Some(full_manifest())).await;
+    server.engine.on_request("tools/list", |_ctx, _p| async { Ok(json!({"tools": []})) });
     server.engine.on_request("state/rollback", |_ctx, p| async move {
         let p = p.unwrap_or_default();
         if p["checkpoint"] == "gone" {
@@ -917,6 +920,18 @@ async fn rollback_goes_only_to_sets_that_declare_it() {
     }
     assert!(matches!(
         host.rollback("mail", "abc").await,
+        Err(McplError::RollbackUnsupported { .. })
+    ));
+    // A denied `tools` grant: the host sends no tools/*.
+    assert!(client.list_tools().await.is_ok());
+    host.set_policy(HostPolicy::default().deny("tools")).await.unwrap();
+    let e = client.list_tools().await.unwrap_err();
+    assert_eq!(e.kind(), mcpl_core::ErrorKind::CapabilityNotSupported);
+    let e = client.call_tool("t", Default::default()).await.unwrap_err();
+    assert_eq!(e.kind(), mcpl_core::ErrorKind::CapabilityNotSupported, "refused locally");
+    // ... and the sets that use it are disabled with it.
+    assert!(matches!(
+        host.rollback("editor", "abc").await,
         Err(McplError::RollbackUnsupported { .. })
     ));
     client.close().await.unwrap();

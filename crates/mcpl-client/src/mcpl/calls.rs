@@ -82,8 +82,22 @@ impl McplHost {
                 return Ok(HookOutcome { failure: Some(reason), ..HookOutcome::default() });
             }
         };
-        // Authorize at receipt: the grant now, not when the request was sent.
-        let grant = self.with_session(|s| s.grant.clone()).unwrap_or_default();
+        // Authorize at receipt: the grant now, not when the request was sent. The response's
+        // feature set is checked for the record only; it never authorizes anything.
+        let (grant, set_enabled) = self
+            .with_session(|s| {
+                (s.grant.clone(), matches!(s.derived.get(&result.feature_set), Some(Ok(()))))
+            })
+            .unwrap_or_default();
+        if !set_enabled {
+            self.diagnose(Diagnostic::ResponseDefect {
+                method: method.to_owned(),
+                detail: format!(
+                    "the response names feature set {:?}, which is not declared and enabled",
+                    result.feature_set
+                ),
+            });
+        }
         let (injections, dropped) = authorize_injections(&grant, result.context_injections);
         for injection in &dropped {
             self.diagnose(Diagnostic::InjectionDropped { injection: Box::new(injection.clone()) });

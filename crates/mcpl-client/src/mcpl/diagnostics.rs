@@ -75,6 +75,14 @@ pub enum Diagnostic {
         /// The dropped injection.
         injection: Box<ContextInjection>,
     },
+    /// A response from the server with a defect that does not void it (e.g. a
+    /// `context/beforeInference` result naming an undeclared or disabled feature set).
+    ResponseDefect {
+        /// The method.
+        method: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// A `context/beforeInference` failed or timed out; the host went on without it.
     HookFailed {
         /// What happened.
@@ -128,6 +136,7 @@ impl Diagnostic {
             Diagnostic::UnreportedChannelRejections { .. } => "unreported_channel_rejections",
             Diagnostic::IncomingRejected { .. } => "incoming_rejected",
             Diagnostic::InjectionDropped { .. } => "injection_dropped",
+            Diagnostic::ResponseDefect { .. } => "response_defect",
             Diagnostic::HookFailed { .. } => "hook_failed",
             Diagnostic::PolicyRefused { .. } => "policy_refused",
             Diagnostic::PolicyUnanswered { .. } => "policy_unanswered",

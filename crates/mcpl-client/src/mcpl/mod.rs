@@ -401,6 +401,13 @@ impl McplHost {
         self.with_session(|s| s.channels.values().cloned().collect()).unwrap_or_default()
     }
 
+    /// Whether MCPL is in force and its grant denies `tools` (the client then sends no
+    /// `tools/*`).
+    pub fn denies_tools(&self) -> bool {
+        self.with_session(|s| s.status == McplStatus::Ready && !s.grant.is_granted(paths::TOOLS))
+            .unwrap_or(false)
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> HostPolicy {
         lock(&self.inner.policy).clone()

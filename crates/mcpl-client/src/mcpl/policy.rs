@@ -191,4 +191,21 @@ mod tests {
         assert!(all.grant_for(&understood, &supported).is_granted(paths::INJECT_SYSTEM));
         assert!(HostPolicy::deny_all().grant_for(&understood, &supported).is_empty());
     }
+
+    #[test]
+    fn feature_set_selection_and_channels_travel_with_the_policy() {
+        let policy = HostPolicy::default().enable("mail").enable("memory.*").disable("memory.x");
+        let params = policy.update_params(&CapabilityGrant::none(), &BTreeSet::new());
+        assert_eq!(params.enabled, Some(vec!["mail".to_owned(), "memory.*".to_owned()]));
+        assert_eq!(params.disabled, Some(vec!["memory.x".to_owned()]));
+        assert_eq!(params.effective_capabilities, Some(Vec::new()), "an empty grant is explicit");
+        assert_eq!(params.denied_capabilities, None);
+        let params =
+            HostPolicy::default().update_params(&CapabilityGrant::none(), &BTreeSet::new());
+        assert_eq!((params.enabled, params.disabled), (None, None));
+        assert!(HostPolicy::default().permits_channel("anything"));
+        let narrowed = HostPolicy::default().allow_channel("discord:acme/*");
+        assert!(narrowed.permits_channel("discord:acme/general"));
+        assert!(!narrowed.permits_channel("slack:x"));
+    }
 }

@@ -45,6 +45,13 @@ pub enum McplError {
         /// The feature set.
         feature_set: String,
     },
+    /// A `featureSets/update` request got no usable answer: reductions stay applied, the
+    /// widening part never activates.
+    #[error("featureSets/update got no usable answer: {reason}")]
+    PolicyUnanswered {
+        /// What happened.
+        reason: String,
+    },
     /// The per-connection `mcpl/manifest` fetch budget is spent; the fetch was dropped.
     #[error("mcpl/manifest fetch dropped by the rate limit")]
     RateLimited,
@@ -72,6 +79,7 @@ impl McplError {
             McplError::ChannelNotPermitted { .. } => "channel_not_permitted",
             McplError::Lifecycle { .. } => "lifecycle",
             McplError::RollbackUnsupported { .. } => "rollback_unsupported",
+            McplError::PolicyUnanswered { .. } => "policy_unanswered",
             McplError::RateLimited => "rate_limited",
             McplError::InvalidManifest { .. } => "invalid_manifest",
             McplError::State(_) => "state",

@@ -155,6 +155,7 @@ impl McplHost {
 
     /// Admits an untagged method (readiness + grant); not ready or no MCPL ⇒ `-32002`.
     pub(crate) fn admit_untagged(&self, method: &str, capability: &str) -> Result<(), ErrorObject> {
+        self.settle();
         let verdict = self
             .with_session(|s| admit_untagged(s.admission(), &[capability]))
             .unwrap_or_else(|| Err(mcpl_core::mcpl::errors::capability_denied(capability)));
@@ -190,6 +191,7 @@ impl McplHost {
             return Err(self.reject(method, missing(method)));
         };
         let feature_set = super::str_member(&params, "featureSet").map(str::to_owned);
+        self.settle();
         let verdict = self
             .with_session(|s| {
                 admit_tagged(s.admission(), &[paths::PUSH_EVENTS], feature_set.as_deref())
@@ -257,6 +259,7 @@ impl McplHost {
             &[paths::INFERENCE_REQUEST]
         };
         let feature_set = super::str_member(&params, "featureSet").map(str::to_owned);
+        self.settle();
         let verdict = self
             .with_session(|s| {
                 admit_tagged(s.admission(), required, feature_set.as_deref())?;

@@ -56,6 +56,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
+use futures::FutureExt;
 use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::mcpl::capability::{CapabilityGrant, paths};
@@ -67,7 +68,7 @@ use mcpl_core::mcpl::manifest::{
     InferenceRequestCapability, Manifest, McplCapabilities,
 };
 use mcpl_core::mcpl::methods::UpdateFeatureSets;
-use mcpl_core::mcpl::policy::PolicyReceipt;
+use mcpl_core::mcpl::policy::{FeatureSetsUpdateParams, PolicyReceipt};
 use mcpl_core::{Engine, Peer};
 use serde_json::Value;
 
@@ -82,7 +83,7 @@ pub use self::policy::HostPolicy;
 pub use self::session::McplStatus;
 
 use self::diagnostics::{Sink, emit};
-use self::session::{Session, intersect, intersect_derived};
+use self::session::{Exchange, PendingPolicy, Session, intersect, intersect_derived};
 
 /// The default timeout of `context/beforeInference` (spec: 5 s recommended).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -483,31 +484,62 @@ impl McplHost {
         *lock(&self.inner.session) = Some(session);
         let _guard = self.inner.grant_lock.lock().await;
         let policy = self.policy();
-        let Some((peer, target, params)) = self.with_session(|s| {
-            let target = policy.grant_for(&s.understood, &self.supported());
+        let supported = self.supported();
+        let exchange = self.with_session_mut(|s| {
+            let target = policy.grant_for(&s.understood, &supported);
+            let derived = s.derive(&target, &policy);
             let params = policy.update_params(&target, &s.understood);
-            (s.peer.clone(), target, params)
-        }) else {
-            return;
-        };
-        match self.exchange_policy(&peer, params).await {
-            Ok(PolicyReceipt::Accepted(r)) => {
-                self.with_session_mut(|s| {
-                    let derived = s.derive(&target, &policy);
-                    s.install(target, derived);
-                    s.status = McplStatus::Ready;
-                    s.receipt = Some(PolicyReceipt::Accepted(r));
-                });
+            let exchange = self.start_exchange(s.peer.clone(), params);
+            s.pending =
+                Some(PendingPolicy { exchange: exchange.clone(), target, derived, initial: true });
+            exchange
+        });
+        if let Some(exchange) = exchange {
+            let _ = exchange.await;
+            self.settle();
+        }
+    }
+
+    /// The `featureSets/update` request, as a future any party may poll.
+    fn start_exchange(&self, peer: Peer, params: FeatureSetsUpdateParams) -> Exchange {
+        let options = RequestOptions::new().timeout(self.options().policy_timeout);
+        async move { peer.send::<UpdateFeatureSets>(params, options).await.map_err(Arc::new) }
+            .boxed()
+            .shared()
+    }
+
+    /// Applies the outcome of the policy exchange in flight, if its answer has arrived:
+    /// an accepted receipt activates its grant (and, for the initial policy, readiness); a
+    /// refusal turns MCPL off; no answer leaves the reduced grant (initial: MCPL off).
+    pub(crate) fn settle(&self) {
+        let applied = self
+            .with_session_mut(|s| {
+                let outcome = s.pending.as_ref()?.exchange.clone().now_or_never()?;
+                let pending = s.pending.take()?;
+                match &outcome {
+                    Ok(receipt @ PolicyReceipt::Accepted(_)) => {
+                        s.install(pending.target, pending.derived);
+                        if pending.initial {
+                            s.status = McplStatus::Ready;
+                        }
+                        s.receipt = Some(receipt.clone());
+                    }
+                    Ok(refused) => {
+                        s.status = McplStatus::Refused;
+                        s.receipt = Some(refused.clone());
+                    }
+                    Err(_) if pending.initial => s.status = McplStatus::Unanswered,
+                    Err(_) => {}
+                }
+                Some(outcome)
+            })
+            .flatten();
+        match applied {
+            Some(Ok(refused @ PolicyReceipt::Refused(_))) => {
+                self.diagnose(Diagnostic::PolicyRefused { receipt: refused });
             }
-            Ok(refused) => {
-                self.with_session_mut(|s| {
-                    s.status = McplStatus::Refused;
-                    s.receipt = Some(refused);
-                });
-            }
-            Err(_) => {
-                self.with_session_mut(|s| s.status = McplStatus::Unanswered);
-            }
+            Some(Err(e)) => self.diagnose(Diagnostic::PolicyUnanswered { reason: e.to_string() }),
+            _ => {}
         }
     }
 
@@ -565,7 +597,7 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError::NotActive`] if MCPL is not in force (the policy is still stored for the
-    /// next connection); [`McplError::Protocol`] if the request got no usable answer.
+    /// next connection); [`McplError::PolicyUnanswered`] if the request got no usable answer.
     pub async fn set_policy(&self, policy: HostPolicy) -> Result<PolicyReceipt, McplError> {
         *lock(&self.inner.policy) = policy.clone();
         self.renegotiate().await
@@ -583,35 +615,32 @@ impl McplHost {
         let policy = self.policy();
         let supported = self.supported();
         // 1. Apply the reducing part host-side, atomically, before anything is sent.
-        let (peer, target, target_derived, params) = self
+        let exchange = self
             .with_session_mut(|s| {
                 if s.status != McplStatus::Ready {
                     return None;
                 }
                 let target = policy.grant_for(&s.understood, &supported);
-                let target_derived = s.derive(&target, &policy);
+                let derived = s.derive(&target, &policy);
                 let interim = intersect(&s.grant, &target);
-                let interim_derived = intersect_derived(&s.derived, &target_derived);
+                let interim_derived = intersect_derived(&s.derived, &derived);
                 s.install(interim, interim_derived);
+                // 2. Ask; 3. the widening part activates only with an accepted receipt.
                 let params = policy.update_params(&target, &s.understood);
-                Some((s.peer.clone(), target, target_derived, params))
+                let exchange = self.start_exchange(s.peer.clone(), params);
+                s.pending = Some(PendingPolicy {
+                    exchange: exchange.clone(),
+                    target,
+                    derived,
+                    initial: false,
+                });
+                Some(exchange)
             })
             .flatten()
             .ok_or(McplError::NotActive)?;
-        // 2. Ask; 3. activate the widening part only on an accepted receipt.
-        let receipt = self.exchange_policy(&peer, params).await.map_err(McplError::from);
-        self.with_session_mut(|s| match &receipt {
-            Ok(r @ PolicyReceipt::Accepted(_)) => {
-                s.install(target, target_derived);
-                s.receipt = Some(r.clone());
-            }
-            Ok(r @ PolicyReceipt::Refused(_)) => {
-                s.status = McplStatus::Refused;
-                s.receipt = Some(r.clone());
-            }
-            Err(_) => {}
-        });
-        receipt
+        let outcome = exchange.await;
+        self.settle();
+        outcome.map_err(|e| McplError::PolicyUnanswered { reason: e.to_string() })
     }
 }
 

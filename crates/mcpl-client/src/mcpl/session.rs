@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::{BoxFuture, Shared};
 use mcpl_core::Peer;
 use mcpl_core::mcpl::authorize::AdmissionState;
 use mcpl_core::mcpl::capability::CapabilityGrant;
@@ -54,6 +55,22 @@ pub(crate) struct Session {
     pub(crate) outgoing: Outgoing,
     pub(crate) fetches: VecDeque<Instant>,
     pub(crate) state: StateTracker,
+    /// The `featureSets/update` exchange in flight whose receipt activates a grant.
+    pub(crate) pending: Option<PendingPolicy>,
+}
+
+/// A policy exchange whose outcome is applied by whoever sees its answer first: the caller
+/// awaiting it, or a server request arriving right after the answer (the reader delivers the
+/// answer before it reads the next message, so that request must already see the grant).
+pub(crate) type Exchange = Shared<BoxFuture<'static, Result<PolicyReceipt, Arc<mcpl_core::Error>>>>;
+
+pub(crate) struct PendingPolicy {
+    pub(crate) exchange: Exchange,
+    /// The grant (and derivation) an accepted receipt activates.
+    pub(crate) target: CapabilityGrant,
+    pub(crate) derived: Derived,
+    /// Whether this is the initial policy (its outcome also sets the status).
+    pub(crate) initial: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -92,6 +109,7 @@ impl Session {
             outgoing: Outgoing::default(),
             fetches: VecDeque::new(),
             state: StateTracker::new(),
+            pending: None,
         }
     }
 

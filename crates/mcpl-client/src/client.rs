@@ -158,6 +158,22 @@ impl Client {
     /// ```
     pub fn with_mcpl(mut self, host: McplHost) -> Client {
         host.install(&self.engine);
+        // A renewed 2025 HTTP session is a new server-side session: its MCPL state starts
+        // over from the new `initialize` result, with a new initial policy.
+        let server = Arc::clone(&self.server);
+        let weak = host.weak();
+        self.engine.on_notification(SESSION_RENEWED, move |ctx, params| {
+            let server = Arc::clone(&server);
+            let weak = weak.clone();
+            let peer = ctx.peer().clone();
+            async move {
+                refresh(&server, params);
+                let details = server.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                if let (Some(host), Some(details)) = (McplHost::from_weak(&weak), details) {
+                    tokio::spawn(async move { host.attach(peer, &details).await });
+                }
+            }
+        });
         self.mcpl = Some(host);
         self
     }

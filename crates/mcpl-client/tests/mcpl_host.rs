@@ -992,3 +992,38 @@ async fn inference_chunks_echo_a_string_request_id_verbatim() {
     }
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_renewed_session_starts_mcpl_over_with_a_new_initial_policy() {
+    let (host, _) = host_with_handlers(diagnostics());
+    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let server = connected(&client, Some(full_manifest())).await;
+    assert!(host.grant().unwrap().is_granted("pushEvents"));
+    // What the HTTP transport announces after replaying `initialize`: a new session whose
+    // manifest no longer offers push events.
+    let mut manifest = full_manifest();
+    manifest.as_object_mut().unwrap().remove("pushEvents");
+    server
+        .peer
+        .notify(
+            "mcpl/sessionRenewed",
+            Some(json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"experimental": {"mcpl": manifest}},
+            "serverInfo": {"name": "scripted", "version": "2"}})),
+        )
+        .await
+        .unwrap();
+    policy_arrivals(&server, 2).await;
+    tokio::time::timeout(GUARD, async {
+        while !host.is_ready() || host.grant().unwrap().is_granted("pushEvents") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("hang");
+    let sent = &server.params_of("featureSets/update")[1];
+    assert!(!sent["effectiveCapabilities"].as_array().unwrap().contains(&json!("pushEvents")));
+    assert_eq!(client.server().unwrap().server_info.version, "2");
+    assert_eq!(code(&server.ask("push/event", push("r", "mail")).await.unwrap_err()), -32002);
+    client.close().await.unwrap();
+}

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::cache::{CacheMode, ResponseCache};
 use crate::handlers::Handlers;
 use crate::input::InputRequiredMode;
+use crate::mcpl::McplHost;
 use crate::notify::Notify;
 use crate::resume::Link;
 use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
@@ -106,6 +107,8 @@ pub struct Client {
     pub(crate) cache_mode: CacheMode,
     /// The connection's endpoint identity and session handle (see [`crate::resume`]).
     pub(crate) link: Arc<Mutex<Link>>,
+    /// The MCPL host side, if configured (see [`crate::mcpl`]).
+    pub(crate) mcpl: Option<McplHost>,
 }
 
 impl Client {
@@ -135,7 +138,49 @@ impl Client {
             cache: None,
             cache_mode: CacheMode::Use,
             link,
+            mcpl: None,
         }
+    }
+
+    /// Speaks MCPL on every connection with `host`'s policy and handlers (see
+    /// [`crate::mcpl`]). The client then negotiates the `initialize` (2025) era, where MCPL
+    /// lives: [`Negotiation::Auto`] goes straight to `initialize`, and pinning a stateless
+    /// revision makes [`connect`](Self::connect) fail. The host advertisement joins the
+    /// client capabilities (`experimental.mcpl`).
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    ///
+    /// let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
+    /// let experimental = client.capabilities().experimental.unwrap();
+    /// assert_eq!(experimental["mcpl"]["version"], "0.5");
+    /// ```
+    pub fn with_mcpl(mut self, host: McplHost) -> Client {
+        host.install(&self.engine);
+        // A renewed 2025 HTTP session is a new server-side session: its MCPL state starts
+        // over from the new `initialize` result, with a new initial policy.
+        let server = Arc::clone(&self.server);
+        let weak = host.weak();
+        self.engine.on_notification(SESSION_RENEWED, move |ctx, params| {
+            let server = Arc::clone(&server);
+            let weak = weak.clone();
+            let peer = ctx.peer().clone();
+            async move {
+                refresh(&server, params);
+                let details = server.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                if let (Some(host), Some(details)) = (McplHost::from_weak(&weak), details) {
+                    tokio::spawn(async move { host.attach(peer, &details).await });
+                }
+            }
+        });
+        self.mcpl = Some(host);
+        self
+    }
+
+    /// The MCPL host side, if configured with [`with_mcpl`](Self::with_mcpl).
+    pub fn mcpl(&self) -> Option<&McplHost> {
+        self.mcpl.as_ref()
     }
 
     /// Turns strict capability enforcement on or off (default: off). When on, every request
@@ -193,16 +238,33 @@ impl Client {
     /// Dropping the future leaves the client unconnected.
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<ServerDetails> {
         let link = Link::of(&transport);
-        let hello = Hello {
-            negotiation: self.negotiation,
-            info: self.info.clone(),
-            capabilities: self.capabilities(),
+        let negotiation = match (self.negotiation, &self.mcpl) {
+            (negotiation, None) => negotiation,
+            // MCPL rides on `initialize`: only the stateful era carries it.
+            (Negotiation::Auto, Some(_)) => Negotiation::Pinned(ProtocolVersion::LATEST_STATEFUL),
+            (Negotiation::Pinned(v), Some(_)) if v.era() == Era::Stateless => {
+                return Err(Error::UnsupportedProtocolVersion {
+                    requested: v.to_string(),
+                    supported: ProtocolVersion::ALL
+                        .iter()
+                        .filter(|v| v.era() == Era::Stateful)
+                        .map(|v| v.to_string())
+                        .collect(),
+                });
+            }
+            (pinned, Some(_)) => pinned,
         };
-        let (_, details) = self
+        let hello =
+            Hello { negotiation, info: self.info.clone(), capabilities: self.capabilities() };
+        let (peer, details) = self
             .engine
             .connect_with(transport, |peer: Peer| async move { hello.run(&peer).await })
             .await?;
         self.established(details.clone(), link);
+        if let Some(host) = &self.mcpl {
+            // The initial policy, before anything else MCPL.
+            host.attach(peer, &details).await;
+        }
         Ok(details)
     }
 
@@ -226,6 +288,9 @@ impl Client {
     /// Closes the connection; `keep` asks the transport to leave the server-side session alive.
     pub(crate) async fn close_keeping_session(&self, keep: bool) -> Result<()> {
         self.server.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(host) = &self.mcpl {
+            host.detach();
+        }
         let link = std::mem::take(&mut *self.link.lock().unwrap_or_else(PoisonError::into_inner));
         if let Some(session) = &link.session {
             session.keep_on_close(keep);
@@ -289,6 +354,10 @@ impl Client {
             if let Some(server) = self.server() {
                 crate::capability::check(method, &server.capabilities)?;
             }
+        }
+        if method.starts_with("tools/") && self.mcpl.as_ref().is_some_and(McplHost::denies_tools) {
+            // MCPL: a denied `tools` grant means the host sends no `tools/*`.
+            return Err(Error::CapabilityNotSupported { capability: "tools".into() });
         }
         let peer = self.peer()?;
         let wire = if params.is_null() { None } else { Some(params.clone()) };

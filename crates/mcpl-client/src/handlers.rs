@@ -223,7 +223,15 @@ impl Client {
 
     /// The capabilities this client declares: the base ones plus those its handlers provide.
     pub fn capabilities(&self) -> ClientCapabilities {
-        self.handlers.declare(&self.capabilities)
+        let mut caps = self.handlers.declare(&self.capabilities);
+        if let Some(host) = &self.mcpl {
+            if let Ok(advertisement) = serde_json::to_value(host.advertisement()) {
+                caps.experimental
+                    .get_or_insert_with(Default::default)
+                    .insert(mcpl_core::mcpl::manifest::EXPERIMENTAL_KEY.to_owned(), advertisement);
+            }
+        }
+        caps
     }
 
     /// Registers the current handlers with the engine, for 2025-era server requests.

@@ -35,6 +35,7 @@
 //! - [`cache`]: the response cache ([`ResponseCache`], pluggable [`cache::CacheStore`]).
 //! - [`handlers`]: answering sampling, elicitation and roots requests.
 //! - [`input`]: 2026 input-required results, fulfilled automatically or by the caller.
+//! - [`mcpl`]: the MCPL 0.5 host side of a connection ([`mcpl::McplHost`]).
 //! - [`notify`]: notification handlers and `subscriptions/listen`.
 //! - [`resume`]: [`SessionSnapshot`], suspend and resume.
 //! - [`transport`]: transports only a client needs: [`transport::ChildProcess`] and
@@ -51,6 +52,7 @@ pub mod capability;
 pub mod client;
 pub mod handlers;
 pub mod input;
+pub mod mcpl;
 pub mod notify;
 pub mod resume;
 pub mod transport;

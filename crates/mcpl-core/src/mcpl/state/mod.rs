@@ -1,5 +1,14 @@
 //! State management (spec §8): the state fields MCPL adds to `tools/call`, checkpoints, JSON
 //! Patch operations and `state/rollback`.
+//!
+//! - [`apply_patch`]: RFC 6902 JSON Patch, atomic, with value-based `test`.
+//! - [`StateTracker`]: the host's per-connection record of checkpoints and materialized state.
+
+mod patch;
+mod tracker;
+
+pub use self::patch::{PatchError, PatchErrorKind, apply_patch, json_equal};
+pub use self::tracker::{Checkpoint, DEFAULT_HISTORY, StateError, StateTracker};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

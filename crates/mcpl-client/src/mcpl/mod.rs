@@ -1,0 +1,650 @@
+//! The MCPL 0.5 host side of one connection: advertisement, policy and grant, readiness,
+//! admission of server requests, the host's own MCPL calls, manifest changes, diagnostics.
+//!
+//! An [`McplHost`] holds the host's [`HostPolicy`], the handlers for what servers ask of the
+//! host, and the per-connection state. Attach it with
+//! [`Client::with_mcpl`](crate::Client::with_mcpl); from then on [`Client::connect`](crate::Client::connect) speaks
+//! the `initialize` era (MCPL lives there) and advertises `capabilities.experimental.mcpl`
+//! from the handlers registered. Right after the handshake, if the server's `initialize`
+//! result carries a manifest, the host sends the initial `featureSets/update` **request**
+//! (the grant: understood ∩ supported ∩ policy) and waits for the receipt: until it arrives
+//! every privileged server request is refused with `-32002`, and every host call fails with
+//! [`McplError::NotActive`]. A server without MCPL stays plain MCP.
+//!
+//! ```no_run
+//! use mcpl_client::Client;
+//! use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+//! use mcpl_client::transport::ChildProcess;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let host = McplHost::new(HostPolicy::default())
+//!     .on_push_event(|event| async move {
+//!         println!("event {} from {}", event.event_id, event.feature_set);
+//!         PushOutcome::accepted(None)
+//!     })
+//!     .on_diagnostic(|d| eprintln!("mcpl: {d:?}"));
+//! let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+//! client.connect(ChildProcess::new("my-mcpl-server")).await?;
+//! if host.is_ready() {
+//!     println!("granted: {:?}", host.grant().map(|g| g.entries().to_vec()));
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! - Policy changes: [`McplHost::set_policy`] applies reductions host-side before the
+//!   request is sent, and activates expansions only once the receipt arrives.
+//! - Server requests ([`inbound`]): `push/event` (deduplicated by `eventId`),
+//!   `inference/request` (with streamed `inference/chunk`s), `model/info`, the channel
+//!   methods, `mcpl/manifestChanged`. Each is admitted against the grant current at arrival.
+//! - Host calls ([`calls`], [`channels`]): `context/beforeInference` (timeout, fail-open,
+//!   injections authorized at receipt), `inference/lifecycle` (terminal tracking),
+//!   `state/rollback`, the channel calls, `mcpl/manifest` (rate-limited, diffed, one
+//!   [`ChangeReceipt`] per change).
+//! - [`Diagnostic`]: every rejection, drop and defect, logged and handed to the sink.
+
+pub mod calls;
+pub mod channels;
+mod diagnostics;
+mod error;
+pub mod inbound;
+pub mod manifest;
+mod policy;
+mod session;
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use mcpl_core::engine::{BoxFuture, RequestOptions};
+use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::mcpl::capability::{CapabilityGrant, paths};
+use mcpl_core::mcpl::channels::{ChannelDescriptor, IncomingMessage};
+use mcpl_core::mcpl::hooks::ModelInfo;
+use mcpl_core::mcpl::inference::InferenceResult;
+use mcpl_core::mcpl::manifest::{
+    Capability, ChannelsCapability, ContextHooksCapability, HostAdvertisement,
+    InferenceRequestCapability, Manifest, McplCapabilities,
+};
+use mcpl_core::mcpl::methods::UpdateFeatureSets;
+use mcpl_core::mcpl::policy::{FeatureSetsUpdateParams, PolicyReceipt};
+use mcpl_core::{Engine, Peer};
+use serde_json::Value;
+
+use crate::client::ServerDetails;
+
+pub use self::calls::HookOutcome;
+pub use self::diagnostics::Diagnostic;
+pub use self::error::McplError;
+pub use self::inbound::{ChunkSender, IncomingOutcome, InferenceCall, PushEvent, PushOutcome};
+pub use self::manifest::{ChangeEntry, ChangeReceipt};
+pub use self::policy::HostPolicy;
+pub use self::session::McplStatus;
+
+use self::diagnostics::{Sink, emit};
+use self::session::{Exchange, PendingPolicy, Session, intersect, intersect_derived};
+
+/// The default timeout of `context/beforeInference` (spec: 5 s recommended).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
+/// The default time the host waits for a `featureSets/update` receipt.
+pub const DEFAULT_POLICY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many accepted `eventId`s per connection are remembered for deduplication by default.
+pub const DEFAULT_PUSH_DEDUPE: usize = 1024;
+/// The default `mcpl/manifest` fetch budget: this many fetches ...
+pub const DEFAULT_FETCH_BURST: usize = 3;
+/// ... per this window, per connection.
+pub const DEFAULT_FETCH_WINDOW: Duration = Duration::from_secs(60);
+
+type Callback<P, R> = Arc<dyn Fn(P) -> BoxFuture<'static, R> + Send + Sync>;
+type ModelInfoHandler =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<ModelInfo, ErrorObject>> + Send + Sync>;
+type ReceiptSink = Arc<dyn Fn(&ChangeReceipt) + Send + Sync>;
+
+/// The handlers for what servers ask of the host.
+#[derive(Default, Clone)]
+pub(crate) struct Handlers {
+    pub(crate) push: Option<Callback<PushEvent, PushOutcome>>,
+    pub(crate) inference: Option<Callback<InferenceCall, Result<InferenceResult, ErrorObject>>>,
+    pub(crate) model_info: Option<ModelInfoHandler>,
+    pub(crate) incoming: Option<Callback<IncomingMessage, IncomingOutcome>>,
+}
+
+/// Timeouts and bounds.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub(crate) hook_timeout: Duration,
+    pub(crate) policy_timeout: Duration,
+    pub(crate) push_dedupe: usize,
+    pub(crate) fetch_burst: usize,
+    pub(crate) fetch_window: Duration,
+    pub(crate) refresh_on_change: bool,
+}
+
+pub(crate) struct Inner {
+    pub(crate) handlers: RwLock<Handlers>,
+    pub(crate) options: RwLock<Options>,
+    pub(crate) policy: Mutex<HostPolicy>,
+    pub(crate) session: Mutex<Option<Session>>,
+    /// Serializes grant changes (policy updates, manifest changes).
+    pub(crate) grant_lock: tokio::sync::Mutex<()>,
+    pub(crate) sink: RwLock<Option<Sink>>,
+    pub(crate) receipts: RwLock<Option<ReceiptSink>>,
+}
+
+/// The MCPL host side of a [`Client`](crate::Client)'s connection. Cheap to clone; clones
+/// share the handlers, the policy and the connection state.
+#[derive(Clone)]
+pub struct McplHost {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for McplHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McplHost")
+            .field("status", &self.status())
+            .field("policy", &*lock(&self.inner.policy))
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn read<T: Clone>(l: &RwLock<T>) -> T {
+    l.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+fn write<T>(l: &RwLock<T>, value: T) {
+    *l.write().unwrap_or_else(PoisonError::into_inner) = value;
+}
+
+impl McplHost {
+    /// A host side with `policy` and no handlers (so not advertising `pushEvents`,
+    /// `inferenceRequest`, `modelInfo` or `channels.incoming` until handlers are set).
+    pub fn new(policy: HostPolicy) -> McplHost {
+        McplHost {
+            inner: Arc::new(Inner {
+                handlers: RwLock::default(),
+                options: RwLock::new(Options {
+                    hook_timeout: DEFAULT_HOOK_TIMEOUT,
+                    policy_timeout: DEFAULT_POLICY_TIMEOUT,
+                    push_dedupe: DEFAULT_PUSH_DEDUPE,
+                    fetch_burst: DEFAULT_FETCH_BURST,
+                    fetch_window: DEFAULT_FETCH_WINDOW,
+                    refresh_on_change: true,
+                }),
+                policy: Mutex::new(policy),
+                session: Mutex::new(None),
+                grant_lock: tokio::sync::Mutex::new(()),
+                sink: RwLock::new(None),
+                receipts: RwLock::new(None),
+            }),
+        }
+    }
+
+    fn update_handlers(self, f: impl FnOnce(&mut Handlers)) -> McplHost {
+        f(&mut self.inner.handlers.write().unwrap_or_else(PoisonError::into_inner));
+        self
+    }
+
+    fn update_options(self, f: impl FnOnce(&mut Options)) -> McplHost {
+        f(&mut self.inner.options.write().unwrap_or_else(PoisonError::into_inner));
+        self
+    }
+
+    /// Handles `push/event` (and advertises `pushEvents`). The handler sees each admitted
+    /// event once: a repeated `eventId` is answered with the first answer.
+    #[must_use]
+    pub fn on_push_event<F, Fut>(self, handler: F) -> McplHost
+    where
+        F: Fn(PushEvent) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PushOutcome> + Send + 'static,
+    {
+        self.update_handlers(|h| h.push = Some(Arc::new(move |e| Box::pin(handler(e)))))
+    }
+
+    /// Handles `inference/request` (and advertises `inferenceRequest` with streaming). When
+    /// the server asked for `stream: true`, [`InferenceCall::chunks`] sends `inference/chunk`s.
+    #[must_use]
+    pub fn on_inference<F, Fut>(self, handler: F) -> McplHost
+    where
+        F: Fn(InferenceCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<InferenceResult, ErrorObject>> + Send + 'static,
+    {
+        self.update_handlers(|h| h.inference = Some(Arc::new(move |c| Box::pin(handler(c)))))
+    }
+
+    /// Answers `model/info` (and advertises `modelInfo`). Without it the host answers
+    /// `-32601`.
+    #[must_use]
+    pub fn on_model_info<F, Fut>(self, handler: F) -> McplHost
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ModelInfo, ErrorObject>> + Send + 'static,
+    {
+        self.update_handlers(|h| h.model_info = Some(Arc::new(move || Box::pin(handler()))))
+    }
+
+    /// Handles each admitted `channels/incoming` message (and advertises
+    /// `channels.incoming`).
+    #[must_use]
+    pub fn on_channel_message<F, Fut>(self, handler: F) -> McplHost
+    where
+        F: Fn(IncomingMessage) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = IncomingOutcome> + Send + 'static,
+    {
+        self.update_handlers(|h| h.incoming = Some(Arc::new(move |m| Box::pin(handler(m)))))
+    }
+
+    /// Receives every [`Diagnostic`] (they are also logged with `tracing`).
+    #[must_use]
+    pub fn on_diagnostic(self, sink: impl Fn(&Diagnostic) + Send + Sync + 'static) -> McplHost {
+        write(&self.inner.sink, Some(Arc::new(sink)));
+        self
+    }
+
+    /// Receives every [`ChangeReceipt`] (one per manifest change applied).
+    #[must_use]
+    pub fn on_change_receipt(
+        self,
+        sink: impl Fn(&ChangeReceipt) + Send + Sync + 'static,
+    ) -> McplHost {
+        write(&self.inner.receipts, Some(Arc::new(sink)));
+        self
+    }
+
+    /// The `context/beforeInference` timeout (default 5 s); on timeout the host goes on
+    /// without that server's injections.
+    #[must_use]
+    pub fn with_hook_timeout(self, timeout: Duration) -> McplHost {
+        self.update_options(|o| o.hook_timeout = timeout)
+    }
+
+    /// How long the host waits for a `featureSets/update` receipt (default 30 s).
+    #[must_use]
+    pub fn with_policy_timeout(self, timeout: Duration) -> McplHost {
+        self.update_options(|o| o.policy_timeout = timeout)
+    }
+
+    /// How many accepted `eventId`s are remembered per connection (default 1024).
+    #[must_use]
+    pub fn with_push_dedupe(self, entries: usize) -> McplHost {
+        self.update_options(|o| o.push_dedupe = entries.max(1))
+    }
+
+    /// The `mcpl/manifest` fetch budget per connection: `burst` fetches per `window`
+    /// (default 3 per minute). Fetches beyond it are dropped with a diagnostic.
+    #[must_use]
+    pub fn with_fetch_limit(self, burst: usize, window: Duration) -> McplHost {
+        self.update_options(|o| {
+            o.fetch_burst = burst.max(1);
+            o.fetch_window = window;
+        })
+    }
+
+    /// Whether `mcpl/manifestChanged` triggers a fetch (default: yes, within the budget).
+    #[must_use]
+    pub fn refresh_on_change(self, refresh: bool) -> McplHost {
+        self.update_options(|o| o.refresh_on_change = refresh)
+    }
+
+    /// The capability paths this host supports, from its handlers: the host-initiated
+    /// features always, `pushEvents` / `inferenceRequest(.streaming)` / `modelInfo` /
+    /// `channels.incoming` only with their handler.
+    pub fn supported(&self) -> BTreeSet<&'static str> {
+        let h = read(&self.inner.handlers);
+        let mut set: BTreeSet<&'static str> = [
+            paths::TOOLS,
+            paths::INFERENCE_LIFECYCLE,
+            paths::OBSERVE,
+            paths::INJECT_SYSTEM,
+            paths::INJECT_BEFORE_USER,
+            paths::INJECT_AFTER_USER,
+            paths::CHANNELS_REGISTER,
+            paths::CHANNELS_LIFECYCLE,
+            paths::CHANNELS_PUBLISH,
+            paths::CHANNELS_STREAMING,
+            paths::CHANNELS_ACKNOWLEDGE,
+            paths::CHANNELS_TYPING,
+        ]
+        .into();
+        if h.push.is_some() {
+            set.insert(paths::PUSH_EVENTS);
+        }
+        if h.inference.is_some() {
+            set.extend([paths::INFERENCE_REQUEST, paths::INFERENCE_REQUEST_STREAMING]);
+        }
+        if h.model_info.is_some() {
+            set.insert(paths::MODEL_INFO);
+        }
+        if h.incoming.is_some() {
+            set.insert(paths::CHANNELS_INCOMING);
+        }
+        set
+    }
+
+    /// The advertisement sent in `initialize` (`capabilities.experimental.mcpl`), built from
+    /// [`supported`](Self::supported).
+    pub fn advertisement(&self) -> HostAdvertisement {
+        let s = self.supported();
+        let has = |p: &str| s.contains(p).then_some(true);
+        let caps = McplCapabilities {
+            push_events: has(paths::PUSH_EVENTS),
+            context_hooks: Some(Capability::Detailed(ContextHooksCapability {
+                before_inference: Some(Capability::Flag(true)),
+                ..Default::default()
+            })),
+            inference_lifecycle: has(paths::INFERENCE_LIFECYCLE),
+            inference_request: s.contains(paths::INFERENCE_REQUEST).then(|| {
+                Capability::Detailed(InferenceRequestCapability {
+                    streaming: has(paths::INFERENCE_REQUEST_STREAMING),
+                    ..Default::default()
+                })
+            }),
+            model_info: has(paths::MODEL_INFO),
+            channels: Some(Capability::Detailed(ChannelsCapability {
+                register: has(paths::CHANNELS_REGISTER),
+                lifecycle: has(paths::CHANNELS_LIFECYCLE),
+                publish: has(paths::CHANNELS_PUBLISH),
+                incoming: has(paths::CHANNELS_INCOMING),
+                streaming: has(paths::CHANNELS_STREAMING),
+                acknowledge: has(paths::CHANNELS_ACKNOWLEDGE),
+                typing: has(paths::CHANNELS_TYPING),
+                ..Default::default()
+            })),
+        };
+        HostAdvertisement::new(caps)
+    }
+
+    /// Where the MCPL negotiation of the current connection stands; `None` when not connected
+    /// or the server does not speak MCPL.
+    pub fn status(&self) -> Option<McplStatus> {
+        self.with_session(|s| s.status.clone())
+    }
+
+    /// Whether MCPL is in force (the initial policy receipt arrived and accepted).
+    pub fn is_ready(&self) -> bool {
+        self.status() == Some(McplStatus::Ready)
+    }
+
+    /// The grant the host enforces now (reductions already applied, expansions only after
+    /// their receipt).
+    pub fn grant(&self) -> Option<CapabilityGrant> {
+        self.with_session(|s| s.grant.clone())
+    }
+
+    /// The server's manifest in force, verbatim.
+    pub fn manifest(&self) -> Option<Manifest> {
+        self.with_session(|s| s.manifest.clone())
+    }
+
+    /// The capability paths the server advertises that this SDK understands.
+    pub fn understood(&self) -> Option<BTreeSet<String>> {
+        self.with_session(|s| s.understood.clone())
+    }
+
+    /// The enabled feature sets under the current grant.
+    pub fn enabled_feature_sets(&self) -> Option<Vec<String>> {
+        self.with_session(|s| {
+            s.derived.iter().filter(|(_, r)| r.is_ok()).map(|(n, _)| n.clone()).collect()
+        })
+    }
+
+    /// The last `featureSets/update` receipt (testimony, never entitlement).
+    pub fn receipt(&self) -> Option<PolicyReceipt> {
+        self.with_session(|s| s.receipt.clone()).flatten()
+    }
+
+    /// The channels the server registered and the host accepted.
+    pub fn channels(&self) -> Vec<ChannelDescriptor> {
+        self.with_session(|s| s.channels.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Whether MCPL is in force and its grant denies `tools` (the client then sends no
+    /// `tools/*`).
+    pub fn denies_tools(&self) -> bool {
+        self.with_session(|s| s.status == McplStatus::Ready && !s.grant.is_granted(paths::TOOLS))
+            .unwrap_or(false)
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> HostPolicy {
+        lock(&self.inner.policy).clone()
+    }
+
+    pub(crate) fn with_session<R>(&self, f: impl FnOnce(&Session) -> R) -> Option<R> {
+        lock(&self.inner.session).as_ref().map(f)
+    }
+
+    pub(crate) fn with_session_mut<R>(&self, f: impl FnOnce(&mut Session) -> R) -> Option<R> {
+        lock(&self.inner.session).as_mut().map(f)
+    }
+
+    pub(crate) fn diagnose(&self, diagnostic: Diagnostic) {
+        emit(read(&self.inner.sink).as_ref(), diagnostic);
+    }
+
+    pub(crate) fn options(&self) -> Options {
+        read(&self.inner.options)
+    }
+
+    pub(crate) fn weak(&self) -> Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn from_weak(weak: &Weak<Inner>) -> Option<McplHost> {
+        weak.upgrade().map(|inner| McplHost { inner })
+    }
+
+    /// Registers the server-request handlers on `engine` and the teardown on close.
+    pub(crate) fn install(&self, engine: &Engine) {
+        inbound::install(self, engine);
+        let weak = self.weak();
+        engine.on_close(move |_reason| {
+            if let Some(host) = McplHost::from_weak(&weak) {
+                host.detach();
+            }
+        });
+    }
+
+    /// Forgets the connection state.
+    pub(crate) fn detach(&self) {
+        lock(&self.inner.session).take();
+    }
+
+    /// Starts MCPL on a fresh connection: reads the manifest, then runs the initial policy
+    /// exchange. A server without MCPL leaves the connection plain MCP.
+    pub(crate) async fn attach(&self, peer: Peer, details: &ServerDetails) {
+        let experimental = details.capabilities.experimental.as_ref();
+        let manifest = match Manifest::from_experimental(experimental) {
+            None => {
+                tracing::debug!("server does not speak MCPL; plain MCP");
+                self.detach();
+                return;
+            }
+            Some(Err(_)) => {
+                self.diagnose(Diagnostic::ManifestDefect {
+                    detail: "experimental.mcpl is not an object; plain MCP".into(),
+                });
+                self.detach();
+                return;
+            }
+            Some(Ok(m)) => m,
+        };
+        let declared = self.declared(&manifest);
+        let session = Session::new(
+            peer,
+            manifest,
+            declared,
+            details.capabilities.tools.is_some(),
+            self.options().push_dedupe,
+        );
+        *lock(&self.inner.session) = Some(session);
+        let _guard = self.inner.grant_lock.lock().await;
+        let policy = self.policy();
+        let supported = self.supported();
+        let exchange = self.with_session_mut(|s| {
+            let target = policy.grant_for(&s.understood, &supported);
+            let derived = s.derive(&target, &policy);
+            let params = policy.update_params(&target, &s.understood);
+            let exchange = self.start_exchange(s.peer.clone(), params);
+            s.pending =
+                Some(PendingPolicy { exchange: exchange.clone(), target, derived, initial: true });
+            exchange
+        });
+        if let Some(exchange) = exchange {
+            let _ = exchange.await;
+            self.settle();
+        }
+    }
+
+    /// The `featureSets/update` request, as a future any party may poll.
+    fn start_exchange(&self, peer: Peer, params: FeatureSetsUpdateParams) -> Exchange {
+        let options = RequestOptions::new().timeout(self.options().policy_timeout);
+        async move { peer.send::<UpdateFeatureSets>(params, options).await.map_err(Arc::new) }
+            .boxed()
+            .shared()
+    }
+
+    /// Applies the outcome of the policy exchange in flight, if its answer has arrived:
+    /// an accepted receipt activates its grant (and, for the initial policy, readiness); a
+    /// refusal turns MCPL off; no answer leaves the reduced grant (initial: MCPL off).
+    pub(crate) fn settle(&self) {
+        let applied = self
+            .with_session_mut(|s| {
+                let outcome = s.pending.as_ref()?.exchange.clone().now_or_never()?;
+                let pending = s.pending.take()?;
+                match &outcome {
+                    Ok(receipt @ PolicyReceipt::Accepted(_)) => {
+                        s.install(pending.target, pending.derived);
+                        if pending.initial {
+                            s.status = McplStatus::Ready;
+                        }
+                        s.receipt = Some(receipt.clone());
+                    }
+                    Ok(refused) => {
+                        s.status = McplStatus::Refused;
+                        s.receipt = Some(refused.clone());
+                    }
+                    Err(_) if pending.initial => s.status = McplStatus::Unanswered,
+                    Err(_) => {}
+                }
+                Some(outcome)
+            })
+            .flatten();
+        match applied {
+            Some(Ok(refused @ PolicyReceipt::Refused(_))) => {
+                self.diagnose(Diagnostic::PolicyRefused { receipt: refused });
+            }
+            Some(Err(e)) => self.diagnose(Diagnostic::PolicyUnanswered { reason: e.to_string() }),
+            _ => {}
+        }
+    }
+
+    /// The declared feature sets of `manifest`, with defects reported (malformed ⇒ none).
+    pub(crate) fn declared(&self, manifest: &Manifest) -> mcpl_core::mcpl::manifest::FeatureSets {
+        let declared = match manifest.feature_sets() {
+            None => Default::default(),
+            Some(Ok(sets)) => sets,
+            Some(Err(e)) => {
+                self.diagnose(Diagnostic::ManifestDefect {
+                    detail: format!("featureSets is malformed ({e}); no feature set is enabled"),
+                });
+                Default::default()
+            }
+        };
+        for (name, set) in &declared.0 {
+            if set.valid_uses().is_none() {
+                self.diagnose(Diagnostic::ManifestDefect {
+                    detail: format!("feature set {name:?} has invalid uses; disabled"),
+                });
+            }
+        }
+        if let (Some(claimed), Ok(computed)) = (manifest.revision(), manifest.compute_revision()) {
+            if claimed != computed {
+                self.diagnose(Diagnostic::ManifestDefect {
+                    detail: format!("revision {claimed} is not the digest {computed}"),
+                });
+            }
+        }
+        declared
+    }
+
+    /// Sends a `featureSets/update` request and waits for its receipt. A refusal or a
+    /// failure is reported as a diagnostic.
+    pub(crate) async fn exchange_policy(
+        &self,
+        peer: &Peer,
+        params: mcpl_core::mcpl::policy::FeatureSetsUpdateParams,
+    ) -> Result<PolicyReceipt, mcpl_core::Error> {
+        let timeout = self.options().policy_timeout;
+        let options = RequestOptions::new().timeout(timeout);
+        let receipt = peer.send::<UpdateFeatureSets>(params, options).await;
+        match &receipt {
+            Ok(PolicyReceipt::Accepted(_)) => {}
+            Ok(refused) => self.diagnose(Diagnostic::PolicyRefused { receipt: refused.clone() }),
+            Err(e) => self.diagnose(Diagnostic::PolicyUnanswered { reason: e.to_string() }),
+        }
+        receipt
+    }
+
+    /// Changes the policy. The reducing part applies host-side at once (before the request
+    /// is sent); the widening part only once the server's receipt arrives (a refusal or no
+    /// answer leaves it inactive). Returns the receipt.
+    ///
+    /// # Errors
+    ///
+    /// [`McplError::NotActive`] if MCPL is not in force (the policy is still stored for the
+    /// next connection); [`McplError::PolicyUnanswered`] if the request got no usable answer.
+    pub async fn set_policy(&self, policy: HostPolicy) -> Result<PolicyReceipt, McplError> {
+        *lock(&self.inner.policy) = policy.clone();
+        self.renegotiate().await
+    }
+
+    /// Sends the grant the current policy yields against the current manifest: what
+    /// [`set_policy`](Self::set_policy) does, also the way to activate expansions a manifest
+    /// change left pending ([`ChangeReceipt`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`set_policy`](Self::set_policy).
+    pub async fn renegotiate(&self) -> Result<PolicyReceipt, McplError> {
+        let _guard = self.inner.grant_lock.lock().await;
+        let policy = self.policy();
+        let supported = self.supported();
+        // 1. Apply the reducing part host-side, atomically, before anything is sent.
+        let exchange = self
+            .with_session_mut(|s| {
+                if s.status != McplStatus::Ready {
+                    return None;
+                }
+                let target = policy.grant_for(&s.understood, &supported);
+                let derived = s.derive(&target, &policy);
+                let interim = intersect(&s.grant, &target);
+                let interim_derived = intersect_derived(&s.derived, &derived);
+                s.install(interim, interim_derived);
+                // 2. Ask; 3. the widening part activates only with an accepted receipt.
+                let params = policy.update_params(&target, &s.understood);
+                let exchange = self.start_exchange(s.peer.clone(), params);
+                s.pending = Some(PendingPolicy {
+                    exchange: exchange.clone(),
+                    target,
+                    derived,
+                    initial: false,
+                });
+                Some(exchange)
+            })
+            .flatten()
+            .ok_or(McplError::NotActive)?;
+        let outcome = exchange.await;
+        self.settle();
+        outcome.map_err(|e| McplError::PolicyUnanswered { reason: e.to_string() })
+    }
+}
+
+/// Reads the raw `featureSet` (for diagnostics).
+pub(crate) fn str_member<'a>(params: &'a Option<Value>, key: &str) -> Option<&'a str> {
+    params.as_ref().and_then(|p| p.get(key)).and_then(Value::as_str)
+}

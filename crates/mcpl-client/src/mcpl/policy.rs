@@ -1,0 +1,211 @@
+//! [`HostPolicy`]: what the host allows a server, before intersecting with what the server
+//! advertises and what the host supports.
+
+use std::collections::BTreeSet;
+
+use mcpl_core::mcpl::capability::{CapabilityGrant, paths, pattern_matches};
+use mcpl_core::mcpl::policy::FeatureSetsUpdateParams;
+use serde_json::Map;
+
+/// The host's policy for one connection: which capability paths it may grant (patterns with
+/// the one-segment `*` of the grant), which it never grants, which feature sets it enables or
+/// disables, and which channel ids it accepts.
+///
+/// The grant sent is `advertised-as-understood ∩ supported-by-this-host ∩ policy`.
+/// [`HostPolicy::default`] allows every path except
+/// `contextHooks.beforeInference.inject.system`, which must be allowed explicitly.
+///
+/// ```
+/// use mcpl_client::mcpl::HostPolicy;
+/// use mcpl_core::mcpl::capability::paths;
+///
+/// let policy = HostPolicy::default().deny("channels.*").disable("memory.extraction");
+/// assert!(policy.permits(paths::PUSH_EVENTS));
+/// assert!(!policy.permits(paths::CHANNELS_PUBLISH));
+/// assert!(!policy.permits(paths::INJECT_SYSTEM));
+/// assert!(HostPolicy::default().allow(paths::INJECT_SYSTEM).permits(paths::INJECT_SYSTEM));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPolicy {
+    allow: Vec<String>,
+    deny: Vec<String>,
+    enabled: Option<Vec<String>>,
+    disabled: Vec<String>,
+    channels: Option<Vec<String>>,
+}
+
+impl Default for HostPolicy {
+    fn default() -> Self {
+        let allow = paths::VOCABULARY
+            .iter()
+            .filter(|p| **p != paths::INJECT_SYSTEM)
+            .map(|p| (*p).to_owned())
+            .collect();
+        HostPolicy { allow, deny: Vec::new(), enabled: None, disabled: Vec::new(), channels: None }
+    }
+}
+
+impl HostPolicy {
+    /// A policy that grants nothing (MCPL in force, every capability denied).
+    pub fn deny_all() -> HostPolicy {
+        HostPolicy { allow: Vec::new(), ..HostPolicy::default() }
+    }
+
+    /// Also allows the paths `pattern` matches (one-segment `*`).
+    #[must_use]
+    pub fn allow(mut self, pattern: impl Into<String>) -> HostPolicy {
+        self.allow.push(pattern.into());
+        self
+    }
+
+    /// Never grants the paths `pattern` matches (wins over [`allow`](Self::allow)).
+    #[must_use]
+    pub fn deny(mut self, pattern: impl Into<String>) -> HostPolicy {
+        self.deny.push(pattern.into());
+        self
+    }
+
+    /// Enables only the named feature sets (an allowlist; call once per name). Without any
+    /// call, every set whose `uses` are granted is enabled.
+    #[must_use]
+    pub fn enable(mut self, feature_set: impl Into<String>) -> HostPolicy {
+        self.enabled.get_or_insert_with(Vec::new).push(feature_set.into());
+        self
+    }
+
+    /// Disables a feature set (always subtracts).
+    #[must_use]
+    pub fn disable(mut self, feature_set: impl Into<String>) -> HostPolicy {
+        self.disabled.push(feature_set.into());
+        self
+    }
+
+    /// Accepts only channels whose id matches one of these globs (`*` matches any run of
+    /// characters: `discord:acme/*`). Without any call, every channel id is acceptable.
+    #[must_use]
+    pub fn allow_channel(mut self, glob: impl Into<String>) -> HostPolicy {
+        self.channels.get_or_insert_with(Vec::new).push(glob.into());
+        self
+    }
+
+    /// Whether this policy lets the host grant `path`.
+    pub fn permits(&self, path: &str) -> bool {
+        self.allow.iter().any(|p| pattern_matches(p, path))
+            && !self.deny.iter().any(|p| pattern_matches(p, path))
+    }
+
+    /// Whether this policy accepts a channel with this id.
+    pub fn permits_channel(&self, channel_id: &str) -> bool {
+        self.channels.as_ref().is_none_or(|globs| globs.iter().any(|g| glob(g, channel_id)))
+    }
+
+    /// The feature-set allowlist, if any.
+    pub fn enabled(&self) -> Option<&[String]> {
+        self.enabled.as_deref()
+    }
+
+    /// The disabled feature sets.
+    pub fn disabled(&self) -> &[String] {
+        &self.disabled
+    }
+
+    /// The grant for a server that advertises (as understood) `understood`, on a host that
+    /// supports `supported`: every path in both that this policy permits.
+    pub fn grant_for(
+        &self,
+        understood: &BTreeSet<String>,
+        supported: &BTreeSet<&'static str>,
+    ) -> CapabilityGrant {
+        CapabilityGrant::new(
+            understood
+                .iter()
+                .filter(|p| supported.contains(p.as_str()) && self.permits(p))
+                .cloned(),
+        )
+    }
+
+    /// The `featureSets/update` params carrying `grant` (concrete paths), the paths of
+    /// `understood` it leaves out (diagnostic only) and this policy's feature-set selection.
+    pub fn update_params(
+        &self,
+        grant: &CapabilityGrant,
+        understood: &BTreeSet<String>,
+    ) -> FeatureSetsUpdateParams {
+        let denied: Vec<String> =
+            understood.iter().filter(|p| !grant.is_granted(p)).cloned().collect();
+        FeatureSetsUpdateParams {
+            effective_capabilities: Some(grant.entries().to_vec()),
+            denied_capabilities: (!denied.is_empty()).then_some(denied),
+            enabled: self.enabled.clone(),
+            disabled: (!self.disabled.is_empty()).then(|| self.disabled.clone()),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// A glob where `*` matches any run of characters (possibly empty).
+fn glob(pattern: &str, text: &str) -> bool {
+    let Some((head, rest)) = pattern.split_once('*') else { return pattern == text };
+    let Some(mut text) = text.strip_prefix(head) else { return false };
+    let parts: Vec<&str> = rest.split('*').collect();
+    let Some((last, middle)) = parts.split_last() else { return true };
+    for part in middle {
+        match text.find(part) {
+            Some(at) => text = &text[at + part.len()..],
+            None => return false,
+        }
+    }
+    text.len() >= last.len() && text.ends_with(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob("discord:acme/*", "discord:acme/general"));
+        assert!(!glob("discord:acme/*", "discord:other/general"));
+        assert!(glob("*", ""));
+        assert!(glob("a*b*c", "aXbYc"));
+        assert!(!glob("a*b*c", "aXc"));
+        assert!(glob("ui", "ui"));
+        assert!(!glob("ui", "uix"));
+        assert!(!glob("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn grant_is_the_intersection() {
+        let understood: BTreeSet<String> =
+            [paths::PUSH_EVENTS, paths::INJECT_SYSTEM, paths::MODEL_INFO, paths::CHANNELS_TYPING]
+                .map(str::to_owned)
+                .into();
+        let supported: BTreeSet<&'static str> =
+            [paths::PUSH_EVENTS, paths::INJECT_SYSTEM, paths::CHANNELS_TYPING].into();
+        let grant = HostPolicy::default().deny("channels.*").grant_for(&understood, &supported);
+        assert_eq!(grant.entries(), ["pushEvents"]);
+        let params = HostPolicy::default().update_params(&grant, &understood);
+        assert_eq!(params.effective_capabilities.as_deref(), Some(&["pushEvents".to_owned()][..]));
+        assert_eq!(params.denied_capabilities.map(|d| d.len()), Some(3));
+        let all = HostPolicy::default().allow(paths::INJECT_SYSTEM);
+        assert!(all.grant_for(&understood, &supported).is_granted(paths::INJECT_SYSTEM));
+        assert!(HostPolicy::deny_all().grant_for(&understood, &supported).is_empty());
+    }
+
+    #[test]
+    fn feature_set_selection_and_channels_travel_with_the_policy() {
+        let policy = HostPolicy::default().enable("mail").enable("memory.*").disable("memory.x");
+        let params = policy.update_params(&CapabilityGrant::none(), &BTreeSet::new());
+        assert_eq!(params.enabled, Some(vec!["mail".to_owned(), "memory.*".to_owned()]));
+        assert_eq!(params.disabled, Some(vec!["memory.x".to_owned()]));
+        assert_eq!(params.effective_capabilities, Some(Vec::new()), "an empty grant is explicit");
+        assert_eq!(params.denied_capabilities, None);
+        let params =
+            HostPolicy::default().update_params(&CapabilityGrant::none(), &BTreeSet::new());
+        assert_eq!((params.enabled, params.disabled), (None, None));
+        assert!(HostPolicy::default().permits_channel("anything"));
+        let narrowed = HostPolicy::default().allow_channel("discord:acme/*");
+        assert!(narrowed.permits_channel("discord:acme/general"));
+        assert!(!narrowed.permits_channel("slack:x"));
+    }
+}

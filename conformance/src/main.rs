@@ -25,8 +25,8 @@ usage:
                                             MCPL manifest revision (sha256:...) of a JSON
                                             manifest (stdin if no FILE); exit 1 and
                                             `error: <code>` if it has none
-  mcpl-conformance mcpl-server --command \"CMD ARGS\" [--only PREFIX] [--quiet-window MS]
-                                            the MCPL 0.5 server suite over stdio: one
+  mcpl-conformance mcpl-server (--command \"CMD ARGS\" | --url ws://...) [--only PREFIX]
+                                            the MCPL 0.5 server suite (stdio or WebSocket): one
                                             PASS/FAIL/SKIP line per check, exit 0 only
                                             if none failed
 

@@ -9,6 +9,7 @@ use mcpl_core::mcpl::capability::paths;
 use mcpl_core::mcpl::changes::changed_domains;
 use mcpl_core::mcpl::digest;
 use mcpl_core::mcpl::manifest::Manifest;
+use mcpl_core::mcpl::state::{PatchOperation, apply_patch};
 use serde_json::{Map, Value, json};
 
 use super::host::{ANSWER_TIMEOUT, HostConn, Target};
@@ -569,35 +570,38 @@ async fn hooks(target: &Target, p: &Probe, c: &mut Checks<'_>, _window: Duration
     } else {
         Ok(())
     };
-    if applies.is_err() {
-        for n in ["hooks/before-inference", "hooks/write-without-read", "hooks/lifecycle"] {
-            c.gated(n, &applies, |_| Ok(()));
-        }
-        return Ok(());
-    }
+    let (conn, _) = granted(target, grant(&p.full_grant())).await?;
     let full = p.full_grant();
-    let (conn, _) = granted(target, grant(&full)).await?;
-    let reply = conn
-        .request("context/beforeInference", before_inference(json!("What do you remember?")))
-        .await?;
-    let check = expect_ok(reply, "context/beforeInference").and_then(|r| hook_result(p, &r, &full));
-    c.outcome("hooks/before-inference", check);
+    if applies.is_ok() {
+        let reply = conn
+            .request("context/beforeInference", before_inference(json!("What do you remember?")))
+            .await?;
+        let check =
+            expect_ok(reply, "context/beforeInference").and_then(|r| hook_result(p, &r, &full));
+        c.outcome("hooks/before-inference", check);
 
-    // Injection without observation: called with `userMessage: null`, answered all the same.
-    let inject_only = p.grant_without(&[INJECT_SYSTEM, OBSERVE]);
-    if inject_only.iter().any(|x| x.starts_with("contextHooks.beforeInference.inject.")) {
-        expect_ok(conn.policy(grant(&inject_only)).await?, "featureSets/update")?;
-        let reply = conn.request("context/beforeInference", before_inference(Value::Null)).await?;
-        let check = expect_ok(reply, "context/beforeInference")
-            .and_then(|r| hook_result(p, &r, &inject_only));
-        c.outcome("hooks/write-without-read", check);
+        // Injection without observation: called with `userMessage: null`, answered all the same.
+        let inject_only = p.grant_without(&[INJECT_SYSTEM, OBSERVE]);
+        if inject_only.iter().any(|x| x.starts_with("contextHooks.beforeInference.inject.")) {
+            expect_ok(conn.policy(grant(&inject_only)).await?, "featureSets/update")?;
+            let reply =
+                conn.request("context/beforeInference", before_inference(Value::Null)).await?;
+            let check = expect_ok(reply, "context/beforeInference")
+                .and_then(|r| hook_result(p, &r, &inject_only));
+            c.outcome("hooks/write-without-read", check);
+        } else {
+            c.skip("hooks/write-without-read", "the server advertises no inject position");
+        }
     } else {
-        c.skip("hooks/write-without-read", "the server advertises no inject position");
+        c.gated("hooks/before-inference", &applies, |_| Ok(()));
+        c.gated("hooks/write-without-read", &applies, |_| Ok(()));
     }
 
+    // Lifecycle notifications are metadata: the server takes them and keeps answering.
     if p.advertises("inferenceLifecycle") {
         expect_ok(conn.policy(grant(&full)).await?, "featureSets/update")?;
-        let base = json!({"inferenceId": "conformance-inference-2", "conversationId": "conformance-conversation", "turnIndex": 1});
+        let base = json!({"inferenceId": "conformance-inference-2",
+                          "conversationId": "conformance-conversation", "turnIndex": 1});
         let mut started = base.clone();
         started["phase"] = json!("started");
         let mut completed = base;
@@ -658,8 +662,13 @@ fn tool_feature_set(tool: &Value) -> Option<&str> {
 }
 
 async fn state(target: &Target, p: &Probe, c: &mut Checks<'_>, _window: Duration) -> Outcome {
-    const NAMES: [&str; 4] =
-        ["state/checkpoint", "state/lineage", "state/rollback", "state/rollback-unknown"];
+    const NAMES: [&str; 5] = [
+        "state/checkpoint",
+        "state/lineage",
+        "state/patch-applies",
+        "state/rollback",
+        "state/rollback-unknown",
+    ];
     let stateful = p.tools.iter().find_map(|t| {
         let fs = tool_feature_set(t)?;
         let decl = p.sets.get(fs)?;
@@ -690,13 +699,42 @@ async fn state(target: &Target, p: &Probe, c: &mut Checks<'_>, _window: Duration
     };
     let first_cp = first_state.get("checkpoint").cloned().unwrap_or(Value::Null);
 
-    // The next call carries what the host has; its result descends from the first checkpoint.
+    // The next call carries what the host has (the current checkpoint, and the state when the
+    // server shipped it); its result descends from the first checkpoint.
     let mut next = call;
-    match first_state.get("data") {
-        Some(data) => next["state"] = data.clone(),
-        None => next["checkpoint"] = first_cp.clone(),
+    next["checkpoint"] = first_cp.clone();
+    if let Some(data) = first_state.get("data") {
+        next["state"] = data.clone();
+    } else if first_state.get("patch").is_some() {
+        let ops = first_state.get("patch").cloned().unwrap_or_default();
+        let ops: Vec<PatchOperation> = serde_json::from_value(ops)
+            .map_err(|e| format!("the first patch does not parse: {e}"))?;
+        let mut doc = json!({});
+        apply_patch(&mut doc, &ops)
+            .map_err(|e| format!("the first patch does not apply to {{}}: {e}"))?;
+        next["state"] = doc;
     }
+    let sent_state = next.get("state").cloned();
     let second = expect_ok(conn.request("tools/call", next).await?, "tools/call")?;
+    // A patch is against the parent's state: the state the host sent.
+    let check = match (second.pointer("/state/patch"), &sent_state) {
+        (None, _) => Err("the second result carries no patch"),
+        (Some(_), None) => Err("the host had no state to send"),
+        (Some(p), Some(base)) => Ok((p.clone(), base.clone())),
+    };
+    match check {
+        Err(why) => c.skip("state/patch-applies", why),
+        Ok((p, base)) => {
+            let outcome = serde_json::from_value::<Vec<PatchOperation>>(p)
+                .map_err(|e| format!("the patch does not parse: {e}"))
+                .and_then(|ops| {
+                    let mut doc = base;
+                    apply_patch(&mut doc, &ops)
+                        .map_err(|e| format!("the patch does not apply to the parent's state: {e}"))
+                });
+            c.outcome("state/patch-applies", outcome);
+        }
+    }
     let check = match second.get("state") {
         None => Err("the second call's result has no state".into()),
         Some(s) => shape::state(s).and_then(|()| {

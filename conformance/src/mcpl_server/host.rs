@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpl_client::transport::ChildProcess;
+use mcpl_client::transport::{ChildProcess, WebSocketTransport};
 use mcpl_core::engine::{HandlerResult, RequestContext, RequestOptions};
 use mcpl_core::jsonrpc::{ErrorObject, RequestId};
 use mcpl_core::mcpl::manifest::Manifest;
@@ -20,6 +20,8 @@ pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum Target {
     /// A command line, run with `sh -c` (stdio: newline-delimited JSON-RPC).
     Command(String),
+    /// A WebSocket URL (`ws://`, `wss://` or `mcpl://`): one JSON-RPC message per text frame.
+    Url(String),
 }
 
 /// One message the server sent to the host.
@@ -193,6 +195,10 @@ impl HostConn {
             Target::Command(cmd) => {
                 let child = ChildProcess::new("sh").arg("-c").arg(format!("exec {cmd}"));
                 engine.connect(child).await.map_err(|e| format!("cannot start the server: {e}"))?
+            }
+            Target::Url(url) => {
+                let ws = WebSocketTransport::new(url.clone());
+                engine.connect(ws).await.map_err(|e| format!("cannot connect to {url}: {e}"))?
             }
         };
         let mut capabilities = json!({});

@@ -130,9 +130,12 @@ pub async fn run(target: &Target, options: &Options) -> Report {
 }
 
 pub(crate) const USAGE: &str = "\
-usage: mcpl-conformance mcpl-server --command \"CMD ARGS\" [--only PREFIX] [--quiet-window MS]
+usage: mcpl-conformance mcpl-server (--command \"CMD ARGS\" | --url ws://...) [--only PREFIX]
+                                   [--quiet-window MS]
 
-Drives an MCPL 0.5 server over stdio (CMD is run with `sh -c`) and prints one line per check:
+Drives an MCPL 0.5 server over stdio (CMD is run with `sh -c`; a fresh process per group of
+checks) or WebSocket (`ws://`, `wss://`, `mcpl://`; a fresh connection per group) and prints
+one line per check:
 `PASS name`, `FAIL name: why` or `SKIP name: why`, then a summary. Exit 0 only if no check
 failed (and at least one passed); 1 if any failed; 2 on bad arguments.";
 
@@ -149,6 +152,10 @@ pub async fn main(args: &[String]) -> u8 {
             }
             ("--command", Some(v)) => {
                 target = Some(Target::Command(v.clone()));
+                it.next();
+            }
+            ("--url", Some(v)) => {
+                target = Some(Target::Url(v.clone()));
                 it.next();
             }
             ("--only", Some(v)) => {

@@ -23,7 +23,6 @@
 //! - [`naming`]: namespaced tool names and default prefixes.
 //! - [`config`]: the host configuration file.
 //! - [`checkpoint`]: per-(server, feature set) checkpoint trees, attribution, persistence.
-//! - [`patch`]: RFC 6902 JSON Patch, applied atomically.
 //! - [`registry`]: which servers are configured, connecting or connected (reservations).
 //! - [`tools`]: listings (first wins), allow/deny filters, routing namespaced names.
 
@@ -34,7 +33,6 @@ pub mod alerts;
 pub mod checkpoint;
 pub mod config;
 pub mod naming;
-pub mod patch;
 pub mod prefix;
 pub mod registry;
 pub mod tools;

@@ -3,11 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mcpl_core::mcpl::state::PatchOperation;
+use mcpl_core::mcpl::state::{PatchError, PatchOperation, apply_patch};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-use crate::patch::{self, PatchError};
 
 /// Who keeps a feature set's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -219,12 +217,10 @@ impl CheckpointTree {
         let mut state = base;
         for node in chain.into_iter().rev() {
             if let Some(patch) = &node.patch {
-                let doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
-                state =
-                    Some(patch::apply(&doc, patch).map_err(|source| RecordError::Patch {
-                        checkpoint: id.to_owned(),
-                        source,
-                    })?);
+                let mut doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
+                apply_patch(&mut doc, patch)
+                    .map_err(|source| RecordError::Patch { checkpoint: id.to_owned(), source })?;
+                state = Some(doc);
             }
         }
         Ok(state)
@@ -267,10 +263,10 @@ impl CheckpointTree {
                         });
                     }
                 };
-                Some(
-                    patch::apply(&base, patch)
-                        .map_err(|source| RecordError::Patch { checkpoint: id.clone(), source })?,
-                )
+                let mut doc = base;
+                apply_patch(&mut doc, patch)
+                    .map_err(|source| RecordError::Patch { checkpoint: id.clone(), source })?;
+                Some(doc)
             }
             // Opaque: lineage only; the state is the parent's.
             (None, None) => match &parent {

@@ -41,6 +41,8 @@
 //! - [`task`]: the tasks extension (SEP-2663): tool calls answered with a task to poll.
 //! - [`stdio`]: serving on this process's stdin and stdout.
 //! - [`http`]: serving over Streamable HTTP.
+//! - [`mcpl`]: MCPL 0.5 (server push, context hooks, inference requests, channels, manifest
+//!   changes) on stateful connections.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -52,6 +54,7 @@ pub mod context;
 pub mod events;
 pub mod http;
 pub mod input;
+pub mod mcpl;
 mod pagination;
 pub mod prompt;
 pub mod registry;

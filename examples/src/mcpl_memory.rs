@@ -333,7 +333,8 @@ pub fn memory_server(conformance: bool) -> Server {
             },
         )
         .tool(
-            Tool::new("remind", remind_schema).in_feature_set(REMINDERS),
+            // Not tagged: `_meta.featureSet` marks the tools of stateful sets.
+            Tool::new("remind", remind_schema),
             |ctx, args| async move {
                 let text = text_arg(&args, "text")?;
                 let delay =

@@ -200,6 +200,29 @@ impl Session {
         lock(&self.client).client_capabilities.clone()
     }
 
+    /// The connection's MCPL side, once a host that advertised MCPL initialized (and the
+    /// server serves MCPL, see [`crate::mcpl`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_core::transport::memory;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
+    /// let (_host_side, server_side) = memory::pair();
+    /// let session = server.serve(server_side).await?;
+    /// assert!(session.mcpl().is_none(), "no initialize yet");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn mcpl(&self) -> Option<crate::mcpl::McplConnection> {
+        lock(&self.client).mcpl.clone()
+    }
+
     /// Whether the client sent `notifications/initialized`.
     ///
     /// # Examples

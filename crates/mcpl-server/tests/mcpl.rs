@@ -162,7 +162,7 @@ struct Host {
     notifications: mpsc::UnboundedReceiver<(String, Value)>,
     server: Server,
     seen: Seen,
-    _session: Session,
+    session: Session,
 }
 
 fn host_engine(tx: mpsc::UnboundedSender<(String, Value)>) -> Engine {
@@ -222,7 +222,7 @@ async fn connect(mcpl: bool) -> (Host, Value) {
     });
     let result = peer.request("initialize", Some(init), Default::default()).await.unwrap();
     peer.notify("notifications/initialized", None).await.unwrap();
-    (Host { peer, notifications, server, seen, _session: session }, result)
+    (Host { peer, notifications, server, seen, session }, result)
 }
 
 impl Host {
@@ -293,6 +293,7 @@ async fn a_host_without_mcpl_gets_plain_mcp() {
     let (host, init) = connect(false).await;
     assert!(init["capabilities"]["experimental"].get("mcpl").is_none(), "{init}");
     assert!(host.server.mcpl_connections().is_empty());
+    assert!(host.session.mcpl().is_none());
     let e =
         host.call("featureSets/update", json!({"effectiveCapabilities": []})).await.unwrap_err();
     assert_eq!(code(&e), -32601);
@@ -307,6 +308,9 @@ async fn the_manifest_rides_on_initialize_with_its_computed_revision() {
     let manifest = Manifest::from_value(sent.clone()).unwrap();
     assert_eq!(manifest.revision(), Some(manifest.compute_revision().unwrap()));
     assert_eq!(sent["featureSets"]["alerts"]["uses"], json!(["pushEvents"]));
+    let conn = host.session.mcpl().unwrap();
+    assert_eq!(conn.host().version, "0.5");
+    assert!(!conn.is_ready() && conn.grant().is_empty());
     // mcpl/manifest is ungated: it answers before any policy, from the same snapshot.
     let fetched = host.call("mcpl/manifest", json!({})).await.unwrap();
     assert_eq!(&fetched, sent);

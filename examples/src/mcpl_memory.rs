@@ -123,7 +123,8 @@ fn lock(memory: &Shared) -> MutexGuard<'_, Memory> {
 }
 
 /// The memories a call works on: the state the host sent (host-managed, authoritative), else
-/// the checkpoint it names, else this process's current one. Also the parent checkpoint.
+/// the checkpoint it names, else this process's current one. Also the parent checkpoint: the
+/// one the host names, else the current one.
 fn base(ctx: &Context, memory: &Shared) -> (Vec<String>, Option<String>, bool) {
     let fields = ctx.mcpl_state();
     let from_host = fields
@@ -133,7 +134,9 @@ fn base(ctx: &Context, memory: &Shared) -> (Vec<String>, Option<String>, bool) {
         .and_then(|m| serde_json::from_value::<Vec<String>>(m.clone()).ok());
     let m = lock(memory);
     match (from_host, &fields.checkpoint) {
-        (Some(memories), parent) => (memories, parent.clone(), true),
+        // A host that keeps the state may send it alone: it continues from the latest
+        // checkpoint.
+        (Some(memories), parent) => (memories, parent.clone().or_else(|| m.current.clone()), true),
         (None, Some(cp)) if m.checkpoints.contains_key(cp) => {
             (m.checkpoints[cp].memories.clone(), Some(cp.clone()), false)
         }

@@ -207,6 +207,17 @@ async fn the_memory_server_end_to_end() {
         second["state"]["patch"],
         json!([{"op": "add", "path": "/memories/-", "value": "milk is out"}])
     );
+    // The state alone (no checkpoint): it continues from the latest checkpoint.
+    let cp2 = second["state"]["checkpoint"].clone();
+    let call = json!({"name": "remember", "arguments": {"text": "the sky is blue"},
+        "state": {"memories": ["the cat is called Tom", "milk is out"]}});
+    let third = host.call("tools/call", call).await.unwrap();
+    assert_eq!(third["state"]["parent"], cp2);
+    let forgot = host.tool("forget", json!({"text": "sky"})).await;
+    assert_eq!(
+        forgot["state"]["data"],
+        json!({"memories": ["the cat is called Tom", "milk is out"]})
+    );
     let recalled = host.tool("recall", json!({"query": "cat"})).await;
     assert_eq!(recalled["content"][0]["text"], "the cat is called Tom");
 

@@ -12,6 +12,8 @@
 //! - `memory.persona` (`inject.system`): when the host grants system injection and
 //!   `memory.context` is not enabled, the pinned memories go into the system prompt instead.
 //! - `memory.reminders` (`pushEvents`): `remind` pushes a reminder after a delay.
+//! - `memory.activity` (`inferenceLifecycle`): counts the completed inferences per conversation
+//!   (`activity` lists them).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -22,7 +24,7 @@ use mcpl_core::mcpl::capability::paths;
 use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
 use mcpl_core::mcpl::errors;
 use mcpl_core::mcpl::hooks::{
-    BeforeInferenceParams, BeforeInferenceResult, ContextInjection, Position,
+    BeforeInferenceParams, BeforeInferenceResult, ContextInjection, LifecyclePhase, Position,
 };
 use mcpl_core::mcpl::manifest::{
     BeforeInferenceCapability, Capability, ContextHooksCapability, FeatureSet, InjectCapability,
@@ -44,6 +46,8 @@ pub const CONTEXT: &str = "memory.context";
 pub const PERSONA: &str = "memory.persona";
 /// The feature set of pushed reminders.
 pub const REMINDERS: &str = "memory.reminders";
+/// The feature set of inference activity.
+pub const ACTIVITY: &str = "memory.activity";
 
 /// The memory server's manifest.
 pub fn memory_manifest() -> Manifest {
@@ -82,6 +86,11 @@ pub fn memory_manifest() -> Manifest {
             REMINDERS,
             FeatureSet::new("Reminders pushed later", [paths::PUSH_EVENTS]),
         )
+        .with_inference_lifecycle(true)
+        .with_feature_set(
+            ACTIVITY,
+            FeatureSet::new("Completed inferences per conversation", [paths::INFERENCE_LIFECYCLE]),
+        )
 }
 
 /// A checkpoint: its parent and the memories at that point.
@@ -93,6 +102,8 @@ struct Checkpoint {
 /// The memories of this process: every checkpoint made (for rollback) and the current one.
 #[derive(Debug, Default)]
 struct Memory {
+    /// Completed inferences per conversation (`inference/lifecycle`).
+    activity: std::collections::BTreeMap<String, u64>,
     checkpoints: HashMap<String, Checkpoint>,
     current: Option<String>,
     next: u64,
@@ -285,8 +296,16 @@ fn string_schema(name: &str, description: &str, required: bool) -> ToolSchema {
 /// `change_manifest`).
 pub fn memory_server(conformance: bool) -> Server {
     let memory: Shared = Arc::default();
-    let (hook, back) = (memory.clone(), memory.clone());
+    let (hook, back, seen, listed) =
+        (memory.clone(), memory.clone(), memory.clone(), memory.clone());
     let mcpl = Mcpl::new(memory_manifest())
+        .on_inference_lifecycle(move |conn, params| {
+            if params.phase == LifecyclePhase::Completed && conn.is_enabled(ACTIVITY) {
+                let conversation = params.conversation_id.unwrap_or_else(|| "(unknown)".into());
+                *lock(&seen).activity.entry(conversation).or_default() += 1;
+            }
+            async {}
+        })
         .on_before_inference(move |conn, params| {
             let result = before_inference(&conn, &hook, &params);
             async move { Ok(result) }
@@ -352,6 +371,11 @@ pub fn memory_server(conformance: bool) -> Server {
                 Ok(ToolOutput::text("Reminder scheduled."))
             },
         );
+    builder = builder.tool(Tool::new("activity", ToolSchema::object()), move |_ctx, _args| {
+        let lines: Vec<String> =
+            lock(&listed).activity.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        async move { Ok(ToolOutput::text(lines.join("\n"))) }
+    });
     if conformance {
         builder = Trigger { push: true, ..Default::default() }.install(builder);
     }

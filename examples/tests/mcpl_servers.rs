@@ -176,8 +176,8 @@ async fn the_memory_server_end_to_end() {
         host.call("featureSets/update", json!({"effectiveCapabilities": grant})).await.unwrap();
     assert_eq!(receipt["accepted"], true);
     let unavailable = receipt["unavailableFeatures"].as_array().unwrap();
-    assert_eq!(unavailable.len(), 1, "{receipt}");
-    assert_eq!(unavailable[0]["featureSet"], "memory.persona");
+    let names: Vec<&str> = unavailable.iter().map(|u| u["featureSet"].as_str().unwrap()).collect();
+    assert_eq!(names, ["memory.activity", "memory.persona"], "{receipt}");
 
     // Push, through the gate.
     let pushed = host
@@ -253,6 +253,22 @@ async fn the_memory_server_end_to_end() {
         .await
         .unwrap_err();
     assert_eq!(e.code.0, -32602);
+
+    // Lifecycle, once granted: completed inferences are counted.
+    let mut granted = grant.to_vec();
+    granted.push("inferenceLifecycle");
+    host.call("featureSets/update", json!({"effectiveCapabilities": granted})).await.unwrap();
+    let completed =
+        json!({"inferenceId": "i1", "conversationId": "c1", "turnIndex": 0, "phase": "completed"});
+    host.peer.notify("inference/lifecycle", Some(completed)).await.unwrap();
+    tokio::time::timeout(WAIT, async {
+        // Notifications are handled apart from requests: poll.
+        while host.tool("activity", json!({})).await["content"][0]["text"] != "c1: 1" {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the lifecycle notification was not counted");
 
     // A reminder pushed later.
     host.tool("remind", json!({"text": "call mum", "delayMs": 0})).await;

@@ -525,17 +525,26 @@ async fn host_to_server_methods_are_gated_and_answered() {
         .notify("inference/lifecycle", Some(json!({"inferenceId": "i0", "phase": "started"})))
         .await
         .unwrap();
+    // Notifications are handled in order, apart from requests: wait for a granted one before
+    // widening the grant, so the two above were judged under the old grant.
+    let barrier = json!({"conversationId": "c", "channelId": "barrier", "content": []});
+    host.peer.notify("channels/publish", Some(barrier)).await.unwrap();
+    let seen = host.seen.clone();
+    tokio::time::timeout(WAIT, async {
+        while !seen.lock().unwrap().iter().any(|(_, v)| *v == json!("barrier")) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
     host.policy(&["channels.typing", "inferenceLifecycle"]).await;
     host.peer.notify("channels/typing", Some(json!({"channelId": "c9"}))).await.unwrap();
     host.peer
         .notify("inference/lifecycle", Some(json!({"inferenceId": "i1", "phase": "started"})))
         .await
         .unwrap();
-    // A request round trip after the notifications: they were handled in order before it.
-    host.call("mcpl/manifest", json!({})).await.unwrap();
-    let seen = host.seen.clone();
     tokio::time::timeout(WAIT, async {
-        while seen.lock().unwrap().len() < 4 {
+        while seen.lock().unwrap().len() < 5 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
@@ -547,6 +556,7 @@ async fn host_to_server_methods_are_gated_and_answered() {
         [
             ("publish".to_owned(), json!("c1")),
             ("publish".to_owned(), json!("c1")),
+            ("publish".to_owned(), json!("barrier")),
             ("typing".to_owned(), json!("c9")),
             ("lifecycle".to_owned(), json!("i1")),
         ]

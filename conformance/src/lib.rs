@@ -28,6 +28,7 @@
 //! - [`install`]: find or install Node >= 22 and the pinned suite.
 //! - [`run`]: run the suite in server or client mode and score the run.
 //! - [`score`]: score a results directory.
+//! - [`mcpl_server`]: the MCPL server suite (`mcpl-conformance mcpl-server`).
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -37,6 +38,7 @@ use std::fmt;
 use serde::Serialize;
 
 pub mod install;
+pub mod mcpl_server;
 pub mod run;
 pub mod score;
 

@@ -25,6 +25,10 @@ usage:
                                             MCPL manifest revision (sha256:...) of a JSON
                                             manifest (stdin if no FILE); exit 1 and
                                             `error: <code>` if it has none
+  mcpl-conformance mcpl-server --command \"CMD ARGS\" [--only PREFIX] [--quiet-window MS]
+                                            the MCPL 0.5 server suite over stdio: one
+                                            PASS/FAIL/SKIP line per check, exit 0 only
+                                            if none failed
 
 options (server/client):
   --spec-version V[,V2]   spec versions, one run each (default 2025-11-25,2026-07-28);
@@ -170,10 +174,11 @@ async fn real_main(argv: Vec<String>) -> Result<ExitCode, Fatal> {
             Ok(ExitCode::from(code.and_then(|c| u8::try_from(c).ok()).unwrap_or(1)))
         }
         "manifest-digest" => Ok(manifest_digest::run(rest).map_err(Fatal)?),
+        "mcpl-server" => Ok(ExitCode::from(mcpl_conformance::mcpl_server::main(rest).await)),
         "server" => run_cmd(Role::Server, parse_args(rest)?).await,
         "client" => run_cmd(Role::Client, parse_args(rest)?).await,
         other => Err(Fatal(format!(
-            "unknown mode {other:?} (server|client|score|install|list|raw|manifest-digest)"
+            "unknown mode {other:?} (server|client|score|install|list|raw|manifest-digest|mcpl-server)"
         ))),
     }
 }

@@ -19,13 +19,25 @@
 //! # Modules
 //!
 //! - [`prefix`]: the prefix-meeting rule.
+//! - [`alerts`]: ops alerts (failures log, tracing, throttled webhook).
 //! - [`naming`]: namespaced tool names and default prefixes.
+//! - [`config`]: the host configuration file.
+//! - [`checkpoint`]: per-(server, feature set) checkpoint trees, attribution, persistence.
+//! - [`patch`]: RFC 6902 JSON Patch, applied atomically.
+//! - [`registry`]: which servers are configured, connecting or connected (reservations).
+//! - [`tools`]: listings (first wins), allow/deny filters, routing namespaced names.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod alerts;
+pub mod checkpoint;
+pub mod config;
 pub mod naming;
+pub mod patch;
 pub mod prefix;
+pub mod registry;
+pub mod tools;
 
 #[doc(inline)]
 pub use self::prefix::prefixes_meet;

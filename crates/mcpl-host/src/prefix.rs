@@ -25,16 +25,100 @@
 /// assert!(!prefixes_meet("srv", "srvx"));
 /// ```
 pub fn prefixes_meet(a: &str, b: &str) -> bool {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    match long.strip_prefix(short) {
-        None => false,
-        Some("") | Some("-") => true,
-        Some(rest) => rest.starts_with("--"),
+    meeting_rule(a, b).is_some()
+}
+
+/// Which clause of the rule makes two prefixes meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MeetingRule {
+    /// The prefixes are equal.
+    Equal,
+    /// One is the other followed by `-`.
+    FollowedByDash,
+    /// One begins with the other followed by `--`.
+    FollowedBySeparator,
+}
+
+impl MeetingRule {
+    /// A stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MeetingRule::Equal => "equal",
+            MeetingRule::FollowedByDash => "followed by '-'",
+            MeetingRule::FollowedBySeparator => "followed by '--'",
+        }
     }
+}
+
+impl std::fmt::Display for MeetingRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The clause under which `a` and `b` meet, or `None` if they cannot produce the same name.
+///
+/// ```
+/// use mcpl_host::prefix::{MeetingRule, meeting_rule};
+///
+/// assert_eq!(meeting_rule("a", "a-"), Some(MeetingRule::FollowedByDash));
+/// assert_eq!(meeting_rule("a--b", "a"), Some(MeetingRule::FollowedBySeparator));
+/// assert_eq!(meeting_rule("a", "ab"), None);
+/// ```
+pub fn meeting_rule(a: &str, b: &str) -> Option<MeetingRule> {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    match long.strip_prefix(short)? {
+        "" => Some(MeetingRule::Equal),
+        "-" => Some(MeetingRule::FollowedByDash),
+        rest if rest.starts_with("--") => Some(MeetingRule::FollowedBySeparator),
+        _ => None,
+    }
+}
+
+/// Two configured servers whose prefixes meet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "servers {server_a:?} (prefix {prefix_a:?}) and {server_b:?} (prefix {prefix_b:?}) can produce the same tool name: the prefixes meet ({rule})"
+)]
+pub struct PrefixConflict {
+    /// One server.
+    pub server_a: String,
+    /// Its prefix.
+    pub prefix_a: String,
+    /// The other server.
+    pub server_b: String,
+    /// Its prefix.
+    pub prefix_b: String,
+    /// The clause of the rule.
+    pub rule: MeetingRule,
+}
+
+/// Checks `(server, prefix)` against each of `others`; the first conflict.
+pub fn check_prefix<'a>(
+    server: &str,
+    prefix: &str,
+    others: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), PrefixConflict> {
+    for (other, other_prefix) in others {
+        if other == server {
+            continue;
+        }
+        if let Some(rule) = meeting_rule(prefix, other_prefix) {
+            return Err(PrefixConflict {
+                server_a: server.to_owned(),
+                prefix_a: prefix.to_owned(),
+                server_b: other.to_owned(),
+                prefix_b: other_prefix.to_owned(),
+                rule,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// Every non-empty string over `alphabet` of length 1..=max.
@@ -79,6 +163,38 @@ mod tests {
             }
         }
         assert!(meeting > prefixes.len(), "the search found the non-trivial meetings too");
+    }
+
+    #[test]
+    fn brief_table_and_conflict_message() {
+        let table = [
+            ("a", "a", Some(MeetingRule::Equal)),
+            ("a", "a-", Some(MeetingRule::FollowedByDash)),
+            ("a-", "a--", Some(MeetingRule::FollowedByDash)),
+            ("a", "a--", Some(MeetingRule::FollowedBySeparator)),
+            ("a", "a--b", Some(MeetingRule::FollowedBySeparator)),
+            ("foo", "foo--bar", Some(MeetingRule::FollowedBySeparator)),
+            ("mcpl--a", "mcpl--a--b", Some(MeetingRule::FollowedBySeparator)),
+            ("mcpl--a", "mcpl--a-", Some(MeetingRule::FollowedByDash)),
+            ("a-", "a---", Some(MeetingRule::FollowedBySeparator)),
+            ("a", "ab", None),
+            ("a", "a-b", None),
+            ("a-", "a-b", None),
+            ("a-", "a--b", None),
+            ("b", "a--b", None),
+            ("a", "A", None),
+            ("mcpl--a", "mcpl--ab", None),
+        ];
+        for (a, b, rule) in table {
+            assert_eq!(meeting_rule(a, b), rule, "{a} {b}");
+            assert_eq!(meeting_rule(b, a), rule, "{b} {a}");
+        }
+        let e = check_prefix("x", "foo", [("y", "foo--bar"), ("x", "foo")]).unwrap_err();
+        let text = e.to_string();
+        for part in ["\"x\"", "\"foo\"", "\"y\"", "\"foo--bar\"", "followed by '--'"] {
+            assert!(text.contains(part), "{text} lacks {part}");
+        }
+        assert!(check_prefix("x", "foo", [("y", "foo-bar"), ("z", "foobar")]).is_ok());
     }
 
     #[test]

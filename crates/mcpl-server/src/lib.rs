@@ -41,6 +41,7 @@
 //! - [`task`]: the tasks extension (SEP-2663): tool calls answered with a task to poll.
 //! - [`stdio`]: serving on this process's stdin and stdout.
 //! - [`http`]: serving over Streamable HTTP.
+//! - [`ws`]: serving over WebSocket (one connection, one session; for MCPL).
 //! - [`mcpl`]: MCPL 0.5 (server push, context hooks, inference requests, channels, manifest
 //!   changes) on stateful connections.
 
@@ -68,6 +69,7 @@ pub mod stdio;
 pub mod task;
 pub mod tool;
 pub mod uri_template;
+pub mod ws;
 
 #[doc(inline)]
 pub use self::builder::{BuildError, RegistrationError, Server, ServerBuilder};

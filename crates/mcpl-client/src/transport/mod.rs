@@ -3,10 +3,16 @@
 //! - [`ChildProcess`]: spawn a server as a child process and speak newline-delimited JSON over
 //!   its stdin and stdout.
 //! - [`HttpTransport`]: Streamable HTTP, for servers of either era.
+//! - [`WebSocketTransport`]: WebSocket (`ws://`, `wss://`, and `mcpl://` URIs resolved with
+//!   [`McplUri`]), the transport of MCPL servers that send requests at any time.
 
 mod child;
 pub mod headers;
 pub mod http;
+pub mod mcpl_uri;
+pub mod ws;
 
 pub use self::child::{ChildProcess, ChildReceiver, ChildSender};
 pub use self::http::{HttpReceiver, HttpSender, HttpTransport};
+pub use self::mcpl_uri::{McplUri, McplUriError, McplUriErrorKind};
+pub use self::ws::WebSocketTransport;

@@ -9,12 +9,16 @@
 //!   bounded line length.
 //! - [`stdio::stdio`]: the line transport over this process's stdin and stdout.
 //! - [`memory::pair`]: two in-memory transports wired to each other, for tests and embedding.
+//! - [`framed::FramedTransport`]: one JSON-RPC message per message of a message-oriented
+//!   connection (WebSocket text frames), over any stream and sink; the WebSocket transports of
+//!   `mcpl-server` and `mcpl-client` are built on it.
 
 use std::future::Future;
 
 use crate::error::Result;
 use crate::jsonrpc::{Message, RequestId};
 
+pub mod framed;
 pub mod lines;
 pub mod memory;
 mod session;

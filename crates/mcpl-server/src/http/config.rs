@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::guard::HostPolicy;
+
 /// The default request body limit: 4 MiB.
 ///
 /// # Examples
@@ -30,8 +32,7 @@ pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 #[must_use]
 pub struct HttpConfig {
     pub(crate) max_body: usize,
-    pub(crate) allowed_hosts: Option<Vec<String>>,
-    pub(crate) allowed_origins: Vec<String>,
+    pub(crate) hosts: HostPolicy,
     pub(crate) json_response: bool,
     pub(crate) keep_alive: Duration,
     pub(crate) retry: Duration,
@@ -44,8 +45,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             max_body: DEFAULT_MAX_BODY,
-            allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]),
-            allowed_origins: Vec::new(),
+            hosts: HostPolicy::default(),
             json_response: false,
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(1),
@@ -93,7 +93,7 @@ impl HttpConfig {
     /// # drop(config);
     /// ```
     pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
-        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self.hosts.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
         self
     }
 
@@ -106,7 +106,7 @@ impl HttpConfig {
     /// # drop(config);
     /// ```
     pub fn allow_any_host(mut self) -> Self {
-        self.allowed_hosts = None;
+        self.hosts.allowed_hosts = None;
         self
     }
 
@@ -123,7 +123,7 @@ impl HttpConfig {
         mut self,
         origins: I,
     ) -> Self {
-        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self.hosts.allowed_origins = origins.into_iter().map(Into::into).collect();
         self
     }
 

@@ -3,7 +3,24 @@
 
 use axum::http::{HeaderMap, StatusCode, header};
 
-use super::config::HttpConfig;
+/// Which `Host` and `Origin` headers an endpoint accepts: the DNS-rebinding protection shared
+/// by the Streamable HTTP and WebSocket endpoints.
+#[derive(Debug, Clone)]
+pub(crate) struct HostPolicy {
+    /// Host names (without port) allowed in `Host`; `None`: any.
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    /// Origins allowed besides those on an allowed host.
+    pub(crate) allowed_origins: Vec<String>,
+}
+
+impl Default for HostPolicy {
+    fn default() -> Self {
+        HostPolicy {
+            allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
 
 /// Why a request was refused before it reached the protocol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +44,7 @@ fn host_of(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
-fn host_allowed(config: &HttpConfig, host: &str) -> bool {
+fn host_allowed(config: &HostPolicy, host: &str) -> bool {
     match &config.allowed_hosts {
         None => true,
         Some(hosts) => hosts.iter().any(|h| h.eq_ignore_ascii_case(host)),
@@ -36,7 +53,7 @@ fn host_allowed(config: &HttpConfig, host: &str) -> bool {
 
 /// Checks `Host` and `Origin`.
 pub(crate) fn check_host_and_origin(
-    config: &HttpConfig,
+    config: &HostPolicy,
     headers: &HeaderMap,
 ) -> Result<(), Refusal> {
     if config.allowed_hosts.is_some() {
@@ -64,7 +81,7 @@ pub(crate) fn check_host_and_origin(
     Ok(())
 }
 
-fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {
+fn origin_allowed(config: &HostPolicy, origin: &str) -> bool {
     if config.allowed_origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
         return true;
     }
@@ -133,6 +150,7 @@ mod tests {
     use axum::http::HeaderValue;
 
     use super::*;
+    use crate::http::HttpConfig;
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -156,19 +174,19 @@ mod tests {
             ("127.0.0.2", false),
         ];
         for (host, ok) in table {
-            let r = check_host_and_origin(&c, &headers(&[("host", host)]));
+            let r = check_host_and_origin(&c.hosts, &headers(&[("host", host)]));
             assert_eq!(r.is_ok(), ok, "{host}");
             if !ok {
                 assert_eq!(r.unwrap_err().status, StatusCode::FORBIDDEN);
             }
         }
         assert_eq!(
-            check_host_and_origin(&c, &HeaderMap::new()).unwrap_err().status,
+            check_host_and_origin(&c.hosts, &HeaderMap::new()).unwrap_err().status,
             StatusCode::BAD_REQUEST
         );
         assert!(
             check_host_and_origin(
-                &HttpConfig::new().allow_any_host(),
+                &HttpConfig::new().allow_any_host().hosts,
                 &headers(&[("host", "x.com")])
             )
             .is_ok()
@@ -190,7 +208,7 @@ mod tests {
         ];
         for (origin, ok) in table {
             let h = headers(&[("host", "localhost:3000"), ("origin", origin)]);
-            assert_eq!(check_host_and_origin(&c, &h).is_ok(), ok, "{origin}");
+            assert_eq!(check_host_and_origin(&c.hosts, &h).is_ok(), ok, "{origin}");
         }
     }
 

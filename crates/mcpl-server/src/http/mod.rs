@@ -61,7 +61,7 @@ use crate::builder::Server;
 pub mod auth;
 mod config;
 pub mod event_store;
-mod guard;
+pub(crate) mod guard;
 mod session;
 pub mod session_store;
 mod sse;
@@ -456,7 +456,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 async fn handle(State(http): State<StreamableHttp>, request: Request) -> Response {
-    if let Err(r) = guard::check_host_and_origin(&http.inner.config, request.headers()) {
+    if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, request.headers()) {
         return refused(r);
     }
     match *request.method() {

@@ -1,0 +1,608 @@
+//! State checkpoints: one tree per (server, feature set), attribution of results to trees,
+//! injection into calls, rollback bookkeeping, retention and persistence.
+//!
+//! ```
+//! use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+//! use serde_json::json;
+//!
+//! let manager = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+//! manager.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+//! // A tool tagged with notes.store returned a patch against the (empty) root.
+//! let state = json!({"checkpoint": "c1", "parent": null,
+//!                    "patch": [{"op": "add", "path": "/items", "value": ["milk"]}]});
+//! manager.record_result("notes", Some("notes.store"), &state);
+//! // The next call to that tool carries the materialized state.
+//! assert_eq!(
+//!     manager.injection("notes", Some("notes.store")),
+//!     Injection::Current {
+//!         feature_set: "notes.store".into(),
+//!         checkpoint: "c1".into(),
+//!         state: Some(json!({"items": ["milk"]})),
+//!     },
+//! );
+//! ```
+
+mod attribution;
+mod store;
+mod tree;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mcpl_core::mcpl::state::PatchOperation;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use self::attribution::{Attribution, DropReason, attribute_injection, attribute_result};
+pub use self::store::{CheckpointStore, FORMAT_VERSION, FileStore, MemoryStore, StoreError};
+pub use self::tree::{
+    CheckpointNode, CheckpointTree, Incoming, MoveError, RecordError, Recorded, StateMode,
+};
+
+/// The key of one tree: (server id, feature set).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct TreeKey {
+    /// The server id.
+    pub server: String,
+    /// The feature set.
+    pub feature_set: String,
+}
+
+impl TreeKey {
+    /// A key.
+    pub fn new(server: impl Into<String>, feature_set: impl Into<String>) -> Self {
+        TreeKey { server: server.into(), feature_set: feature_set.into() }
+    }
+}
+
+impl fmt::Display for TreeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.server, self.feature_set)
+    }
+}
+
+/// What a `tools/call` should carry (siblings of `name` and `arguments` in its params): the
+/// current checkpoint, and for a host-managed set the state at it, so a host-managed server
+/// can answer with a patch against a parent it knows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Injection {
+    /// Nothing (no stateful set applies, or no checkpoint yet).
+    Nothing,
+    /// `params.checkpoint`, and `params.state` for a host-managed set.
+    Current {
+        /// The feature set.
+        feature_set: String,
+        /// The current checkpoint.
+        checkpoint: String,
+        /// The state at it (host-managed sets only).
+        state: Option<Value>,
+    },
+}
+
+impl Injection {
+    /// Writes the injection into `tools/call` params.
+    pub fn apply_to(&self, params: &mut serde_json::Map<String, Value>) {
+        if let Injection::Current { checkpoint, state, .. } = self {
+            params.insert("checkpoint".into(), Value::String(checkpoint.clone()));
+            if let Some(state) = state {
+                params.insert("state".into(), state.clone());
+            }
+        }
+    }
+}
+
+/// What happened to a result's state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordOutcome {
+    /// The result carried no `state`.
+    NoState,
+    /// Recorded on `feature_set`'s tree.
+    Recorded {
+        /// The feature set.
+        feature_set: String,
+        /// How.
+        recorded: Recorded,
+    },
+    /// Not attributed (logged).
+    Dropped(DropReason),
+    /// Attributed, but the tree refused it (logged); nothing changed.
+    Rejected {
+        /// The feature set.
+        feature_set: String,
+        /// Why.
+        error: RecordError,
+    },
+    /// `state` is not an object with a string `checkpoint`.
+    Malformed(String),
+}
+
+/// Why a rollback cannot start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RollbackError {
+    /// No tree for (server, feature set).
+    #[error("no stateful feature set {0}")]
+    UnknownSet(TreeKey),
+    /// The checkpoint is not in the tree, or was pruned.
+    #[error(transparent)]
+    Checkpoint(#[from] MoveError),
+    /// The set declares no `rollback: true` and is server-managed: nothing can roll back.
+    #[error("feature set {0} does not support rollback")]
+    NotSupported(TreeKey),
+}
+
+/// The checkpoint trees of every server, persisted through a [`CheckpointStore`].
+#[derive(Debug, Clone)]
+pub struct CheckpointManager {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    trees: Mutex<BTreeMap<TreeKey, CheckpointTree>>,
+    store: Box<dyn CheckpointStore>,
+    retention: usize,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl CheckpointManager {
+    /// Loads every tree from `store` and rebuilds each current state; a tree whose state cannot
+    /// be rebuilt is kept but degraded (nothing is injected from it) and a warning is logged.
+    /// `retention` caps the nodes per tree.
+    pub fn open(store: impl CheckpointStore, retention: usize) -> Result<Self, StoreError> {
+        let mut trees = store.load()?;
+        for (key, tree) in &mut trees {
+            if let Err(e) = tree.materialize() {
+                tracing::warn!(tree = %key, error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
+            }
+        }
+        Ok(CheckpointManager {
+            inner: Arc::new(Inner { trees: Mutex::new(trees), store: Box::new(store), retention }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<TreeKey, CheckpointTree>> {
+        self.inner.trees.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn persist(&self, key: &TreeKey, tree: &CheckpointTree) {
+        if let Err(e) = self.inner.store.save(key, tree) {
+            tracing::error!(tree = %key, error = %e, "checkpoint tree not persisted");
+        }
+    }
+
+    /// Registers a stateful feature set. Idempotent: an existing tree (from memory or the store)
+    /// is resumed, never reset; its flags are refreshed (a mode flip is logged).
+    pub fn register(
+        &self,
+        server: &str,
+        feature_set: &str,
+        mode: StateMode,
+        rollback: bool,
+    ) -> Result<(), StoreError> {
+        let key = TreeKey::new(server, feature_set);
+        let mut trees = self.lock();
+        let tree = trees.entry(key.clone()).or_insert_with(|| {
+            tracing::info!(tree = %key, ?mode, rollback, "state_registered");
+            CheckpointTree::new(mode, rollback)
+        });
+        if tree.mode != mode {
+            tracing::warn!(tree = %key, from = ?tree.mode, to = ?mode, "feature set changed state mode");
+            tree.mode = mode;
+        }
+        tree.rollback = rollback;
+        if tree.current_state().is_none()
+            && tree.current.is_some()
+            && let Err(e) = tree.materialize()
+        {
+            tracing::warn!(tree = %key, error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
+        }
+        let snapshot = tree.clone();
+        drop(trees);
+        self.inner.store.save(&key, &snapshot)
+    }
+
+    /// The stateful sets registered for `server` and their modes.
+    pub fn stateful_sets(&self, server: &str) -> BTreeMap<String, StateMode> {
+        self.lock()
+            .iter()
+            .filter(|(k, _)| k.server == server)
+            .map(|(k, t)| (k.feature_set.clone(), t.mode))
+            .collect()
+    }
+
+    /// A copy of one tree.
+    pub fn tree(&self, server: &str, feature_set: &str) -> Option<CheckpointTree> {
+        self.lock().get(&TreeKey::new(server, feature_set)).cloned()
+    }
+
+    /// Every tree key.
+    pub fn keys(&self) -> Vec<TreeKey> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// What a call to a tool of `server` tagged with `tool_set` (if any) should carry.
+    pub fn injection(&self, server: &str, tool_set: Option<&str>) -> Injection {
+        let sets = self.stateful_sets(server);
+        let fs = match attribute_injection(&sets, tool_set) {
+            Attribution::To(fs) => fs,
+            Attribution::Drop(DropReason::NoStatefulSet) => return Injection::Nothing,
+            Attribution::Drop(reason) => {
+                tracing::warn!(server, tool_set, reason = reason.kind(), "no state injected");
+                return Injection::Nothing;
+            }
+        };
+        let trees = self.lock();
+        let Some(tree) = trees.get(&TreeKey::new(server, &fs)) else { return Injection::Nothing };
+        let Some(checkpoint) = tree.current.clone() else { return Injection::Nothing };
+        let state = match tree.mode {
+            StateMode::HostManaged => tree.current_state().cloned(),
+            StateMode::ServerManaged => None,
+        };
+        Injection::Current { feature_set: fs, checkpoint, state }
+    }
+
+    /// Records a `tools/call` result's `state` (the raw `result.state` value) from a call to a
+    /// tool of `server` tagged with `tool_set`, attributed by [`attribute_result`].
+    pub fn record_result(
+        &self,
+        server: &str,
+        tool_set: Option<&str>,
+        state: &Value,
+    ) -> RecordOutcome {
+        let parsed = match parse_state(state) {
+            Ok(p) => p,
+            Err(why) => {
+                tracing::warn!(server, reason = %why, "malformed state in a tool result");
+                return RecordOutcome::Malformed(why);
+            }
+        };
+        let sets = self.stateful_sets(server);
+        let has_payload = parsed.data.is_some() || parsed.patch.is_some();
+        let fs = match attribute_result(&sets, parsed.feature_set.as_deref(), tool_set, has_payload)
+        {
+            Attribution::To(fs) => fs,
+            Attribution::Drop(reason) => {
+                tracing::warn!(
+                    server,
+                    tool_set,
+                    reason = reason.kind(),
+                    "tool result state dropped"
+                );
+                return RecordOutcome::Dropped(reason);
+            }
+        };
+        self.record(server, &fs, &parsed)
+    }
+
+    fn record(&self, server: &str, fs: &str, parsed: &ParsedState) -> RecordOutcome {
+        let key = TreeKey::new(server, fs);
+        let mut trees = self.lock();
+        let Some(tree) = trees.get_mut(&key) else {
+            return RecordOutcome::Dropped(DropReason::ExplicitNotStateful(fs.to_owned()));
+        };
+        if tree.mode == StateMode::ServerManaged
+            && (parsed.data.is_some() || parsed.patch.is_some())
+        {
+            tracing::warn!(tree = %key, "a server-managed set received state data; stored, never injected");
+        }
+        let incoming = Incoming {
+            checkpoint: &parsed.checkpoint,
+            parent: parsed.parent.as_deref(),
+            data: parsed.data.as_ref(),
+            patch: parsed.patch.as_deref(),
+        };
+        match tree.record(incoming, now_ms()) {
+            Ok(recorded) => {
+                if recorded == Recorded::Detached {
+                    tracing::warn!(tree = %key, checkpoint = %parsed.checkpoint, "checkpoint with an unknown parent recorded as detached");
+                }
+                let pruned = tree.prune(self.inner.retention);
+                if !pruned.is_empty() {
+                    tracing::debug!(tree = %key, pruned = pruned.len(), "checkpoints pruned");
+                }
+                let snapshot = tree.clone();
+                drop(trees);
+                self.persist(&key, &snapshot);
+                RecordOutcome::Recorded { feature_set: fs.to_owned(), recorded }
+            }
+            Err(error) => {
+                tracing::warn!(tree = %key, error = %error, kind = error.kind(), "checkpoint rejected");
+                RecordOutcome::Rejected { feature_set: fs.to_owned(), error }
+            }
+        }
+    }
+
+    /// Checks that `checkpoint` can be rolled back to: the tree exists and holds it (not pruned),
+    /// and the set supports rollback. Returns whether the server must be asked (`rollback: true`)
+    /// or the host may roll back alone (a host-managed set without server rollback).
+    pub fn prepare_rollback(
+        &self,
+        server: &str,
+        fs: &str,
+        checkpoint: &str,
+    ) -> Result<bool, RollbackError> {
+        let key = TreeKey::new(server, fs);
+        let trees = self.lock();
+        let tree = trees.get(&key).ok_or_else(|| RollbackError::UnknownSet(key.clone()))?;
+        match tree.nodes.get(checkpoint) {
+            None => return Err(MoveError::Unknown(checkpoint.to_owned()).into()),
+            Some(n) if n.pruned_by_server => {
+                return Err(MoveError::Pruned(checkpoint.to_owned()).into());
+            }
+            Some(_) => {}
+        }
+        match (tree.rollback, tree.mode) {
+            (true, _) => Ok(true),
+            (false, StateMode::HostManaged) => Ok(false),
+            (false, StateMode::ServerManaged) => Err(RollbackError::NotSupported(key)),
+        }
+    }
+
+    /// Applies a rollback the server accepted (or a host-only one): moves `current`, adopting
+    /// `data` if the server returned some for a host-managed set.
+    pub fn commit_rollback(
+        &self,
+        server: &str,
+        fs: &str,
+        checkpoint: &str,
+        data: Option<Value>,
+    ) -> Result<(), RollbackError> {
+        let key = TreeKey::new(server, fs);
+        let mut trees = self.lock();
+        let tree = trees.get_mut(&key).ok_or_else(|| RollbackError::UnknownSet(key.clone()))?;
+        tree.move_to(checkpoint)?;
+        if let Some(data) = data.filter(|_| tree.mode == StateMode::HostManaged) {
+            if tree.current_state() != Some(&data) {
+                tracing::warn!(tree = %key, checkpoint, "the server's rollback state differs from the reconstructed one; adopting it");
+            }
+            tree.adopt_state(checkpoint, data);
+        }
+        let snapshot = tree.clone();
+        drop(trees);
+        self.persist(&key, &snapshot);
+        Ok(())
+    }
+
+    /// Records that the server no longer has `checkpoint` (`-32005`); `current` stays.
+    pub fn mark_pruned(&self, server: &str, fs: &str, checkpoint: &str) {
+        let key = TreeKey::new(server, fs);
+        let mut trees = self.lock();
+        if let Some(tree) = trees.get_mut(&key) {
+            tree.mark_pruned(checkpoint);
+            let snapshot = tree.clone();
+            drop(trees);
+            self.persist(&key, &snapshot);
+        }
+    }
+
+    /// Serves a server's `state/update` request (`{featureSet, checkpoint, parent, data?,
+    /// patch?}`): the set must be a registered stateful set, `data` and `patch` are exclusive,
+    /// and a `parent` must be the current checkpoint (optimistic concurrency). Answers
+    /// `{accepted, reason?}`; never triggers inference. (The caller checks first that the set is
+    /// declared and enabled.)
+    pub fn state_update(&self, server: &str, params: &Value) -> Value {
+        let refuse = |reason: String| serde_json::json!({"accepted": false, "reason": reason});
+        let Some(fs) = params.get("featureSet").and_then(Value::as_str) else {
+            return refuse("featureSet is missing".into());
+        };
+        let parsed = match parse_state(params) {
+            Ok(p) => p,
+            Err(why) => return refuse(why),
+        };
+        let key = TreeKey::new(server, fs);
+        {
+            let trees = self.lock();
+            let Some(tree) = trees.get(&key) else {
+                return refuse(format!("{fs} is not a stateful feature set"));
+            };
+            if let (Some(parent), Some(current)) = (&parsed.parent, &tree.current)
+                && parent != current
+            {
+                return refuse(format!("parent {parent} is not the current checkpoint {current}"));
+            }
+        }
+        match self.record(server, fs, &parsed) {
+            RecordOutcome::Recorded { .. } => serde_json::json!({"accepted": true}),
+            RecordOutcome::Rejected { error, .. } => refuse(error.to_string()),
+            other => refuse(format!("{other:?}")),
+        }
+    }
+
+    /// Serves `state/get` (`{featureSet}`): a host-managed set's `{checkpoint, data}`; any
+    /// other set is the JSON-RPC error `-32006` with `data: {featureSet}`.
+    pub fn state_get(
+        &self,
+        server: &str,
+        fs: &str,
+    ) -> Result<Value, mcpl_core::jsonrpc::ErrorObject> {
+        let trees = self.lock();
+        match trees.get(&TreeKey::new(server, fs)) {
+            Some(tree) if tree.mode == StateMode::HostManaged => Ok(serde_json::json!({
+                "checkpoint": tree.current,
+                "data": tree.current_state(),
+            })),
+            _ => Err(mcpl_core::jsonrpc::ErrorObject::new(
+                mcpl_core::jsonrpc::ErrorCode(-32006),
+                "No host-managed state",
+            )
+            .with_data(serde_json::json!({"featureSet": fs}))),
+        }
+    }
+
+    /// Deletes every tree of `server` (an explicit, permanent removal; a disconnect or restart
+    /// keeps them).
+    pub fn remove_server(&self, server: &str) -> Result<(), StoreError> {
+        let removed: Vec<TreeKey> = {
+            let mut trees = self.lock();
+            let keys: Vec<TreeKey> = trees.keys().filter(|k| k.server == server).cloned().collect();
+            for k in &keys {
+                trees.remove(k);
+            }
+            keys
+        };
+        removed.iter().try_for_each(|k| self.inner.store.remove(k))
+    }
+}
+
+struct ParsedState {
+    checkpoint: String,
+    parent: Option<String>,
+    data: Option<Value>,
+    patch: Option<Vec<PatchOperation>>,
+    feature_set: Option<String>,
+}
+
+fn parse_state(state: &Value) -> Result<ParsedState, String> {
+    let obj = state.as_object().ok_or("state is not an object")?;
+    let checkpoint =
+        obj.get("checkpoint").and_then(Value::as_str).ok_or("state has no string checkpoint")?;
+    let parent = match obj.get("parent") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some(p.clone()),
+        Some(_) => return Err("state parent is neither a string nor null".into()),
+    };
+    let patch = match obj.get("patch") {
+        None => None,
+        Some(p) => {
+            Some(serde_json::from_value(p.clone()).map_err(|e| format!("state patch: {e}"))?)
+        }
+    };
+    let feature_set = match obj.get("featureSet") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("state featureSet is not a string".into()),
+    };
+    Ok(ParsedState {
+        checkpoint: checkpoint.to_owned(),
+        parent,
+        data: obj.get("data").cloned(),
+        patch,
+        feature_set,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn current(fs: &str, cp: &str, state: Option<Value>) -> Injection {
+        Injection::Current { feature_set: fs.into(), checkpoint: cp.into(), state }
+    }
+
+    fn manager() -> CheckpointManager {
+        let m = CheckpointManager::open(MemoryStore::new(), 50).unwrap();
+        m.register("s", "x.post", StateMode::ServerManaged, true).unwrap();
+        m.register("s", "x.notifications", StateMode::HostManaged, false).unwrap();
+        m.register("s", "x.dm", StateMode::ServerManaged, true).unwrap();
+        m.register("s", "x.feed", StateMode::HostManaged, true).unwrap();
+        m
+    }
+
+    #[test]
+    fn several_stateful_sets_never_cross() {
+        let m = manager();
+        let feed = json!({"checkpoint": "f1", "parent": null, "data": {"cursor": 10}});
+        // Tagged with x.feed: recorded there, not on x.post (the incident).
+        assert!(
+            matches!(m.record_result("s", Some("x.feed"), &feed), RecordOutcome::Recorded { ref feature_set, .. } if feature_set == "x.feed")
+        );
+        assert!(m.tree("s", "x.post").unwrap().nodes.is_empty());
+        // Untagged with data: two host-managed candidates, dropped.
+        let untagged = json!({"checkpoint": "u1", "parent": null, "data": {}});
+        assert!(matches!(
+            m.record_result("s", None, &untagged),
+            RecordOutcome::Dropped(DropReason::Ambiguous(_))
+        ));
+        // An explicit featureSet overrides the tool's tag.
+        let explicit = json!({"checkpoint": "p1", "parent": null, "featureSet": "x.post"});
+        assert!(
+            matches!(m.record_result("s", Some("x.feed"), &explicit), RecordOutcome::Recorded { ref feature_set, .. } if feature_set == "x.post")
+        );
+        // Injection follows the same rule.
+        assert_eq!(
+            m.injection("s", Some("x.feed")),
+            current("x.feed", "f1", Some(json!({"cursor": 10})))
+        );
+        assert_eq!(m.injection("s", Some("x.post")), current("x.post", "p1", None));
+        assert_eq!(m.injection("s", None), Injection::Nothing);
+        assert_eq!(m.injection("s", Some("x.other")), Injection::Nothing);
+    }
+
+    #[test]
+    fn rollback_bookkeeping() {
+        let m = manager();
+        m.record_result(
+            "s",
+            Some("x.feed"),
+            &json!({"checkpoint": "a", "parent": null, "data": {"n": 1}}),
+        );
+        m.record_result("s", Some("x.feed"), &json!({"checkpoint": "b", "parent": "a", "patch": [{"op": "replace", "path": "/n", "value": 2}]}));
+        assert!(m.prepare_rollback("s", "x.feed", "a").unwrap());
+        assert!(matches!(
+            m.prepare_rollback("s", "x.feed", "zz"),
+            Err(RollbackError::Checkpoint(MoveError::Unknown(_)))
+        ));
+        assert!(m.prepare_rollback("s", "x.notifications", "zz").is_err());
+        m.commit_rollback("s", "x.feed", "a", None).unwrap();
+        assert_eq!(m.injection("s", Some("x.feed")), current("x.feed", "a", Some(json!({"n": 1}))));
+        m.mark_pruned("s", "x.feed", "b");
+        assert!(matches!(
+            m.prepare_rollback("s", "x.feed", "b"),
+            Err(RollbackError::Checkpoint(MoveError::Pruned(_)))
+        ));
+    }
+
+    #[test]
+    fn state_update_and_get() {
+        let m = manager();
+        let ok = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "a", "parent": null, "data": {"n": 1}}),
+        );
+        assert_eq!(ok, json!({"accepted": true}));
+        let stale = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "b", "parent": "zz", "data": {}}),
+        );
+        assert_eq!(stale["accepted"], json!(false));
+        let both = m.state_update("s", &json!({"featureSet": "x.feed", "checkpoint": "c", "parent": "a", "data": {}, "patch": []}));
+        assert_eq!(both["accepted"], json!(false));
+        let unknown =
+            m.state_update("s", &json!({"featureSet": "nope", "checkpoint": "c", "parent": null}));
+        assert_eq!(unknown["accepted"], json!(false));
+        assert_eq!(
+            m.state_get("s", "x.feed").unwrap(),
+            json!({"checkpoint": "a", "data": {"n": 1}})
+        );
+        let e = m.state_get("s", "x.post").unwrap_err();
+        assert_eq!((e.code.0, e.data), (-32006, Some(json!({"featureSet": "x.post"}))));
+    }
+
+    #[test]
+    fn registration_is_idempotent_and_restart_keeps_state() {
+        let dir = std::env::temp_dir().join(format!("mcpl-host-mgr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let m = CheckpointManager::open(FileStore::new(&dir).unwrap(), 50).unwrap();
+            m.register("s", "notes", StateMode::HostManaged, true).unwrap();
+            m.record_result("s", None, &json!({"checkpoint": "c1", "parent": null, "patch": [{"op": "add", "path": "/a", "value": 1}]}));
+            m.record_result("s", None, &json!({"checkpoint": "c2", "parent": "c1", "patch": [{"op": "add", "path": "/b", "value": 2}]}));
+        }
+        let m = CheckpointManager::open(FileStore::new(&dir).unwrap(), 50).unwrap();
+        // Re-registration after the restart resumes the tree.
+        m.register("s", "notes", StateMode::HostManaged, true).unwrap();
+        assert_eq!(m.injection("s", None), current("notes", "c2", Some(json!({"a": 1, "b": 2}))));
+        assert_eq!(m.tree("s", "notes").unwrap().nodes.len(), 2);
+        m.remove_server("s").unwrap();
+        let m = CheckpointManager::open(FileStore::new(&dir).unwrap(), 50).unwrap();
+        assert!(m.keys().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

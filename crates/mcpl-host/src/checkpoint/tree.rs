@@ -1,0 +1,552 @@
+//! One checkpoint tree: the lineage of one (server, feature set), its current pointer, and the
+//! state at it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mcpl_core::mcpl::state::PatchOperation;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::patch::{self, PatchError};
+
+/// Who keeps a feature set's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StateMode {
+    /// The host stores the state and sends it back on each `tools/call` (`params.state`).
+    HostManaged,
+    /// The server keeps the state; the host tracks checkpoint ids (`params.checkpoint`).
+    ServerManaged,
+}
+
+/// A checkpoint in a tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointNode {
+    /// The parent checkpoint (`None` for a root).
+    pub parent: Option<String>,
+    /// The children, in the order they were recorded.
+    #[serde(default)]
+    pub children: Vec<String>,
+    /// A full snapshot of the state at this checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// A patch against the parent's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Vec<PatchOperation>>,
+    /// When it was recorded (milliseconds since the Unix epoch).
+    pub at: u64,
+    /// Recording order within the tree (older first); retention prunes the oldest.
+    pub seq: u64,
+    /// Its parent was unknown when it was recorded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detached: bool,
+    /// The server said it no longer has this checkpoint (`-32005`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pruned_by_server: bool,
+}
+
+/// A checkpoint as a result (or `state/update`) delivers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incoming<'a> {
+    /// The checkpoint id.
+    pub checkpoint: &'a str,
+    /// Its parent.
+    pub parent: Option<&'a str>,
+    /// A full snapshot.
+    pub data: Option<&'a Value>,
+    /// A patch against the parent's state.
+    pub patch: Option<&'a [PatchOperation]>,
+}
+
+/// What recording did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recorded {
+    /// A new node; `current` moved to it.
+    New,
+    /// The same id with the same parent was already there; `current` moved to it.
+    Repeated,
+    /// A new node whose parent is unknown (and not `null`): recorded, marked detached.
+    Detached,
+}
+
+/// Why a checkpoint was not recorded. Nothing changed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RecordError {
+    /// Both `data` and `patch`.
+    #[error("checkpoint {0} carries both data and patch")]
+    BothDataAndPatch(String),
+    /// The id exists under a different parent.
+    #[error("checkpoint {checkpoint} already exists under parent {existing:?}, not {claimed:?}")]
+    ParentMismatch {
+        /// The checkpoint.
+        checkpoint: String,
+        /// Its recorded parent.
+        existing: Option<String>,
+        /// The parent claimed now.
+        claimed: Option<String>,
+    },
+    /// A patch against a parent whose state is unknown.
+    #[error(
+        "checkpoint {checkpoint}: the state of parent {parent} is unknown, so its patch cannot apply"
+    )]
+    UnknownParentState {
+        /// The checkpoint.
+        checkpoint: String,
+        /// The parent.
+        parent: String,
+    },
+    /// The patch failed; nothing was recorded.
+    #[error("checkpoint {checkpoint}: {source}")]
+    Patch {
+        /// The checkpoint.
+        checkpoint: String,
+        /// The failure.
+        source: PatchError,
+    },
+}
+
+impl RecordError {
+    /// A stable name of the failure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RecordError::BothDataAndPatch(_) => "both_data_and_patch",
+            RecordError::ParentMismatch { .. } => "parent_mismatch",
+            RecordError::UnknownParentState { .. } => "unknown_parent_state",
+            RecordError::Patch { .. } => "patch_failed",
+        }
+    }
+}
+
+/// The checkpoint tree of one (server, feature set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointTree {
+    /// Who keeps the state.
+    pub mode: StateMode,
+    /// Whether the feature set declares `rollback: true`.
+    pub rollback: bool,
+    /// The current checkpoint.
+    pub current: Option<String>,
+    /// The nodes by id.
+    pub nodes: BTreeMap<String, CheckpointNode>,
+    /// The next `seq`.
+    #[serde(default)]
+    next_seq: u64,
+    /// The state at `current` (host-managed), materialized; not persisted, rebuilt on load.
+    #[serde(skip)]
+    current_state: Option<Value>,
+    /// Reconstruction failed: no state is injected until a snapshot arrives.
+    #[serde(skip)]
+    degraded: bool,
+}
+
+impl CheckpointTree {
+    /// An empty tree.
+    pub fn new(mode: StateMode, rollback: bool) -> Self {
+        CheckpointTree {
+            mode,
+            rollback,
+            current: None,
+            nodes: BTreeMap::new(),
+            next_seq: 0,
+            current_state: None,
+            degraded: false,
+        }
+    }
+
+    /// The state at `current` (host-managed trees; `None` before any state).
+    pub fn current_state(&self) -> Option<&Value> {
+        if self.degraded { None } else { self.current_state.as_ref() }
+    }
+
+    /// Whether reconstructing the current state failed (see [`CheckpointTree::materialize`]).
+    pub fn is_degraded(&self) -> bool {
+        self.degraded
+    }
+
+    /// Rebuilds the current state from the nodes (after loading). On failure the tree is marked
+    /// degraded and the error returned.
+    pub fn materialize(&mut self) -> Result<(), RecordError> {
+        let Some(current) = self.current.clone() else {
+            self.current_state = None;
+            self.degraded = false;
+            return Ok(());
+        };
+        match self.state_at(&current) {
+            Ok(state) => {
+                self.current_state = state;
+                self.degraded = false;
+                Ok(())
+            }
+            Err(e) => {
+                self.current_state = None;
+                self.degraded = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// The state at checkpoint `id`: from the nearest ancestor with a snapshot, patches applied
+    /// forward (a root patch applies to `{}`; opaque checkpoints leave the state as it was).
+    /// `Ok(None)` when no ancestor carries any state.
+    pub fn state_at(&self, id: &str) -> Result<Option<Value>, RecordError> {
+        let mut chain = Vec::new();
+        let mut cursor = Some(id.to_owned());
+        let mut seen = BTreeSet::new();
+        let mut base: Option<Value> = None;
+        while let Some(at) = cursor {
+            if !seen.insert(at.clone()) {
+                break; // a cycle cannot be built by `record`, but never loop on a corrupt file
+            }
+            let Some(node) = self.nodes.get(&at) else {
+                // An unknown ancestor: only fine if nothing below needs its state.
+                if chain.iter().any(|n: &&CheckpointNode| n.patch.is_some()) {
+                    return Err(RecordError::UnknownParentState {
+                        checkpoint: id.to_owned(),
+                        parent: at,
+                    });
+                }
+                break;
+            };
+            if let Some(data) = &node.data {
+                base = Some(data.clone());
+                break;
+            }
+            chain.push(node);
+            cursor = node.parent.clone();
+        }
+        let mut state = base;
+        for node in chain.into_iter().rev() {
+            if let Some(patch) = &node.patch {
+                let doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
+                state =
+                    Some(patch::apply(&doc, patch).map_err(|source| RecordError::Patch {
+                        checkpoint: id.to_owned(),
+                        source,
+                    })?);
+            }
+        }
+        Ok(state)
+    }
+
+    /// Records a checkpoint and moves `current` to it, atomically: on error nothing changes.
+    pub fn record(&mut self, cp: Incoming<'_>, now_ms: u64) -> Result<Recorded, RecordError> {
+        let id = cp.checkpoint.to_owned();
+        if cp.data.is_some() && cp.patch.is_some() {
+            return Err(RecordError::BothDataAndPatch(id));
+        }
+        let parent = cp.parent.map(str::to_owned);
+        if let Some(existing) = self.nodes.get(&id) {
+            if existing.parent != parent {
+                return Err(RecordError::ParentMismatch {
+                    checkpoint: id,
+                    existing: existing.parent.clone(),
+                    claimed: parent,
+                });
+            }
+            let state = self.state_at(&id)?;
+            self.current = Some(id);
+            self.current_state = state;
+            self.degraded = false;
+            return Ok(Recorded::Repeated);
+        }
+        let known_parent = parent.as_ref().is_none_or(|p| self.nodes.contains_key(p));
+        let state = match (cp.data, cp.patch) {
+            (Some(data), _) => Some(data.clone()),
+            (None, Some(patch)) => {
+                let base = match &parent {
+                    None => Value::Object(Map::new()),
+                    Some(p) if known_parent => {
+                        self.state_at(p)?.unwrap_or_else(|| Value::Object(Map::new()))
+                    }
+                    Some(p) => {
+                        return Err(RecordError::UnknownParentState {
+                            checkpoint: id,
+                            parent: p.clone(),
+                        });
+                    }
+                };
+                Some(
+                    patch::apply(&base, patch)
+                        .map_err(|source| RecordError::Patch { checkpoint: id.clone(), source })?,
+                )
+            }
+            // Opaque: lineage only; the state is the parent's.
+            (None, None) => match &parent {
+                Some(p) if known_parent => self.state_at(p)?,
+                _ => None,
+            },
+        };
+        let node = CheckpointNode {
+            parent: parent.clone(),
+            children: Vec::new(),
+            data: cp.data.cloned(),
+            patch: cp.patch.map(<[PatchOperation]>::to_vec),
+            at: now_ms,
+            seq: self.next_seq,
+            detached: !known_parent,
+            pruned_by_server: false,
+        };
+        self.next_seq += 1;
+        if let Some(p) = &parent
+            && let Some(pn) = self.nodes.get_mut(p)
+        {
+            pn.children.push(id.clone());
+        }
+        self.nodes.insert(id.clone(), node);
+        self.current = Some(id);
+        self.current_state = state;
+        self.degraded = false;
+        Ok(if known_parent { Recorded::New } else { Recorded::Detached })
+    }
+
+    /// Moves `current` to `id` and rebuilds the state there. The node must exist and not be
+    /// pruned; on error nothing changes.
+    pub fn move_to(&mut self, id: &str) -> Result<(), MoveError> {
+        match self.nodes.get(id) {
+            None => return Err(MoveError::Unknown(id.to_owned())),
+            Some(n) if n.pruned_by_server => return Err(MoveError::Pruned(id.to_owned())),
+            Some(_) => {}
+        }
+        let state = self.state_at(id).map_err(MoveError::State)?;
+        self.current = Some(id.to_owned());
+        self.current_state = state;
+        self.degraded = false;
+        Ok(())
+    }
+
+    /// Adopts `data` as the state at `id` (a rollback result carrying data).
+    pub fn adopt_state(&mut self, id: &str, data: Value) {
+        if let Some(n) = self.nodes.get_mut(id) {
+            n.data = Some(data.clone());
+            n.patch = None;
+        }
+        if self.current.as_deref() == Some(id) {
+            self.current_state = Some(data);
+            self.degraded = false;
+        }
+    }
+
+    /// Marks `id` as gone on the server's side (a rollback to it answered `-32005`).
+    pub fn mark_pruned(&mut self, id: &str) {
+        if let Some(n) = self.nodes.get_mut(id) {
+            n.pruned_by_server = true;
+        }
+    }
+
+    /// Keeps at most `cap` nodes: prunes the oldest ones that are neither `current` nor one of
+    /// its ancestors back to the nearest snapshot. Children of a pruned node keep their state:
+    /// a child that carried a patch gets its materialized snapshot first. Returns the pruned ids.
+    pub fn prune(&mut self, cap: usize) -> Vec<String> {
+        let cap = cap.max(1);
+        let mut protected = BTreeSet::new();
+        let mut cursor = self.current.clone();
+        while let Some(at) = cursor {
+            let Some(node) = self.nodes.get(&at) else { break };
+            protected.insert(at.clone());
+            if node.data.is_some() {
+                break;
+            }
+            cursor = node.parent.clone();
+        }
+        let mut candidates: Vec<(u64, String)> = self
+            .nodes
+            .iter()
+            .filter(|(id, _)| !protected.contains(*id))
+            .map(|(id, n)| (n.seq, id.clone()))
+            .collect();
+        candidates.sort();
+        let mut pruned = Vec::new();
+        for (_, id) in candidates {
+            if self.nodes.len() <= cap {
+                break;
+            }
+            let children = self.nodes.get(&id).map(|n| n.children.clone()).unwrap_or_default();
+            // Children that depend on this node's state get a snapshot of their own first.
+            let mut snapshots = Vec::new();
+            for child in &children {
+                let needs = self.nodes.get(child).is_some_and(|c| c.data.is_none());
+                if needs {
+                    match self.state_at(child) {
+                        Ok(Some(state)) => snapshots.push((child.clone(), state)),
+                        Ok(None) => {}
+                        Err(_) => {
+                            snapshots.clear();
+                            break;
+                        }
+                    }
+                }
+            }
+            for (child, state) in snapshots {
+                if let Some(c) = self.nodes.get_mut(&child) {
+                    c.data = Some(state);
+                    c.patch = None;
+                }
+            }
+            let parent = self.nodes.get(&id).and_then(|n| n.parent.clone());
+            if let Some(p) = parent.and_then(|p| self.nodes.get_mut(&p)) {
+                p.children.retain(|c| *c != id);
+            }
+            self.nodes.remove(&id);
+            pruned.push(id);
+        }
+        pruned
+    }
+}
+
+/// Why `current` could not move.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MoveError {
+    /// No such checkpoint in the tree.
+    #[error("unknown checkpoint {0}")]
+    Unknown(String),
+    /// The server no longer has it.
+    #[error("checkpoint {0} was pruned by the server")]
+    Pruned(String),
+    /// Its state cannot be rebuilt.
+    #[error(transparent)]
+    State(RecordError),
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn ops(v: Value) -> Vec<PatchOperation> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn data<'a>(id: &'a str, parent: Option<&'a str>, d: &'a Value) -> Incoming<'a> {
+        Incoming { checkpoint: id, parent, data: Some(d), patch: None }
+    }
+
+    fn patch<'a>(id: &'a str, parent: Option<&'a str>, p: &'a [PatchOperation]) -> Incoming<'a> {
+        Incoming { checkpoint: id, parent, data: None, patch: Some(p) }
+    }
+
+    #[test]
+    fn patches_apply_to_the_parents_state_and_branch() {
+        let mut t = CheckpointTree::new(StateMode::HostManaged, true);
+        let d = json!({"items": ["a"]});
+        t.record(data("c1", None, &d), 1).unwrap();
+        let p2 = ops(json!([{"op": "add", "path": "/items/-", "value": "b"}]));
+        t.record(patch("c2", Some("c1"), &p2), 2).unwrap();
+        assert_eq!(t.current_state(), Some(&json!({"items": ["a", "b"]})));
+        // Roll back to c1, then a new patch against c1 makes a sibling branch.
+        t.move_to("c1").unwrap();
+        let p3 = ops(json!([{"op": "copy", "from": "/items/0", "path": "/first"}]));
+        t.record(patch("c3", Some("c1"), &p3), 3).unwrap();
+        assert_eq!(t.current_state(), Some(&json!({"items": ["a"], "first": "a"})));
+        assert_eq!(t.nodes["c1"].children, ["c2", "c3"]);
+        // A patch against c2 while current is c3 uses c2's state, not the current one.
+        let p4 = ops(json!([{"op": "move", "from": "/items/1", "path": "/second"}]));
+        t.record(patch("c4", Some("c2"), &p4), 4).unwrap();
+        assert_eq!(t.current_state(), Some(&json!({"items": ["a"], "second": "b"})));
+    }
+
+    #[test]
+    fn a_failing_patch_records_nothing() {
+        let mut t = CheckpointTree::new(StateMode::HostManaged, true);
+        let d = json!({"n": 1});
+        t.record(data("c1", None, &d), 1).unwrap();
+        let bad = ops(
+            json!([{"op": "add", "path": "/m", "value": 2}, {"op": "test", "path": "/n", "value": 2}]),
+        );
+        let before = t.clone();
+        assert_eq!(t.record(patch("c2", Some("c1"), &bad), 2).unwrap_err().kind(), "patch_failed");
+        assert_eq!(t, before);
+        assert_eq!(t.current.as_deref(), Some("c1"));
+    }
+
+    #[test]
+    fn repeats_mismatches_unknown_parents() {
+        let mut t = CheckpointTree::new(StateMode::HostManaged, false);
+        let d = json!(1);
+        t.record(data("c1", None, &d), 1).unwrap();
+        t.record(data("c2", Some("c1"), &d), 2).unwrap();
+        assert_eq!(t.record(data("c2", Some("c1"), &d), 3).unwrap(), Recorded::Repeated);
+        assert_eq!(t.nodes["c1"].children, ["c2"], "no duplicate child");
+        assert_eq!(t.record(data("c2", None, &d), 3).unwrap_err().kind(), "parent_mismatch");
+        assert_eq!(t.record(data("c9", Some("nope"), &d), 4).unwrap(), Recorded::Detached);
+        assert!(t.nodes["c9"].detached);
+        let p = ops(json!([]));
+        assert_eq!(
+            t.record(patch("c10", Some("nope"), &p), 5).unwrap_err().kind(),
+            "unknown_parent_state"
+        );
+        let both = Incoming { checkpoint: "c11", parent: None, data: Some(&d), patch: Some(&p) };
+        assert_eq!(t.record(both, 6).unwrap_err().kind(), "both_data_and_patch");
+    }
+
+    #[test]
+    fn a_root_patch_applies_to_an_empty_object_and_opaque_keeps_state() {
+        let mut t = CheckpointTree::new(StateMode::HostManaged, false);
+        let p = ops(json!([{"op": "add", "path": "/a", "value": 1}]));
+        t.record(patch("c1", None, &p), 1).unwrap();
+        t.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None }, 2)
+            .unwrap();
+        assert_eq!(t.current_state(), Some(&json!({"a": 1})));
+    }
+
+    #[test]
+    fn reload_rebuilds_the_state() {
+        let mut t = CheckpointTree::new(StateMode::HostManaged, true);
+        let d = json!({"a": [1]});
+        t.record(data("c1", None, &d), 1).unwrap();
+        let p = ops(json!([{"op": "add", "path": "/a/-", "value": 2}]));
+        t.record(patch("c2", Some("c1"), &p), 2).unwrap();
+        let text = serde_json::to_string(&t).unwrap();
+        let mut loaded: CheckpointTree = serde_json::from_str(&text).unwrap();
+        assert_eq!(loaded.current_state(), None);
+        loaded.materialize().unwrap();
+        assert_eq!(loaded.current_state(), Some(&json!({"a": [1, 2]})));
+        // A corrupt tree degrades instead of injecting a wrong state.
+        loaded.nodes.remove("c1");
+        assert!(loaded.materialize().is_err());
+        assert!(loaded.is_degraded());
+        assert_eq!(loaded.current_state(), None);
+    }
+
+    #[test]
+    fn pruning_keeps_current_and_what_it_needs() {
+        let mut t = CheckpointTree::new(StateMode::HostManaged, true);
+        let d = json!({"n": 0});
+        t.record(data("c0", None, &d), 0).unwrap();
+        let mut parent = "c0".to_owned();
+        for i in 1..6 {
+            let p = ops(json!([{"op": "replace", "path": "/n", "value": i}]));
+            let id = format!("c{i}");
+            t.record(patch(&id, Some(&parent), &p), i).unwrap();
+            parent = id;
+        }
+        // Branch: back to c2 and a sibling.
+        t.move_to("c2").unwrap();
+        let p = ops(json!([{"op": "add", "path": "/b", "value": true}]));
+        t.record(patch("b1", Some("c2"), &p), 9).unwrap();
+        let pruned = t.prune(3);
+        assert!(!pruned.is_empty());
+        assert!(
+            t.nodes.len() <= 3
+                || t.nodes.keys().all(|k| ["b1", "c2", "c1", "c0"].contains(&k.as_str()))
+        );
+        assert_eq!(t.current.as_deref(), Some("b1"));
+        t.materialize().unwrap();
+        assert_eq!(t.current_state(), Some(&json!({"n": 2, "b": true})));
+        // Surviving nodes elsewhere still rebuild (they got snapshots).
+        for id in t.nodes.keys().cloned().collect::<Vec<_>>() {
+            t.state_at(&id).unwrap();
+        }
+    }
+
+    #[test]
+    fn move_errors() {
+        let mut t = CheckpointTree::new(StateMode::ServerManaged, true);
+        t.record(Incoming { checkpoint: "a", parent: None, data: None, patch: None }, 1).unwrap();
+        assert!(matches!(t.move_to("zz"), Err(MoveError::Unknown(_))));
+        t.mark_pruned("a");
+        assert!(matches!(t.move_to("a"), Err(MoveError::Pruned(_))));
+    }
+}

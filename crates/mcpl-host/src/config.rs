@@ -1,0 +1,429 @@
+//! The host configuration (a JSON file): the servers to run and how, and where state lives.
+//!
+//! ```
+//! use mcpl_host::config::{HostConfig, Transport};
+//!
+//! let config = HostConfig::from_json(r#"{
+//!     "servers": {
+//!         "memory": {"command": "mcpl-memory-server", "args": ["--db", "mem.json"]},
+//!         "chat": {"url": "ws://127.0.0.1:9000/mcpl", "toolPrefix": "chat",
+//!                  "tools": {"deny": ["admin_*"]}}
+//!     },
+//!     "state": {"dir": "state", "retention": 500}
+//! }"#).unwrap();
+//! assert_eq!(config.servers.len(), 2);
+//! assert_eq!(config.servers[0].prefix(), "chat");
+//! assert_eq!(config.servers[1].prefix(), "mcpl--memory");
+//! assert!(matches!(config.servers[1].transport, Transport::Stdio { .. }));
+//!
+//! // Prefixes that meet are refused, naming both servers, both prefixes and the rule.
+//! let err = HostConfig::from_json(r#"{"servers": [
+//!     {"id": "a", "command": "x", "toolPrefix": "foo"},
+//!     {"id": "b", "command": "y", "toolPrefix": "foo--bar"}
+//! ]}"#).unwrap_err();
+//! assert!(err.to_string().contains("followed by '--'"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::naming::default_prefix;
+use crate::prefix::{PrefixConflict, check_prefix};
+use crate::tools::ToolFilter;
+
+/// A configuration error.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Not valid JSON or not the expected shape.
+    #[error("invalid host configuration: {0}")]
+    Invalid(String),
+    /// A server id outside `[A-Za-z0-9_-]+`.
+    #[error("server id {0:?} must be non-empty and only ASCII letters, digits, '_' and '-'")]
+    BadId(String),
+    /// Two servers with one id.
+    #[error("server id {0:?} is configured twice")]
+    DuplicateId(String),
+    /// A server with no transport, or two.
+    #[error("server {0:?} needs exactly one of `command` (stdio) or `url` (WebSocket / HTTP)")]
+    Transport(String),
+    /// An empty tool prefix.
+    #[error("server {0:?} has an empty toolPrefix")]
+    EmptyPrefix(String),
+    /// Two prefixes meet.
+    #[error(transparent)]
+    PrefixConflict(#[from] PrefixConflict),
+}
+
+impl ConfigError {
+    /// A stable name of the failure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConfigError::Read { .. } => "read",
+            ConfigError::Invalid(_) => "invalid",
+            ConfigError::BadId(_) => "bad_id",
+            ConfigError::DuplicateId(_) => "duplicate_id",
+            ConfigError::Transport(_) => "transport",
+            ConfigError::EmptyPrefix(_) => "empty_prefix",
+            ConfigError::PrefixConflict(_) => "prefix_conflict",
+        }
+    }
+}
+
+/// How the host reaches a server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on stdio.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+        /// The working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A URL: `ws://`, `wss://` or `mcpl://` (WebSocket), or `http(s)://` (2025-era Streamable
+    /// HTTP sessions).
+    Url {
+        /// The URL.
+        url: String,
+        /// Extra request headers (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Reconnect policy: exponential backoff from `initial` up to `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reconnect {
+    /// Whether to reconnect after the connection drops.
+    pub enabled: bool,
+    /// The first delay.
+    pub initial: Duration,
+    /// The ceiling.
+    pub max: Duration,
+}
+
+impl Default for Reconnect {
+    fn default() -> Self {
+        Reconnect { enabled: true, initial: Duration::from_secs(5), max: Duration::from_secs(300) }
+    }
+}
+
+impl Reconnect {
+    /// The delay before attempt `n` (0-based): `initial * 2^n`, capped at `max`.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
+        self.initial.checked_mul(factor).unwrap_or(self.max).min(self.max)
+    }
+}
+
+/// One server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// The id (`[A-Za-z0-9_-]+`).
+    pub id: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// The tool prefix, if not the default `mcpl--<id>`.
+    pub tool_prefix: Option<String>,
+    /// Reconnect policy.
+    pub reconnect: Reconnect,
+    /// Feature sets to enable (`None`: all that the grant allows).
+    pub enabled_feature_sets: Option<Vec<String>>,
+    /// Feature sets to disable.
+    pub disabled_feature_sets: Vec<String>,
+    /// Which tools are offered.
+    pub tools: ToolFilter,
+    /// Capability paths (patterns) granted beyond the host's defaults, and denied.
+    pub grant_allow: Option<Vec<String>>,
+    /// Capability paths never granted.
+    pub grant_deny: Vec<String>,
+}
+
+impl ServerConfig {
+    /// The effective tool prefix.
+    pub fn prefix(&self) -> String {
+        self.tool_prefix.clone().unwrap_or_else(|| default_prefix(&self.id))
+    }
+
+    /// Checks the id, the transport and the prefix (not against other servers).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let ok = !self.id.is_empty()
+            && self.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(ConfigError::BadId(self.id.clone()));
+        }
+        if self.tool_prefix.as_deref() == Some("") {
+            return Err(ConfigError::EmptyPrefix(self.id.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// Where checkpoint state lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateConfig {
+    /// The directory of the file store (`None`: in memory only).
+    pub dir: Option<PathBuf>,
+    /// The node cap per checkpoint tree.
+    pub retention: usize,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig { dir: None, retention: 1000 }
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostConfig {
+    /// The servers, sorted by id.
+    pub servers: Vec<ServerConfig>,
+    /// State persistence.
+    pub state: StateConfig,
+    /// A failures log (JSON lines) for ops alerts.
+    pub failures_log: Option<PathBuf>,
+    /// A webhook for ops alerts (at most once per server and kind per 15 minutes).
+    pub ops_webhook: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawServer {
+    id: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    tool_prefix: Option<String>,
+    reconnect: Option<bool>,
+    reconnect_interval_ms: Option<u64>,
+    reconnect_max_interval_ms: Option<u64>,
+    #[serde(default)]
+    feature_sets: RawSelection,
+    #[serde(default)]
+    tools: RawFilter,
+    #[serde(default)]
+    grant: RawGrant,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSelection {
+    enabled: Option<Vec<String>>,
+    #[serde(default)]
+    disabled: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFilter {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawGrant {
+    allow: Option<Vec<String>>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    dir: Option<PathBuf>,
+    retention: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    servers: Value,
+    #[serde(default)]
+    state: RawState,
+    failures_log: Option<PathBuf>,
+    ops_webhook: Option<String>,
+}
+
+impl HostConfig {
+    /// Reads and validates a configuration file. Relative paths in it (`state.dir`, `cwd`,
+    /// `failuresLog`) are resolved against the file's directory.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let mut config = Self::from_json(&text)?;
+        if let Some(base) = path.parent() {
+            let resolve = |p: &mut PathBuf| {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            };
+            config.state.dir.as_mut().map(resolve);
+            config.failures_log.as_mut().map(resolve);
+            for s in &mut config.servers {
+                if let Transport::Stdio { cwd: Some(cwd), .. } = &mut s.transport {
+                    resolve(cwd);
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates a configuration. `servers` is an array of objects with an `id`,
+    /// or an object keyed by id.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let raw: RawConfig =
+            serde_json::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let entries: Vec<(Option<String>, Value)> = match raw.servers {
+            Value::Null => Vec::new(),
+            Value::Array(a) => a.into_iter().map(|v| (None, v)).collect(),
+            Value::Object(m) => m.into_iter().map(|(k, v)| (Some(k), v)).collect(),
+            _ => {
+                return Err(ConfigError::Invalid("`servers` must be an array or an object".into()));
+            }
+        };
+        let mut servers = Vec::new();
+        for (key, value) in entries {
+            let raw: RawServer = serde_json::from_value(value)
+                .map_err(|e| ConfigError::Invalid(format!("server: {e}")))?;
+            let id = match (key, raw.id) {
+                (Some(k), Some(id)) if k != id => {
+                    return Err(ConfigError::Invalid(format!(
+                        "server key {k:?} differs from its id {id:?}"
+                    )));
+                }
+                (Some(k), _) => k,
+                (None, Some(id)) => id,
+                (None, None) => return Err(ConfigError::Invalid("a server without an id".into())),
+            };
+            let transport = match (raw.command, raw.url) {
+                (Some(command), None) => {
+                    Transport::Stdio { command, args: raw.args, env: raw.env, cwd: raw.cwd }
+                }
+                (None, Some(url)) => Transport::Url { url, headers: raw.headers },
+                _ => return Err(ConfigError::Transport(id)),
+            };
+            let defaults = Reconnect::default();
+            let server = ServerConfig {
+                transport,
+                tool_prefix: raw.tool_prefix,
+                reconnect: Reconnect {
+                    enabled: raw.reconnect.unwrap_or(defaults.enabled),
+                    initial: raw
+                        .reconnect_interval_ms
+                        .map_or(defaults.initial, Duration::from_millis),
+                    max: raw.reconnect_max_interval_ms.map_or(defaults.max, Duration::from_millis),
+                },
+                enabled_feature_sets: raw.feature_sets.enabled,
+                disabled_feature_sets: raw.feature_sets.disabled,
+                tools: ToolFilter::new(raw.tools.allow, raw.tools.deny),
+                grant_allow: raw.grant.allow,
+                grant_deny: raw.grant.deny,
+                id,
+            };
+            server.validate()?;
+            servers.push(server);
+        }
+        servers.sort_by(|a, b| a.id.cmp(&b.id));
+        for pair in servers.windows(2) {
+            if pair[0].id == pair[1].id {
+                return Err(ConfigError::DuplicateId(pair[0].id.clone()));
+            }
+        }
+        let prefixes: Vec<(String, String)> =
+            servers.iter().map(|s| (s.id.clone(), s.prefix())).collect();
+        for (i, (id, prefix)) in prefixes.iter().enumerate() {
+            check_prefix(
+                id,
+                prefix,
+                prefixes[i + 1..].iter().map(|(a, b)| (a.as_str(), b.as_str())),
+            )?;
+        }
+        let state = StateConfig {
+            dir: raw.state.dir,
+            retention: raw.state.retention.unwrap_or(StateConfig::default().retention).max(1),
+        };
+        Ok(HostConfig {
+            servers,
+            state,
+            failures_log: raw.failures_log,
+            ops_webhook: raw.ops_webhook,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn refusals() {
+        let kind = |t: &str| HostConfig::from_json(t).unwrap_err().kind();
+        assert_eq!(kind(r#"{"servers": [{"id": "a b", "command": "x"}]}"#), "bad_id");
+        assert_eq!(
+            kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}"#),
+            "duplicate_id"
+        );
+        assert_eq!(kind(r#"{"servers": [{"id": "a"}]}"#), "transport");
+        assert_eq!(
+            kind(r#"{"servers": [{"id": "a", "command": "x", "url": "ws://h"}]}"#),
+            "transport"
+        );
+        assert_eq!(
+            kind(r#"{"servers": [{"id": "a", "command": "x", "toolPrefix": ""}]}"#),
+            "empty_prefix"
+        );
+        assert_eq!(kind(r#"{"servers": [{"id": "a", "command": "x", "bogus": 1}]}"#), "invalid");
+        // Default prefixes of ids `a` and `a--b` (ids may hold `-`) meet.
+        assert_eq!(
+            kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a--b", "command": "y"}]}"#),
+            "prefix_conflict"
+        );
+        assert_eq!(
+            kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a-", "command": "y"}]}"#),
+            "prefix_conflict"
+        );
+        let ok = r#"{"servers": [{"id": "a", "command": "x", "toolPrefix": "foo"},
+                                  {"id": "b", "command": "y", "toolPrefix": "foo-bar"},
+                                  {"id": "c", "command": "z", "toolPrefix": "foobar"}]}"#;
+        assert_eq!(HostConfig::from_json(ok).unwrap().servers.len(), 3);
+    }
+
+    #[test]
+    fn backoff() {
+        let r = Reconnect {
+            enabled: true,
+            initial: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+        };
+        assert_eq!(r.delay(0), Duration::from_secs(5));
+        assert_eq!(r.delay(3), Duration::from_secs(40));
+        assert_eq!(r.delay(10), Duration::from_secs(300));
+        assert_eq!(r.delay(200), Duration::from_secs(300));
+    }
+}

@@ -1,0 +1,304 @@
+//! The tools the model sees: per-server listings (first listing wins), allow/deny filters,
+//! namespaced names, and routing a namespaced name back to its server.
+//!
+//! ```
+//! use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+//! use serde_json::json;
+//!
+//! let tools = vec![
+//!     json!({"name": "read", "inputSchema": {"type": "object"}, "_meta": {"featureSet": "fs.read"}}),
+//!     json!({"name": "read", "inputSchema": {"type": "object"}}),
+//!     json!({"name": "rm", "inputSchema": {"type": "object"}}),
+//! ];
+//! let filter = ToolFilter::new(Vec::<String>::new(), ["rm"]);
+//! let l = listing("mcpl--files", tools, &filter);
+//! assert_eq!(l.repeats, ["read"]);
+//! assert_eq!(l.tools.len(), 1);
+//! assert_eq!(l.tools[0].feature_set.as_deref(), Some("fs.read"), "the first listing's set");
+//!
+//! let mut index = ToolIndex::default();
+//! index.set_prefix("files", "mcpl--files");
+//! index.replace("files", l);
+//! let route = index.resolve("mcpl--files--read").unwrap();
+//! assert_eq!((route.server.as_str(), route.tool.as_str()), ("files", "read"));
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::Value;
+
+use crate::naming::SEPARATOR;
+
+/// Matches `text` against a glob: `*` is any run of characters (also empty), `?` one character.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(c) if *c == '?' || *c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// Which of a server's tools are offered: `allow` globs (empty = all), minus `deny` globs
+/// (deny wins). Globs match the server's own tool names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    allow: Vec<String>,
+    deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// A filter.
+    pub fn new<A, D>(allow: A, deny: D) -> Self
+    where
+        A: IntoIterator,
+        A::Item: Into<String>,
+        D: IntoIterator,
+        D::Item: Into<String>,
+    {
+        ToolFilter {
+            allow: allow.into_iter().map(Into::into).collect(),
+            deny: deny.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether `tool` is offered.
+    pub fn permits(&self, tool: &str) -> bool {
+        let allowed = self.allow.is_empty() || self.allow.iter().any(|g| glob_match(g, tool));
+        allowed && !self.deny.iter().any(|g| glob_match(g, tool))
+    }
+}
+
+/// One tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    /// The server's own name.
+    pub name: String,
+    /// `<prefix>--<name>`.
+    pub namespaced: String,
+    /// The feature set it is tagged with (`featureSet`, else `_meta.featureSet`).
+    pub feature_set: Option<String>,
+    /// Its declared class (`_meta["mcpl/class"]`).
+    pub class: Option<String>,
+    /// The definition, with `name` replaced by the namespaced name.
+    pub definition: Value,
+}
+
+/// One server's listing after dedupe and filtering.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listing {
+    /// The offered tools, in listing order.
+    pub tools: Vec<ListedTool>,
+    /// Names listed more than once (the first listing was kept), in order of first repeat.
+    pub repeats: Vec<String>,
+    /// Definitions without a string `name` (ignored).
+    pub unnamed: usize,
+    /// The refresh failed and this is the previous listing.
+    pub stale: bool,
+}
+
+/// Builds a server's listing: the first listing of each name wins (with its feature set and
+/// class), later repeats are reported; filtered tools are left out.
+pub fn listing(prefix: &str, tools: Vec<Value>, filter: &ToolFilter) -> Listing {
+    let mut seen = HashSet::new();
+    let mut out = Listing::default();
+    for mut def in tools {
+        let Some(name) = def.get("name").and_then(Value::as_str).map(str::to_owned) else {
+            out.unnamed += 1;
+            continue;
+        };
+        if !seen.insert(name.clone()) {
+            if !out.repeats.contains(&name) {
+                out.repeats.push(name);
+            }
+            continue;
+        }
+        if !filter.permits(&name) {
+            continue;
+        }
+        let feature_set = def
+            .get("featureSet")
+            .or_else(|| def.pointer("/_meta/featureSet"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let class = def.pointer("/_meta/mcpl~1class").and_then(Value::as_str).map(str::to_owned);
+        let namespaced = format!("{prefix}{SEPARATOR}{name}");
+        if let Some(obj) = def.as_object_mut() {
+            obj.insert("name".into(), Value::String(namespaced.clone()));
+        }
+        out.tools.push(ListedTool { name, namespaced, feature_set, class, definition: def });
+    }
+    out
+}
+
+/// Where a namespaced tool name goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The server id.
+    pub server: String,
+    /// The server's own tool name.
+    pub tool: String,
+    /// The feature set the tool is tagged with (from its first listing), if it was listed.
+    pub feature_set: Option<String>,
+}
+
+/// Every server's prefix and listing, and the namespaced-name index built from them.
+#[derive(Debug, Clone, Default)]
+pub struct ToolIndex {
+    prefixes: BTreeMap<String, String>,
+    listings: BTreeMap<String, Listing>,
+}
+
+impl ToolIndex {
+    /// Sets `server`'s prefix (replacing any earlier entry of that server).
+    pub fn set_prefix(&mut self, server: &str, prefix: &str) {
+        self.prefixes.insert(server.to_owned(), prefix.to_owned());
+    }
+
+    /// Replaces `server`'s listing.
+    pub fn replace(&mut self, server: &str, listing: Listing) {
+        self.listings.insert(server.to_owned(), listing);
+    }
+
+    /// Marks `server`'s listing stale (its refresh failed; the previous list stays).
+    pub fn mark_stale(&mut self, server: &str) {
+        if let Some(l) = self.listings.get_mut(server) {
+            l.stale = true;
+        }
+    }
+
+    /// Forgets `server`: exactly the entries owned by it.
+    pub fn remove(&mut self, server: &str) {
+        self.prefixes.remove(server);
+        self.listings.remove(server);
+    }
+
+    /// A server's listing.
+    pub fn listing(&self, server: &str) -> Option<&Listing> {
+        self.listings.get(server)
+    }
+
+    /// Every offered tool, by server id then listing order.
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &ListedTool)> {
+        self.listings.iter().flat_map(|(s, l)| l.tools.iter().map(move |t| (s.as_str(), t)))
+    }
+
+    /// Routes a namespaced name: to the server that listed it, if that server still owns a
+    /// prefix the name is under; else to the server with the longest prefix the name is under
+    /// (the tool need not be listed); else `None`.
+    pub fn resolve(&self, name: &str) -> Option<Route> {
+        let under = |prefix: &str| {
+            name.strip_prefix(prefix)
+                .and_then(|r| r.strip_prefix(SEPARATOR))
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+        };
+        for (server, listing) in &self.listings {
+            if let Some(t) = listing.tools.iter().find(|t| t.namespaced == name)
+                && let Some(prefix) = self.prefixes.get(server)
+                && let Some(tool) = under(prefix)
+            {
+                return Some(Route {
+                    server: server.clone(),
+                    tool,
+                    feature_set: t.feature_set.clone(),
+                });
+            }
+        }
+        let (server, prefix) = self
+            .prefixes
+            .iter()
+            .filter(|(_, p)| under(p).is_some())
+            .max_by_key(|(_, p)| p.len())?;
+        let tool = under(prefix)?;
+        let feature_set = self
+            .listings
+            .get(server)
+            .and_then(|l| l.tools.iter().find(|t| t.name == tool))
+            .and_then(|t| t.feature_set.clone());
+        Some(Route { server: server.clone(), tool, feature_set })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("read*", "read_file"));
+        assert!(glob_match("*file", "read_file"));
+        assert!(glob_match("r?ad", "read"));
+        assert!(glob_match("a*b*c", "a--b--c"));
+        assert!(!glob_match("a*b*c", "a--b--"));
+        assert!(!glob_match("read", "read_file"));
+    }
+
+    #[test]
+    fn deny_wins() {
+        let f = ToolFilter::new(["read*", "rm"], ["rm"]);
+        assert!(f.permits("read_file"));
+        assert!(!f.permits("rm"));
+        assert!(!f.permits("write"));
+    }
+
+    #[test]
+    fn first_listing_wins_with_its_set_and_class() {
+        let tools = vec![
+            json!({"name": "a", "featureSet": "one", "_meta": {"mcpl/class": "read"}}),
+            json!({"name": "a", "featureSet": "two", "_meta": {"mcpl/class": "write"}}),
+            json!({"name": "b"}),
+            json!({"name": "a"}),
+            json!({"title": "no name"}),
+        ];
+        let l = listing("p", tools, &ToolFilter::default());
+        assert_eq!(l.repeats, ["a"]);
+        assert_eq!(l.unnamed, 1);
+        assert_eq!(l.tools.len(), 2);
+        assert_eq!(l.tools[0].feature_set.as_deref(), Some("one"));
+        assert_eq!(l.tools[0].class.as_deref(), Some("read"));
+        assert_eq!(l.tools[0].definition["name"], json!("p--a"));
+    }
+
+    #[test]
+    fn routing_prefers_the_listing_owner_then_the_longest_prefix() {
+        let mut index = ToolIndex::default();
+        // Nested prefixes (refused by the registry, but routing must still be deterministic).
+        index.set_prefix("a", "a");
+        index.set_prefix("ab", "a--b");
+        index.replace("a", listing("a", vec![json!({"name": "b--x"})], &ToolFilter::default()));
+        index.replace("ab", listing("a--b", vec![json!({"name": "y"})], &ToolFilter::default()));
+        assert_eq!(index.resolve("a--b--x").unwrap().server, "a", "listed by a");
+        assert_eq!(index.resolve("a--b--y").unwrap().server, "ab");
+        // Not listed anywhere: the longest prefix.
+        let r = index.resolve("a--b--z").unwrap();
+        assert_eq!((r.server.as_str(), r.tool.as_str()), ("ab", "z"));
+        assert_eq!(index.resolve("a--q").unwrap().tool, "q");
+        assert!(index.resolve("zzz--q").is_none());
+        assert!(index.resolve("a--").is_none());
+        index.remove("ab");
+        assert_eq!(index.resolve("a--b--y").unwrap().server, "a");
+    }
+}

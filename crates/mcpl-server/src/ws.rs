@@ -1,0 +1,418 @@
+//! WebSocket: a [`Server`] served over WebSocket connections, as an axum [`Router`].
+//!
+//! MCPL needs requests from the server to the host at any time, which the 2026 Streamable HTTP
+//! forbids; a WebSocket connection carries them in both directions. The rules:
+//!
+//! - `GET` with a WebSocket upgrade opens a connection; other methods get `405`. The `Host`
+//!   and `Origin` headers are checked first, as for the Streamable HTTP endpoint (DNS-rebinding
+//!   protection, on by default): a refused request gets `403` and is never upgraded.
+//! - **A connection is a session**: it is served exactly as [`Server::serve`] serves a stdio
+//!   connection (an `initialize` handshake for the 2025 era, or stateless-era requests that
+//!   describe their client in `_meta`). A reconnect is a new session and starts with a new
+//!   `initialize`.
+//! - **One JSON-RPC message per text frame**, never split on newlines (a peer may pretty-print);
+//!   binary frames are ignored; a text frame that is not JSON-RPC is answered with a parse
+//!   error, as on stdio (see [`mcpl_core::transport::framed`]).
+//! - **Size**: a message over [`WsConfig::max_message_size`] (default 4 MiB) is never buffered
+//!   beyond the limit; the connection is answered with a JSON-RPC error (`-32600`) and closed
+//!   with code `1009`. Other connections are not affected.
+//! - **Keep-alive**: pings are answered; a connection that sends nothing (not even a ping) for
+//!   [`WsConfig::idle_timeout`] (default 60 s) is closed. Clients ping at least every 30 s.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use mcpl_server::Server;
+//! use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let server = Server::builder("demo", "1.0.0").build();
+//! let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+//! mcpl_server::ws::serve(listener, app).await
+//! # }
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{self, CloseFrame, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::{SinkExt, StreamExt, future};
+use mcpl_core::Error;
+use mcpl_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
+use mcpl_core::transport::framed::{FramedTransport, Inbound, Outbound};
+use tokio_tungstenite::tungstenite;
+
+use crate::builder::Server;
+use crate::http::guard::{HostPolicy, check_host_and_origin};
+use crate::session::Session;
+
+/// Serves `router` on `listener`, with `TCP_NODELAY` on every connection: the same as
+/// [`crate::http::serve`], named here for WebSocket apps.
+pub use crate::http::serve;
+
+/// The subprotocol the endpoint selects when a client offers it (`Sec-WebSocket-Protocol:
+/// mcp`). Clients need not offer it.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::ws::SUBPROTOCOL, "mcp");
+/// ```
+pub const SUBPROTOCOL: &str = "mcp";
+
+/// Settings of the WebSocket endpoint.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpl_server::ws::WsConfig;
+///
+/// let config = WsConfig::new()
+///     .max_message_size(1024 * 1024)
+///     .allowed_hosts(["localhost", "mcp.example.com"])
+///     .allowed_origins(["https://app.example.com"])
+///     .idle_timeout(Some(Duration::from_secs(120)));
+/// # drop(config);
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct WsConfig {
+    hosts: HostPolicy,
+    max_message_size: usize,
+    idle_timeout: Option<Duration>,
+    ping_every: Option<Duration>,
+    max_connections: usize,
+}
+
+impl Default for WsConfig {
+    fn default() -> Self {
+        WsConfig {
+            hosts: HostPolicy::default(),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            idle_timeout: Some(Duration::from_secs(60)),
+            ping_every: None,
+            max_connections: 10_000,
+        }
+    }
+}
+
+impl WsConfig {
+    /// The default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The largest message accepted, in bytes; a larger one ends its connection (close code
+    /// `1009`). Default: 4 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().max_message_size(64 * 1024);
+    /// # drop(config);
+    /// ```
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes.max(1);
+        self
+    }
+
+    /// The host names (without port) the `Host` header may carry; others get `403`. This is the
+    /// DNS-rebinding protection. Default: `localhost`, `127.0.0.1`, `[::1]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().allowed_hosts(["mcp.example.com"]);
+    /// # drop(config);
+    /// ```
+    pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
+        self.hosts.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Accepts any `Host` header. Only for servers behind a proxy that checks it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().allow_any_host();
+    /// # drop(config);
+    /// ```
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts.allowed_hosts = None;
+        self
+    }
+
+    /// Origins (`scheme://host[:port]`) allowed besides those on an allowed host. A request with
+    /// another `Origin` gets `403`. Requests without `Origin` (non-browser clients) pass.
+    /// Default: none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().allowed_origins(["https://app.example.com"]);
+    /// # drop(config);
+    /// ```
+    pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        origins: I,
+    ) -> Self {
+        self.hosts.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Closes a connection after this long without any frame from the client. `None` never
+    /// does. Default: 60 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().idle_timeout(Some(std::time::Duration::from_secs(90)));
+    /// # drop(config);
+    /// ```
+    pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// Pings every client at this period. Clients ping the server, so this is rarely needed;
+    /// it keeps connections through proxies that drop one-sided traffic. Default: `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().ping_every(Some(std::time::Duration::from_secs(30)));
+    /// # drop(config);
+    /// ```
+    pub fn ping_every(mut self, period: Option<Duration>) -> Self {
+        self.ping_every = period;
+        self
+    }
+
+    /// The most open connections; an upgrade beyond it gets `503`. Default: 10 000.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::ws::WsConfig::new().max_connections(100);
+    /// # drop(config);
+    /// ```
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+}
+
+/// The WebSocket endpoint of a [`Server`]: every connection is served as its own session.
+///
+/// # Examples
+///
+/// Mounted next to an application's own routes and served on an ephemeral port:
+///
+/// ```
+/// use mcpl_server::Server;
+/// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let endpoint = WebSocketEndpoint::new(Server::builder("demo", "1.0.0").build(), WsConfig::new());
+/// let app = axum::Router::new()
+///     .route("/health", axum::routing::get(|| async { "ok" }))
+///     .merge(endpoint.clone().into_router("/ws"));
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// tokio::spawn(mcpl_server::ws::serve(listener, app));
+/// assert_eq!(endpoint.connection_count(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct WebSocketEndpoint {
+    server: Server,
+    config: Arc<WsConfig>,
+    connections: Arc<AtomicUsize>,
+    on_session: Option<Arc<dyn Fn(Session) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for WebSocketEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSocketEndpoint")
+            .field("server", &self.server)
+            .field("config", &self.config)
+            .field("connections", &self.connection_count())
+            .field("on_session", &self.on_session.is_some())
+            .finish()
+    }
+}
+
+impl WebSocketEndpoint {
+    /// The endpoint of `server` with `config`.
+    pub fn new(server: Server, config: WsConfig) -> Self {
+        WebSocketEndpoint {
+            server,
+            config: Arc::new(config),
+            connections: Arc::new(AtomicUsize::new(0)),
+            on_session: None,
+        }
+    }
+
+    /// Calls `hook` with the [`Session`] of every new connection, as soon as it is served
+    /// (before its `initialize`). Through [`Session::peer`] the application sends the client
+    /// requests and notifications of its own, at any time: what MCPL servers do (push events,
+    /// inference requests). [`Session::closed`] tells when the connection ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// let endpoint = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new())
+    ///     .on_session(|session| {
+    ///         tokio::spawn(async move {
+    ///             session.closed().await;
+    ///             tracing::info!("a websocket session ended");
+    ///         });
+    ///     });
+    /// # drop(endpoint);
+    /// ```
+    pub fn on_session(mut self, hook: impl Fn(Session) + Send + Sync + 'static) -> Self {
+        self.on_session = Some(Arc::new(hook));
+        self
+    }
+
+    /// An axum router serving the endpoint at `path` (`GET` only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// let ws = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new()).into_router("/ws");
+    /// let app = axum::Router::new().nest("/api", ws); // served at /api/ws
+    /// # drop(app);
+    /// ```
+    pub fn into_router(self, path: &str) -> Router {
+        Router::new().route(path, get(upgrade)).with_state(self)
+    }
+
+    /// The number of open connections.
+    pub fn connection_count(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts one open connection while alive.
+struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl ConnectionSlot {
+    fn take(counter: &Arc<AtomicUsize>, max: usize) -> Option<ConnectionSlot> {
+        counter
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .ok()
+            .map(|_| ConnectionSlot(counter.clone()))
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn upgrade(
+    State(endpoint): State<WebSocketEndpoint>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if let Err(refusal) = check_host_and_origin(&endpoint.config.hosts, &headers) {
+        tracing::debug!(message = %refusal.message, "websocket upgrade refused");
+        return (refusal.status, refusal.message).into_response();
+    }
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let Some(slot) = ConnectionSlot::take(&endpoint.connections, endpoint.config.max_connections)
+    else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
+    };
+    let max = endpoint.config.max_message_size;
+    upgrade
+        .max_message_size(max)
+        .max_frame_size(max)
+        .protocols([SUBPROTOCOL])
+        .on_failed_upgrade(|e| tracing::debug!(error = %e, "websocket upgrade failed"))
+        .on_upgrade(move |socket| async move {
+            serve_socket(&endpoint, socket).await;
+            drop(slot);
+        })
+}
+
+/// Serves one upgraded connection until it ends.
+async fn serve_socket(endpoint: &WebSocketEndpoint, socket: WebSocket) {
+    let config = &endpoint.config;
+    let transport = framed(socket)
+        .max_message_size(config.max_message_size)
+        .idle_timeout(config.idle_timeout)
+        .ping_every(config.ping_every);
+    match endpoint.server.serve(transport).await {
+        Ok(session) => {
+            tracing::debug!("websocket connection open");
+            if let Some(hook) = &endpoint.on_session {
+                hook(session.clone());
+            }
+            session.closed().await;
+            tracing::debug!("websocket connection closed");
+        }
+        Err(e) => tracing::debug!(error = %e, "websocket connection could not start"),
+    }
+}
+
+/// The framed transport over an axum WebSocket.
+fn framed(socket: WebSocket) -> FramedTransport {
+    let (sink, stream) = socket.split();
+    let stream = stream.map(|item| match item {
+        Ok(ws::Message::Text(text)) => Ok(Inbound::Text(text.as_str().to_owned())),
+        Ok(ws::Message::Binary(_) | ws::Message::Ping(_) | ws::Message::Pong(_)) => {
+            Ok(Inbound::Other)
+        }
+        Ok(ws::Message::Close(frame)) => Ok(match frame {
+            Some(CloseFrame { code, reason }) => {
+                Inbound::Closed { code: Some(code), reason: reason.as_str().to_owned() }
+            }
+            None => Inbound::Closed { code: None, reason: String::new() },
+        }),
+        Err(e) => inbound_error(e),
+    });
+    let sink = sink.sink_map_err(|e| Error::transport("websocket send failed", e)).with(
+        |out: Outbound| {
+            future::ready(Ok::<_, Error>(match out {
+                Outbound::Text(text) => ws::Message::Text(text.into()),
+                Outbound::Ping => ws::Message::Ping(bytes::Bytes::new()),
+                Outbound::Close(code) => ws::Message::Close(Some(CloseFrame {
+                    code: code.code(),
+                    reason: code.reason().into(),
+                })),
+            }))
+        },
+    );
+    FramedTransport::new(stream, sink)
+}
+
+/// A read error: over the size cap is [`Inbound::TooLarge`], anything else a transport error.
+fn inbound_error(e: axum::Error) -> mcpl_core::Result<Inbound> {
+    let inner = e.into_inner();
+    match inner.downcast_ref::<tungstenite::Error>() {
+        Some(tungstenite::Error::Capacity(_)) => Ok(Inbound::TooLarge),
+        _ => Err(Error::transport("websocket receive failed", inner)),
+    }
+}

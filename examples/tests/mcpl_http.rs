@@ -1,6 +1,7 @@
-//! MCPL over a 2025 Streamable HTTP session (real sockets): the channel example server behind
-//! `StreamableHttp`, a raw engine as the host over `mcpl-client`'s `HttpTransport`. Server
-//! requests and announcements reach the host on the session's standalone stream.
+//! MCPL over a 2025 Streamable HTTP session and over WebSocket (real sockets), with a raw
+//! engine as the host. HTTP: the channel example server behind `StreamableHttp`, the host over
+//! `mcpl-client`'s `HttpTransport`; server requests and announcements reach the host on the
+//! session's standalone stream. WebSocket: the memory server behind `WebSocketEndpoint`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -105,4 +106,59 @@ async fn mcpl_over_a_2025_http_session() {
     let announced = next(&mut seen, "mcpl/manifestChanged").await;
     assert_eq!(announced["revision"], changed["result"]["revision"]);
     assert_ne!(announced["revision"], revision);
+}
+
+#[tokio::test]
+async fn mcpl_over_websocket() {
+    use mcpl_client::transport::WebSocketTransport;
+    use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+
+    let server = mcpl_examples::mcpl_memory::memory_server(true);
+    let app = WebSocketEndpoint::new(server.clone(), WsConfig::new()).into_router("/ws");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+    tokio::spawn(mcpl_server::ws::serve(listener, app));
+
+    let (tx, mut seen) = mpsc::unbounded_channel::<(String, Value)>();
+    let host = Engine::new();
+    let t = tx.clone();
+    host.on_request("push/event", move |_ctx, params| {
+        let _ = t.send(("push/event".into(), params.unwrap_or(Value::Null)));
+        async { Ok(json!({"accepted": true})) }
+    });
+    host.on_any_notification(move |ctx, params| {
+        let _ = tx.send((ctx.method().to_owned(), params.unwrap_or(Value::Null)));
+        async {}
+    });
+    let peer = host.connect(WebSocketTransport::new(url)).await.unwrap();
+    let init = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}},
+        "clientInfo": {"name": "ws-host", "version": "0"},
+    });
+    let result = peer.request("initialize", Some(init), Default::default()).await.unwrap();
+    assert!(
+        result["capabilities"]["experimental"]["mcpl"]["featureSets"]["memory.store"].is_object()
+    );
+    peer.notify("notifications/initialized", None).await.unwrap();
+    let grant = json!({"effectiveCapabilities": ["pushEvents", "tools"]});
+    peer.request("featureSets/update", Some(grant), Default::default()).await.unwrap();
+
+    let trigger = |arguments: Value| {
+        let peer = peer.clone();
+        async move {
+            let params = json!({"name": "mcpl_conformance_trigger", "arguments": arguments});
+            let r = peer.request("tools/call", Some(params), Default::default()).await.unwrap();
+            r["structuredContent"].clone()
+        }
+    };
+    let pushed =
+        trigger(json!({"action": "push", "featureSet": "memory.reminders", "eventId": "ws-1"}))
+            .await;
+    assert_eq!(pushed, json!({"sent": true, "result": {"accepted": true}}));
+    assert_eq!(next(&mut seen, "push/event").await["eventId"], "ws-1");
+    let changed = trigger(json!({"action": "change_manifest"})).await;
+    let announced = next(&mut seen, "mcpl/manifestChanged").await;
+    assert_eq!(announced["revision"], changed["result"]["revision"]);
+    assert_eq!(server.mcpl_connections().len(), 1);
 }

@@ -21,12 +21,15 @@ use crate::completion::{CompletionRequest, CompletionResult};
 use crate::context::Context;
 use crate::events::{EVENT_BUFFER, ServerEvent};
 use crate::input::{PromptReply, ReadReply, ToolReply};
+use crate::mcpl::{ManifestError, Mcpl, McplConnection, McplHub};
 use crate::prompt::{PromptArguments, PromptEntry};
 use crate::registry::{PromptsMut, ReadGuard, Registry, ResourcesMut, ToolsMut, WriteGuard};
 use crate::resource::{ReadRequest, ResourceEntry, TemplateEntry};
 use crate::state::StateSealer;
 use crate::task::{TaskOptions, TaskStore, Tasks};
 use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
+use mcpl_core::mcpl::digest::Revision;
+use mcpl_core::mcpl::manifest::Manifest;
 
 /// A built server: its identity and features. Cheap to clone (clones share the features);
 /// serve it with [`Server::serve`] or [`crate::stdio::serve`].
@@ -82,6 +85,7 @@ pub(crate) struct ServerInner {
     pub(crate) tasks: Tasks,
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
+    pub(crate) mcpl: Option<Arc<McplHub>>,
 }
 
 impl fmt::Debug for Server {
@@ -119,6 +123,7 @@ impl Server {
             task_ttl: None,
             task_poll_interval: None,
             registry: Registry::default(),
+            mcpl: None,
             errors: Vec::new(),
         }
     }
@@ -428,6 +433,81 @@ impl Server {
         }
     }
 
+    /// The MCPL manifest served now (with its revision); `None` without MCPL.
+    pub fn mcpl_manifest(&self) -> Option<Manifest> {
+        self.inner.mcpl.as_ref().map(|hub| (*hub.manifest()).clone())
+    }
+
+    /// Installs a new MCPL manifest (its `revision` computed; any given one is replaced) and
+    /// returns its revision. Every MCPL connection whose host last learned a different revision
+    /// is told with `mcpl/manifestChanged {revision, domains}` when a domain changed (a
+    /// `version`-only change is not announced); rapid changes coalesce. `mcpl/manifest` serves
+    /// the new manifest at once.
+    ///
+    /// # Errors
+    ///
+    /// [`ManifestError::NotEnabled`] without MCPL; [`ManifestError::Digest`] for a manifest
+    /// that has no revision (the installed one stays).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
+    /// let next = Manifest::new().with_feature_set("extra", FeatureSet::new("More", ["tools"]));
+    /// let revision = server.set_mcpl_manifest(next).unwrap();
+    /// assert_eq!(server.mcpl_manifest().unwrap().revision(), Some(revision));
+    /// ```
+    pub fn set_mcpl_manifest(&self, next: Manifest) -> Result<Revision, ManifestError> {
+        self.inner.mcpl.as_ref().ok_or(ManifestError::NotEnabled)?.install(next)
+    }
+
+    /// Installs the MCPL manifest `f` makes of the current one, as
+    /// [`set_mcpl_manifest`](Self::set_mcpl_manifest) does; concurrent updates do not lose
+    /// each other's changes.
+    ///
+    /// # Errors
+    ///
+    /// As [`set_mcpl_manifest`](Self::set_mcpl_manifest).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
+    /// server.update_mcpl_manifest(|m| m.with_push_events(true)).unwrap();
+    /// assert_eq!(server.mcpl_manifest().unwrap().capabilities().push_events, Some(true));
+    /// ```
+    pub fn update_mcpl_manifest(
+        &self,
+        f: impl FnOnce(Manifest) -> Manifest,
+    ) -> Result<Revision, ManifestError> {
+        self.inner.mcpl.as_ref().ok_or(ManifestError::NotEnabled)?.update(f)
+    }
+
+    /// The live MCPL connections (hosts that advertised MCPL in `initialize`), for sending to
+    /// all of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
+    /// assert!(server.mcpl_connections().is_empty(), "nobody connected yet");
+    /// ```
+    pub fn mcpl_connections(&self) -> Vec<McplConnection> {
+        self.inner.mcpl.as_ref().map(|hub| hub.connections()).unwrap_or_default()
+    }
+
     pub(crate) fn read(&self) -> ReadGuard<'_> {
         self.inner.registry.read().unwrap_or_else(PoisonError::into_inner)
     }
@@ -468,6 +548,7 @@ pub struct ServerBuilder {
     task_ttl: Option<Option<Duration>>,
     task_poll_interval: Option<Duration>,
     registry: Registry,
+    mcpl: Option<Arc<McplHub>>,
     errors: Vec<RegistrationError>,
 }
 
@@ -523,6 +604,9 @@ pub enum RegistrationError {
         /// Its name or URI.
         key: String,
     },
+    /// The MCPL manifest has no revision (an identifier breaks the charset rule).
+    #[error("MCPL manifest: {0}")]
+    InvalidMcplManifest(String),
     /// A completer names a prompt argument or template variable that does not exist.
     #[error("completer for {target}: no such {what}")]
     UnknownCompletionTarget {
@@ -867,6 +951,30 @@ impl ServerBuilder {
         self.tool_entry(entry)
     }
 
+    /// Serves MCPL 0.5 (see [`crate::mcpl`]): `mcpl` holds the manifest, whose `revision` is
+    /// computed here, and the handlers of the host-to-server methods.
+    /// [`try_build`](Self::try_build) reports a manifest that has no revision (an identifier
+    /// breaking the charset rule); [`build`](Self::build) then serves no MCPL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new().with_model_info(true))).build();
+    /// let manifest = server.mcpl_manifest().unwrap();
+    /// assert_eq!(manifest.revision(), Some(manifest.compute_revision().unwrap()));
+    /// ```
+    pub fn mcpl(mut self, mcpl: Mcpl) -> Self {
+        match McplHub::new(mcpl) {
+            Ok(hub) => self.mcpl = Some(Arc::new(hub)),
+            Err(e) => self.errors.push(RegistrationError::InvalidMcplManifest(e.to_string())),
+        }
+        self
+    }
+
     fn tool_entry(mut self, entry: Result<ToolEntry, RegistrationError>) -> Self {
         let result = entry.and_then(|entry| self.registry.add_tool(entry));
         self.record(result)
@@ -1125,6 +1233,7 @@ impl ServerBuilder {
                 tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
                 registry: RwLock::new(self.registry),
                 events,
+                mcpl: self.mcpl,
             }),
         }
     }

@@ -17,8 +17,10 @@ use serde_json::Value;
 
 use crate::builder::Server;
 use crate::input::{InputRequired, InputState, supports_elicitation, supports_sampling};
+use crate::mcpl::McplConnection;
 use crate::state::{StateError, StateSealer};
 use crate::task::TaskSlot;
+use mcpl_core::mcpl::state::StateRequestFields;
 
 /// What the server knows about the client on one connection (stateful era) or from one
 /// request's `_meta` (stateless era).
@@ -33,6 +35,8 @@ pub(crate) struct ClientState {
     pub(crate) subscriptions: HashSet<String>,
     /// Ends the HTTP response stream of a request, on transports that have such streams.
     pub(crate) stream_closer: Option<StreamCloser>,
+    /// The connection's MCPL side, when the server serves MCPL and the host advertised it.
+    pub(crate) mcpl: Option<McplConnection>,
 }
 
 /// Closes the response stream of the request with the given id; `false` if it has none.
@@ -106,11 +110,27 @@ pub struct Context {
     pub(crate) input: Arc<InputState>,
     /// The task side of a task-mode `tools/call` (see [`crate::task`]).
     pub(crate) task: Option<Arc<TaskSlot>>,
+    /// The MCPL state fields of a `tools/call`.
+    pub(crate) mcpl_state: Arc<StateRequestFields>,
+}
+
+/// The MCPL state fields of a call that carries none: one shared value, no allocation.
+fn no_state_fields() -> Arc<StateRequestFields> {
+    static NONE: std::sync::LazyLock<Arc<StateRequestFields>> =
+        std::sync::LazyLock::new(Arc::default);
+    NONE.clone()
 }
 
 impl Context {
     pub(crate) fn new(request: RequestContext, client: SharedClientState) -> Self {
-        Context { request, client, server: None, input: InputState::none(), task: None }
+        Context {
+            request,
+            client,
+            server: None,
+            input: InputState::none(),
+            task: None,
+            mcpl_state: no_state_fields(),
+        }
     }
 
     /// The server serving this request, to change its features at run time (see
@@ -137,6 +157,57 @@ impl Context {
     /// ```
     pub fn server(&self) -> Option<&Server> {
         self.server.as_ref()
+    }
+
+    /// The connection's MCPL side: the host's policy and the gated server-to-host sends
+    /// (see [`crate::mcpl`]). `None` unless the server serves MCPL and the host advertised it
+    /// in `initialize`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+    ///         let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    ///         match mcpl.model_info().await {
+    ///             Ok(model) => Ok(ToolOutput::text(model.id)),
+    ///             Err(e) => Ok(ToolOutput::error(e.to_string())),
+    ///         }
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn mcpl(&self) -> Option<McplConnection> {
+        lock(&self.client).mcpl.clone()
+    }
+
+    /// The MCPL state fields the host sent with this `tools/call`: the full `state` of a
+    /// host-managed feature set, or the `checkpoint` it continues from. Both absent elsewhere.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::StateCheckpoint;
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::mcpl::WithState;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("count", ToolSchema::object()), |ctx, _args| async move {
+    ///         let n = ctx.mcpl_state().state.as_ref().and_then(|s| s["n"].as_u64()).unwrap_or(0);
+    ///         let parent = ctx.mcpl_state().checkpoint.clone();
+    ///         let state = StateCheckpoint::snapshot(format!("n{}", n + 1), parent, json!({"n": n + 1}));
+    ///         Ok(ToolOutput::text((n + 1).to_string()).with_state(state))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn mcpl_state(&self) -> &StateRequestFields {
+        &self.mcpl_state
     }
 
     /// The engine-level context: id, method, `_meta`, cancellation.

@@ -42,6 +42,8 @@
 //! - [`stdio`]: serving on this process's stdin and stdout.
 //! - [`http`]: serving over Streamable HTTP.
 //! - [`ws`]: serving over WebSocket (one connection, one session; for MCPL).
+//! - [`mcpl`]: MCPL 0.5 (server push, context hooks, inference requests, channels, manifest
+//!   changes) on stateful connections.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -53,6 +55,7 @@ pub mod context;
 pub mod events;
 pub mod http;
 pub mod input;
+pub mod mcpl;
 mod pagination;
 pub mod prompt;
 pub mod registry;

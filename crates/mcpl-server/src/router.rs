@@ -26,6 +26,7 @@ use crate::registry::Registry;
 use crate::resource::{ReadRequest, not_found, read};
 use crate::state::Binding;
 use mcpl_core::Era;
+use mcpl_core::mcpl::state::StateRequestFields;
 
 /// Decodes params, reading absent params as `{}`; failures are `-32602`.
 pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
@@ -129,6 +130,9 @@ pub(crate) async fn dispatch(
             lock(&ctx.client).log_level = Some(params.level);
             encode(EmptyResult::default())
         }
+        _ if crate::mcpl::is_mcpl_method(method) => {
+            crate::mcpl::request(&ctx, method, params).await
+        }
         _ => Err(ErrorObject::method_not_found(method)),
     }
 }
@@ -164,8 +168,11 @@ fn finish<T: Serialize>(done: Finished<T>) -> HandlerResult {
     }
 }
 
-async fn call_tool(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
+async fn call_tool(server: &Server, mut ctx: Context, params: Option<Value>) -> HandlerResult {
     let params: CallToolRequestParams = decode(check_input_members(params)?)?;
+    if lock(&ctx.client).mcpl.is_some() {
+        ctx.mcpl_state = std::sync::Arc::new(StateRequestFields::from_params(&params.extra));
+    }
     let found = server
         .read()
         .tools

@@ -100,6 +100,15 @@ pub(crate) fn shared_engine(server: &Server) -> Engine {
             route(&server, &state.phase, client, ctx, params).await
         }
     });
+    engine.on_any_notification(|ctx, params| {
+        let client = ctx.peer().data::<SessionState>().map(|s| s.client.clone());
+        let method = ctx.method().to_owned();
+        async move {
+            if let Some(client) = client {
+                crate::mcpl::notification(&client, &method, params).await;
+            }
+        }
+    });
     engine.on_notification(names::NOTIFICATIONS_INITIALIZED, |ctx, _params| {
         if let Some(state) = ctx.peer().data::<SessionState>() {
             let _ = state.phase.compare_exchange(
@@ -159,6 +168,11 @@ impl Server {
             let _ = ph.compare_exchange(INITIALIZED, READY, Ordering::SeqCst, Ordering::SeqCst);
             async {}
         });
+        let cl = client.clone();
+        engine.on_any_notification(move |ctx, params| {
+            let (cl, method) = (cl.clone(), ctx.method().to_owned());
+            async move { crate::mcpl::notification(&cl, &method, params).await }
+        });
         engine.on_close(|reason: &CloseReason| tracing::debug!(%reason, "session closed"));
         // Subscribe before connecting so no change made once the client can talk is missed.
         let events = self.subscribe_changes();
@@ -184,6 +198,29 @@ impl Session {
     /// The client's capabilities, once it initialized.
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
         lock(&self.client).client_capabilities.clone()
+    }
+
+    /// The connection's MCPL side, once a host that advertised MCPL initialized (and the
+    /// server serves MCPL, see [`crate::mcpl`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_core::transport::memory;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
+    /// let (_host_side, server_side) = memory::pair();
+    /// let session = server.serve(server_side).await?;
+    /// assert!(session.mcpl().is_none(), "no initialize yet");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn mcpl(&self) -> Option<crate::mcpl::McplConnection> {
+        lock(&self.client).mcpl.clone()
     }
 
     /// Whether the client sent `notifications/initialized`.
@@ -264,7 +301,7 @@ async fn route(
         return crate::stateless_era::serve(server, ctx, params).await;
     }
     match method.as_str() {
-        names::INITIALIZE => initialize(server, phase, &client, params),
+        names::INITIALIZE => initialize(server, phase, &client, ctx.peer(), params),
         names::PING => dispatch(server, Context::new(ctx, client), &method, params).await,
         _ if phase.load(Ordering::SeqCst) == NEW => Err(ErrorObject::invalid_request(
             format_args!("{method} before initialize: the server is not initialized"),
@@ -277,6 +314,7 @@ fn initialize(
     server: &Server,
     phase: &AtomicU8,
     client: &SharedClientState,
+    peer: &Peer,
     params: Option<Value>,
 ) -> HandlerResult {
     let params: InitializeRequestParams = decode(params)?;
@@ -286,6 +324,11 @@ fn initialize(
     if phase.compare_exchange(NEW, INITIALIZED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
         return Err(ErrorObject::invalid_request("initialize was already received"));
     }
+    let mut capabilities = server.capabilities();
+    // SEP-2663 defines the tasks extension for the stateless era only.
+    crate::task::unadvertise(&mut capabilities);
+    let experimental = params.capabilities.experimental.as_ref();
+    crate::mcpl::initialize(server, peer, client, experimental, &mut capabilities);
     {
         let mut c = lock(client);
         c.version = Some(version);
@@ -293,9 +336,6 @@ fn initialize(
         c.client_capabilities = Some(params.capabilities);
     }
     tracing::debug!(%version, "initialized");
-    let mut capabilities = server.capabilities();
-    // SEP-2663 defines the tasks extension for the stateless era only.
-    crate::task::unadvertise(&mut capabilities);
     let mut result = InitializeResult::new(version.as_str(), capabilities, server.info().clone());
     result.instructions = server.inner.instructions.clone();
     encode(result)

@@ -17,7 +17,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::driven::Queue;
-use super::handler::{HandlerResult, NotificationContext, RequestContext, SharedRequestHandler};
+use super::handler::{
+    AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
+};
 use super::options::{ProgressUpdate, RequestOptions};
 use super::{CloseReason, HandlerTable, Shared, lock};
 use crate::error::{Error, Result};
@@ -83,6 +85,8 @@ const PROGRESS_QUEUE: usize = 64;
 struct PendingEntry {
     tx: oneshot::Sender<Result<Value>>,
     progress: Option<mpsc::Sender<ProgressUpdate>>,
+    /// The method of the notifications related to this request, and where they go.
+    related: Option<(String, mpsc::UnboundedSender<Value>)>,
 }
 
 #[derive(Default)]
@@ -289,7 +293,9 @@ impl Connection {
             }
             inflight.insert(id.clone(), token.clone());
         }
-        let ctx = self.request_context(&id, method, params.as_ref(), token.clone());
+        let mut ctx = self.request_context(&id, method, params.as_ref(), token.clone());
+        let after = Arc::new(AfterAnswer::default());
+        ctx.after_answer = Some(after.clone());
         let conn = self.clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {
@@ -301,6 +307,7 @@ impl Connection {
             // A cancelled request gets no response at all.
             if let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) {
                 let _ = conn.send_related(answer(id.clone(), outcome), Some(id));
+                after.run();
             }
         });
     }
@@ -403,6 +410,7 @@ impl Connection {
                 .map(|m| Arc::new(m.clone())),
             peer: Peer { conn: self.clone(), related: Some(id.clone()) },
             cancel,
+            after_answer: None,
         }
     }
 
@@ -426,6 +434,27 @@ impl Connection {
         if let Some(token) = remove_shrinking(&mut lock(&self.inflight), &id) {
             tracing::debug!(%id, "request cancelled by peer");
             token.cancel();
+        }
+    }
+
+    /// Hands a notification naming a pending request (`params.requestId`) that asked for
+    /// notifications of its method to that request; returns any other notification.
+    fn route_related(&self, n: Notification) -> Option<Notification> {
+        let Some(id) = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok())
+        else {
+            return Some(n);
+        };
+        let pending = lock(&self.pending);
+        match pending.get(&id).and_then(|e| e.related.as_ref()) {
+            Some((method, tx)) if *method == n.method => {
+                let _ = tx.send(n.params.unwrap_or(Value::Null));
+                None
+            }
+            _ => Some(n),
         }
     }
 
@@ -560,7 +589,7 @@ impl Connection {
                 self.on_cancelled(n.params.as_ref())
             }
             Message::Notification(n) if n.method == PROGRESS => self.on_progress(n.params.as_ref()),
-            Message::Notification(n) => return Some(n),
+            Message::Notification(n) => return self.route_related(n),
         }
         None
     }
@@ -675,6 +704,7 @@ impl Peer {
             on_progress,
             cancel,
             meta,
+            related,
         } = options;
         let (progress_tx, mut progress_rx) = match on_progress {
             Some(_) => {
@@ -685,7 +715,15 @@ impl Peer {
         };
         let params = with_meta(params, meta, progress_tx.as_ref().map(|_| &id));
         let (tx, mut rx) = oneshot::channel();
-        lock(&conn.pending).insert(id.clone(), PendingEntry { tx, progress: progress_tx });
+        let (related_tx, mut related_rx, on_related) = match related {
+            Some((method, f)) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some((method, tx)), Some(rx), Some(f))
+            }
+            None => (None, None, None),
+        };
+        lock(&conn.pending)
+            .insert(id.clone(), PendingEntry { tx, progress: progress_tx, related: related_tx });
         let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
         if let Err(e) =
             conn.send_related(Request::new(id, method, params).into(), self.related.clone())
@@ -715,7 +753,17 @@ impl Peer {
                             f(update);
                         }
                     }
+                    if let (Some(f), Some(related)) = (&on_related, related_rx.as_mut()) {
+                        while let Ok(params) = related.try_recv() {
+                            f(params);
+                        }
+                    }
                     return result.unwrap_or(Err(Error::ConnectionClosed));
+                }
+                Some(params) = recv_unbounded(&mut related_rx) => {
+                    if let Some(f) = &on_related {
+                        f(params);
+                    }
                 }
                 _ = cancel.cancelled() => {
                     guard.cancel("The caller cancelled the request");
@@ -761,6 +809,13 @@ impl Peer {
         self.related.as_ref()
     }
 
+    /// A handle to the same connection whose sends relate to no request (on Streamable HTTP
+    /// they go on the session's standalone stream rather than a request's stream): for
+    /// messages that outlive the request being served.
+    pub fn unrelated(&self) -> Peer {
+        Peer { conn: self.conn.clone(), related: None }
+    }
+
     /// Whether this peer's connection has closed.
     pub fn is_closed(&self) -> bool {
         self.conn.is_closed()
@@ -783,6 +838,13 @@ impl Peer {
     /// The number of incoming requests whose handlers are running.
     pub fn inflight_requests(&self) -> usize {
         lock(&self.conn.inflight).len()
+    }
+}
+
+async fn recv_unbounded<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

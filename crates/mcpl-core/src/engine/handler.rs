@@ -81,9 +81,64 @@ pub struct RequestContext {
     pub(crate) meta: Option<Arc<Map<String, Value>>>,
     pub(crate) peer: Peer,
     pub(crate) cancel: CancellationToken,
+    /// What runs once the response is queued; `None` where the engine cannot tell (a request
+    /// served on its own, see [`Engine::serve_request`](super::Engine::serve_request)).
+    pub(crate) after_answer: Option<Arc<AfterAnswer>>,
+}
+
+/// Callbacks that run once a request's response was queued for sending.
+#[derive(Default)]
+pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<Box<dyn FnOnce() + Send>>>);
+
+impl AfterAnswer {
+    /// Runs (and drops) every callback registered so far.
+    pub(crate) fn run(&self) {
+        let callbacks =
+            std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for f in callbacks {
+            f();
+        }
+    }
+}
+
+impl std::fmt::Debug for AfterAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterAnswer")
+    }
 }
 
 impl RequestContext {
+    /// Runs `f` once this request's response has been queued for sending, so that whatever `f`
+    /// sends reaches the peer after the response. `f` does not run if the request is cancelled
+    /// (it then gets no response). Returns `false`, dropping `f`, where the engine serves the
+    /// request on its own and cannot order later messages after it
+    /// ([`Engine::serve_request`](super::Engine::serve_request)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::Engine;
+    ///
+    /// let engine = Engine::new();
+    /// engine.on_request("subscribe", |ctx, _params| async move {
+    ///     let peer = ctx.peer().clone();
+    ///     ctx.after_answer(move || {
+    ///         // Sent after the response to `subscribe`.
+    ///         tokio::spawn(async move { peer.notify("welcome", None).await });
+    ///     });
+    ///     Ok(serde_json::json!({}))
+    /// });
+    /// ```
+    pub fn after_answer(&self, f: impl FnOnce() + Send + 'static) -> bool {
+        match &self.after_answer {
+            Some(after) => {
+                after.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Box::new(f));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The request id.
     pub fn id(&self) -> &RequestId {
         &self.id

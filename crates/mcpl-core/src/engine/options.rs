@@ -23,6 +23,9 @@ pub struct ProgressUpdate {
 
 type ProgressFn = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 
+/// A callback for the notifications related to one outgoing request.
+pub(crate) type RelatedFn = Arc<dyn Fn(Value) + Send + Sync>;
+
 /// Options for one outgoing request.
 ///
 /// # Examples
@@ -47,6 +50,7 @@ pub struct RequestOptions {
     pub(crate) on_progress: Option<ProgressFn>,
     pub(crate) cancel: Option<CancellationToken>,
     pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) related: Option<(String, RelatedFn)>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -58,6 +62,7 @@ impl fmt::Debug for RequestOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("cancel", &self.cancel)
             .field("meta", &self.meta)
+            .field("related", &self.related.as_ref().map(|(method, _)| method))
             .finish()
     }
 }
@@ -109,6 +114,32 @@ impl RequestOptions {
     /// Merges these keys into the request's `params._meta`.
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// Hands the peer's notifications of `method` whose `params.requestId` is this request's id
+    /// to `f` (their params), in the order they arrived, all before the request resolves.
+    ///
+    /// For protocols that stream partial results of a request as notifications naming it
+    /// (MCPL's `inference/chunk`). Such notifications do not reach the engine's notification
+    /// handlers while the request is pending.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::engine::RequestOptions;
+    ///
+    /// let opts = RequestOptions::new().on_related_notification("inference/chunk", |params| {
+    ///     println!("delta: {}", params["delta"]);
+    /// });
+    /// # drop(opts);
+    /// ```
+    pub fn on_related_notification(
+        mut self,
+        method: impl Into<String>,
+        f: impl Fn(Value) + Send + Sync + 'static,
+    ) -> Self {
+        self.related = Some((method.into(), Arc::new(f)));
         self
     }
 }

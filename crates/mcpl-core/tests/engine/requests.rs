@@ -438,3 +438,74 @@ async fn dropping_serve_request_cancels_the_handler() {
     assert!(tokio::time::timeout(Duration::from_millis(20), serving).await.is_err());
     assert!(cancelled.load(Ordering::SeqCst));
 }
+
+#[tokio::test]
+async fn related_notifications_reach_their_request_in_order_before_it_resolves() {
+    let server = Engine::new();
+    server.on_request("stream", |ctx: RequestContext, _p: Params| async move {
+        for i in 0..50 {
+            let chunk = json!({ "requestId": ctx.id(), "index": i });
+            ctx.peer().notify("chunk", Some(chunk)).await.unwrap();
+        }
+        // A notification naming another request goes to the handlers.
+        let stray = json!({ "requestId": 999_999, "index": -1 });
+        ctx.peer().notify("chunk", Some(stray)).await.unwrap();
+        Ok(json!("done"))
+    });
+    let (client, peer) = connected(&server).await;
+    let unrelated = Arc::new(Mutex::new(Vec::new()));
+    let u = unrelated.clone();
+    client.on_notification("chunk", move |_ctx, p: Params| {
+        u.lock().unwrap().push(p.unwrap()["index"].clone());
+        async {}
+    });
+    for _ in 0..10 {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = got.clone();
+        let options = RequestOptions::new().on_related_notification("chunk", move |p| {
+            g.lock().unwrap().push(p["index"].as_i64().unwrap());
+        });
+        assert_eq!(peer.request("stream", None, options).await.unwrap(), json!("done"));
+        assert_eq!(*got.lock().unwrap(), (0..50).collect::<Vec<i64>>());
+    }
+    // Only the stray ones reached the handler.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while unrelated.lock().unwrap().len() < 10 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert!(unrelated.lock().unwrap().iter().all(|i| *i == json!(-1)));
+}
+
+#[tokio::test]
+async fn after_answer_runs_once_the_response_is_queued() {
+    use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+    let server = Engine::new();
+    server.on_request("hello", |ctx: RequestContext, _p: Params| async move {
+        let peer = ctx.peer().unrelated();
+        assert!(ctx.after_answer(move || {
+            tokio::spawn(async move { peer.notify("after", None).await });
+        }));
+        Ok(json!("answered"))
+    });
+    let (a, b) = memory::pair();
+    server.connect(b).await.unwrap();
+    let (mut tx, mut rx) = a.start().await.unwrap();
+    for id in 1..=20 {
+        let request = Request::new(RequestId::Number(id), "hello", None);
+        tx.send(request.into()).await.unwrap();
+        // The response first, then what after_answer sent.
+        let first = rx.recv().await.unwrap().unwrap();
+        assert!(
+            matches!(first, Message::Response(ref r) if r.id == RequestId::Number(id)),
+            "{first:?}"
+        );
+        let second = rx.recv().await.unwrap().unwrap();
+        assert!(
+            matches!(second, Message::Notification(ref n) if n.method == "after"),
+            "{second:?}"
+        );
+    }
+}

@@ -47,6 +47,71 @@ pub enum StateForm {
 }
 
 impl StateCheckpoint {
+    /// A host-managed checkpoint carrying the full state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::{StateCheckpoint, StateForm};
+    ///
+    /// let cp = StateCheckpoint::snapshot("cp-1", None, serde_json::json!({"n": 1}));
+    /// assert_eq!(cp.form(), StateForm::Snapshot);
+    /// ```
+    pub fn snapshot(checkpoint: impl Into<String>, parent: Option<String>, data: Value) -> Self {
+        StateCheckpoint {
+            checkpoint: checkpoint.into(),
+            parent,
+            data: Some(data),
+            patch: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// A host-managed checkpoint carrying a patch against the parent's state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::{PatchOperation, StateCheckpoint, StateForm};
+    ///
+    /// let op = PatchOperation::Add { path: "/n".into(), value: serde_json::json!(2) };
+    /// let cp = StateCheckpoint::patch("cp-2", "cp-1", vec![op]);
+    /// assert_eq!(cp.form(), StateForm::Patch);
+    /// assert_eq!(cp.parent.as_deref(), Some("cp-1"));
+    /// ```
+    pub fn patch(
+        checkpoint: impl Into<String>,
+        parent: impl Into<String>,
+        patch: Vec<PatchOperation>,
+    ) -> Self {
+        StateCheckpoint {
+            checkpoint: checkpoint.into(),
+            parent: Some(parent.into()),
+            data: None,
+            patch: Some(patch),
+            extra: Map::new(),
+        }
+    }
+
+    /// A server-managed (opaque) checkpoint: the state stays in the server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::{StateCheckpoint, StateForm};
+    ///
+    /// assert_eq!(StateCheckpoint::opaque("cp-9", None).form(), StateForm::Opaque);
+    /// ```
+    pub fn opaque(checkpoint: impl Into<String>, parent: Option<String>) -> Self {
+        StateCheckpoint {
+            checkpoint: checkpoint.into(),
+            parent,
+            data: None,
+            patch: None,
+            extra: Map::new(),
+        }
+    }
+
     /// How this checkpoint carries its state.
     pub fn form(&self) -> StateForm {
         match (&self.data, &self.patch) {

@@ -1,0 +1,12 @@
+//! The MCPL memory server (see `mcpl_examples::mcpl_memory`) on stdin/stdout.
+//! `--conformance` adds the `mcpl_conformance_trigger` tool.
+
+#[tokio::main]
+async fn main() -> mcpl_core::Result<()> {
+    mcpl_examples::init_logging();
+    let server = mcpl_examples::mcpl_memory::memory_server(
+        mcpl_examples::mcpl_trigger::conformance_requested(),
+    );
+    // The transport: stdio (one line to switch).
+    mcpl_server::stdio::serve(server).await
+}

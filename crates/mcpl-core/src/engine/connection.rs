@@ -350,6 +350,7 @@ impl Connection {
             meta,
             peer: Peer { conn: self.clone(), related: Some(id.clone()) },
             cancel: self.closed.clone(),
+            after_answer: None,
         };
         let handler = run_handler(handler, ctx, params);
         tokio::pin!(handler);

@@ -1027,3 +1027,45 @@ async fn a_renewed_session_starts_mcpl_over_with_a_new_initial_policy() {
     assert_eq!(code(&server.ask("push/event", push("r", "mail")).await.unwrap_err()), -32002);
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn state_requests_are_admitted_for_enabled_sets_and_reach_the_handler() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let host = McplHost::new(HostPolicy::default().disable("mail")).on_state(move |call| {
+        log.lock().unwrap().push(call.clone());
+        async move {
+            match call {
+                mcpl_client::mcpl::StateCall::Update { .. } => Ok(json!({"accepted": true})),
+                mcpl_client::mcpl::StateCall::Get { feature_set } => {
+                    Ok(json!({"checkpoint": null, "data": {"set": feature_set}}))
+                }
+            }
+        }
+    });
+    let client = Client::new("host", "1").with_mcpl(host);
+    let server = connected(&client, Some(full_manifest())).await;
+    let update = json!({"featureSet": "editor", "checkpoint": "c1", "parent": null, "data": {}});
+    assert_eq!(
+        server.ask("state/update", update.clone()).await.unwrap(),
+        json!({"accepted": true})
+    );
+    let got = server.ask("state/get", json!({"featureSet": "editor"})).await.unwrap();
+    assert_eq!(got["data"], json!({"set": "editor"}));
+    // Undeclared, disabled (mail's uses lack tools anyway), missing featureSet: the spec's codes.
+    let e = server.ask("state/get", json!({"featureSet": "nope"})).await.unwrap_err();
+    assert_eq!(code(&e), -32003);
+    let e = server.ask("state/get", json!({})).await.unwrap_err();
+    assert_eq!(code(&e), -32602);
+    let e = server.ask("state/update", json!({"featureSet": "mail"})).await.unwrap_err();
+    assert_eq!(code(&e), -32001);
+    assert_eq!(seen.lock().unwrap().len(), 2, "refused calls never reach the handler");
+    client.close().await.unwrap();
+
+    // Without a handler: -32601.
+    let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
+    let server = connected(&client, Some(full_manifest())).await;
+    let e = server.ask("state/update", update).await.unwrap_err();
+    assert_eq!(code(&e), -32601);
+    client.close().await.unwrap();
+}

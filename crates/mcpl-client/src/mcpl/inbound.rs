@@ -84,6 +84,23 @@ pub struct InferenceCall {
     pub chunks: Option<ChunkSender>,
 }
 
+/// A server's request about state the host keeps (the unmerged MCPL 0.5 state branch).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateCall {
+    /// `state/update {featureSet, checkpoint, parent, data?, patch?}`: the params, admitted.
+    Update {
+        /// The feature set (declared and enabled).
+        feature_set: String,
+        /// The params as sent.
+        params: Value,
+    },
+    /// `state/get {featureSet}`.
+    Get {
+        /// The feature set (declared and enabled).
+        feature_set: String,
+    },
+}
+
 /// Sends the `inference/chunk` notifications of one streamed `inference/request`: `requestId`
 /// is the request's JSON-RPC id, `index` counts from 0.
 #[derive(Debug, Clone)]
@@ -329,6 +346,32 @@ impl McplHost {
     }
 }
 
+impl McplHost {
+    async fn state_call(&self, method: &'static str, params: Option<Value>) -> Answer {
+        let Some(handler) = read(&self.inner.handlers).state else {
+            return Err(missing(method));
+        };
+        let feature_set = super::str_member(&params, "featureSet").map(str::to_owned);
+        self.settle();
+        let verdict = self
+            .with_session(|s| admit_tagged(s.admission(), &[paths::TOOLS], feature_set.as_deref()))
+            .unwrap_or_else(|| Err(mcpl_core::mcpl::errors::capability_denied(paths::TOOLS)));
+        verdict.map_err(|e| self.reject(method, e))?;
+        let feature_set = feature_set.unwrap_or_default();
+        let call = if method == STATE_UPDATE {
+            StateCall::Update { feature_set, params: params.unwrap_or(Value::Null) }
+        } else {
+            StateCall::Get { feature_set }
+        };
+        handler(call).await
+    }
+}
+
+/// `state/update` (server to host).
+pub(crate) const STATE_UPDATE: &str = "state/update";
+/// `state/get` (server to host).
+pub(crate) const STATE_GET: &str = "state/get";
+
 /// Registers the server-request handlers. They hold the host weakly.
 pub(crate) fn install(host: &McplHost, engine: &Engine) {
     macro_rules! request {
@@ -353,6 +396,8 @@ pub(crate) fn install(host: &McplHost, engine: &Engine) {
     request!(names::CHANNELS_CHANGED, |h, ctx, params| channels::changed_request(&h, params));
     request!(names::CHANNELS_LIST, |h, ctx, params| channels::list(&h));
     request!(names::CHANNELS_INCOMING, |h, ctx, params| channels::incoming(&h, params));
+    request!(STATE_UPDATE, |h, ctx, params| h.state_call(STATE_UPDATE, params));
+    request!(STATE_GET, |h, ctx, params| h.state_call(STATE_GET, params));
     let weak = host.weak();
     engine.on_notification(names::CHANNELS_CHANGED, move |_ctx, params| {
         let weak = weak.clone();

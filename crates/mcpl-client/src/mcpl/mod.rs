@@ -77,7 +77,9 @@ use crate::client::ServerDetails;
 pub use self::calls::HookOutcome;
 pub use self::diagnostics::Diagnostic;
 pub use self::error::McplError;
-pub use self::inbound::{ChunkSender, IncomingOutcome, InferenceCall, PushEvent, PushOutcome};
+pub use self::inbound::{
+    ChunkSender, IncomingOutcome, InferenceCall, PushEvent, PushOutcome, StateCall,
+};
 pub use self::manifest::{ChangeEntry, ChangeReceipt};
 pub use self::policy::HostPolicy;
 pub use self::session::McplStatus;
@@ -108,6 +110,7 @@ pub(crate) struct Handlers {
     pub(crate) inference: Option<Callback<InferenceCall, Result<InferenceResult, ErrorObject>>>,
     pub(crate) model_info: Option<ModelInfoHandler>,
     pub(crate) incoming: Option<Callback<IncomingMessage, IncomingOutcome>>,
+    pub(crate) state: Option<Callback<StateCall, Result<Value, ErrorObject>>>,
 }
 
 /// Timeouts and bounds.
@@ -236,6 +239,20 @@ impl McplHost {
         Fut: Future<Output = IncomingOutcome> + Send + 'static,
     {
         self.update_handlers(|h| h.incoming = Some(Arc::new(move |m| Box::pin(handler(m)))))
+    }
+
+    /// Serves the server's requests about host-kept state, `state/update` and `state/get`
+    /// (methods of the unmerged MCPL 0.5 state branch, which hosts and servers in the wild
+    /// use). Each is admitted like a tagged message exercising `tools`: after the initial
+    /// policy, with `tools` granted, for a declared and enabled feature set (else `-32002`,
+    /// `-32602`, `-32003`, `-32001`). Without a handler both are `-32601`.
+    #[must_use]
+    pub fn on_state<F, Fut>(self, handler: F) -> McplHost
+    where
+        F: Fn(StateCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    {
+        self.update_handlers(|h| h.state = Some(Arc::new(move |c| Box::pin(handler(c)))))
     }
 
     /// Receives every [`Diagnostic`] (they are also logged with `tracing`).

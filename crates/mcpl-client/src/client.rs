@@ -303,6 +303,24 @@ impl Client {
         self.engine.is_connected()
     }
 
+    /// Resolves when the current connection ends (at once if there is none): closed by either
+    /// side, or its transport failed. A supervisor awaits it to reconnect.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let client = mcpl_client::Client::new("app", "1");
+    /// client.closed().await; // not connected: resolves at once
+    /// # });
+    /// ```
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let peer = self.engine.peer();
+        async move {
+            if let Some(peer) = peer {
+                peer.closed().await;
+            }
+        }
+    }
+
     /// What the server said about itself, while connected.
     pub fn server(&self) -> Option<ServerDetails> {
         self.server.lock().unwrap_or_else(PoisonError::into_inner).clone()

@@ -21,6 +21,7 @@
 //! - [`prefix`]: the prefix-meeting rule.
 //! - [`alerts`]: ops alerts (failures log, tracing, throttled webhook).
 //! - [`naming`]: namespaced tool names and default prefixes.
+//! - [`host`]: the host itself: connections, routing, state, reconnects.
 //! - [`config`]: the host configuration file.
 //! - [`checkpoint`]: per-(server, feature set) checkpoint trees, attribution, persistence.
 //! - [`registry`]: which servers are configured, connecting or connected (reservations).
@@ -32,10 +33,13 @@
 pub mod alerts;
 pub mod checkpoint;
 pub mod config;
+pub mod host;
 pub mod naming;
 pub mod prefix;
 pub mod registry;
 pub mod tools;
 
+#[doc(inline)]
+pub use self::host::{Host, HostError, HostEvent, ToolCall};
 #[doc(inline)]
 pub use self::prefix::prefixes_meet;

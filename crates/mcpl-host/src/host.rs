@@ -1,0 +1,790 @@
+//! The host: many MCPL servers at once, each over its own connection, their tools under
+//! namespaced names, one dispatch path for every tool call, state recorded per
+//! (server, feature set), reconnects with backoff.
+//!
+//! ```no_run
+//! use mcpl_host::Host;
+//! use mcpl_host::config::HostConfig;
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = HostConfig::load("host.json".as_ref())?;
+//! let (host, mut events) = Host::start(config).await?;
+//! for tool in host.tools() {
+//!     println!("{}", tool["name"]);
+//! }
+//! let call = host.call_tool("mcpl--memory--remember", json!({"key": "k", "value": "v"})).await?;
+//! println!("{}", call.result);
+//! while let Some(event) = events.recv().await {
+//!     println!("{event:?}");
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use mcpl_client::Client;
+use mcpl_client::mcpl::{
+    Diagnostic, HostPolicy, McplError, McplHost, PushEvent, PushOutcome, StateCall,
+};
+use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
+use mcpl_core::engine::RequestOptions;
+use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::types::CallToolRequestParams;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::alerts::{Alerts, FailuresLog, OpsAlert, SystemClock, WebhookSink, kinds};
+use crate::checkpoint::{
+    CheckpointManager, FileStore, MemoryStore, RecordOutcome, RollbackError, StateMode, StoreError,
+};
+use crate::config::{HostConfig, ServerConfig, Transport};
+use crate::registry::{Phase, Registry, RegistryError, Reservation};
+use crate::tools::{ToolIndex, listing};
+
+/// How long a handshake (initialize and the initial policy) may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a `tools/list` refresh may take.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Consecutive failed reconnects before `mcpl-down` is raised.
+const DOWN_AFTER: u32 = 5;
+/// The webhook throttle window.
+const WEBHOOK_WINDOW: Duration = Duration::from_secs(15 * 60);
+
+/// A host failure.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The registry refused (busy id, meeting prefixes, bad configuration).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The checkpoint store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Connecting to a server failed.
+    #[error("server {server:?}: {detail}")]
+    Connect {
+        /// The server.
+        server: String,
+        /// What failed.
+        detail: String,
+    },
+    /// No server offers a tool of this name.
+    #[error("no server offers the tool {0:?}")]
+    UnknownTool(String),
+    /// The server is not connected.
+    #[error("server {0:?} is not connected")]
+    NotConnected(String),
+    /// The tool is filtered out by the server's allow/deny lists.
+    #[error("tool {0:?} is not allowed")]
+    ToolNotAllowed(String),
+    /// The call failed at the protocol level.
+    #[error("server {server:?}: {source}")]
+    Call {
+        /// The server.
+        server: String,
+        /// The error.
+        source: mcpl_core::Error,
+    },
+    /// A rollback could not start or the server refused it.
+    #[error("rollback: {0}")]
+    Rollback(String),
+}
+
+impl HostError {
+    /// A stable name of the failure.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HostError::Registry(e) => e.kind(),
+            HostError::Store(e) => e.kind(),
+            HostError::Connect { .. } => "connect",
+            HostError::UnknownTool(_) => "unknown_tool",
+            HostError::NotConnected(_) => "not_connected",
+            HostError::ToolNotAllowed(_) => "tool_not_allowed",
+            HostError::Call { .. } => "call",
+            HostError::Rollback(_) => "rollback",
+        }
+    }
+}
+
+/// Something the embedder should know about.
+#[derive(Debug, Clone)]
+pub enum HostEvent {
+    /// A server pushed an event (admitted and deduplicated per connection).
+    Push {
+        /// The server.
+        server: String,
+        /// The event.
+        event: PushEvent,
+    },
+    /// A server's offered tools changed.
+    ToolsChanged {
+        /// The server.
+        server: String,
+        /// Namespaced names that appeared.
+        added: Vec<String>,
+        /// Namespaced names that disappeared.
+        removed: Vec<String>,
+    },
+    /// A server connected (or reconnected).
+    Connected {
+        /// The server.
+        server: String,
+    },
+    /// A server's connection ended.
+    Disconnected {
+        /// The server.
+        server: String,
+    },
+    /// An MCPL diagnostic of one connection.
+    Diagnostic {
+        /// The server.
+        server: String,
+        /// The diagnostic.
+        diagnostic: Diagnostic,
+    },
+    /// An ops alert was raised.
+    Alert(OpsAlert),
+}
+
+/// The outcome of a tool call.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The server that served it.
+    pub server: String,
+    /// The server's own tool name.
+    pub tool: String,
+    /// The `CallToolResult`, without the `state` member (which the host keeps).
+    pub result: Value,
+    /// What happened to the result's state.
+    pub state: RecordOutcome,
+}
+
+#[derive(Clone)]
+struct Link {
+    client: Client,
+    mcpl: McplHost,
+    /// Set when the host itself ends this connection (no reconnect).
+    retired: Arc<AtomicBool>,
+}
+
+struct Inner {
+    registry: Mutex<Registry<Link>>,
+    tools: RwLock<ToolIndex>,
+    checkpoints: CheckpointManager,
+    alerts: Alerts,
+    events: mpsc::UnboundedSender<HostEvent>,
+    refreshing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    generation: AtomicU64,
+}
+
+/// The agent host. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("servers", &self.servers()).finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The policy a server's configuration asks for.
+fn policy_of(config: &ServerConfig) -> HostPolicy {
+    let mut policy = match &config.grant_allow {
+        Some(allow) => allow.iter().fold(HostPolicy::deny_all(), |p, a| p.allow(a.clone())),
+        None => HostPolicy::default(),
+    };
+    for d in &config.grant_deny {
+        policy = policy.deny(d.clone());
+    }
+    if let Some(enabled) = &config.enabled_feature_sets {
+        for e in enabled {
+            policy = policy.enable(e.clone());
+        }
+    }
+    for d in &config.disabled_feature_sets {
+        policy = policy.disable(d.clone());
+    }
+    policy
+}
+
+impl Host {
+    /// Opens the checkpoint store, then connects every configured server concurrently. A
+    /// server that fails to connect is logged (and retried in the background when its
+    /// reconnect policy says so); the others go on. Returns the host and its event stream.
+    ///
+    /// # Errors
+    ///
+    /// The checkpoint store cannot be opened.
+    pub async fn start(
+        config: HostConfig,
+    ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
+        let retention = config.state.retention;
+        let checkpoints = match &config.state.dir {
+            Some(dir) => CheckpointManager::open(FileStore::new(dir)?, retention)?,
+            None => CheckpointManager::open(MemoryStore::new(), retention)?,
+        };
+        let mut alerts = Alerts::new();
+        if let Some(path) = &config.failures_log {
+            alerts = alerts.with_sink(Arc::new(FailuresLog::new(path)));
+        }
+        if let Some(url) = &config.ops_webhook {
+            alerts = alerts.with_throttled(
+                Arc::new(WebhookSink::new(url)),
+                WEBHOOK_WINDOW,
+                Arc::new(SystemClock),
+            );
+        }
+        let (events, rx) = mpsc::unbounded_channel();
+        let host = Host {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(Registry::default()),
+                tools: RwLock::new(ToolIndex::default()),
+                checkpoints,
+                alerts,
+                events,
+                refreshing: Mutex::new(HashMap::new()),
+                generation: AtomicU64::new(0),
+            }),
+        };
+        let connects = config.servers.into_iter().map(|server| {
+            let host = host.clone();
+            async move {
+                let id = server.id.clone();
+                if let Err(e) = host.connect(server).await {
+                    tracing::warn!(server = %id, error = %e, "server did not connect at startup");
+                }
+            }
+        });
+        futures::future::join_all(connects).await;
+        Ok((host, rx))
+    }
+
+    fn emit(&self, event: HostEvent) {
+        let _ = self.inner.events.send(event);
+    }
+
+    fn alert(&self, alert: OpsAlert) {
+        self.inner.alerts.raise(&alert);
+        self.emit(HostEvent::Alert(alert));
+    }
+
+    /// Connects a server at run time. Every check runs first: an id that is connecting or
+    /// registered, or a prefix meeting another server's, is refused at once and nothing
+    /// changes. A failed handshake releases the id (or, with reconnect on, keeps the server
+    /// registered and retries in the background).
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::Registry`] for a refusal, [`HostError::Connect`] for a failed handshake.
+    pub async fn connect(&self, config: ServerConfig) -> Result<(), HostError> {
+        let reservation = lock(&self.inner.registry).reserve(config.clone())?;
+        self.finish(reservation, config).await
+    }
+
+    /// Restarts a server, optionally with a new configuration: validated against every other
+    /// server first (a refused restart leaves the server running), then the old connection is
+    /// closed and a new one opened. Checkpoint trees are kept.
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::connect`]; [`RegistryError::Unknown`] for an unknown id.
+    pub async fn restart(&self, id: &str, config: Option<ServerConfig>) -> Result<(), HostError> {
+        let (reservation, old) = lock(&self.inner.registry).reserve_again(id, config)?;
+        if let Some(old) = old {
+            old.retired.store(true, Ordering::SeqCst);
+            let _ = old.client.close().await;
+        }
+        let config = lock(&self.inner.registry).config(id).cloned();
+        let Some(config) = config else { return Err(RegistryError::Unknown(id.to_owned()).into()) };
+        self.finish(reservation, config).await
+    }
+
+    /// Removes a server permanently: closes it, forgets its tools and deletes its checkpoint
+    /// trees. Unknown ids are a no-op.
+    ///
+    /// # Errors
+    ///
+    /// The checkpoint store failed to delete the trees.
+    pub async fn disconnect(&self, id: &str) -> Result<(), HostError> {
+        let removed = lock(&self.inner.registry).remove(id);
+        if let Some((_, Some(link))) = &removed {
+            link.retired.store(true, Ordering::SeqCst);
+            let _ = link.client.close().await;
+        }
+        let before = self.names_of(id);
+        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).remove(id);
+        if !before.is_empty() {
+            self.emit(HostEvent::ToolsChanged {
+                server: id.to_owned(),
+                added: Vec::new(),
+                removed: before,
+            });
+        }
+        self.inner.checkpoints.remove_server(id)?;
+        Ok(())
+    }
+
+    async fn finish(
+        &self,
+        reservation: Reservation,
+        config: ServerConfig,
+    ) -> Result<(), HostError> {
+        let id = config.id.clone();
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.open(&config)).await {
+            Ok(Ok(link)) => {
+                lock(&self.inner.registry).complete(reservation, link.clone());
+                self.inner
+                    .tools
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .set_prefix(&id, &config.prefix());
+                self.established(&id, &link).await;
+                Ok(())
+            }
+            outcome => {
+                let detail = match outcome {
+                    Ok(Err(e)) => e,
+                    _ => "the handshake timed out".to_owned(),
+                };
+                let keep = config.reconnect.enabled;
+                lock(&self.inner.registry).release(reservation, keep);
+                if keep {
+                    self.spawn_reconnect(id.clone(), 1);
+                }
+                Err(HostError::Connect { server: id, detail })
+            }
+        }
+    }
+
+    /// Opens one connection: the MCPL host side wired to this host, the transport from the
+    /// configuration.
+    async fn open(&self, config: &ServerConfig) -> Result<Link, String> {
+        let id = config.id.clone();
+        let weak = Arc::downgrade(&self.inner);
+        let events = self.inner.events.clone();
+        let push_server = id.clone();
+        let diag_server = id.clone();
+        let diag_events = events.clone();
+        let state_server = id.clone();
+        let mcpl = McplHost::new(policy_of(config))
+            .on_push_event(move |event| {
+                let _ = events.send(HostEvent::Push { server: push_server.clone(), event });
+                async { PushOutcome::accepted(None) }
+            })
+            .on_state(move |call| {
+                let reply = match weak.upgrade() {
+                    Some(inner) => state_call(&inner.checkpoints, &state_server, call),
+                    None => Err(ErrorObject::internal("the host is gone")),
+                };
+                async move { reply }
+            })
+            .on_diagnostic(move |d| {
+                let _ = diag_events.send(HostEvent::Diagnostic {
+                    server: diag_server.clone(),
+                    diagnostic: d.clone(),
+                });
+            });
+        let refresh = self.clone();
+        let refresh_id = id.clone();
+        let client = Client::new("mcpl-host", env!("CARGO_PKG_VERSION"))
+            .with_mcpl(mcpl.clone())
+            .on_tools_list_changed(move || {
+                let host = refresh.clone();
+                let id = refresh_id.clone();
+                async move {
+                    tokio::spawn(async move { host.refresh_tools(&id).await });
+                }
+            });
+        let connected = match &config.transport {
+            Transport::Stdio { command, args, env, cwd } => {
+                let mut child = ChildProcess::new(command).args(args);
+                for (k, v) in env {
+                    child = child.env(k, v);
+                }
+                if let Some(cwd) = cwd {
+                    child = child.current_dir(cwd);
+                }
+                client.connect(child).await
+            }
+            Transport::Url { url, headers }
+                if url.starts_with("http://") || url.starts_with("https://") =>
+            {
+                let mut http = HttpTransport::new(url.clone());
+                for (k, v) in headers {
+                    http = http.header(k, v).map_err(|e| e.to_string())?;
+                }
+                client.connect(http).await
+            }
+            Transport::Url { url, headers } => {
+                let mut ws = WebSocketTransport::new(url.clone());
+                for (k, v) in headers {
+                    ws = ws.header(k.clone(), v.clone());
+                }
+                client.connect(ws).await
+            }
+        };
+        connected.map_err(|e| e.to_string())?;
+        Ok(Link { client, mcpl, retired: Arc::new(AtomicBool::new(false)) })
+    }
+
+    /// After a handshake: register the stateful feature sets, list the tools, watch the
+    /// connection.
+    async fn established(&self, id: &str, link: &Link) {
+        if let Some(Ok(sets)) = link.mcpl.manifest().and_then(|m| m.feature_sets()) {
+            for (name, set) in &sets.0 {
+                let host_state = set.extra.get("hostState") == Some(&Value::Bool(true));
+                let rollback = set.rollback == Some(true);
+                if !(host_state || rollback) {
+                    continue;
+                }
+                let mode =
+                    if host_state { StateMode::HostManaged } else { StateMode::ServerManaged };
+                if let Err(e) = self.inner.checkpoints.register(id, name, mode, rollback) {
+                    tracing::error!(server = id, feature_set = %name, error = %e, "checkpoint tree not registered");
+                }
+            }
+        }
+        self.emit(HostEvent::Connected { server: id.to_owned() });
+        self.refresh_tools(id).await;
+        let host = self.clone();
+        let id = id.to_owned();
+        let link = link.clone();
+        let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            link.client.closed().await;
+            if link.retired.load(Ordering::SeqCst) {
+                return;
+            }
+            tracing::warn!(server = %id, generation, "server connection ended");
+            let reconnect = {
+                let mut registry = lock(&host.inner.registry);
+                registry.mark_down(&id);
+                registry.config(&id).map(|c| c.reconnect.enabled)
+            };
+            host.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(&id);
+            host.emit(HostEvent::Disconnected { server: id.clone() });
+            if reconnect == Some(true) {
+                host.spawn_reconnect(id, 0);
+            }
+        });
+    }
+
+    fn spawn_reconnect(&self, id: String, first_attempt: u32) {
+        let host = self.clone();
+        tokio::spawn(async move {
+            let mut attempt = first_attempt;
+            let mut alerted = false;
+            loop {
+                let Some(policy) = lock(&host.inner.registry).config(&id).map(|c| c.reconnect)
+                else {
+                    return;
+                };
+                tokio::time::sleep(policy.delay(attempt)).await;
+                let Ok((reservation, old)) = lock(&host.inner.registry).reserve_again(&id, None)
+                else {
+                    return; // removed, or someone else is connecting it
+                };
+                drop(old);
+                let Some(config) = lock(&host.inner.registry).config(&id).cloned() else { return };
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, host.open(&config)).await {
+                    Ok(Ok(link)) => {
+                        lock(&host.inner.registry).complete(reservation, link.clone());
+                        if alerted {
+                            host.alert(OpsAlert::new(
+                                kinds::SERVER_UP,
+                                &id,
+                                format!("server {id} is back"),
+                            ));
+                        }
+                        host.established(&id, &link).await;
+                        return;
+                    }
+                    _ => {
+                        lock(&host.inner.registry).release(reservation, true);
+                        attempt += 1;
+                        if attempt == DOWN_AFTER {
+                            alerted = true;
+                            host.alert(
+                                OpsAlert::new(
+                                    kinds::SERVER_DOWN,
+                                    &id,
+                                    format!("server {id} failed to reconnect {DOWN_AFTER} times"),
+                                )
+                                .with("attempts", attempt),
+                            );
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    fn names_of(&self, id: &str) -> Vec<String> {
+        let tools = self.inner.tools.read().unwrap_or_else(PoisonError::into_inner);
+        tools
+            .listing(id)
+            .map(|l| l.tools.iter().map(|t| t.namespaced.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Lists a server's tools again (one refresh at a time per server). A failure keeps the
+    /// previous list, marked stale, and raises an alert; repeated tool names raise an alert
+    /// on every refresh that finds them.
+    pub async fn refresh_tools(&self, id: &str) {
+        let gate = lock(&self.inner.refreshing).entry(id.to_owned()).or_default().clone();
+        let _one_at_a_time = gate.lock().await;
+        let (link, config) = {
+            let registry = lock(&self.inner.registry);
+            (registry.connection(id).cloned(), registry.config(id).cloned())
+        };
+        let (Some(link), Some(config)) = (link, config) else { return };
+        let listed = tokio::time::timeout(LIST_TIMEOUT, link.client.list_tools()).await;
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
+            outcome => {
+                let why = match outcome {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "tools/list timed out".to_owned(),
+                };
+                self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
+                self.alert(OpsAlert::new(
+                    kinds::TOOLS_STALE,
+                    id,
+                    format!("tools/list of {id} failed: {why}"),
+                ));
+                return;
+            }
+        };
+        let values: Vec<Value> =
+            tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+        let listing = listing(&config.prefix(), values, &config.tools);
+        if !listing.repeats.is_empty() {
+            self.alert(
+                OpsAlert::new(
+                    kinds::DUPLICATE_TOOLS,
+                    id,
+                    format!(
+                        "server {id} lists tools more than once: {}",
+                        listing.repeats.join(", ")
+                    ),
+                )
+                .with("tools", listing.repeats.clone()),
+            );
+        }
+        let before: BTreeSet<String> = self.names_of(id).into_iter().collect();
+        let after: BTreeSet<String> = listing.tools.iter().map(|t| t.namespaced.clone()).collect();
+        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).replace(id, listing);
+        let added: Vec<String> = after.difference(&before).cloned().collect();
+        let removed: Vec<String> = before.difference(&after).cloned().collect();
+        if !added.is_empty() || !removed.is_empty() {
+            self.emit(HostEvent::ToolsChanged { server: id.to_owned(), added, removed });
+        }
+    }
+
+    /// Every offered tool definition (namespaced), by server then listing order.
+    pub fn tools(&self) -> Vec<Value> {
+        let tools = self.inner.tools.read().unwrap_or_else(PoisonError::into_inner);
+        tools.tools().map(|(_, t)| t.definition.clone()).collect()
+    }
+
+    /// Every server: id, prefix and phase.
+    pub fn servers(&self) -> Vec<(String, String, Phase)> {
+        let registry = lock(&self.inner.registry);
+        let ids: Vec<String> = registry.ids().map(str::to_owned).collect();
+        ids.into_iter()
+            .filter_map(|id| {
+                let prefix = registry.prefix(&id)?.to_owned();
+                let phase = registry.phase(&id)?;
+                Some((id, prefix, phase))
+            })
+            .collect()
+    }
+
+    /// The checkpoint manager (trees, injection, rollback bookkeeping).
+    pub fn checkpoints(&self) -> &CheckpointManager {
+        &self.inner.checkpoints
+    }
+
+    /// The MCPL host side of a connected server.
+    pub fn mcpl(&self, id: &str) -> Option<McplHost> {
+        lock(&self.inner.registry).connection(id).map(|l| l.mcpl.clone())
+    }
+
+    /// Calls a tool by its namespaced name: the one dispatch path for every caller. Routes to
+    /// the server that listed it (else the longest prefix), applies the server's allow/deny
+    /// list again, injects the feature set's checkpoint (and state, for host-managed sets),
+    /// and records the result's state on the tree the attribution rule picks.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::UnknownTool`], [`HostError::NotConnected`], [`HostError::ToolNotAllowed`]
+    /// (nothing is sent), or [`HostError::Call`].
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolCall, HostError> {
+        let route = self
+            .inner
+            .tools
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .resolve(name)
+            .ok_or_else(|| HostError::UnknownTool(name.to_owned()))?;
+        let (link, config) = {
+            let registry = lock(&self.inner.registry);
+            (registry.connection(&route.server).cloned(), registry.config(&route.server).cloned())
+        };
+        let link = link.ok_or_else(|| HostError::NotConnected(route.server.clone()))?;
+        if !config.is_some_and(|c| c.tools.permits(&route.tool)) {
+            return Err(HostError::ToolNotAllowed(name.to_owned()));
+        }
+        let arguments = match arguments {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                let mut m = Map::new();
+                m.insert("value".into(), other);
+                m
+            }
+        };
+        let mut params = CallToolRequestParams::new(route.tool.clone()).with_arguments(arguments);
+        let injection =
+            self.inner.checkpoints.injection(&route.server, route.feature_set.as_deref());
+        injection.apply_to(&mut params.extra);
+        let result = link
+            .client
+            .call_tool_params(params, RequestOptions::new())
+            .await
+            .map_err(|source| HostError::Call { server: route.server.clone(), source })?;
+        let mut result = serde_json::to_value(&result).map_err(|e| HostError::Call {
+            server: route.server.clone(),
+            source: mcpl_core::Error::Serialization {
+                what: "a tools/call result".into(),
+                source: e,
+            },
+        })?;
+        let state = match result.as_object_mut().and_then(|o| o.remove("state")) {
+            Some(state) => self.inner.checkpoints.record_result(
+                &route.server,
+                route.feature_set.as_deref(),
+                &state,
+            ),
+            None => RecordOutcome::NoState,
+        };
+        Ok(ToolCall { server: route.server, tool: route.tool, result, state })
+    }
+
+    /// Rolls a feature set back to `checkpoint`: it must exist locally (else nothing is sent);
+    /// for a set declaring `rollback: true` the server is asked first and the host moves its
+    /// pointer only on `success: true` (a `-32005` marks the checkpoint pruned); a host-managed
+    /// set without server rollback rolls back on the host alone.
+    ///
+    /// # Errors
+    ///
+    /// [`HostError::Rollback`] with the reason.
+    pub async fn rollback(
+        &self,
+        server: &str,
+        feature_set: &str,
+        checkpoint: &str,
+    ) -> Result<(), HostError> {
+        let checkpoints = &self.inner.checkpoints;
+        let ask_server = checkpoints
+            .prepare_rollback(server, feature_set, checkpoint)
+            .map_err(|e: RollbackError| HostError::Rollback(e.to_string()))?;
+        if !ask_server {
+            return checkpoints
+                .commit_rollback(server, feature_set, checkpoint, None)
+                .map_err(|e| HostError::Rollback(e.to_string()));
+        }
+        let mcpl = self.mcpl(server).ok_or_else(|| HostError::NotConnected(server.to_owned()))?;
+        match mcpl.rollback(feature_set, checkpoint).await {
+            Ok(result) if result.success => {
+                let data = result.extra.get("data").cloned();
+                checkpoints
+                    .commit_rollback(server, feature_set, checkpoint, data)
+                    .map_err(|e| HostError::Rollback(e.to_string()))
+            }
+            Ok(result) => Err(HostError::Rollback(format!(
+                "the server could not roll back: {}",
+                result.reason.unwrap_or_else(|| "no reason given".into())
+            ))),
+            Err(McplError::Protocol(e)) if e.rpc_error().is_some_and(|o| o.code.0 == -32005) => {
+                checkpoints.mark_pruned(server, feature_set, checkpoint);
+                Err(HostError::Rollback(format!(
+                    "the server no longer has checkpoint {checkpoint}"
+                )))
+            }
+            Err(e) => Err(HostError::Rollback(e.to_string())),
+        }
+    }
+
+    /// Closes every connection (checkpoint trees stay in the store).
+    pub async fn shutdown(&self) {
+        let links: Vec<Link> = {
+            let registry = lock(&self.inner.registry);
+            let ids: Vec<String> = registry.ids().map(str::to_owned).collect();
+            ids.iter().filter_map(|id| registry.connection(id).cloned()).collect()
+        };
+        for link in links {
+            link.retired.store(true, Ordering::SeqCst);
+            let _ = link.client.close().await;
+        }
+    }
+}
+
+/// Serves `state/update` and `state/get` from the checkpoint trees.
+fn state_call(
+    checkpoints: &CheckpointManager,
+    server: &str,
+    call: StateCall,
+) -> Result<Value, ErrorObject> {
+    match call {
+        StateCall::Update { params, .. } => Ok(checkpoints.state_update(server, &params)),
+        StateCall::Get { feature_set } => checkpoints.state_get(server, &feature_set),
+    }
+}
+
+/// A summary of a record outcome, for logs and the JSON-lines interface.
+pub fn describe(outcome: &RecordOutcome) -> Value {
+    match outcome {
+        RecordOutcome::NoState => json!({"outcome": "none"}),
+        RecordOutcome::Recorded { feature_set, recorded } => {
+            json!({"outcome": "recorded", "featureSet": feature_set, "how": format!("{recorded:?}").to_lowercase()})
+        }
+        RecordOutcome::Dropped(reason) => json!({"outcome": "dropped", "reason": reason.kind()}),
+        RecordOutcome::Rejected { feature_set, error } => {
+            json!({"outcome": "rejected", "featureSet": feature_set, "reason": error.kind(), "detail": error.to_string()})
+        }
+        RecordOutcome::Malformed(why) => json!({"outcome": "malformed", "detail": why}),
+    }
+}
+
+/// The trees of one server, for display: feature set to `{mode, rollback, current, state,
+/// degraded, checkpoints}`.
+pub fn state_view(host: &Host, server: &str) -> BTreeMap<String, Value> {
+    let manager = host.checkpoints();
+    manager
+        .keys()
+        .into_iter()
+        .filter(|k| k.server == server)
+        .filter_map(|k| {
+            let tree = manager.tree(&k.server, &k.feature_set)?;
+            let view = json!({
+                "mode": tree.mode,
+                "rollback": tree.rollback,
+                "current": tree.current,
+                "state": tree.current_state(),
+                "degraded": tree.is_degraded(),
+                "checkpoints": tree.nodes.iter().map(|(id, n)| json!({"id": id, "parent": n.parent, "children": n.children})).collect::<Vec<_>>(),
+            });
+            Some((k.feature_set, view))
+        })
+        .collect()
+}

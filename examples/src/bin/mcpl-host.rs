@@ -1,0 +1,186 @@
+//! `mcpl-host --config host.json`: an agent host running the configured MCPL servers, driven
+//! by JSON lines on stdin; answers and events are JSON lines on stdout.
+//!
+//! Requests (`id` is echoed; any JSON value):
+//!
+//! ```text
+//! {"id": 1, "op": "servers"}
+//! {"id": 2, "op": "tools"}
+//! {"id": 3, "op": "call", "name": "mcpl--notes--note_add", "arguments": {"text": "milk"}}
+//! {"id": 4, "op": "state", "server": "notes"}
+//! {"id": 5, "op": "rollback", "server": "notes", "featureSet": "ledger.server", "checkpoint": "l-1"}
+//! {"id": 6, "op": "restart", "server": "notes"}
+//! {"id": 7, "op": "disconnect", "server": "notes"}
+//! {"id": 8, "op": "connect", "server": {"id": "more", "command": "mcpl-memory-server"}}
+//! ```
+//!
+//! Answers: `{"id": 1, "ok": true, "result": ...}` or `{"id": 1, "ok": false, "error": {"kind":
+//! ..., "message": ...}}`. Events: `{"event": {"type": "push" | "toolsChanged" | ..., ...}}`.
+//! A configuration whose tool prefixes meet is refused before anything starts (exit 2).
+
+use std::process::ExitCode;
+
+use mcpl_host::config::{HostConfig, ServerConfig};
+use mcpl_host::host::{describe, state_view};
+use mcpl_host::{Host, HostError, HostEvent};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+fn event_json(event: &HostEvent) -> Value {
+    match event {
+        HostEvent::Push { server, event } => {
+            json!({"type": "push", "server": server, "event": event})
+        }
+        HostEvent::ToolsChanged { server, added, removed } => {
+            json!({"type": "toolsChanged", "server": server, "added": added, "removed": removed})
+        }
+        HostEvent::Connected { server } => json!({"type": "connected", "server": server}),
+        HostEvent::Disconnected { server } => json!({"type": "disconnected", "server": server}),
+        HostEvent::Diagnostic { server, diagnostic } => {
+            json!({"type": "diagnostic", "server": server, "kind": diagnostic.kind(),
+                   "detail": format!("{diagnostic:?}")})
+        }
+        HostEvent::Alert(alert) => json!({"type": "alert", "alert": alert}),
+    }
+}
+
+fn failure(kind: &str, message: impl ToString) -> Value {
+    json!({"kind": kind, "message": message.to_string()})
+}
+
+fn host_error(e: &HostError) -> Value {
+    failure(e.kind(), e)
+}
+
+fn str_arg<'a>(req: &'a Value, key: &str) -> Result<&'a str, Value> {
+    req.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| failure("bad_request", format!("`{key}` is required")))
+}
+
+async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
+    match req.get("op").and_then(Value::as_str).unwrap_or_default() {
+        "servers" => Ok(Value::Array(
+            host.servers()
+                .into_iter()
+                .map(|(id, prefix, phase)| json!({"id": id, "prefix": prefix, "phase": format!("{phase:?}").to_lowercase()}))
+                .collect(),
+        )),
+        "tools" => Ok(json!({"tools": host.tools()})),
+        "call" => {
+            let name = str_arg(req, "name")?;
+            let arguments = req.get("arguments").cloned().unwrap_or(Value::Null);
+            let call = host.call_tool(name, arguments).await.map_err(|e| host_error(&e))?;
+            Ok(json!({"server": call.server, "tool": call.tool, "result": call.result, "state": describe(&call.state)}))
+        }
+        "state" => Ok(json!(state_view(host, str_arg(req, "server")?))),
+        "rollback" => {
+            let (server, fs, cp) = (str_arg(req, "server")?, str_arg(req, "featureSet")?, str_arg(req, "checkpoint")?);
+            host.rollback(server, fs, cp).await.map_err(|e| host_error(&e))?;
+            Ok(json!(state_view(host, server)))
+        }
+        "restart" => {
+            host.restart(str_arg(req, "server")?, None).await.map_err(|e| host_error(&e))?;
+            Ok(json!({"restarted": true}))
+        }
+        "disconnect" => {
+            host.disconnect(str_arg(req, "server")?).await.map_err(|e| host_error(&e))?;
+            Ok(json!({"disconnected": true}))
+        }
+        "connect" => {
+            let server = req.get("server").cloned().unwrap_or(Value::Null);
+            let config = HostConfig::from_json(&json!({"servers": [server]}).to_string())
+                .map_err(|e| failure(e.kind(), &e))?;
+            let server: ServerConfig =
+                config.servers.into_iter().next().ok_or_else(|| failure("bad_request", "no server"))?;
+            host.connect(server).await.map_err(|e| host_error(&e))?;
+            Ok(json!({"connected": true}))
+        }
+        other => Err(failure("unknown_op", format!("unknown op {other:?}"))),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let mut args = std::env::args().skip(1);
+    let mut path = None;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--config" => path = args.next(),
+            "-h" | "--help" => {
+                println!("usage: mcpl-host --config host.json   (JSON lines on stdin/stdout)");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("unexpected argument {other}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(path) = path else {
+        eprintln!("usage: mcpl-host --config host.json");
+        return ExitCode::from(2);
+    };
+    let config = match HostConfig::load(path.as_ref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (host, mut events) = match Host::start(config).await {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (out, mut lines) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(mut line) = lines.recv().await {
+            line.push('\n');
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let event_out = out.clone();
+    let forwarder = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            let _ = event_out.send(json!({"event": event_json(&event)}).to_string());
+        }
+    });
+    let _ =
+        out.send(json!({"event": {"type": "ready", "servers": host.servers().len()}}).to_string());
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = stdin.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Err(e) => json!({"id": null, "ok": false, "error": failure("invalid_json", e)}),
+            Ok(req) => {
+                let id = req.get("id").cloned().unwrap_or(Value::Null);
+                match serve(&host, &req).await {
+                    Ok(result) => json!({"id": id, "ok": true, "result": result}),
+                    Err(error) => json!({"id": id, "ok": false, "error": error}),
+                }
+            }
+        };
+        let _ = out.send(answer.to_string());
+    }
+    host.shutdown().await;
+    forwarder.abort();
+    drop(out);
+    let _ = writer.await;
+    ExitCode::SUCCESS
+}

@@ -285,3 +285,47 @@ async fn state_survives_a_server_restart_and_a_host_restart_on_the_same_store() 
     let files = std::fs::read_dir(d.join("state")).unwrap().count();
     assert_eq!(files, 0, "the removed server's trees are gone from the store");
 }
+
+#[tokio::test]
+async fn a_crashed_server_is_respawned_and_keeps_its_state() {
+    let d = dir("reconnect");
+    let config = write_config(&d, json!({"notes": fixture(json!({"reconnectIntervalMs": 100}))}));
+    let mut host = HostProc::start(&config).await;
+    host.call("mcpl--notes--note_add", json!({"text": "milk"})).await;
+    let before =
+        host.call("mcpl--notes--whoami", json!({})).await["result"]["structuredContent"]["tag"]
+            .clone();
+    host.call("mcpl--notes--exit", json!({})).await;
+    host.wait_event("disconnected").await;
+    host.wait_event("connected").await;
+    let after =
+        host.call("mcpl--notes--whoami", json!({})).await["result"]["structuredContent"]["tag"]
+            .clone();
+    assert_ne!(before, after, "a fresh child process");
+    // The transport close kept the tree; the next patch applies to it.
+    host.call("mcpl--notes--note_add", json!({"text": "eggs"})).await;
+    let s = host.state("notes").await;
+    assert_eq!(s["notes.host"]["state"]["notes"], json!(["milk", "eggs"]));
+    host.quit().await;
+}
+
+#[tokio::test]
+async fn hooks_fan_out_to_the_servers_that_have_them() {
+    let d = dir("hooks");
+    let memory = env!("CARGO_BIN_EXE_mcpl-memory-server");
+    let config =
+        write_config(&d, json!({"memory": {"command": memory}, "notes": fixture(json!({}))}));
+    let mut host = HostProc::start(&config).await;
+    host.call("mcpl--memory--remember", json!({"text": "the cat is called Tom"})).await;
+    let params = json!({"inferenceId": "i1", "conversationId": "c1", "turnIndex": 0,
+        "userMessage": "what is the cat called?",
+        "model": {"id": "m", "vendor": "v", "contextWindow": 8192, "capabilities": []}});
+    let out = host.ask(json!({"op": "beforeInference", "params": params})).await.unwrap();
+    let after = out["afterUser"].as_array().unwrap();
+    assert_eq!(after.len(), 1, "{out}");
+    assert_eq!(after[0]["server"], "memory");
+    assert!(after[0]["injection"].to_string().contains("Tom"), "{out}");
+    assert!(out["system"].as_array().unwrap().is_empty(), "inject.system is denied by default");
+    assert!(out["failed"].as_array().unwrap().is_empty(), "{out}");
+    host.quit().await;
+}

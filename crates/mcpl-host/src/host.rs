@@ -22,17 +22,21 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcpl_client::Client;
 use mcpl_client::mcpl::{
-    Diagnostic, HostPolicy, McplError, McplHost, PushEvent, PushOutcome, StateCall,
+    Diagnostic, HostPolicy, InferenceCall, McplError, McplHost, PushEvent, PushOutcome, StateCall,
 };
 use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
-use mcpl_core::engine::RequestOptions;
+use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::mcpl::capability::paths;
+use mcpl_core::mcpl::hooks::{BeforeInferenceParams, ContextInjection, LifecycleParams, Position};
+use mcpl_core::mcpl::inference::InferenceResult;
 use mcpl_core::types::CallToolRequestParams;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -170,7 +174,68 @@ struct Link {
     retired: Arc<AtomicBool>,
 }
 
+type InferenceHandler = Arc<
+    dyn Fn(String, InferenceCall) -> BoxFuture<'static, Result<InferenceResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
+/// Builds a [`Host`]: the configuration plus the host's own handlers.
+#[derive(Clone)]
+pub struct HostBuilder {
+    config: HostConfig,
+    inference: Option<InferenceHandler>,
+}
+
+impl std::fmt::Debug for HostBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuilder")
+            .field("config", &self.config)
+            .field("inference", &self.inference.is_some())
+            .finish()
+    }
+}
+
+impl HostBuilder {
+    /// Answers servers' `inference/request`s (and advertises `inferenceRequest` to them): the
+    /// handler gets the server id and the call (with a chunk sender when streaming).
+    #[must_use]
+    pub fn on_inference<F, Fut>(mut self, handler: F) -> HostBuilder
+    where
+        F: Fn(String, InferenceCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<InferenceResult, ErrorObject>> + Send + 'static,
+    {
+        self.inference = Some(Arc::new(move |server, call| Box::pin(handler(server, call))));
+        self
+    }
+
+    /// Opens the checkpoint store, then connects every configured server concurrently (see
+    /// [`Host::start`]).
+    ///
+    /// # Errors
+    ///
+    /// The checkpoint store cannot be opened.
+    pub async fn start(self) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
+        Host::start_with(self).await
+    }
+}
+
+/// The injections of one `context/beforeInference` fan-out, grouped by position; within a
+/// group, by server id.
+#[derive(Debug, Clone, Default)]
+pub struct Injections {
+    /// `system` injections (only from servers granted `inject.system`).
+    pub system: Vec<(String, ContextInjection)>,
+    /// `beforeUser` injections.
+    pub before_user: Vec<(String, ContextInjection)>,
+    /// `afterUser` injections.
+    pub after_user: Vec<(String, ContextInjection)>,
+    /// Servers that contributed nothing because their hook failed or timed out (fail-open).
+    pub failed: Vec<(String, String)>,
+}
+
 struct Inner {
+    inference: Option<InferenceHandler>,
     registry: Mutex<Registry<Link>>,
     tools: RwLock<ToolIndex>,
     checkpoints: CheckpointManager,
@@ -227,6 +292,18 @@ impl Host {
     pub async fn start(
         config: HostConfig,
     ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
+        Host::builder(config).start().await
+    }
+
+    /// A builder, to set the host's own handlers before servers connect.
+    pub fn builder(config: HostConfig) -> HostBuilder {
+        HostBuilder { config, inference: None }
+    }
+
+    async fn start_with(
+        builder: HostBuilder,
+    ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
+        let HostBuilder { config, inference } = builder;
         let retention = config.state.retention;
         let checkpoints = match &config.state.dir {
             Some(dir) => CheckpointManager::open(FileStore::new(dir)?, retention)?,
@@ -246,6 +323,7 @@ impl Host {
         let (events, rx) = mpsc::unbounded_channel();
         let host = Host {
             inner: Arc::new(Inner {
+                inference,
                 registry: Mutex::new(Registry::default()),
                 tools: RwLock::new(ToolIndex::default()),
                 checkpoints,
@@ -393,6 +471,14 @@ impl Host {
                     diagnostic: d.clone(),
                 });
             });
+        let mcpl = match &self.inner.inference {
+            Some(handler) => {
+                let handler = handler.clone();
+                let server = id.clone();
+                mcpl.on_inference(move |call| handler(server.clone(), call))
+            }
+            None => mcpl,
+        };
         let refresh = self.clone();
         let refresh_id = id.clone();
         let client = Client::new("mcpl-host", env!("CARGO_PKG_VERSION"))
@@ -723,6 +809,68 @@ impl Host {
             }
             Err(e) => Err(HostError::Rollback(e.to_string())),
         }
+    }
+
+    /// Fans `context/beforeInference` out to every connected server whose grant allows a hook,
+    /// in parallel, each bounded by its connection's hook timeout (5 s by default) and
+    /// fail-open. Each injection was authorized by its position against the grant current when
+    /// its response arrived. The result is grouped by position, servers in id order.
+    pub async fn before_inference(&self, params: BeforeInferenceParams) -> Injections {
+        let links: Vec<(String, McplHost)> = {
+            let registry = lock(&self.inner.registry);
+            let ids: Vec<String> = registry.ids().map(str::to_owned).collect();
+            ids.into_iter()
+                .filter_map(|id| registry.connection(&id).map(|l| (id, l.mcpl.clone())))
+                .filter(|(_, m)| m.grant().is_some_and(|g| g.any_before_inference()))
+                .collect()
+        };
+        let calls = links.into_iter().map(|(id, mcpl)| {
+            let params = params.clone();
+            async move { (id, mcpl.before_inference(params).await) }
+        });
+        let mut out = Injections::default();
+        for (server, outcome) in futures::future::join_all(calls).await {
+            match outcome {
+                Ok(outcome) => {
+                    if let Some(why) = outcome.failure {
+                        out.failed.push((server.clone(), why));
+                    }
+                    for injection in outcome.injections {
+                        let group = match injection.position {
+                            Position::System => &mut out.system,
+                            Position::BeforeUser => &mut out.before_user,
+                            Position::AfterUser => &mut out.after_user,
+                        };
+                        group.push((server.clone(), injection));
+                    }
+                }
+                Err(e) => out.failed.push((server, e.to_string())),
+            }
+        }
+        out
+    }
+
+    /// Sends `inference/lifecycle` to every connected server granted `inferenceLifecycle`
+    /// (each connection enforces one terminal phase per `started`). Returns the servers that
+    /// refused it locally, with why.
+    pub async fn lifecycle(&self, params: LifecycleParams) -> Vec<(String, String)> {
+        let links: Vec<(String, McplHost)> = {
+            let registry = lock(&self.inner.registry);
+            let ids: Vec<String> = registry.ids().map(str::to_owned).collect();
+            ids.into_iter()
+                .filter_map(|id| registry.connection(&id).map(|l| (id, l.mcpl.clone())))
+                .filter(|(_, m)| {
+                    m.grant().is_some_and(|g| g.is_granted(paths::INFERENCE_LIFECYCLE))
+                })
+                .collect()
+        };
+        let mut refused = Vec::new();
+        for (id, mcpl) in links {
+            if let Err(e) = mcpl.lifecycle(params.clone()).await {
+                refused.push((id, e.to_string()));
+            }
+        }
+        refused
     }
 
     /// Closes every connection (checkpoint trees stay in the store).

@@ -40,6 +40,6 @@ pub mod registry;
 pub mod tools;
 
 #[doc(inline)]
-pub use self::host::{Host, HostError, HostEvent, ToolCall};
+pub use self::host::{Host, HostBuilder, HostError, HostEvent, Injections, ToolCall};
 #[doc(inline)]
 pub use self::prefix::prefixes_meet;

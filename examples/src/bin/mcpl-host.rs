@@ -12,6 +12,11 @@
 //! {"id": 6, "op": "restart", "server": "notes"}
 //! {"id": 7, "op": "disconnect", "server": "notes"}
 //! {"id": 8, "op": "connect", "server": {"id": "more", "command": "mcpl-memory-server"}}
+//! {"id": 9, "op": "beforeInference", "params": {"inferenceId": "i1", "conversationId": "c",
+//!           "turnIndex": 0, "userMessage": "hi", "model": {"id": "m", "vendor": "v",
+//!           "contextWindow": 8192, "capabilities": []}}}
+//! {"id": 10, "op": "lifecycle", "params": {"inferenceId": "i1", "conversationId": "c",
+//!            "turnIndex": 0, "phase": "started"}}
 //! ```
 //!
 //! Answers: `{"id": 1, "ok": true, "result": ...}` or `{"id": 1, "ok": false, "error": {"kind":
@@ -96,6 +101,22 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
                 config.servers.into_iter().next().ok_or_else(|| failure("bad_request", "no server"))?;
             host.connect(server).await.map_err(|e| host_error(&e))?;
             Ok(json!({"connected": true}))
+        }
+        "beforeInference" => {
+            let params = serde_json::from_value(req.get("params").cloned().unwrap_or(Value::Null))
+                .map_err(|e| failure("bad_request", e))?;
+            let out = host.before_inference(params).await;
+            let group = |v: &[(String, mcpl_core::mcpl::hooks::ContextInjection)]| {
+                v.iter().map(|(s, i)| json!({"server": s, "injection": i})).collect::<Vec<_>>()
+            };
+            Ok(json!({"system": group(&out.system), "beforeUser": group(&out.before_user),
+                      "afterUser": group(&out.after_user), "failed": out.failed}))
+        }
+        "lifecycle" => {
+            let params = serde_json::from_value(req.get("params").cloned().unwrap_or(Value::Null))
+                .map_err(|e| failure("bad_request", e))?;
+            let refused = host.lifecycle(params).await;
+            Ok(json!({"refused": refused}))
         }
         other => Err(failure("unknown_op", format!("unknown op {other:?}"))),
     }

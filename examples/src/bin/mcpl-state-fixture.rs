@@ -22,6 +22,7 @@
 //! - `peek` (untagged): a result with `data` and no feature set (ambiguous on this server).
 //! - `dup` listed twice: first tagged `ledger.audit`, then `notes.host`.
 //! - `whoami`: the server's instance tag (`--tag`), to tell restarted processes apart.
+//! - `exit`: answers, then ends the process (to test reconnects).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -87,6 +88,7 @@ fn tools() -> Value {
         tool("dup", Some("ledger.audit"), json!({}), &[]),
         tool("dup", Some("notes.host"), json!({}), &[]),
         tool("whoami", None, json!({}), &[]),
+        tool("exit", None, json!({}), &[]),
     ])
 }
 
@@ -199,6 +201,14 @@ impl Fixture {
             }
             "whoami" => {
                 json!({"content": text(self.tag.clone()), "structuredContent": {"tag": self.tag}})
+            }
+            "exit" => {
+                // Answer, then end the process as a crash would.
+                tokio::spawn(async {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    std::process::exit(0);
+                });
+                json!({"content": text("exiting")})
             }
             other => {
                 return Ok(

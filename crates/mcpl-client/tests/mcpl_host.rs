@@ -714,6 +714,26 @@ async fn channels_are_authorized_per_item_and_incoming_is_validated_at_receipt()
         host.publish(publish("discord:h")).await,
         Err(McplError::ChannelNotPermitted { .. })
     ));
+    // The notification form: same checks, no result; it reaches the server.
+    host.publish_notification(publish("ui")).await.unwrap();
+    assert!(matches!(
+        host.publish_notification(publish("zz")).await,
+        Err(McplError::UnknownChannel { .. })
+    ));
+    let mut server = server;
+    loop {
+        let (method, params) = server.next_note().await;
+        if method == "channels/publish" {
+            assert_eq!(params["channelId"], "ui");
+            break;
+        }
+    }
+    // The host may ask the server for its channels too.
+    server.engine.on_request("channels/list", |_ctx, _p| async {
+        Ok(json!({"channels": [{"id": "ui", "type": "ui", "label": "UI", "direction": "bidirectional"}]}))
+    });
+    let listed = host.list_server_channels().await.unwrap();
+    assert_eq!(listed.channels.len(), 1);
 
     // Streaming to a channel: monotonic index per inference, complete once after chunks.
     assert!(matches!(

@@ -17,12 +17,13 @@ use mcpl_core::mcpl::capability::paths;
 use mcpl_core::mcpl::channels::{
     AcknowledgeParams, AcknowledgeResult, ChannelDescriptor, ChannelDirection, ChannelItemResult,
     ChannelResults, CloseChannelParams, IncomingItemResult, IncomingParams, IncomingResult,
-    ListChannelsResult, OpenChannelParams, OpenChannelResult, OutgoingChunkParams,
-    OutgoingCompleteParams, PublishParams, PublishResult, TypingParams,
+    ListChannelsParams, ListChannelsResult, OpenChannelParams, OpenChannelResult,
+    OutgoingChunkParams, OutgoingCompleteParams, PublishParams, PublishResult, TypingParams,
 };
 use mcpl_core::mcpl::content::McplContent;
 use mcpl_core::mcpl::methods::{
-    Acknowledge, CloseChannel, OpenChannel, OutgoingChunk, OutgoingComplete, Publish, Typing, names,
+    Acknowledge, CloseChannel, ListChannels, OpenChannel, OutgoingChunk, OutgoingComplete, Publish,
+    PublishNotification, Typing, names,
 };
 use serde_json::{Map, Value};
 
@@ -344,6 +345,36 @@ impl McplHost {
             true,
         )?;
         Ok(peer.send::<Publish>(params, RequestOptions::new()).await?)
+    }
+
+    /// `channels/publish` as a notification: fire and forget, no delivery result (same checks
+    /// as [`publish`](Self::publish)).
+    ///
+    /// # Errors
+    ///
+    /// [`McplError`]: refused locally, or the connection's error.
+    pub async fn publish_notification(&self, params: PublishParams) -> Result<(), McplError> {
+        let peer = self.channel_gate(
+            names::CHANNELS_PUBLISH,
+            paths::CHANNELS_PUBLISH,
+            Some(&params.channel_id),
+            true,
+        )?;
+        Ok(peer.send_notification::<PublishNotification>(params).await?)
+    }
+
+    /// `channels/list` sent to the server (needs `channels.register`): the channels the server
+    /// says it has. The host's own registry of accepted channels is
+    /// [`channels`](Self::channels).
+    ///
+    /// # Errors
+    ///
+    /// [`McplError`]: refused locally, or the server's error.
+    pub async fn list_server_channels(&self) -> Result<ListChannelsResult, McplError> {
+        let peer =
+            self.channel_gate(names::CHANNELS_LIST, paths::CHANNELS_REGISTER, None, false)?;
+        let params = ListChannelsParams { extra: Map::new() };
+        Ok(peer.send::<ListChannels>(params, RequestOptions::new()).await?)
     }
 
     /// `channels/typing` (needs `channels.typing`; a registered channel).

@@ -54,6 +54,7 @@ pub mod completion;
 pub mod context;
 pub mod events;
 pub mod http;
+mod ids;
 pub mod input;
 pub mod mcpl;
 mod pagination;

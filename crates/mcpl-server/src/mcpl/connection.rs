@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use mcpl_core::Peer;
 use mcpl_core::engine::RequestOptions;
@@ -458,41 +458,14 @@ pub(crate) async fn announce(
     }
 }
 
-/// A random id with `prefix`: 16 random bytes in hex.
+/// A random id with `prefix`: 128 random bits in hex.
 pub(crate) fn random_id(prefix: &str) -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // Fall back to the clock: unique enough for an idempotency key of one process.
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        bytes = nanos.to_le_bytes();
-    }
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}-{hex}")
+    format!("{prefix}-{}", crate::ids::random_hex())
 }
 
 /// The current UTC time as RFC 3339 (`2026-08-01T12:00:00.000Z`).
 pub(crate) fn now_rfc3339() -> String {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
+    crate::ids::iso8601(SystemTime::now())
 }
 
 #[cfg(test)]

@@ -4,12 +4,13 @@
 //!   it over stdio. Run it with `cargo run -p mcpl-examples --bin quickstart`.
 //! - `weather-server`: the same server on its own, for any MCP client.
 //! - `mcpl-memory-server` ([`mcpl_memory`]) and `mcpl-channel-server` ([`mcpl_channels`]):
-//!   MCPL 0.5 servers over stdio; `--conformance` adds the `mcpl_conformance_trigger` tool
-//!   ([`mcpl_trigger`]).
+//!   MCPL 0.5 servers over stdio, or over WebSocket with `--ws ADDR` ([`mcpl_cli`]);
+//!   `--conformance` adds the `mcpl_conformance_trigger` tool ([`mcpl_trigger`]).
 //! - `oauth`: a client reaching the weather server behind OAuth bearer-token protection, with
 //!   a minimal authorization server, in one process (`--bin oauth`).
 
 pub mod mcpl_channels;
+pub mod mcpl_cli;
 pub mod mcpl_memory;
 pub mod mcpl_trigger;
 

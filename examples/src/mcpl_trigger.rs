@@ -246,8 +246,3 @@ fn toggle_extra(manifest: Manifest) -> Manifest {
     }
     Manifest::from_map(map)
 }
-
-/// Whether the command line asks for the conformance trigger (`--conformance`).
-pub fn conformance_requested() -> bool {
-    std::env::args().skip(1).any(|a| a == "--conformance")
-}

@@ -115,6 +115,8 @@ impl Client {
     /// Creates a client that calls itself `name`, version `version`.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Client {
         let engine = Engine::new();
+        // Both sides of an MCP connection answer `ping` with an empty result.
+        engine.on::<Ping, _, _>(|_ctx, _params| async { Ok(EmptyResult::default()) });
         let link = Arc::new(Mutex::new(Link::default()));
         let notify = Notify::new(Arc::clone(&link));
         notify.install(&engine);

@@ -172,6 +172,33 @@ async fn the_server_sends_requests_of_its_own_at_any_time() {
 }
 
 #[tokio::test]
+async fn the_client_answers_the_servers_ping_with_an_empty_result() {
+    let (sessions_tx, mut sessions) = tokio::sync::mpsc::unbounded_channel();
+    let endpoint = WebSocketEndpoint::new(server(), WsConfig::new()).on_session(move |session| {
+        let _ = sessions_tx.send(session);
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+
+    // A client with no handlers of its own configured.
+    let client =
+        Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    client.connect(WebSocketTransport::new(format!("ws://{addr}/ws"))).await.unwrap();
+    let session = tokio::time::timeout(GUARD, sessions.recv()).await.expect("hang guard").unwrap();
+    let pong = session.peer().request("ping", None, Default::default()).await.unwrap();
+    assert_eq!(pong, json!({}));
+    // With `_meta` (a progress token) too.
+    let params = json!({"_meta": {"progressToken": "p1"}});
+    let pong = session.peer().request("ping", Some(params), Default::default()).await.unwrap();
+    assert_eq!(pong, json!({}));
+    // The connection is still good both ways.
+    client.ping().await.unwrap();
+    client.close().await.unwrap();
+    tokio::time::timeout(GUARD, session.closed()).await.expect("hang guard");
+}
+
+#[tokio::test]
 async fn the_default_negotiation_works_over_websocket() {
     let s = start(WsConfig::new()).await;
     let client = Client::new("auto", "1");

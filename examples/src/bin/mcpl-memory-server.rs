@@ -1,12 +1,9 @@
-//! The MCPL memory server (see `mcpl_examples::mcpl_memory`) on stdin/stdout.
-//! `--conformance` adds the `mcpl_conformance_trigger` tool.
+//! The MCPL memory server (see `mcpl_examples::mcpl_memory`) on stdin/stdout, or on WebSocket
+//! with `--ws ADDR`. `--conformance` adds the `mcpl_conformance_trigger` tool. See
+//! `mcpl_examples::mcpl_cli` for the command line.
 
 #[tokio::main]
-async fn main() -> mcpl_core::Result<()> {
+async fn main() -> std::process::ExitCode {
     mcpl_examples::init_logging();
-    let server = mcpl_examples::mcpl_memory::memory_server(
-        mcpl_examples::mcpl_trigger::conformance_requested(),
-    );
-    // The transport: stdio (one line to switch).
-    mcpl_server::stdio::serve(server).await
+    mcpl_examples::mcpl_cli::run(mcpl_examples::mcpl_memory::memory_server).await
 }

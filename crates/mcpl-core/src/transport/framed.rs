@@ -23,6 +23,9 @@
 //! - **Close.** A peer's close with a normal code ends the receiver cleanly (`Ok(None)`); any
 //!   other close code, and any error of the stream, is a transport failure. Closing the sender
 //!   sends [`Outbound::Close`] with the reason the connection ends for, then closes the sink.
+//!   Once the sink has failed (or a write to it was abandoned), it is never polled again: later
+//!   sends fail with `ConnectionClosed` and the close has nothing left to do. Sinks need not
+//!   survive being polled after an error (`SinkExt::sink_map_err` panics).
 //!
 //! # Examples
 //!
@@ -219,8 +222,42 @@ impl FramedTransport {
 /// What the two halves share: the sink (the receiver writes pings on it) and the reason the
 /// connection ends, which the sender's close puts on the wire.
 struct Shared {
-    sink: tokio::sync::Mutex<BoxSink>,
+    sink: tokio::sync::Mutex<Writer>,
     close: Mutex<CloseCode>,
+}
+
+/// The sink, polled only while it is sound: after an error, a close, or a write that was
+/// dropped before it finished, it is left alone.
+struct Writer {
+    sink: BoxSink,
+    sound: bool,
+}
+
+impl Writer {
+    /// Sends `item`; `ConnectionClosed` without touching the sink once it is not sound.
+    async fn send(&mut self, item: Outbound) -> Result<()> {
+        if !self.sound {
+            return Err(Error::ConnectionClosed);
+        }
+        // Unsound until the write completes: a write dropped halfway leaves the sink unknown.
+        self.sound = false;
+        self.sink.send(item).await?;
+        self.sound = true;
+        Ok(())
+    }
+
+    /// Sends `code` (best effort: the peer may have closed first) and closes the sink. Nothing
+    /// to do when the sink already failed: its failure was reported where it happened.
+    async fn close(&mut self, code: CloseCode) -> Result<()> {
+        if let Err(e) = self.send(Outbound::Close(code)).await {
+            tracing::debug!(error = %e, "close message not sent");
+        }
+        if !self.sound {
+            return Ok(());
+        }
+        self.sound = false;
+        self.sink.close().await
+    }
 }
 
 impl Shared {
@@ -239,7 +276,7 @@ impl Transport for FramedTransport {
 
     async fn start(self) -> Result<(FramedSender, FramedReceiver)> {
         let shared = Arc::new(Shared {
-            sink: tokio::sync::Mutex::new(self.sink),
+            sink: tokio::sync::Mutex::new(Writer { sink: self.sink, sound: true }),
             close: Mutex::new(CloseCode::Normal),
         });
         let ping = self.ping_every.map(|period| {
@@ -288,13 +325,7 @@ impl TransportSender for FramedSender {
     async fn close(mut self) -> Result<()> {
         self.closed = true;
         let code = self.shared.close_code();
-        let mut sink = self.shared.sink.lock().await;
-        // The peer may have closed first (its close was answered already): the close message
-        // is best effort, and only closing the sink can fail the close.
-        if let Err(e) = sink.send(Outbound::Close(code)).await {
-            tracing::debug!(error = %e, "close message not sent");
-        }
-        sink.close().await
+        self.shared.sink.lock().await.close(code).await
     }
 }
 
@@ -429,6 +460,9 @@ impl TransportReceiver for FramedReceiver {
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+    use std::task::{Context, Poll};
+
     use futures::channel::mpsc;
 
     use super::*;
@@ -567,6 +601,45 @@ mod tests {
         let started = Instant::now();
         assert_eq!(rx.recv().await.unwrap_err().kind(), ErrorKind::Transport);
         assert_eq!(started.elapsed(), Duration::from_secs(70));
+    }
+
+    /// A sink whose peer is gone: every operation fails. Wrapped in `sink_map_err`, which
+    /// panics when polled after its first error.
+    fn gone() -> impl Sink<Outbound, Error = Error> {
+        struct Gone;
+        impl Sink<Outbound> for Gone {
+            type Error = std::io::Error;
+            fn poll_ready(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+            }
+            fn start_send(self: Pin<&mut Self>, _: Outbound) -> io::Result<()> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+            }
+            fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
+            }
+        }
+        Gone.sink_map_err(|e| Error::transport("sink", e))
+    }
+
+    #[tokio::test]
+    async fn a_failed_sink_is_never_polled_again() {
+        let (_to_receiver, inbound) = mpsc::unbounded::<Result<Inbound>>();
+        let (mut tx, _rx) = FramedTransport::new(inbound, gone()).start().await.unwrap();
+        let message = || Message::Notification(Notification::new("n", None));
+        assert_eq!(tx.send(message()).await.unwrap_err().kind(), ErrorKind::Transport);
+        assert_eq!(tx.send(message()).await.unwrap_err().kind(), ErrorKind::ConnectionClosed);
+        tx.close().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn closing_towards_a_peer_that_is_gone_does_not_poll_the_failed_sink() {
+        let (_to_receiver, inbound) = mpsc::unbounded::<Result<Inbound>>();
+        let (tx, _rx) = FramedTransport::new(inbound, gone()).start().await.unwrap();
+        tx.close().await.unwrap();
     }
 
     #[test]

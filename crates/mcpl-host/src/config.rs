@@ -5,7 +5,7 @@
 //!
 //! let config = HostConfig::from_json(r#"{
 //!     "servers": {
-//!         "memory": {"command": "mcpl-memory-server", "args": ["--db", "mem.json"]},
+//!         "memory": {"command": "mcpl-memory-server", "env": {"RUST_LOG": "warn"}},
 //!         "chat": {"url": "ws://127.0.0.1:9000/mcpl", "toolPrefix": "chat",
 //!                  "tools": {"deny": ["admin_*"]}}
 //!     },

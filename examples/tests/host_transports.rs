@@ -77,3 +77,58 @@ async fn one_host_over_http_and_websocket() {
     assert_eq!(connected, 2);
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn server_inference_requests_reach_the_hosts_handler_with_streaming() {
+    let server = mcpl_examples::mcpl_channels::channel_server(true);
+    let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+    tokio::spawn(mcpl_server::ws::serve(listener, app));
+
+    let config =
+        HostConfig::from_json(&json!({"servers": {"chat": {"url": url}}}).to_string()).unwrap();
+    let model = serde_json::from_value(
+        json!({"id": "host-model", "vendor": "test", "contextWindow": 1000, "capabilities": []}),
+    )
+    .unwrap();
+    let (host, mut events) = Host::builder(config)
+        .model_info(model)
+        .on_inference(|server, call| async move {
+            assert_eq!(server, "chat");
+            if let Some(chunks) = &call.chunks {
+                for part in ["po", "ng"] {
+                    chunks.send(part).await.map_err(mcpl_core::jsonrpc::ErrorObject::internal)?;
+                }
+            }
+            Ok(serde_json::from_value(json!({"content": "pong", "model": "host-model",
+                "finishReason": "end_turn", "usage": {"inputTokens": 1, "outputTokens": 1}}))
+            .unwrap())
+        })
+        .start()
+        .await
+        .unwrap();
+    let trigger = "mcpl--chat--mcpl_conformance_trigger";
+    let args = json!({"action": "inference", "featureSet": "chat.assist", "stream": true});
+    let call = host.call_tool(trigger, args).await.unwrap();
+    let outcome = &call.result["structuredContent"];
+    assert_eq!(outcome["sent"], true, "{outcome}");
+    assert_eq!(outcome["result"]["content"], "pong");
+    assert_eq!(outcome["chunks"], json!(["po", "ng"]));
+
+    // A push from the same server arrives on the event stream.
+    let args = json!({"action": "push", "featureSet": "chat.notify"});
+    let call = host.call_tool(trigger, args).await.unwrap();
+    assert_eq!(call.result["structuredContent"]["sent"], true);
+    let push = tokio::time::timeout(GUARD, async {
+        loop {
+            if let Some(HostEvent::Push { server, event }) = events.recv().await {
+                return (server, event);
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!((push.0.as_str(), push.1.feature_set.as_str()), ("chat", "chat.notify"));
+    host.shutdown().await;
+}

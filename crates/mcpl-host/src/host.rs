@@ -35,7 +35,9 @@ use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
 use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::mcpl::capability::paths;
-use mcpl_core::mcpl::hooks::{BeforeInferenceParams, ContextInjection, LifecycleParams, Position};
+use mcpl_core::mcpl::hooks::{
+    BeforeInferenceParams, ContextInjection, LifecycleParams, ModelInfo, Position,
+};
 use mcpl_core::mcpl::inference::InferenceResult;
 use mcpl_core::types::CallToolRequestParams;
 use serde_json::{Map, Value, json};
@@ -185,6 +187,7 @@ type InferenceHandler = Arc<
 pub struct HostBuilder {
     config: HostConfig,
     inference: Option<InferenceHandler>,
+    model: Option<ModelInfo>,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -192,6 +195,7 @@ impl std::fmt::Debug for HostBuilder {
         f.debug_struct("HostBuilder")
             .field("config", &self.config)
             .field("inference", &self.inference.is_some())
+            .field("model", &self.model)
             .finish()
     }
 }
@@ -206,6 +210,13 @@ impl HostBuilder {
         Fut: Future<Output = Result<InferenceResult, ErrorObject>> + Send + 'static,
     {
         self.inference = Some(Arc::new(move |server, call| Box::pin(handler(server, call))));
+        self
+    }
+
+    /// Answers servers' `model/info` with `model` (and advertises `modelInfo` to them).
+    #[must_use]
+    pub fn model_info(mut self, model: ModelInfo) -> HostBuilder {
+        self.model = Some(model);
         self
     }
 
@@ -236,6 +247,7 @@ pub struct Injections {
 
 struct Inner {
     inference: Option<InferenceHandler>,
+    model: Option<ModelInfo>,
     registry: Mutex<Registry<Link>>,
     tools: RwLock<ToolIndex>,
     checkpoints: CheckpointManager,
@@ -297,13 +309,13 @@ impl Host {
 
     /// A builder, to set the host's own handlers before servers connect.
     pub fn builder(config: HostConfig) -> HostBuilder {
-        HostBuilder { config, inference: None }
+        HostBuilder { config, inference: None, model: None }
     }
 
     async fn start_with(
         builder: HostBuilder,
     ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
-        let HostBuilder { config, inference } = builder;
+        let HostBuilder { config, inference, model } = builder;
         let retention = config.state.retention;
         let checkpoints = match &config.state.dir {
             Some(dir) => CheckpointManager::open(FileStore::new(dir)?, retention)?,
@@ -324,6 +336,7 @@ impl Host {
         let host = Host {
             inner: Arc::new(Inner {
                 inference,
+                model,
                 registry: Mutex::new(Registry::default()),
                 tools: RwLock::new(ToolIndex::default()),
                 checkpoints,
@@ -476,6 +489,16 @@ impl Host {
                 let handler = handler.clone();
                 let server = id.clone();
                 mcpl.on_inference(move |call| handler(server.clone(), call))
+            }
+            None => mcpl,
+        };
+        let mcpl = match &self.inner.model {
+            Some(model) => {
+                let model = model.clone();
+                mcpl.on_model_info(move || {
+                    let model = model.clone();
+                    async move { Ok(model) }
+                })
             }
             None => mcpl,
         };

@@ -9,7 +9,7 @@
 //! {"id": 3, "op": "call", "name": "mcpl--notes--note_add", "arguments": {"text": "milk"}}
 //! {"id": 4, "op": "state", "server": "notes"}
 //! {"id": 5, "op": "rollback", "server": "notes", "featureSet": "ledger.server", "checkpoint": "l-1"}
-//! {"id": 6, "op": "restart", "server": "notes"}
+//! {"id": 6, "op": "restart", "server": "notes", "config": {"command": "...", "toolPrefix": "n"}}
 //! {"id": 7, "op": "disconnect", "server": "notes"}
 //! {"id": 8, "op": "connect", "server": {"id": "more", "command": "mcpl-memory-server"}}
 //! {"id": 9, "op": "beforeInference", "params": {"inferenceId": "i1", "conversationId": "c",
@@ -86,7 +86,19 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
             Ok(json!(state_view(host, server)))
         }
         "restart" => {
-            host.restart(str_arg(req, "server")?, None).await.map_err(|e| host_error(&e))?;
+            let id = str_arg(req, "server")?;
+            // An optional new configuration for the server (its `id` is the server's).
+            let config = match req.get("config") {
+                None => None,
+                Some(c) => {
+                    let mut c = c.clone();
+                    c["id"] = json!(id);
+                    let parsed = HostConfig::from_json(&json!({"servers": [c]}).to_string())
+                        .map_err(|e| failure(e.kind(), &e))?;
+                    parsed.servers.into_iter().next()
+                }
+            };
+            host.restart(id, config).await.map_err(|e| host_error(&e))?;
             Ok(json!({"restarted": true}))
         }
         "disconnect" => {

@@ -20,8 +20,8 @@ use super::driven::Queue;
 use super::handler::{
     AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
 };
+use super::lazy_meta::{LazyMeta, MetaSlot};
 use super::options::{ProgressUpdate, RequestOptions};
-use super::raw_meta::{MetaSlot, RawMeta};
 use super::{CloseReason, HandlerTable, Shared, lock};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{
@@ -324,7 +324,7 @@ impl Connection {
         self: &Arc<Self>,
         starter: Starter,
         request: Request,
-        raw_meta: Option<RawMeta>,
+        meta: Option<LazyMeta>,
         mut sender: S,
     ) -> Result<()> {
         let mut outbound = starter.outbound_rx;
@@ -338,8 +338,8 @@ impl Connection {
                 .await;
         };
         // The one request owns `_meta`: it moves into the context instead of being copied.
-        let meta = match (raw_meta, &mut params) {
-            (Some(raw), _) => MetaSlot::Raw(raw),
+        let meta = match (meta, &mut params) {
+            (Some(meta), _) => MetaSlot::Lazy(meta),
             (None, Some(Value::Object(p))) => match p.remove("_meta") {
                 Some(Value::Object(meta)) => MetaSlot::Tree(Arc::new(meta)),
                 Some(other) => {

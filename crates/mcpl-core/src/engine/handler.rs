@@ -78,7 +78,7 @@ pub struct RequestContext {
     pub(crate) id: RequestId,
     pub(crate) method: String,
     /// Shared, so that cloning a context (handlers hand theirs to sub-tasks) copies no JSON.
-    pub(crate) meta: super::raw_meta::MetaSlot,
+    pub(crate) meta: super::lazy_meta::MetaSlot,
     pub(crate) peer: Peer,
     pub(crate) cancel: CancellationToken,
     /// What runs once the response is queued; `None` where the engine cannot tell (a request

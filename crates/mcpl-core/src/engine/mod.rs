@@ -48,8 +48,8 @@ use crate::transport::{Transport, TransportSender};
 mod connection;
 mod driven;
 mod handler;
+mod lazy_meta;
 mod options;
-mod raw_meta;
 mod typed;
 
 use self::connection::Connection;
@@ -60,8 +60,8 @@ pub use self::handler::{
     RequestHandler,
 };
 use self::handler::{SharedNotificationHandler, SharedRequestHandler};
+pub use self::lazy_meta::LazyMeta;
 pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
-pub use self::raw_meta::RawMeta;
 pub use tokio_util::sync::CancellationToken;
 
 /// The default bound on how long closing a transport may take: 5 seconds.
@@ -473,13 +473,10 @@ impl Engine {
         self.serve_request_with(request, None, None, sender).await
     }
 
-    /// Like [`serve_request`](Self::serve_request), for a transport that kept the request's
-    /// `_meta` as its JSON text (`meta`, see [`RawMeta`]; `request`'s params then come without
-    /// `_meta`), and with `data` attached to the request's connection: the handler reads it with
-    /// [`Peer::data`].
-    ///
-    /// With `meta`, `_meta` is parsed only if the handler reads it
-    /// ([`RequestContext::meta`]).
+    /// Like [`serve_request`](Self::serve_request), for a transport that reads the request's
+    /// `_meta` only when the handler asks for it (`meta`, see [`LazyMeta`]; `request`'s params
+    /// then come without `_meta`), and with `data` attached to the request's connection: the
+    /// handler reads it with [`Peer::data`].
     ///
     /// # Errors
     ///
@@ -492,11 +489,10 @@ impl Engine {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_core::engine::{Engine, RawMeta};
+    /// use mcpl_core::engine::{Engine, LazyMeta};
     /// use mcpl_core::jsonrpc::{Message, Request};
     /// use mcpl_core::transport::{Transport, TransportReceiver, memory};
     /// use serde_json::json;
-    /// use serde_json::value::RawValue;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let engine = Engine::new();
@@ -507,9 +503,9 @@ impl Engine {
     /// let (ours, theirs) = memory::pair();
     /// let (sender, _unused) = ours.start().await?;
     /// let (_unused, mut inbox) = theirs.start().await?;
-    /// let meta = RawMeta::new(&RawValue::from_string(r#"{"progressToken":"p"}"#.into())?);
+    /// let meta = LazyMeta::new(|| json!({ "progressToken": "p" }).as_object().cloned());
     /// let request = Request::new(1, "whoami", None);
-    /// engine.serve_request_with(request, meta, Some(Box::new("alice")), sender).await?;
+    /// engine.serve_request_with(request, Some(meta), Some(Box::new("alice")), sender).await?;
     /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
     /// assert_eq!(answer.result, json!({ "user": "alice", "token": "p" }));
     /// # Ok(()) }
@@ -517,7 +513,7 @@ impl Engine {
     pub async fn serve_request_with<S: TransportSender>(
         &self,
         request: crate::jsonrpc::Request,
-        meta: Option<RawMeta>,
+        meta: Option<LazyMeta>,
         data: Option<Box<dyn std::any::Any + Send + Sync>>,
         sender: S,
     ) -> Result<()> {

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
-use mcpl_core::engine::{Engine, RawMeta, RequestContext};
+use mcpl_core::engine::{Engine, LazyMeta, RequestContext};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
 use mcpl_core::types::{meta_keys, names};
@@ -218,13 +218,13 @@ pub(crate) async fn serve_read(
     serve_request(http, headers, read.request, read.meta, read.facts).await
 }
 
-/// Serves `request`, whose `_meta` is in its params or, kept as text, in `raw_meta`; `facts`
+/// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
 /// are what the checks read of it.
 async fn serve_request(
     http: StreamableHttp,
     headers: HeaderMap,
     request: Request,
-    raw_meta: Option<RawMeta>,
+    raw_meta: Option<LazyMeta>,
     facts: MetaFacts,
 ) -> Response {
     let id = request.id.clone();

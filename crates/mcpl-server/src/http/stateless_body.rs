@@ -1,22 +1,23 @@
 //! A stateless-era request read straight from its body bytes.
 //!
-//! The general decoder ([`Message::decode`](mcpl_core::jsonrpc::Message::decode)) builds a
-//! JSON tree of the whole `params`, `_meta` included, and the handler then decodes its typed
-//! params from that tree. Most of a stateless request's nodes are in `_meta` (protocol
-//! version, client capabilities, client identity), and a handler rarely reads it. So a
-//! well-formed request is read here in one pass: the envelope into its fields, `_meta` kept as
-//! its JSON text ([`RawMeta`], parsed only if a handler reads it), and the `_meta` members the
-//! endpoint itself checks read from that text in place ([`MetaFacts`]).
+//! The general decoder ([`Message::decode`]) builds a JSON tree of the whole `params`, `_meta`
+//! included, and the handler then decodes its typed params from that tree. Most of a stateless
+//! request's nodes are in `_meta` (protocol version, client capabilities, client identity), and
+//! a handler rarely reads it. So a well-formed request is read here in one pass: the envelope
+//! into its fields, `params` into a map without `_meta`, and of `_meta` only the members the
+//! endpoint checks ([`MetaFacts`]), borrowed from the body; a handler that asks for `_meta`
+//! gets it read from the body then ([`LazyMeta`]).
 //!
 //! Anything this reader does not take as it is (a member it does not know, a duplicate, an
-//! escaped key, `params` that is not an object, a `_meta` member of an unexpected type) makes
-//! [`read`] return `None`, and the body goes to the general decoder, whose answer (an error, or
-//! the request) is then exactly what it always was.
+//! escaped key, `params` or `_meta` that is not an object, a `_meta` member of an unexpected
+//! type, deep nesting in `_meta`) makes [`read`] return `None`, and the body goes to the general
+//! decoder, whose answer (an error, or the request) is then exactly what it always was.
 
 use std::fmt;
 
-use mcpl_core::engine::RawMeta;
-use mcpl_core::jsonrpc::{Request, RequestId};
+use axum::body::Bytes;
+use mcpl_core::engine::LazyMeta;
+use mcpl_core::jsonrpc::{Message, Request, RequestId};
 use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys};
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
@@ -50,16 +51,15 @@ impl MetaFacts {
         }
     }
 
-    /// The facts of a `_meta` kept as text; `None` where this reader defers to the tree.
-    fn of_text(meta: &RawMeta) -> Option<MetaFacts> {
-        let view: MetaView<'_> = serde_json::from_str(meta.json()).ok()?;
+    /// The facts of a `_meta` read in place; `None` where this reader defers to the tree.
+    fn of_view(view: MetaView<'_>) -> Option<MetaFacts> {
         let capabilities = match view.capabilities {
             Some(raw) if raw.get().starts_with('{') => {
                 Some(serde_json::from_str::<ClientCapabilities>(raw.get()).ok())
             }
             _ => None,
         };
-        let log_level = match view.log_level.0 {
+        let log_level = match view.log_level {
             None => None,
             // An invalid level is refused with the general decoder's wording.
             Some(raw) => Some(serde_json::from_str::<LoggingLevel>(raw.get()).ok()?),
@@ -68,69 +68,67 @@ impl MetaFacts {
             version: view.version.map(str::to_owned),
             capabilities,
             log_level: Ok(log_level),
-            progress: view.progress_token.0.is_some(),
+            progress: view.progress,
         })
     }
 }
 
-/// The members of `_meta` the endpoint checks, borrowed from its text. The names are
-/// `meta_keys`' (a test checks them).
-#[derive(Deserialize)]
-struct MetaView<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
-    version: Option<&'a str>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default, borrow)]
-    capabilities: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", default, borrow)]
-    log_level: Member<'a>,
-    #[serde(rename = "progressToken", default, borrow)]
-    progress_token: Member<'a>,
-}
-
-/// A member that counts as sent whatever its value, `null` included.
+/// The members of `_meta` the endpoint checks, borrowed from the body.
 #[derive(Default)]
-struct Member<'a>(Option<&'a RawValue>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        <&'de RawValue>::deserialize(deserializer).map(|raw| Member(Some(raw)))
-    }
+struct MetaView<'a> {
+    version: Option<&'a str>,
+    capabilities: Option<&'a RawValue>,
+    log_level: Option<&'a RawValue>,
+    /// A progress token was sent, whatever its value (`null` included).
+    progress: bool,
 }
 
 /// A request read from the body, its params without `_meta`.
 #[derive(Debug)]
 pub(crate) struct Incoming {
     pub(crate) request: Request,
-    pub(crate) meta: Option<RawMeta>,
+    pub(crate) meta: Option<LazyMeta>,
     pub(crate) facts: MetaFacts,
 }
 
-/// More brackets than this in `_meta` and it is left to the general decoder, so that what
-/// is nested too deeply is refused as it always was.
+/// More brackets than this in `_meta` and it is left to the general decoder, so that what is
+/// nested too deeply is refused as it always was (skipping a value sets no depth limit).
 const MAX_META_BRACKETS: usize = 64;
 
 /// Reads a well-formed request; `None` for anything else (see the module docs).
-pub(crate) fn read(body: &[u8]) -> Option<Incoming> {
-    // One UTF-8 check of the whole body, instead of one per string (and one more for the
-    // text of `_meta`) as reading from bytes does.
-    let body = std::str::from_utf8(body).ok()?;
-    let (request, meta) = serde_json::from_str::<Envelope>(body).ok()?.0;
-    let facts = match &meta {
-        Some(meta) => {
-            let brackets = meta.json().bytes().filter(|b| matches!(b, b'{' | b'[')).count();
-            if brackets > MAX_META_BRACKETS {
-                return None;
-            }
-            MetaFacts::of_text(meta)?
+pub(crate) fn read(body: &Bytes) -> Option<Incoming> {
+    // One UTF-8 check of the whole body, instead of one per string as reading bytes does.
+    let text = std::str::from_utf8(body).ok()?;
+    let Envelope { request, meta } = serde_json::from_str(text).ok()?;
+    let (meta, facts) = match meta {
+        Some(view) => {
+            let facts = MetaFacts::of_view(view)?;
+            let body = body.clone();
+            (Some(LazyMeta::new(move || meta_of(&body))), facts)
         }
-        None => MetaFacts::of_tree(None),
+        None => (None, MetaFacts::of_tree(None)),
     };
     Some(Incoming { request, meta, facts })
 }
 
-struct Envelope((Request, Option<RawMeta>));
+/// The `_meta` object of the request in `body`, for a handler that asks for it.
+fn meta_of(body: &[u8]) -> Option<Map<String, Value>> {
+    let Ok(Message::Request(request)) = Message::decode(body) else { return None };
+    match request.params {
+        Some(Value::Object(mut params)) => match params.remove("_meta") {
+            Some(Value::Object(meta)) => Some(meta),
+            _ => None,
+        },
+        _ => None,
+    }
+}
 
-impl<'de> Deserialize<'de> for Envelope {
+struct Envelope<'a> {
+    request: Request,
+    meta: Option<MetaView<'a>>,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(EnvelopeVisitor)
     }
@@ -143,17 +141,17 @@ fn unexpected<E: de::Error>(what: &str) -> E {
 struct EnvelopeVisitor;
 
 impl<'de> Visitor<'de> for EnvelopeVisitor {
-    type Value = Envelope;
+    type Value = Envelope<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC request")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
         let mut version = false;
         let mut id: Option<RequestId> = None;
         let mut method: Option<String> = None;
-        let mut params: Option<Params> = None;
+        let mut params: Option<Params<'de>> = None;
         while let Some(key) = map.next_key::<&'de str>()? {
             match key {
                 "jsonrpc" if !version => {
@@ -175,33 +173,33 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             Some(Params { rest, meta }) => (Some(Value::Object(rest)), meta),
             None => (None, None),
         };
-        Ok(Envelope((Request { id, method, params }, meta)))
+        Ok(Envelope { request: Request { id, method, params }, meta })
     }
 }
 
-struct Params {
+struct Params<'a> {
     rest: Map<String, Value>,
-    meta: Option<RawMeta>,
+    meta: Option<MetaView<'a>>,
 }
 
 struct ParamsSeed;
 
 impl<'de> DeserializeSeed<'de> for ParamsSeed {
-    type Value = Params;
+    type Value = Params<'de>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Params, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Params<'de>, D::Error> {
         deserializer.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for ParamsSeed {
-    type Value = Params;
+    type Value = Params<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("params as an object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
         let mut rest = Map::new();
         let mut meta = None;
         while let Some(key) = map.next_key::<&'de str>()? {
@@ -209,8 +207,7 @@ impl<'de> Visitor<'de> for ParamsSeed {
                 if meta.is_some() {
                     return Err(unexpected("a second _meta"));
                 }
-                let raw = map.next_value::<&'de RawValue>()?;
-                meta = Some(RawMeta::new(raw).ok_or_else(|| unexpected::<A::Error>("_meta"))?);
+                meta = Some(map.next_value_seed(MetaSeed)?);
             } else {
                 // As in a tree: the last of duplicate members stands.
                 rest.insert(key.to_owned(), map.next_value()?);
@@ -220,25 +217,87 @@ impl<'de> Visitor<'de> for ParamsSeed {
     }
 }
 
+struct MetaSeed;
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = MetaView<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<MetaView<'de>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = MetaView<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("_meta as an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetaView<'de>, A::Error> {
+        let mut view = MetaView::default();
+        let (mut version, mut capabilities) = (false, false);
+        let mut brackets = 0;
+        let mut count = |raw: &RawValue| {
+            brackets += raw.get().bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+        };
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                meta_keys::PROTOCOL_VERSION if !version => {
+                    // A string or null; anything else is the general decoder's to refuse.
+                    view.version = map.next_value()?;
+                    version = true;
+                }
+                meta_keys::CLIENT_CAPABILITIES if !capabilities => {
+                    view.capabilities = map.next_value::<Option<&'de RawValue>>()?;
+                    view.capabilities.inspect(|raw| count(raw));
+                    capabilities = true;
+                }
+                meta_keys::LOG_LEVEL if view.log_level.is_none() => {
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    count(raw);
+                    view.log_level = Some(raw);
+                }
+                meta_keys::PROGRESS_TOKEN if !view.progress => {
+                    count(map.next_value::<&'de RawValue>()?);
+                    view.progress = true;
+                }
+                meta_keys::PROTOCOL_VERSION
+                | meta_keys::CLIENT_CAPABILITIES
+                | meta_keys::LOG_LEVEL
+                | meta_keys::PROGRESS_TOKEN => return Err(unexpected("a duplicate in _meta")),
+                _ => count(map.next_value::<&'de RawValue>()?),
+            }
+        }
+        if brackets > MAX_META_BRACKETS {
+            return Err(unexpected("deep _meta"));
+        }
+        Ok(view)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use mcpl_core::jsonrpc::Message;
     use serde_json::json;
 
     const CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{"a":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":null}}}"#;
 
+    fn read_str(body: &str) -> Option<Incoming> {
+        read(&Bytes::copy_from_slice(body.as_bytes()))
+    }
+
     #[test]
-    fn the_view_reads_the_keys_of_meta_keys() {
+    fn the_facts_are_those_of_the_tree_under_the_keys_of_meta_keys() {
         let meta = json!({
             meta_keys::PROTOCOL_VERSION: "v",
             meta_keys::CLIENT_CAPABILITIES: {},
             meta_keys::LOG_LEVEL: "info",
             meta_keys::PROGRESS_TOKEN: 1,
         });
-        let text = RawValue::from_string(meta.to_string()).unwrap();
-        let facts = MetaFacts::of_text(&RawMeta::new(&text).unwrap()).unwrap();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"_meta": meta}});
+        let facts = read_str(&body.to_string()).unwrap().facts;
         let tree = MetaFacts::of_tree(meta.as_object());
         for f in [facts, tree] {
             assert_eq!(f.version.as_deref(), Some("v"));
@@ -250,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_well_formed_request_reads_as_the_general_decoder_reads_it() {
-        let Incoming { request, meta, facts } = read(CALL.as_bytes()).unwrap();
+        let Incoming { request, meta, facts } = read_str(CALL).unwrap();
         let Message::Request(mut general) = Message::decode(CALL.as_bytes()).unwrap() else {
             panic!("a request")
         };
@@ -268,7 +327,7 @@ mod tests {
     #[test]
     fn anything_unusual_is_left_to_the_general_decoder() {
         let deep = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{}1{}}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{{"x":{}1{}}}}}}}"#,
             "[".repeat(70),
             "]".repeat(70)
         );
@@ -281,6 +340,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":null}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/logLevel":"loud"}}}"#,
@@ -289,9 +349,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
             deep.as_str(),
         ] {
-            assert!(read(body.as_bytes()).is_none(), "{body}");
+            assert!(read_str(body).is_none(), "{body}");
         }
-        let plain = read(br#"{"jsonrpc":"2.0","id":"a","method":"m"}"#).unwrap();
+        let plain = read_str(r#"{"jsonrpc":"2.0","id":"a","method":"m"}"#).unwrap();
         assert!(plain.request.params.is_none() && plain.meta.is_none());
         assert!(plain.facts.version.is_none() && !plain.facts.progress);
     }

@@ -20,6 +20,7 @@ use super::driven::Queue;
 use super::handler::{
     AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
 };
+use super::lazy_meta::{LazyMeta, MetaSlot};
 use super::options::{ProgressUpdate, RequestOptions};
 use super::{CloseReason, HandlerTable, Shared, lock};
 use crate::error::{Error, Result};
@@ -126,11 +127,15 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Creates a connection whose tasks are not running yet; [`Starter::run`] starts them.
-    pub(crate) fn new(generation: u64, shared: &Arc<Shared>) -> (Arc<Connection>, Starter) {
+    pub(crate) fn new(
+        generation: u64,
+        shared: &Arc<Shared>,
+        data: Option<Box<dyn Any + Send + Sync>>,
+    ) -> (Arc<Connection>, Starter) {
         // A futures channel: unlike Tokio's, it allocates nothing up front (a connection served
         // inline often sends nothing but its response).
         let (outbound, outbound_rx) = futures::channel::mpsc::unbounded();
-        let conn = Connection::build(generation, shared, Outlet::Channel(outbound), None);
+        let conn = Connection::build(generation, shared, Outlet::Channel(outbound), data);
         (conn, Starter { outbound_rx })
     }
 
@@ -319,6 +324,7 @@ impl Connection {
         self: &Arc<Self>,
         starter: Starter,
         request: Request,
+        meta: Option<LazyMeta>,
         mut sender: S,
     ) -> Result<()> {
         let mut outbound = starter.outbound_rx;
@@ -332,16 +338,17 @@ impl Connection {
                 .await;
         };
         // The one request owns `_meta`: it moves into the context instead of being copied.
-        let meta = match &mut params {
-            Some(Value::Object(p)) => match p.remove("_meta") {
-                Some(Value::Object(meta)) => Some(Arc::new(meta)),
+        let meta = match (meta, &mut params) {
+            (Some(meta), _) => MetaSlot::Lazy(meta),
+            (None, Some(Value::Object(p))) => match p.remove("_meta") {
+                Some(Value::Object(meta)) => MetaSlot::Tree(Arc::new(meta)),
                 Some(other) => {
                     p.insert("_meta".to_owned(), other);
-                    None
+                    MetaSlot::Absent
                 }
-                None => None,
+                None => MetaSlot::Absent,
             },
-            _ => None,
+            (None, _) => MetaSlot::Absent,
         };
         // The connection lives for this one request: its token is the request's token.
         let ctx = RequestContext {
@@ -405,10 +412,10 @@ impl Connection {
         RequestContext {
             id: id.clone(),
             method,
-            meta: params
-                .and_then(|p| p.get("_meta"))
-                .and_then(Value::as_object)
-                .map(|m| Arc::new(m.clone())),
+            meta: match params.and_then(|p| p.get("_meta")) {
+                Some(Value::Object(m)) => MetaSlot::Tree(Arc::new(m.clone())),
+                _ => MetaSlot::Absent,
+            },
             peer: Peer { conn: self.clone(), related: Some(id.clone()) },
             cancel,
             after_answer: None,

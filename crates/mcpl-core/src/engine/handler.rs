@@ -78,7 +78,7 @@ pub struct RequestContext {
     pub(crate) id: RequestId,
     pub(crate) method: String,
     /// Shared, so that cloning a context (handlers hand theirs to sub-tasks) copies no JSON.
-    pub(crate) meta: Option<Arc<Map<String, Value>>>,
+    pub(crate) meta: super::lazy_meta::MetaSlot,
     pub(crate) peer: Peer,
     pub(crate) cancel: CancellationToken,
     /// What runs once the response is queued; `None` where the engine cannot tell (a request
@@ -151,13 +151,13 @@ impl RequestContext {
 
     /// The request's `_meta` object, if it had one.
     pub fn meta(&self) -> Option<&Map<String, Value>> {
-        self.meta.as_deref()
+        self.meta.get()
     }
 
     /// The progress token the caller asked progress notifications for, if any.
     pub fn progress_token(&self) -> Option<&Value> {
         self.meta
-            .as_ref()
+            .get()
             .and_then(|m| m.get("progressToken"))
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
     }

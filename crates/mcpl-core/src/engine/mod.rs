@@ -48,6 +48,7 @@ use crate::transport::{Transport, TransportSender};
 mod connection;
 mod driven;
 mod handler;
+mod lazy_meta;
 mod options;
 mod typed;
 
@@ -59,6 +60,7 @@ pub use self::handler::{
     RequestHandler,
 };
 use self::handler::{SharedNotificationHandler, SharedRequestHandler};
+pub use self::lazy_meta::LazyMeta;
 pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
 pub use tokio_util::sync::CancellationToken;
 
@@ -390,7 +392,7 @@ impl Engine {
         let mut attempt = Attempt { shared: &self.shared, generation, done: false };
 
         let (sender, receiver) = transport.start().await?;
-        let (conn, starter) = Connection::new(generation, &self.shared);
+        let (conn, starter) = Connection::new(generation, &self.shared, None);
         let still_ours = {
             let mut state = lock(&self.shared.state);
             let ours = state.generation() == Some(generation);
@@ -468,9 +470,56 @@ impl Engine {
         request: crate::jsonrpc::Request,
         sender: S,
     ) -> Result<()> {
+        self.serve_request_with(request, None, None, sender).await
+    }
+
+    /// Like [`serve_request`](Self::serve_request), for a transport that reads the request's
+    /// `_meta` only when the handler asks for it (`meta`, see [`LazyMeta`]; `request`'s params
+    /// then come without `_meta`), and with `data` attached to the request's connection: the
+    /// handler reads it with [`Peer::data`].
+    ///
+    /// # Errors
+    ///
+    /// The sender's error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the handler; nothing more is sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::engine::{Engine, LazyMeta};
+    /// use mcpl_core::jsonrpc::{Message, Request};
+    /// use mcpl_core::transport::{Transport, TransportReceiver, memory};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let engine = Engine::new();
+    /// engine.on_request("whoami", |ctx, _params| async move {
+    ///     let token = ctx.progress_token().cloned();
+    ///     Ok(json!({ "user": ctx.peer().data::<&str>().copied(), "token": token }))
+    /// });
+    /// let (ours, theirs) = memory::pair();
+    /// let (sender, _unused) = ours.start().await?;
+    /// let (_unused, mut inbox) = theirs.start().await?;
+    /// let meta = LazyMeta::new(|| json!({ "progressToken": "p" }).as_object().cloned());
+    /// let request = Request::new(1, "whoami", None);
+    /// engine.serve_request_with(request, Some(meta), Some(Box::new("alice")), sender).await?;
+    /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
+    /// assert_eq!(answer.result, json!({ "user": "alice", "token": "p" }));
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_request_with<S: TransportSender>(
+        &self,
+        request: crate::jsonrpc::Request,
+        meta: Option<LazyMeta>,
+        data: Option<Box<dyn std::any::Any + Send + Sync>>,
+        sender: S,
+    ) -> Result<()> {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::new(generation, &self.shared);
-        conn.serve_inline(starter, request, sender).await
+        let (conn, starter) = Connection::new(generation, &self.shared, data);
+        conn.serve_inline(starter, request, meta, sender).await
     }
 
     /// A connection driven by the caller, answering through `sender`: see [`Driven`].

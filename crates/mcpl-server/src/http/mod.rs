@@ -67,6 +67,7 @@ mod session;
 pub mod session_store;
 mod sse;
 pub mod stateless;
+mod stateless_body;
 
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
 
@@ -601,6 +602,13 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
             );
         }
     };
+    // A well-formed stateless-era request is read straight from the body; anything else, and
+    // every other request, goes through the general decoder.
+    if stateless::stateless_header(&headers) {
+        if let Some(read) = stateless_body::read(&body) {
+            return stateless::serve_read(http, headers, read).await;
+        }
+    }
     let message = match Message::decode(&body) {
         Ok(message) => message,
         Err(e) => return json_body(StatusCode::BAD_REQUEST, &Message::Error(e.to_response())),

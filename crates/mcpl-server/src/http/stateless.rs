@@ -16,17 +16,17 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
-use mcpl_core::engine::{Engine, RequestContext};
+use mcpl_core::engine::{Engine, LazyMeta, RequestContext};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
-use mcpl_core::types::{LoggingLevel, meta_keys, names};
+use mcpl_core::types::{meta_keys, names};
 use mcpl_core::{Era, Error, ProtocolVersion, Result};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::sse::{self, SseEvent};
+use super::stateless_body::{Incoming, MetaFacts};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
-use crate::context::Context;
+use crate::context::{ClientState, Context, SharedClientState};
 use crate::events::ServerEvent;
 
 /// The `Mcp-Method` header.
@@ -68,12 +68,16 @@ pub(crate) fn is_stateless(message: &Message, headers: &HeaderMap) -> bool {
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
         .is_some();
-    let in_header = headers
+    in_meta || stateless_header(headers)
+}
+
+/// Whether the `MCP-Protocol-Version` header names a stateless-era revision.
+pub(crate) fn stateless_header(headers: &HeaderMap) -> bool {
+    headers
         .get(&PROTOCOL_VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(ProtocolVersion::parse)
-        .is_some_and(|v| v.era() == Era::Stateless);
-    in_meta || in_header
+        .is_some_and(|v| v.era() == Era::Stateless)
 }
 
 /// A stateless-era refusal: an HTTP status and a JSON-RPC error answering `id`.
@@ -186,7 +190,7 @@ fn check_tool_headers(
     Ok(())
 }
 
-/// Serves one stateless-era POST.
+/// Serves one stateless-era POST read by the general decoder.
 pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Message) -> Response {
     let request = match message {
         Message::Request(r) => r,
@@ -200,16 +204,36 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
             );
         }
     };
+    let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
+    let facts = MetaFacts::of_tree(meta);
+    serve_request(http, headers, request, None, facts).await
+}
+
+/// Serves one stateless-era POST read straight from its body (see `stateless_body`).
+pub(crate) async fn serve_read(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    read: Incoming,
+) -> Response {
+    serve_request(http, headers, read.request, read.meta, read.facts).await
+}
+
+/// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
+/// are what the checks read of it.
+async fn serve_request(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    request: Request,
+    raw_meta: Option<LazyMeta>,
+    facts: MetaFacts,
+) -> Response {
     let id = request.id.clone();
     let no_params = Map::new();
     let params = request.params.as_ref().and_then(Value::as_object).unwrap_or(&no_params);
+    let MetaFacts { version, capabilities, log_level, progress } = facts;
 
     // (a) The required `_meta` keys.
-    let meta = params.get("_meta").and_then(Value::as_object);
-    let version = meta.and_then(|m| m.get(meta_keys::PROTOCOL_VERSION)).and_then(Value::as_str);
-    let capabilities =
-        meta.and_then(|m| m.get(meta_keys::CLIENT_CAPABILITIES)).filter(|c| c.is_object());
-    let (Some(version), Some(_)) = (version, capabilities) else {
+    let (Some(version), Some(_)) = (version.as_deref(), capabilities.as_ref()) else {
         return refuse(
             StatusCode::BAD_REQUEST,
             Some(id),
@@ -270,14 +294,11 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
             ErrorObject::method_not_found(&request.method),
         );
     }
-    let log_level = match meta.and_then(|m| m.get(meta_keys::LOG_LEVEL)) {
-        None => None,
-        Some(level) => match LoggingLevel::deserialize(level) {
-            Ok(level) => Some(level),
-            Err(e) => {
-                return refuse(StatusCode::BAD_REQUEST, Some(id), ErrorObject::invalid_params(e));
-            }
-        },
+    let log_level = match log_level {
+        Ok(level) => level,
+        Err(e) => {
+            return refuse(StatusCode::BAD_REQUEST, Some(id), ErrorObject::invalid_params(e));
+        }
     };
     if request.method == names::SERVER_DISCOVER {
         return json_body(
@@ -290,15 +311,22 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
     }
 
     // (e) The method itself, served inline on this task.
-    let streaming =
-        meta.and_then(|m| m.get(meta_keys::PROGRESS_TOKEN)).is_some() || log_level.is_some();
+    let streaming = progress || log_level.is_some();
     let cacheable = crate::stateless_era::cacheable(&request.method);
+    // The client state the handler reads, from the facts already read (not from `_meta` again).
+    let client: SharedClientState = Arc::new(Mutex::new(ClientState {
+        version: ProtocolVersion::parse(version),
+        client_capabilities: capabilities.flatten(),
+        log_level,
+        ..ClientState::default()
+    }));
     // The sending half of a single-use transport: the engine serves this one request inline,
     // so nothing reads a receiving half.
     let (sender, output) = StatelessSender::for_request(id);
     let engine = http.stateless_engine();
     let driver: Driver = Box::pin(async move {
-        if let Err(e) = engine.serve_request(request, sender).await {
+        let client = Some(Box::new(client) as Box<dyn std::any::Any + Send + Sync>);
+        if let Err(e) = engine.serve_request_with(request, raw_meta, client, sender).await {
             tracing::debug!(error = %e, "stateless request ended early");
         }
     });
@@ -315,14 +343,18 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
 type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// The engine that serves stateless requests: one per endpoint, holding the router; each
-/// request runs through [`Engine::serve_request`] with the client state of its own `_meta`.
+/// request runs through [`Engine::serve_request_with`] with the client state of its own `_meta`
+/// attached to it (or, failing that, read from `_meta`).
 pub(crate) fn stateless_engine(server: &crate::Server) -> Engine {
     let engine = Engine::new();
     let server = server.clone();
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
         let server = server.clone();
         async move {
-            let client = Arc::new(Mutex::new(client_state(ctx.meta())));
+            let client = match ctx.peer().data::<SharedClientState>() {
+                Some(client) => client.clone(),
+                None => Arc::new(Mutex::new(client_state(ctx.meta()))),
+            };
             let method = ctx.method().to_owned();
             crate::router::dispatch(&server, Context::new(ctx, client), &method, params).await
         }

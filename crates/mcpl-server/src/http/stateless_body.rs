@@ -1,0 +1,358 @@
+//! A stateless-era request read straight from its body bytes.
+//!
+//! The general decoder ([`Message::decode`]) builds a JSON tree of the whole `params`, `_meta`
+//! included, and the handler then decodes its typed params from that tree. Most of a stateless
+//! request's nodes are in `_meta` (protocol version, client capabilities, client identity), and
+//! a handler rarely reads it. So a well-formed request is read here in one pass: the envelope
+//! into its fields, `params` into a map without `_meta`, and of `_meta` only the members the
+//! endpoint checks ([`MetaFacts`]), borrowed from the body; a handler that asks for `_meta`
+//! gets it read from the body then ([`LazyMeta`]).
+//!
+//! Anything this reader does not take as it is (a member it does not know, a duplicate, an
+//! escaped key, `params` or `_meta` that is not an object, a `_meta` member of an unexpected
+//! type, deep nesting in `_meta`) makes [`read`] return `None`, and the body goes to the general
+//! decoder, whose answer (an error, or the request) is then exactly what it always was.
+
+use std::fmt;
+
+use axum::body::Bytes;
+use mcpl_core::engine::LazyMeta;
+use mcpl_core::jsonrpc::{Message, Request, RequestId};
+use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys};
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// What the endpoint reads of a request's `_meta`, wherever it was decoded.
+#[derive(Debug)]
+pub(crate) struct MetaFacts {
+    /// `_meta`'s protocol version, if it is a string.
+    pub(crate) version: Option<String>,
+    /// `Some` if the client capabilities are an object; inside, their typed form if it reads.
+    pub(crate) capabilities: Option<Option<ClientCapabilities>>,
+    /// The requested log level; `Err` if one was sent that is not a level.
+    pub(crate) log_level: Result<Option<LoggingLevel>, serde_json::Error>,
+    /// Whether `_meta` carries a progress token (of any value).
+    pub(crate) progress: bool,
+}
+
+impl MetaFacts {
+    /// The facts of a `_meta` decoded as a tree (or of none).
+    pub(crate) fn of_tree(meta: Option<&Map<String, Value>>) -> MetaFacts {
+        let get = |key: &str| meta.and_then(|m| m.get(key));
+        MetaFacts {
+            version: get(meta_keys::PROTOCOL_VERSION).and_then(Value::as_str).map(str::to_owned),
+            capabilities: get(meta_keys::CLIENT_CAPABILITIES)
+                .filter(|c| c.is_object())
+                .map(|c| ClientCapabilities::deserialize(c).ok()),
+            log_level: get(meta_keys::LOG_LEVEL).map(LoggingLevel::deserialize).transpose(),
+            progress: get(meta_keys::PROGRESS_TOKEN).is_some(),
+        }
+    }
+
+    /// The facts of a `_meta` read in place; `None` where this reader defers to the tree.
+    fn of_view(view: MetaView<'_>) -> Option<MetaFacts> {
+        let capabilities = match view.capabilities {
+            Some(raw) if raw.get().starts_with('{') => {
+                Some(serde_json::from_str::<ClientCapabilities>(raw.get()).ok())
+            }
+            _ => None,
+        };
+        let log_level = match view.log_level {
+            None => None,
+            // An invalid level is refused with the general decoder's wording.
+            Some(raw) => Some(serde_json::from_str::<LoggingLevel>(raw.get()).ok()?),
+        };
+        Some(MetaFacts {
+            version: view.version.map(str::to_owned),
+            capabilities,
+            log_level: Ok(log_level),
+            progress: view.progress,
+        })
+    }
+}
+
+/// The members of `_meta` the endpoint checks, borrowed from the body.
+#[derive(Default)]
+struct MetaView<'a> {
+    version: Option<&'a str>,
+    capabilities: Option<&'a RawValue>,
+    log_level: Option<&'a RawValue>,
+    /// A progress token was sent, whatever its value (`null` included).
+    progress: bool,
+}
+
+/// A request read from the body, its params without `_meta`.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    pub(crate) request: Request,
+    pub(crate) meta: Option<LazyMeta>,
+    pub(crate) facts: MetaFacts,
+}
+
+/// More brackets than this in `_meta` and it is left to the general decoder, so that what is
+/// nested too deeply is refused as it always was (skipping a value sets no depth limit).
+const MAX_META_BRACKETS: usize = 64;
+
+/// Reads a well-formed request; `None` for anything else (see the module docs).
+pub(crate) fn read(body: &Bytes) -> Option<Incoming> {
+    // One UTF-8 check of the whole body, instead of one per string as reading bytes does.
+    let text = std::str::from_utf8(body).ok()?;
+    let Envelope { request, meta } = serde_json::from_str(text).ok()?;
+    let (meta, facts) = match meta {
+        Some(view) => {
+            let facts = MetaFacts::of_view(view)?;
+            let body = body.clone();
+            (Some(LazyMeta::new(move || meta_of(&body))), facts)
+        }
+        None => (None, MetaFacts::of_tree(None)),
+    };
+    Some(Incoming { request, meta, facts })
+}
+
+/// The `_meta` object of the request in `body`, for a handler that asks for it.
+fn meta_of(body: &[u8]) -> Option<Map<String, Value>> {
+    let Ok(Message::Request(request)) = Message::decode(body) else { return None };
+    match request.params {
+        Some(Value::Object(mut params)) => match params.remove("_meta") {
+            Some(Value::Object(meta)) => Some(meta),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+struct Envelope<'a> {
+    request: Request,
+    meta: Option<MetaView<'a>>,
+}
+
+impl<'de> Deserialize<'de> for Envelope<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(EnvelopeVisitor)
+    }
+}
+
+fn unexpected<E: de::Error>(what: &str) -> E {
+    E::custom(format_args!("left to the general decoder: {what}"))
+}
+
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC request")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
+        let mut version = false;
+        let mut id: Option<RequestId> = None;
+        let mut method: Option<String> = None;
+        let mut params: Option<Params<'de>> = None;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                "jsonrpc" if !version => {
+                    if map.next_value::<&'de str>()? != "2.0" {
+                        return Err(unexpected("version"));
+                    }
+                    version = true;
+                }
+                "id" if id.is_none() => id = Some(map.next_value()?),
+                "method" if method.is_none() => method = Some(map.next_value()?),
+                "params" if params.is_none() => params = Some(map.next_value_seed(ParamsSeed)?),
+                _ => return Err(unexpected("member")),
+            }
+        }
+        let (true, Some(id), Some(method)) = (version, id, method) else {
+            return Err(unexpected("not a request"));
+        };
+        let (params, meta) = match params {
+            Some(Params { rest, meta }) => (Some(Value::Object(rest)), meta),
+            None => (None, None),
+        };
+        Ok(Envelope { request: Request { id, method, params }, meta })
+    }
+}
+
+struct Params<'a> {
+    rest: Map<String, Value>,
+    meta: Option<MetaView<'a>>,
+}
+
+struct ParamsSeed;
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed {
+    type Value = Params<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Params<'de>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed {
+    type Value = Params<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("params as an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
+        let mut rest = Map::new();
+        let mut meta = None;
+        while let Some(key) = map.next_key::<&'de str>()? {
+            if key == "_meta" {
+                if meta.is_some() {
+                    return Err(unexpected("a second _meta"));
+                }
+                meta = Some(map.next_value_seed(MetaSeed)?);
+            } else {
+                // As in a tree: the last of duplicate members stands.
+                rest.insert(key.to_owned(), map.next_value()?);
+            }
+        }
+        Ok(Params { rest, meta })
+    }
+}
+
+struct MetaSeed;
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = MetaView<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<MetaView<'de>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = MetaView<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("_meta as an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetaView<'de>, A::Error> {
+        let mut view = MetaView::default();
+        let (mut version, mut capabilities) = (false, false);
+        let mut brackets = 0;
+        let mut count = |raw: &RawValue| {
+            brackets += raw.get().bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+        };
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match key {
+                meta_keys::PROTOCOL_VERSION if !version => {
+                    // A string or null; anything else is the general decoder's to refuse.
+                    view.version = map.next_value()?;
+                    version = true;
+                }
+                meta_keys::CLIENT_CAPABILITIES if !capabilities => {
+                    view.capabilities = map.next_value::<Option<&'de RawValue>>()?;
+                    view.capabilities.inspect(|raw| count(raw));
+                    capabilities = true;
+                }
+                meta_keys::LOG_LEVEL if view.log_level.is_none() => {
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    count(raw);
+                    view.log_level = Some(raw);
+                }
+                meta_keys::PROGRESS_TOKEN if !view.progress => {
+                    count(map.next_value::<&'de RawValue>()?);
+                    view.progress = true;
+                }
+                meta_keys::PROTOCOL_VERSION
+                | meta_keys::CLIENT_CAPABILITIES
+                | meta_keys::LOG_LEVEL
+                | meta_keys::PROGRESS_TOKEN => return Err(unexpected("a duplicate in _meta")),
+                _ => count(map.next_value::<&'de RawValue>()?),
+            }
+        }
+        if brackets > MAX_META_BRACKETS {
+            return Err(unexpected("deep _meta"));
+        }
+        Ok(view)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    const CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{"a":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":null}}}"#;
+
+    fn read_str(body: &str) -> Option<Incoming> {
+        read(&Bytes::copy_from_slice(body.as_bytes()))
+    }
+
+    #[test]
+    fn the_facts_are_those_of_the_tree_under_the_keys_of_meta_keys() {
+        let meta = json!({
+            meta_keys::PROTOCOL_VERSION: "v",
+            meta_keys::CLIENT_CAPABILITIES: {},
+            meta_keys::LOG_LEVEL: "info",
+            meta_keys::PROGRESS_TOKEN: 1,
+        });
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"_meta": meta}});
+        let facts = read_str(&body.to_string()).unwrap().facts;
+        let tree = MetaFacts::of_tree(meta.as_object());
+        for f in [facts, tree] {
+            assert_eq!(f.version.as_deref(), Some("v"));
+            assert!(matches!(f.capabilities, Some(Some(_))));
+            assert_eq!(f.log_level.unwrap(), Some(LoggingLevel::Info));
+            assert!(f.progress);
+        }
+    }
+
+    #[test]
+    fn a_well_formed_request_reads_as_the_general_decoder_reads_it() {
+        let Incoming { request, meta, facts } = read_str(CALL).unwrap();
+        let Message::Request(mut general) = Message::decode(CALL.as_bytes()).unwrap() else {
+            panic!("a request")
+        };
+        let general_meta = general.params.as_mut().unwrap().as_object_mut().unwrap();
+        let general_meta = general_meta.remove("_meta").unwrap();
+        assert_eq!(request, general);
+        assert_eq!(Value::Object(meta.unwrap().map().unwrap().clone()), general_meta);
+        let tree = MetaFacts::of_tree(general_meta.as_object());
+        assert_eq!(facts.version, tree.version);
+        assert_eq!(facts.progress, tree.progress);
+        assert!(facts.progress, "a null progress token is sent all the same");
+        assert_eq!(facts.capabilities.is_some(), tree.capabilities.is_some());
+    }
+
+    #[test]
+    fn anything_unusual_is_left_to_the_general_decoder() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{{"x":{}1{}}}}}}}"#,
+            "[".repeat(70),
+            "]".repeat(70)
+        );
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"m"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"io.modelcontextprotocol/logLevel":"loud"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":1,"progressToken":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"me\u0074hod":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+            deep.as_str(),
+        ] {
+            assert!(read_str(body).is_none(), "{body}");
+        }
+        let plain = read_str(r#"{"jsonrpc":"2.0","id":"a","method":"m"}"#).unwrap();
+        assert!(plain.request.params.is_none() && plain.meta.is_none());
+        assert!(plain.facts.version.is_none() && !plain.facts.progress);
+    }
+}

@@ -331,6 +331,29 @@ impl McplHost {
         Ok(result.closed)
     }
 
+    /// The checks both forms of `channels/publish` make: `channels.publish` granted, the
+    /// channel registered and not inbound-only.
+    fn publish_gate(&self, channel_id: &str) -> Result<mcpl_core::Peer, McplError> {
+        self.channel_gate(names::CHANNELS_PUBLISH, paths::CHANNELS_PUBLISH, Some(channel_id), true)
+    }
+
+    /// Runs one step of the outgoing-stream bookkeeping; a refusal is reported and returned as
+    /// `ChannelNotPermitted`.
+    fn outgoing_step<T>(
+        &self,
+        method: &str,
+        channel_id: &str,
+        step: impl FnOnce(&mut Session) -> Result<T, String>,
+    ) -> Result<T, McplError> {
+        self.with_session_mut(step)
+            .unwrap_or_else(|| Err("not connected".into()))
+            .map_err(|reason| McplError::ChannelNotPermitted {
+                channel_id: channel_id.to_owned(),
+                reason,
+            })
+            .inspect_err(|e| self.refused(method, e))
+    }
+
     /// `channels/publish` as a request (needs `channels.publish`; the channel must be
     /// registered and not inbound-only). The only way to deliver to a channel.
     ///
@@ -338,12 +361,7 @@ impl McplHost {
     ///
     /// [`McplError`]: refused locally, or the server's error.
     pub async fn publish(&self, params: PublishParams) -> Result<PublishResult, McplError> {
-        let peer = self.channel_gate(
-            names::CHANNELS_PUBLISH,
-            paths::CHANNELS_PUBLISH,
-            Some(&params.channel_id),
-            true,
-        )?;
+        let peer = self.publish_gate(&params.channel_id)?;
         Ok(peer.send::<Publish>(params, RequestOptions::new()).await?)
     }
 
@@ -354,12 +372,7 @@ impl McplHost {
     ///
     /// [`McplError`]: refused locally, or the connection's error.
     pub async fn publish_notification(&self, params: PublishParams) -> Result<(), McplError> {
-        let peer = self.channel_gate(
-            names::CHANNELS_PUBLISH,
-            paths::CHANNELS_PUBLISH,
-            Some(&params.channel_id),
-            true,
-        )?;
+        let peer = self.publish_gate(&params.channel_id)?;
         Ok(peer.send_notification::<PublishNotification>(params).await?)
     }
 
@@ -428,14 +441,8 @@ impl McplHost {
     ) -> Result<u64, McplError> {
         let method = names::CHANNELS_OUTGOING_CHUNK;
         let peer = self.channel_gate(method, paths::CHANNELS_STREAMING, Some(channel_id), true)?;
-        let index = self
-            .with_session_mut(|s| s.outgoing.chunk(inference_id, channel_id))
-            .unwrap_or_else(|| Err("not connected".into()))
-            .map_err(|reason| McplError::ChannelNotPermitted {
-                channel_id: channel_id.to_owned(),
-                reason,
-            })
-            .inspect_err(|e| self.refused(method, e))?;
+        let index =
+            self.outgoing_step(method, channel_id, |s| s.outgoing.chunk(inference_id, channel_id))?;
         let params = OutgoingChunkParams {
             inference_id: inference_id.to_owned(),
             conversation_id: conversation_id.to_owned(),
@@ -464,13 +471,7 @@ impl McplHost {
     ) -> Result<(), McplError> {
         let method = names::CHANNELS_OUTGOING_COMPLETE;
         let peer = self.channel_gate(method, paths::CHANNELS_STREAMING, Some(channel_id), true)?;
-        self.with_session_mut(|s| s.outgoing.complete(inference_id, channel_id))
-            .unwrap_or_else(|| Err("not connected".into()))
-            .map_err(|reason| McplError::ChannelNotPermitted {
-                channel_id: channel_id.to_owned(),
-                reason,
-            })
-            .inspect_err(|e| self.refused(method, e))?;
+        self.outgoing_step(method, channel_id, |s| s.outgoing.complete(inference_id, channel_id))?;
         let params = OutgoingCompleteParams {
             inference_id: inference_id.to_owned(),
             conversation_id: conversation_id.to_owned(),

@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -254,7 +254,6 @@ struct Inner {
     alerts: Alerts,
     events: mpsc::UnboundedSender<HostEvent>,
     refreshing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    generation: AtomicU64,
 }
 
 /// The agent host. Cheap to clone.
@@ -343,7 +342,6 @@ impl Host {
                 alerts,
                 events,
                 refreshing: Mutex::new(HashMap::new()),
-                generation: AtomicU64::new(0),
             }),
         };
         let connects = config.servers.into_iter().map(|server| {
@@ -567,13 +565,12 @@ impl Host {
         let host = self.clone();
         let id = id.to_owned();
         let link = link.clone();
-        let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             link.client.closed().await;
             if link.retired.load(Ordering::SeqCst) {
                 return;
             }
-            tracing::warn!(server = %id, generation, "server connection ended");
+            tracing::warn!(server = %id, "server connection ended");
             let reconnect = {
                 let mut registry = lock(&host.inner.registry);
                 registry.mark_down(&id);

@@ -169,6 +169,8 @@ impl CheckpointManager {
         self.inner.trees.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Saves `tree` while the caller still holds the trees' lock, so saves reach the store in
+    /// the order the mutations happened (and no copy of the tree is made).
     fn persist(&self, key: &TreeKey, tree: &CheckpointTree) {
         if let Err(e) = self.inner.store.save(key, tree) {
             tracing::error!(tree = %key, error = %e, "checkpoint tree not persisted");
@@ -201,9 +203,7 @@ impl CheckpointManager {
         {
             tracing::warn!(tree = %key, error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
         }
-        let snapshot = tree.clone();
-        drop(trees);
-        self.inner.store.save(&key, &snapshot)
+        self.inner.store.save(&key, tree)
     }
 
     /// The stateful sets registered for `server` and their modes.
@@ -305,9 +305,7 @@ impl CheckpointManager {
                 if !pruned.is_empty() {
                     tracing::debug!(tree = %key, pruned = pruned.len(), "checkpoints pruned");
                 }
-                let snapshot = tree.clone();
-                drop(trees);
-                self.persist(&key, &snapshot);
+                self.persist(&key, tree);
                 RecordOutcome::Recorded { feature_set: fs.to_owned(), recorded }
             }
             Err(error) => {
@@ -362,9 +360,7 @@ impl CheckpointManager {
             }
             tree.adopt_state(checkpoint, data);
         }
-        let snapshot = tree.clone();
-        drop(trees);
-        self.persist(&key, &snapshot);
+        self.persist(&key, tree);
         Ok(())
     }
 
@@ -374,9 +370,7 @@ impl CheckpointManager {
         let mut trees = self.lock();
         if let Some(tree) = trees.get_mut(&key) {
             tree.mark_pruned(checkpoint);
-            let snapshot = tree.clone();
-            drop(trees);
-            self.persist(&key, &snapshot);
+            self.persist(&key, tree);
         }
     }
 

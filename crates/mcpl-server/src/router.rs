@@ -8,10 +8,11 @@
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
-    CacheScope, CallToolRequestParams, CompleteRequestParams, CompleteResult, CompletionReference,
-    EmptyResult, GetPromptRequestParams, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResult, ResourceRequestParams, SetLevelRequestParams, TaskSupport, names,
+    CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionReference, EmptyResult, GetPromptRequestParams, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams, SetLevelRequestParams,
+    TaskSupport, names,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -39,13 +40,44 @@ pub(crate) fn encode<T: Serialize>(value: T) -> HandlerResult {
     serde_json::to_value(value).map_err(ErrorObject::internal)
 }
 
+/// A request's answer before it goes on the wire: a tool's result is kept typed, so that a
+/// transport that writes it itself (stateless HTTP) serializes it once, straight to bytes,
+/// instead of building, serializing and dropping a `Value` tree.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// An answer already in JSON form.
+    Value(Value),
+    /// A complete `tools/call` result.
+    Tool(Box<CallToolResult>),
+}
+
+impl Reply {
+    /// The answer as JSON; a failure is `-32603`.
+    pub(crate) fn into_value(self) -> HandlerResult {
+        match self {
+            Reply::Value(value) => Ok(value),
+            Reply::Tool(result) => encode(result),
+        }
+    }
+}
+
 /// Serves one request of an initialized client.
 pub(crate) async fn dispatch(
+    server: &Server,
+    ctx: Context,
+    method: &str,
+    params: Option<Value>,
+) -> HandlerResult {
+    dispatch_reply(server, ctx, method, params).await?.into_value()
+}
+
+/// Serves one request of an initialized client, keeping a tool's result typed (see [`Reply`]).
+pub(crate) async fn dispatch_reply(
     server: &Server,
     mut ctx: Context,
     method: &str,
     mut params: Option<Value>,
-) -> HandlerResult {
+) -> Result<Reply, ErrorObject> {
     ctx.server = Some(server.clone());
     // Handlers read `_meta` from the context (the engine kept a copy); decoding it again into
     // each typed params struct would be wasted work.
@@ -56,7 +88,10 @@ pub(crate) async fn dispatch(
         let r = server.read();
         (r.has_tools, r.has_resources, r.has_prompts, r.has_completions())
     };
-    match method {
+    if tools && method == names::TOOLS_CALL {
+        return call_tool(server, ctx, params).await;
+    }
+    let served = match method {
         names::PING => encode(EmptyResult::default()),
         names::TOOLS_LIST if tools => {
             let page = list(server, params, "tools", |r| {
@@ -69,7 +104,6 @@ pub(crate) async fn dispatch(
                 ..Default::default()
             })
         }
-        names::TOOLS_CALL if tools => call_tool(server, ctx, params).await,
         names::RESOURCES_LIST if resources => {
             let page = list(server, params, "resources", |r| {
                 let items = r.resources.items.iter().map(|e| e.resource.clone());
@@ -134,7 +168,8 @@ pub(crate) async fn dispatch(
             crate::mcpl::request(&ctx, method, params).await
         }
         _ => Err(ErrorObject::method_not_found(method)),
-    }
+    };
+    served.map(Reply::Value)
 }
 
 /// One page of a list: `snapshot` gives the list's revision and items under the lock.
@@ -168,7 +203,11 @@ fn finish<T: Serialize>(done: Finished<T>) -> HandlerResult {
     }
 }
 
-async fn call_tool(server: &Server, mut ctx: Context, params: Option<Value>) -> HandlerResult {
+async fn call_tool(
+    server: &Server,
+    mut ctx: Context,
+    params: Option<Value>,
+) -> Result<Reply, ErrorObject> {
     let params: CallToolRequestParams = decode(check_input_members(params)?)?;
     if lock(&ctx.client).mcpl.is_some() {
         ctx.mcpl_state = std::sync::Arc::new(StateRequestFields::from_params(&params.extra));
@@ -191,7 +230,8 @@ async fn call_tool(server: &Server, mut ctx: Context, params: Option<Value>) -> 
             return crate::task::call(
                 server, ctx, runner, binding, args, responses, state, task.start,
             )
-            .await;
+            .await
+            .map(Reply::Value);
         }
         if task.support == TaskSupport::Required {
             return Err(crate::task::missing_extension());
@@ -202,7 +242,10 @@ async fn call_tool(server: &Server, mut ctx: Context, params: Option<Value>) -> 
         async move { runner.call(ctx, args).await }
     })
     .await?;
-    finish(done)
+    match done {
+        Finished::Complete(result) => Ok(Reply::Tool(Box::new(result))),
+        Finished::InputRequired(result) => encode(result).map(Reply::Value),
+    }
 }
 
 async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {

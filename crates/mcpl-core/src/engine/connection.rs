@@ -327,11 +327,10 @@ impl Connection {
         meta: Option<LazyMeta>,
         mut sender: S,
     ) -> Result<()> {
-        let mut outbound = starter.outbound_rx;
-        // However this ends (even by the future being dropped), the connection is closed after.
-        let _closed = self.closed.clone().drop_guard();
         let Request { id, method, mut params } = request;
         let Some(handler) = self.handlers.request_handler(&method) else {
+            // However this ends, the connection is closed after.
+            let _closed = self.closed.clone().drop_guard();
             let error = ErrorObject::method_not_found(&method);
             return sender
                 .send_related(ErrorResponse::new(Some(id.clone()), error).into(), Some(id))
@@ -350,37 +349,63 @@ impl Connection {
             },
             (None, _) => MetaSlot::Absent,
         };
+        let head = (id.clone(), method);
+        let outcome = self
+            .run_inline(starter, head, meta, &mut sender, |ctx| run_handler(handler, ctx, params))
+            .await?;
+        sender.send_related(answer(id.clone(), outcome), Some(id)).await
+    }
+
+    /// Runs `handler` as the handler of request `id` on the caller's task and returns what it
+    /// returned; the caller answers. What the handler sends meanwhile goes out through
+    /// `sender`; requests it makes of the peer fail at once with `-32601`. Once the handler
+    /// is done, the connection is closed: nothing it left behind sends any more.
+    pub(crate) async fn run_inline<S, F, Fut>(
+        self: &Arc<Self>,
+        starter: Starter,
+        (id, method): (RequestId, String),
+        meta: MetaSlot,
+        sender: &mut S,
+        handler: F,
+    ) -> Result<Fut::Output>
+    where
+        S: TransportSender,
+        F: FnOnce(RequestContext) -> Fut,
+        Fut: Future,
+    {
+        let mut outbound = starter.outbound_rx;
+        // However this ends (even by the future being dropped), the connection is closed after.
+        let _closed = self.closed.clone().drop_guard();
         // The connection lives for this one request: its token is the request's token.
         let ctx = RequestContext {
             id: id.clone(),
             method,
             meta,
-            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
+            peer: Peer { conn: self.clone(), related: Some(id) },
             cancel: self.closed.clone(),
             after_answer: None,
         };
-        let handler = run_handler(handler, ctx, params);
+        let handler = handler(ctx);
         tokio::pin!(handler);
         let outcome = loop {
             tokio::select! {
                 biased;
                 Some((message, related)) = outbound.next() => {
-                    self.forward_inline(&mut sender, message, related).await?;
+                    self.forward_inline(sender, message, related).await?;
                 }
                 outcome = &mut handler => break outcome,
             }
         };
         while let Ok((message, related)) = outbound.try_recv() {
-            self.forward_inline(&mut sender, message, related).await?;
+            self.forward_inline(sender, message, related).await?;
         }
-        let message = answer(id.clone(), outcome);
         // Nothing the handler left behind may send after its response.
         self.closed.cancel();
         let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
         for entry in pending {
             let _ = entry.tx.send(Err(Error::ConnectionClosed));
         }
-        sender.send_related(message, Some(id)).await
+        Ok(outcome)
     }
 
     async fn forward_inline<S: TransportSender>(

@@ -522,6 +522,72 @@ impl Engine {
         conn.serve_inline(starter, request, meta, sender).await
     }
 
+    /// Runs `handler` as the handler of one incoming request on the caller's task, and
+    /// returns what it returned: unlike [`serve_request_with`](Self::serve_request_with), the
+    /// caller answers the request (through `sender` or any other way), so a result can go to
+    /// the wire without becoming a [`Value`] first.
+    ///
+    /// The request is `id` and `method`; its `_meta` is read on demand from `meta`, and `data`
+    /// is attached to its connection ([`Peer::data`]). No handler is looked up. The
+    /// [`RequestContext`] handed to `handler` sends through `sender` as the handler goes
+    /// (progress, log messages); requests it makes of the peer fail at once with `-32601`.
+    /// Once `handler` is done the connection is closed: nothing it left behind sends any more.
+    ///
+    /// # Errors
+    ///
+    /// The sender's error (the handler is then dropped).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future cancels the handler; nothing more is sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::engine::Engine;
+    /// use mcpl_core::jsonrpc::{Message, RequestId, Response};
+    /// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender, memory};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+    /// let engine = Engine::new();
+    /// let (ours, theirs) = memory::pair();
+    /// let (mut sender, _unused) = ours.start().await?;
+    /// let (_unused, mut inbox) = theirs.start().await?;
+    /// let id = RequestId::from(7);
+    /// let sum = engine
+    ///     .run_request(id.clone(), "add", None, None, &mut sender, |ctx| async move {
+    ///         ctx.peer().notify("notifications/message", Some(json!({"data": "adding"}))).await?;
+    ///         Ok::<_, mcpl_core::Error>(2 + 3)
+    ///     })
+    ///     .await??;
+    /// // The caller answers.
+    /// sender.send(Response::new(id, json!(sum)).into()).await?;
+    /// assert!(matches!(inbox.recv().await?, Some(Message::Notification(_))));
+    /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
+    /// assert_eq!(answer.result, json!(5));
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_request<S, F, Fut>(
+        &self,
+        id: crate::jsonrpc::RequestId,
+        method: impl Into<String>,
+        meta: Option<LazyMeta>,
+        data: Option<Box<dyn std::any::Any + Send + Sync>>,
+        sender: &mut S,
+        handler: F,
+    ) -> Result<Fut::Output>
+    where
+        S: TransportSender,
+        F: FnOnce(RequestContext) -> Fut,
+        Fut: Future,
+    {
+        let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
+        let (conn, starter) = Connection::new(generation, &self.shared, data);
+        let meta = meta.map_or(lazy_meta::MetaSlot::Absent, lazy_meta::MetaSlot::Lazy);
+        conn.run_inline(starter, (id, method.into()), meta, sender, handler).await
+    }
+
     /// A connection driven by the caller, answering through `sender`: see [`Driven`].
     ///
     /// Like [`serve_request`](Self::serve_request), it does not take the engine's slot: any

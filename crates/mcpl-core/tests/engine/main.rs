@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub)]
 
 mod driven;
+mod inline;
 mod lifecycle;
 mod requests;
 mod support;

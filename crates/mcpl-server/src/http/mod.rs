@@ -240,7 +240,7 @@ impl StreamableHttp {
         events: Arc<dyn EventStore>,
         store: Option<Arc<dyn SessionStore>>,
     ) -> Self {
-        let stateless = stateless::stateless_engine(&server);
+        let stateless = stateless::stateless_engine();
         let session_engine = crate::session::shared_engine(&server);
         let server_info = serde_json::to_value(server.info()).unwrap_or_default();
         let server_info_json = server_info.to_string();

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
-use mcpl_core::engine::{Engine, LazyMeta, RequestContext};
+use mcpl_core::engine::{Engine, LazyMeta};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
 use mcpl_core::types::{meta_keys, names};
@@ -28,6 +28,7 @@ use super::stateless_body::{Incoming, MetaFacts};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
 use crate::context::{ClientState, Context, SharedClientState};
 use crate::events::ServerEvent;
+use crate::router::Reply;
 
 /// The `Mcp-Method` header.
 ///
@@ -54,7 +55,7 @@ pub const MCP_NAME: &str = "mcp-name";
 /// ```
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
-use crate::stateless_era::{REMOVED, client_state};
+use crate::stateless_era::REMOVED;
 
 /// Whether a POST belongs to the stateless era: its `_meta` names a protocol version, or its
 /// `MCP-Protocol-Version` header names a stateless-era revision.
@@ -320,46 +321,85 @@ async fn serve_request(
         log_level,
         ..ClientState::default()
     }));
-    // The sending half of a single-use transport: the engine serves this one request inline,
-    // so nothing reads a receiving half.
-    let (sender, output) = StatelessSender::for_request(id);
-    let engine = http.stateless_engine();
-    let driver: Driver = Box::pin(async move {
-        let client = Some(Box::new(client) as Box<dyn std::any::Any + Send + Sync>);
-        if let Err(e) = engine.serve_request_with(request, raw_meta, client, sender).await {
-            tracing::debug!(error = %e, "stateless request ended early");
-        }
-    });
+    // The engine runs the router inline on this task and hands its answer back: this
+    // endpoint writes it (a tool's result straight from its type, see `wire_reply`).
+    let call = Call {
+        engine: http.stateless_engine(),
+        server: http.inner.server.clone(),
+        request,
+        meta: raw_meta,
+        client,
+    };
     let decorate = Decorator { http: http.clone(), cacheable };
     if streaming {
-        sse(output, driver, decorate, http.inner.config.keep_alive)
+        // What the handler sends as it goes (progress, log messages) is streamed before the
+        // answer.
+        let (sender, output) = StatelessSender::for_request(id.clone());
+        sse(id, output, Box::pin(call.run(sender)), decorate, http.inner.config.keep_alive)
     } else {
-        json_reply(output, driver, decorate).await
+        // Without a progress token or log level nothing but the answer is wanted.
+        json_reply(&id, call.run(Discard).await, &decorate)
     }
 }
 
-/// Serves the request; polled by whoever writes the HTTP response, and dropped (cancelling the
-/// handler) when the client goes away.
-type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+/// One stateless request, ready to be served.
+struct Call {
+    engine: Engine,
+    server: crate::Server,
+    request: Request,
+    meta: Option<LazyMeta>,
+    client: SharedClientState,
+}
 
-/// The engine that serves stateless requests: one per endpoint, holding the router; each
-/// request runs through [`Engine::serve_request_with`] with the client state of its own `_meta`
-/// attached to it (or, failing that, read from `_meta`).
-pub(crate) fn stateless_engine(server: &crate::Server) -> Engine {
-    let engine = Engine::new();
-    let server = server.clone();
-    engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-        let server = server.clone();
-        async move {
-            let client = match ctx.peer().data::<SharedClientState>() {
-                Some(client) => client.clone(),
-                None => Arc::new(Mutex::new(client_state(ctx.meta()))),
-            };
+impl Call {
+    /// Serves the request inline on this task, sending what its handler sends as it goes
+    /// through `sender`, and gives the router's answer (`None` if `sender` failed: the
+    /// response can no longer be written).
+    async fn run<S: TransportSender>(self, mut sender: S) -> Option<Outcome> {
+        let Call { engine, server, request, meta, client } = self;
+        let Request { id, method, params } = request;
+        let run = engine.run_request(id, method, meta, None, &mut sender, |ctx| {
             let method = ctx.method().to_owned();
-            crate::router::dispatch(&server, Context::new(ctx, client), &method, params).await
+            let ctx = Context::new(ctx, client);
+            async move { crate::router::dispatch_reply(&server, ctx, &method, params).await }
+        });
+        match run.await {
+            Ok(outcome) => Some(outcome),
+            Err(e) => {
+                tracing::debug!(error = %e, "stateless request ended early");
+                None
+            }
         }
-    });
-    engine
+    }
+}
+
+/// Serves the request and gives the router's answer (`None` if the response can no longer be
+/// written); polled by whoever writes the HTTP response, and dropped (cancelling the handler)
+/// when the client goes away.
+type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>> + Send>>;
+
+/// How the router answered.
+type Outcome = std::result::Result<Reply, ErrorObject>;
+
+/// A sender that drops what it is given: for a request whose client asked for nothing but the
+/// answer (no progress token, no log level).
+struct Discard;
+
+impl TransportSender for Discard {
+    async fn send(&mut self, _message: Message) -> Result<()> {
+        Ok(())
+    }
+
+    async fn close(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The engine that serves stateless requests: one per endpoint. Each request runs through
+/// [`Engine::run_request`], which gives it a connection of its own (for what its handler sends
+/// as it goes) and hands the router's answer back to the endpoint.
+pub(crate) fn stateless_engine() -> Engine {
+    Engine::new()
 }
 
 /// Adds what every stateless-era result carries.
@@ -370,13 +410,31 @@ struct Decorator {
 }
 
 impl Decorator {
-    fn apply(&self, message: Message) -> Message {
-        let Some(method) = self.cacheable else { return message };
-        let Message::Response(mut response) = message else { return message };
-        if let Value::Object(result) = &mut response.result {
+    /// Adds the caching hints to a cacheable method's answer.
+    fn apply(&self, outcome: Outcome) -> Outcome {
+        let Some(method) = self.cacheable else { return outcome };
+        let mut value = outcome?.into_value()?;
+        if let Value::Object(result) = &mut value {
             decorate_result(&self.http, method, result);
         }
-        Message::Response(response)
+        Ok(Reply::Value(value))
+    }
+
+    /// The answer to request `id` as it goes on the wire, with the HTTP status of a single
+    /// JSON body.
+    fn answer(&self, id: &RequestId, outcome: Option<Outcome>) -> (StatusCode, Vec<u8>) {
+        let outcome = outcome
+            .unwrap_or_else(|| Err(ErrorObject::internal("the request ended without a response")));
+        let error = match self.apply(outcome) {
+            Ok(reply) => match wire_reply(id, reply, &self.http.inner.server_info_json) {
+                Ok(body) => return (StatusCode::OK, body),
+                Err(e) => ErrorObject::internal(e),
+            },
+            Err(error) => error,
+        };
+        let status = status_for(&error);
+        let message = Message::Error(ErrorResponse::new(Some(id.clone()), error));
+        (status, serde_json::to_vec(&message).unwrap_or_default())
     }
 }
 
@@ -459,6 +517,69 @@ fn wire(message: &Message, server_info: &str) -> serde_json::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The answer to request `id` as it goes on the wire, like [`wire`]; a tool's result is
+/// serialized straight from its type, with `resultType` and `_meta` (and in it the server's
+/// identity, unless the handler set one) written first.
+fn wire_reply(id: &RequestId, reply: Reply, server_info: &str) -> serde_json::Result<Vec<u8>> {
+    let mut result = match reply {
+        // Members the type does not know may not repeat the two this writes.
+        Reply::Tool(result)
+            if !result.extra.contains_key("_meta") && !result.extra.contains_key("resultType") =>
+        {
+            result
+        }
+        reply => {
+            let result = reply.into_value().unwrap_or_else(|e| {
+                tracing::error!(error = %e.message, "a tool's result did not serialize");
+                Value::Null
+            });
+            return wire(
+                &Message::Response(mcpl_core::jsonrpc::Response::new(id.clone(), result)),
+                server_info,
+            );
+        }
+    };
+    let (meta, result_type) = (result.meta.take().unwrap_or_default().0, result.result_type.take());
+    let mut out = Vec::with_capacity(256 + server_info.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":{"resultType":"#);
+    match &result_type {
+        Some(t) => serde_json::to_writer(&mut out, t)?,
+        None => out.extend_from_slice(br#""complete""#),
+    }
+    out.extend_from_slice(br#","_meta":{"#);
+    for (i, (key, value)) in meta.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, key)?;
+        out.push(b':');
+        serde_json::to_writer(&mut out, value)?;
+    }
+    if !meta.contains_key(meta_keys::SERVER_INFO) {
+        if !meta.is_empty() {
+            out.push(b',');
+        }
+        write_server_info(&mut out, server_info)?;
+    }
+    out.push(b'}');
+    // The rest of the result is an object whose members follow the two above: its opening
+    // brace becomes a comma (or, if it has no members, it goes).
+    let at = out.len();
+    serde_json::to_writer(&mut out, &result)?;
+    if out[at..] == *b"{}" {
+        out.truncate(at);
+    } else if out.get(at) == Some(&b'{') && out.last() == Some(&b'}') {
+        out[at] = b',';
+        out.pop();
+    } else {
+        return Err(serde::ser::Error::custom("a tool's result is not an object"));
+    }
+    out.extend_from_slice(b"}}");
+    Ok(out)
+}
+
 /// Writes `"<serverInfo key>":<server_info>` (`server_info` is JSON already).
 fn write_server_info(out: &mut Vec<u8>, server_info: &str) -> serde_json::Result<()> {
     serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
@@ -467,78 +588,55 @@ fn write_server_info(out: &mut Vec<u8>, server_info: &str) -> serde_json::Result
     Ok(())
 }
 
-async fn json_reply(
-    mut output: StatelessOutput,
-    mut driver: Driver,
-    decorate: Decorator,
-) -> Response {
-    let mut driving = true;
-    loop {
-        let message = tokio::select! {
-            message = output.recv() => message,
-            () = &mut driver, if driving => {
-                driving = false;
-                continue;
-            }
-        };
-        match message {
-            Some(message @ Message::Response(_)) => {
-                let message = decorate.apply(message);
-                return match wire(&message, &decorate.http.inner.server_info_json) {
-                    Ok(body) => super::json_bytes(StatusCode::OK, body),
-                    Err(e) => json_body(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        &Message::Error(ErrorResponse::new(
-                            message.id().cloned(),
-                            ErrorObject::internal(e),
-                        )),
-                    ),
-                };
-            }
-            Some(Message::Error(e)) => {
-                return json_body(status_for(&e.error), &Message::Error(e));
-            }
-            // Without a progress token or log level nothing else is expected; drop it.
-            Some(_) => {}
-            None => break,
-        }
-    }
-    json_body(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        &Message::Error(ErrorResponse::new(
-            None,
-            ErrorObject::internal("the request ended without a response"),
-        )),
-    )
+fn json_reply(id: &RequestId, outcome: Option<Outcome>, decorate: &Decorator) -> Response {
+    let (status, body) = decorate.answer(id, outcome);
+    super::json_bytes(status, body)
 }
 
+/// An SSE response: what the handler sends as it goes, then the answer.
 fn sse(
+    id: RequestId,
     output: StatelessOutput,
     driver: Driver,
     decorate: Decorator,
     keep_alive: std::time::Duration,
 ) -> Response {
-    let state = Some((output, Some(driver), decorate));
+    let state = Some((output, Some(driver), None, (id, decorate)));
     let events = futures::stream::unfold(state, |state| async move {
-        let (mut output, mut driver, decorate) = state?;
-        let message = loop {
+        let (mut output, mut driver, mut outcome, answer) = state?;
+        let data = loop {
             tokio::select! {
-                message = output.recv() => break message?,
-                () = async { if let Some(d) = driver.as_mut() { d.await } }, if driver.is_some() => {
+                biased;
+                message = output.recv() => match message {
+                    Some(message) => {
+                        break wire(&message, &answer.1.http.inner.server_info_json).ok();
+                    }
+                    // The handler is done and all it sent was streamed: the answer is last.
+                    None if driver.is_none() => {
+                        let (id, decorate) = &answer;
+                        let (_, body) = decorate.answer(id, outcome.take());
+                        let data = String::from_utf8(body).unwrap_or_default();
+                        return Some((Ok(SseEvent::default().data(data)), None));
+                    }
+                    // The sender is gone only once the handler is done.
+                    None => {
+                        if let Some(d) = driver.take() {
+                            outcome = d.await;
+                        }
+                    }
+                },
+                done = async { if let Some(d) = driver.as_mut() { d.await } else { None } },
+                    if driver.is_some() =>
+                {
                     driver = None;
+                    outcome = done;
                 }
             }
         };
-        let done = matches!(message, Message::Response(_) | Message::Error(_));
-        let message = decorate.apply(message);
-        let data = wire(&message, &decorate.http.inner.server_info_json)
-            .ok()
-            .and_then(|data| String::from_utf8(data).ok())
-            .unwrap_or_default();
-        let event = SseEvent::default().data(data);
+        let data = data.and_then(|data| String::from_utf8(data).ok()).unwrap_or_default();
         Some((
-            Ok::<_, std::convert::Infallible>(event),
-            (!done).then_some((output, driver, decorate)),
+            Ok::<_, std::convert::Infallible>(SseEvent::default().data(data)),
+            Some((output, driver, outcome, answer)),
         ))
     });
     sse::response(events, keep_alive)
@@ -862,6 +960,7 @@ impl TransportReceiver for StatelessReceiver {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use mcpl_core::types::CallToolResult;
 
     fn on_the_wire(result: Value) -> Value {
         let message =
@@ -909,6 +1008,46 @@ mod tests {
             on_the_wire(json!({"_meta": null})),
             json!({"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "_meta": null}})
         );
+    }
+
+    /// A tool's result written from its type, as JSON.
+    fn typed_on_the_wire(result: CallToolResult) -> Value {
+        let id = RequestId::from("r-1");
+        let bytes = wire_reply(&id, Reply::Tool(Box::new(result)), r#"{"name":"s","version":"1"}"#)
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn a_typed_tool_result_goes_as_its_value_would() {
+        use mcpl_core::types::{ContentBlock, Meta, ResultType};
+        let own = json!({"name": "own"});
+        let results = [
+            CallToolResult::success(vec![ContentBlock::text("a \"quoted\"\n text")]),
+            CallToolResult::error("failed"),
+            CallToolResult {
+                structured_content: Some(json!({"n": 1, "s": [true, null]})),
+                meta: Some(Meta(Map::from_iter([("k".to_owned(), json!({"x": 1}))]))),
+                extra: Map::from_iter([("other".to_owned(), json!(2))]),
+                ..CallToolResult::default()
+            },
+            CallToolResult {
+                meta: Some(Meta(Map::from_iter([(meta_keys::SERVER_INFO.to_owned(), own)]))),
+                result_type: Some(ResultType::Complete),
+                ..CallToolResult::default()
+            },
+            CallToolResult { meta: Some(Meta::new()), ..CallToolResult::default() },
+            // Unknown members repeating the two the writer adds: the value path takes over.
+            CallToolResult {
+                extra: Map::from_iter([("_meta".to_owned(), json!({"z": 0}))]),
+                ..CallToolResult::default()
+            },
+        ];
+        for result in results {
+            let mut by_value = on_the_wire(serde_json::to_value(&result).unwrap());
+            by_value["id"] = json!("r-1");
+            assert_eq!(typed_on_the_wire(result), by_value);
+        }
     }
 
     #[test]

@@ -28,7 +28,8 @@ async fn the_handler_sends_as_it_goes_and_its_output_comes_back_unanswered() {
                 assert_eq!(ctx.peer().data::<u8>(), Some(&3));
                 assert!(ctx.progress(1.0, Some(2.0), None).await.unwrap());
                 // A single-request transport has no way back to the peer.
-                let asked = ctx.peer().request("roots/list", None, Default::default()).await.unwrap_err();
+                let asked =
+                    ctx.peer().request("roots/list", None, Default::default()).await.unwrap_err();
                 let Error::Rpc(e) = asked else { panic!("expected an RPC error, got {asked:?}") };
                 assert_eq!(e.code.0, -32601);
                 ctx.peer().notify("notifications/message", Some(json!({"data": "x"}))).await?;

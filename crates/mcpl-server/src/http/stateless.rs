@@ -337,8 +337,10 @@ async fn serve_request(
         let (sender, output) = StatelessSender::for_request(id.clone());
         sse(id, output, Box::pin(call.run(sender)), decorate, http.inner.config.keep_alive)
     } else {
-        // Without a progress token or log level nothing but the answer is wanted.
-        json_reply(&id, call.run(Discard).await, &decorate)
+        // Without a progress token or log level nothing but the answer is wanted. (Boxed: the
+        // handler's future is large, and the HTTP layer moves this one around.)
+        let outcome = Box::pin(call.run(Discard)).await;
+        json_reply(&id, outcome, &decorate)
     }
 }
 

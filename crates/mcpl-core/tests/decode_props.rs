@@ -117,3 +117,58 @@ proptest! {
         prop_assert_eq!(decoded, msgs);
     }
 }
+
+/// Params of `tools/call` as a server may receive them: the known members with values of any
+/// type (right or wrong), and unknown ones.
+fn call_tool_object() -> impl Strategy<Value = serde_json::Map<String, Value>> {
+    let task = prop_oneof![json_value(), any::<u32>().prop_map(|ttl| json!({ "ttl": ttl })),];
+    let responses = prop_oneof![
+        json_value(),
+        Just(json!({ "q1": { "action": "accept", "content": { "x": 1 } } })),
+    ];
+    let meta = prop_oneof![json_value(), Just(json!({ "progressToken": 1 }))];
+    (
+        prop_oneof![json_value(), "[a-z_]{1,8}".prop_map(Value::String)],
+        prop_oneof![json_value(), Just(json!({ "a": [1, { "b": null }] }))],
+        task,
+        responses,
+        prop_oneof![json_value(), "[A-Za-z0-9]{0,8}".prop_map(Value::String)],
+        meta,
+        prop::collection::btree_map("[a-z]{1,5}", json_value(), 0..3),
+        any::<u8>(),
+    )
+        .prop_map(|(name, arguments, task, responses, state, meta, unknown, present)| {
+            let mut object: serde_json::Map<String, Value> = unknown.into_iter().collect();
+            let members = [
+                ("name", name),
+                ("arguments", arguments),
+                ("task", task),
+                ("inputResponses", responses),
+                ("requestState", state),
+                ("_meta", meta),
+            ];
+            for (i, (key, value)) in members.into_iter().enumerate() {
+                if present & (1 << i) != 0 {
+                    object.insert(key.to_owned(), value);
+                }
+            }
+            object
+        })
+}
+
+proptest! {
+    /// `CallToolRequestParams::from_object` reads exactly what `serde_json::from_value` reads,
+    /// and refuses exactly what it refuses.
+    #[test]
+    fn call_tool_params_from_an_object_read_as_from_a_value(object in call_tool_object()) {
+        use mcpl_core::types::CallToolRequestParams;
+        let by_value =
+            serde_json::from_value::<CallToolRequestParams>(Value::Object(object.clone()));
+        let by_object = CallToolRequestParams::from_object(object);
+        match (by_value, by_object) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(_), Err(_)) => {}
+            (a, b) => prop_assert!(false, "from_value {:?} but from_object {:?}", a, b),
+        }
+    }
+}

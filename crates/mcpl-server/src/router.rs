@@ -208,7 +208,13 @@ async fn call_tool(
     mut ctx: Context,
     params: Option<Value>,
 ) -> Result<Reply, ErrorObject> {
-    let params: CallToolRequestParams = decode(check_input_members(params)?)?;
+    let params = match check_input_members(params)? {
+        // The members move into the typed params (no second walk of the arguments).
+        Some(Value::Object(object)) => {
+            CallToolRequestParams::from_object(object).map_err(ErrorObject::invalid_params)?
+        }
+        other => decode(other)?,
+    };
     if lock(&ctx.client).mcpl.is_some() {
         ctx.mcpl_state = std::sync::Arc::new(StateRequestFields::from_params(&params.extra));
     }

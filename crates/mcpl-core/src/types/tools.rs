@@ -216,6 +216,68 @@ impl CallToolRequestParams {
         self.arguments = Some(arguments);
         self
     }
+
+    /// Reads the params from a JSON object, as `serde_json::from_value` does, moving its
+    /// members instead of rebuilding them: the arguments and the members this SDK does not
+    /// know are taken as they are (a server reads every `tools/call` this way).
+    ///
+    /// # Errors
+    ///
+    /// A missing `name`, or a member of the wrong type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::CallToolRequestParams;
+    /// use serde_json::json;
+    ///
+    /// let object = json!({"name": "add", "arguments": {"a": 1}, "x-trace": 7});
+    /// let params = CallToolRequestParams::from_object(object.as_object().unwrap().clone())?;
+    /// assert_eq!(params.name, "add");
+    /// assert_eq!(params.arguments.unwrap()["a"], 1);
+    /// assert_eq!(params.extra["x-trace"], 7);
+    /// assert!(CallToolRequestParams::from_object(Default::default()).is_err());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn from_object(object: Map<String, Value>) -> Result<Self, serde_json::Error> {
+        /// An optional member: `null` is `None`.
+        fn optional<T: serde::de::DeserializeOwned>(
+            value: Value,
+        ) -> Result<Option<T>, serde_json::Error> {
+            match value {
+                Value::Null => Ok(None),
+                value => serde_json::from_value(value).map(Some),
+            }
+        }
+        let mut params = CallToolRequestParams::new(String::new());
+        let mut name = None;
+        // One pass, each member moved where it belongs.
+        for (key, value) in object {
+            match key.as_str() {
+                "name" => {
+                    name = Some(match value {
+                        Value::String(name) => name,
+                        other => serde_json::from_value(other)?,
+                    });
+                }
+                "arguments" => {
+                    params.arguments = match value {
+                        Value::Object(arguments) => Some(arguments),
+                        other => optional(other)?,
+                    };
+                }
+                "_meta" => params.meta = optional(value)?,
+                "task" => params.task = optional(value)?,
+                "inputResponses" => params.input_responses = optional(value)?,
+                "requestState" => params.request_state = optional(value)?,
+                _ => {
+                    params.extra.insert(key, value);
+                }
+            }
+        }
+        params.name = name.ok_or_else(|| serde::de::Error::missing_field("name"))?;
+        Ok(params)
+    }
 }
 
 /// The result of a tool call.

@@ -69,6 +69,48 @@ pub(crate) struct ConnInner {
 /// with a feature set, the set is declared ([`SendError::FeatureSetUndeclared`]), enabled
 /// ([`SendError::FeatureSetDisabled`]) and lists the capability in `uses`
 /// ([`SendError::DeclarationMismatch`]). A refusal sends nothing.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::content::McplContent;
+/// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+/// use mcpl_server::Server;
+/// use mcpl_server::mcpl::{Mcpl, PushEvent, SendErrorKind};
+/// use serde_json::json;
+///
+/// let manifest = Manifest::new()
+///     .with_push_events(true)
+///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+/// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+/// # use mcpl_core::{Engine, transport::memory};
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # let (host_side, server_side) = memory::pair();
+/// # let session = server.serve(server_side).await?;
+/// # let host_engine = Engine::new();
+/// # host_engine.on_request("push/event", |_ctx, params| async move {
+/// #     let id = params.unwrap_or_default()["eventId"].clone();
+/// #     Ok(json!({"accepted": true, "inferenceId": format!("inf-for-{}", id.as_str().unwrap_or("?"))}))
+/// # });
+/// # let host = host_engine.connect(host_side).await?;
+/// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+/// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+/// # host.request("initialize", Some(init), Default::default()).await?;
+/// # host.notify("notifications/initialized", None).await?;
+/// // A host that speaks MCPL initialized: the connection exists, but is not ready.
+/// let conn = session.mcpl().expect("the host speaks MCPL");
+/// let alert = || PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
+/// let refused = conn.push_event(alert()).await.unwrap_err();
+/// assert_eq!(refused.kind(), SendErrorKind::NotReady);
+///
+/// // The host sets its policy: `pushEvents` is granted, so `alerts` is enabled.
+/// let policy = json!({"effectiveCapabilities": ["pushEvents"]});
+/// host.request("featureSets/update", Some(policy), Default::default()).await?;
+/// assert!(conn.is_ready() && conn.is_enabled("alerts"));
+/// assert!(conn.push_event(alert()).await?.accepted);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct McplConnection(pub(crate) Arc<ConnInner>);
 
@@ -106,6 +148,22 @@ pub struct PushEvent {
 impl PushEvent {
     /// An event of `feature_set` showing the model `content`, with a fresh event id and the
     /// current time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_server::mcpl::PushEvent;
+    ///
+    /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
+    /// let params = event.into_params();
+    /// assert_eq!(params.feature_set, "alerts");
+    /// assert_eq!(params.payload.content, vec![McplContent::text("Disk almost full")]);
+    /// assert!(params.event_id.starts_with("evt-"));
+    /// // Each event gets its own id.
+    /// let again = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
+    /// assert_ne!(again.into_params().event_id, params.event_id);
+    /// ```
     pub fn new(feature_set: impl Into<String>, content: Vec<McplContent>) -> Self {
         PushEvent {
             params: PushEventParams {
@@ -121,12 +179,41 @@ impl PushEvent {
     }
 
     /// Sets the event id (reuse it when retrying: the host deduplicates by it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_server::mcpl::PushEvent;
+    ///
+    /// // An id derived from what happened: a retry of the same alert carries the same id.
+    /// let alert = |disk: &str| {
+    ///     PushEvent::new("alerts", vec![McplContent::text(format!("{disk} almost full"))])
+    ///         .event_id(format!("disk-full-{disk}"))
+    /// };
+    /// let first = alert("sda1").into_params();
+    /// let retry = alert("sda1").into_params();
+    /// assert_eq!(first.event_id, "disk-full-sda1");
+    /// assert_eq!(retry.event_id, first.event_id);
+    /// ```
     pub fn event_id(mut self, id: impl Into<String>) -> Self {
         self.params.event_id = id.into();
         self
     }
 
     /// Sets the tags (`namespace:value`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_server::mcpl::PushEvent;
+    ///
+    /// let event = PushEvent::new("chat.relay", vec![McplContent::text("@ada: are you there?")])
+    ///     .tags(["chat:mention", "chat:direct"]);
+    /// let params = event.into_params();
+    /// assert_eq!(params.tags, Some(vec!["chat:mention".to_owned(), "chat:direct".to_owned()]));
+    /// ```
     pub fn tags<I, S>(mut self, tags: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -137,12 +224,43 @@ impl PushEvent {
     }
 
     /// Sets the origin (provenance, server-defined).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_server::mcpl::PushEvent;
+    /// use serde_json::json;
+    ///
+    /// let origin = json!({"monitor": "disk", "host": "db-1"}).as_object().cloned().unwrap();
+    /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).origin(origin);
+    /// let wire = serde_json::to_value(event.into_params())?;
+    /// assert_eq!(wire["origin"]["host"], "db-1");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn origin(mut self, origin: Map<String, Value>) -> Self {
         self.params.origin = Some(origin);
         self
     }
 
     /// The `push/event` params.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_server::mcpl::PushEvent;
+    ///
+    /// let params = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+    ///     .event_id("evt-1")
+    ///     .into_params();
+    /// // What goes on the wire as the `push/event` params.
+    /// let wire = serde_json::to_value(&params)?;
+    /// assert_eq!(wire["featureSet"], "alerts");
+    /// assert_eq!(wire["eventId"], "evt-1");
+    /// assert_eq!(wire["payload"]["content"][0]["text"], "Disk almost full");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn into_params(self) -> PushEventParams {
         self.params
     }
@@ -168,26 +286,182 @@ impl McplConnection {
     }
 
     /// The host's MCPL advertisement from its `initialize` request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// // A host initialized with `"mcpl": {"version": "0.5", "featureSets": true}`.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// assert_eq!(conn.host().version, "0.5");
+    /// assert_eq!(conn.host().feature_sets, Some(true));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn host(&self) -> &HostAdvertisement {
         &self.0.host
     }
 
     /// The host, for anything outside MCPL. MCPL messages sent through it bypass the gate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("ping", |_ctx, _params| async { Ok(json!({})) });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// // A plain MCP request to the host: `ping` is no MCPL message.
+    /// let pong = conn.peer().request("ping", None, Default::default()).await?;
+    /// assert_eq!(pong, json!({}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn peer(&self) -> &Peer {
         &self.0.peer
     }
 
     /// Whether the host's first `featureSets/update` request was answered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// assert!(!conn.is_ready(), "the host has not sent its policy yet");
+    /// // The host's first `featureSets/update` request is answered: the connection is ready.
+    /// let policy = json!({"effectiveCapabilities": ["pushEvents"]});
+    /// host.request("featureSets/update", Some(policy), Default::default()).await?;
+    /// assert!(conn.is_ready());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn is_ready(&self) -> bool {
         self.policy().ready
     }
 
     /// The current capability grant (empty until the first `featureSets/update` request).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// assert!(conn.grant().is_empty());
+    /// let policy = json!({"effectiveCapabilities": ["pushEvents", "channels.*"]});
+    /// host.request("featureSets/update", Some(policy), Default::default()).await?;
+    /// let grant = conn.grant();
+    /// assert_eq!(grant.entries(), ["pushEvents", "channels.*"]);
+    /// assert!(grant.is_granted("channels.typing"));
+    /// assert!(!grant.is_granted("modelInfo"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn grant(&self) -> CapabilityGrant {
         self.policy().grant.clone()
     }
 
     /// Whether capability `path` is granted now (and the connection is ready).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["pushEvents", "channels.*"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `pushEvents` and `channels.*`.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// assert!(conn.is_granted("pushEvents"));
+    /// assert!(conn.is_granted("channels.register"));
+    /// assert!(!conn.is_granted("inferenceRequest"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn is_granted(&self, path: &str) -> bool {
         let policy = self.policy();
         policy.ready && policy.grant.is_granted(path)
@@ -195,6 +469,41 @@ impl McplConnection {
 
     /// Every declared feature set and whether it is enabled (`Ok`) or why not, derived from the
     /// current manifest and policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// use mcpl_core::mcpl::policy::DisabledReason;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_inference_request(Capability::Flag(true))
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    ///     .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["pushEvents"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `pushEvents` only.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let sets = conn.feature_sets();
+    /// assert_eq!(sets["alerts"], Ok(()));
+    /// assert_eq!(sets["summaries"], Err(DisabledReason::MissingCapabilities(vec!["inferenceRequest".into()])));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn feature_sets(&self) -> BTreeMap<String, Result<(), DisabledReason>> {
         let declared = declared_sets(&self.0.hub.manifest());
         let policy = self.policy();
@@ -207,6 +516,40 @@ impl McplConnection {
     }
 
     /// Whether feature set `name` is declared and enabled now (and the connection is ready).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let policy = json!({"effectiveCapabilities": ["pushEvents"]});
+    /// host.request("featureSets/update", Some(policy), Default::default()).await?;
+    /// assert!(conn.is_enabled("alerts"));
+    /// assert!(!conn.is_enabled("reminders"), "not declared");
+    /// // The user turns the alerts off.
+    /// let policy = json!({"effectiveCapabilities": ["pushEvents"], "disabled": ["alerts"]});
+    /// host.request("featureSets/update", Some(policy), Default::default()).await?;
+    /// assert!(!conn.is_enabled("alerts"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn is_enabled(&self, name: &str) -> bool {
         self.is_ready() && self.feature_sets().get(name).is_some_and(Result::is_ok)
     }
@@ -216,6 +559,44 @@ impl McplConnection {
     /// # Cancel safety
     ///
     /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["pushEvents"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// // A background task that stops when the host goes away.
+    /// let watcher = tokio::spawn(async move {
+    ///     conn.closed().await;
+    ///     "host gone"
+    /// });
+    /// host_engine.close().await?;
+    /// assert_eq!(watcher.await?, "host gone");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub async fn closed(&self) {
         self.0.peer.closed().await;
     }
@@ -293,6 +674,48 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::{Mcpl, PushEvent, SendErrorKind};
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("push/event", |_ctx, params| async move {
+    /// #     let id = params.unwrap_or_default()["eventId"].clone();
+    /// #     Ok(json!({"accepted": true, "inferenceId": format!("inf-for-{}", id.as_str().unwrap_or("?"))}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["pushEvents"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `pushEvents` and accepts events.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+    /// let result = conn.push_event(event).await?;
+    /// assert!(result.accepted);
+    /// assert_eq!(result.inference_id.as_deref(), Some("inf-for-disk-1"));
+    /// // An event of an undeclared feature set is refused before it is sent.
+    /// let stray = PushEvent::new("reminders", vec![McplContent::text("Call Bob")]);
+    /// assert_eq!(conn.push_event(stray).await.unwrap_err().kind(), SendErrorKind::FeatureSetUndeclared);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn push_event(
         &self,
         event: impl Into<PushEvent>,
@@ -308,6 +731,59 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::TextOrBlocks;
+    /// use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_inference_request(Capability::Flag(true))
+    ///     .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]));
+    /// let server = Server::builder("summaries", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("inference/request", |ctx, params| async move {
+    /// #     if params.unwrap_or_default()["stream"] == true {
+    /// #         for (index, delta) in ["po", "ng"].into_iter().enumerate() {
+    /// #             let chunk = json!({"requestId": ctx.id(), "index": index, "delta": delta});
+    /// #             let _ = ctx.peer().notify("inference/chunk", Some(chunk)).await;
+    /// #         }
+    /// #     }
+    /// #     Ok(json!({"content": "pong", "model": "m-1", "finishReason": "end_turn",
+    /// #         "usage": {"inputTokens": 1, "outputTokens": 2}}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["inferenceRequest"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `inferenceRequest` and runs the model for the server.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let params = InferenceRequestParams {
+    ///     feature_set: "summaries".into(),
+    ///     conversation_id: None,
+    ///     stream: None,
+    ///     messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("ping".into()) }],
+    ///     preferences: None,
+    ///     extra: Default::default(),
+    /// };
+    /// let result = conn.request_inference(params).await?;
+    /// assert_eq!(result.content, "pong");
+    /// assert_eq!(result.usage.output_tokens, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn request_inference(
         &self,
         mut params: InferenceRequestParams,
@@ -325,6 +801,67 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// use mcpl_core::mcpl::content::TextOrBlocks;
+    /// use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let uses = ["inferenceRequest", "inferenceRequest.streaming"];
+    /// let manifest = Manifest::new()
+    ///     .with_inference_request(Capability::Flag(true))
+    ///     .with_feature_set("summaries", FeatureSet::new("Summaries", uses));
+    /// let server = Server::builder("summaries", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("inference/request", |ctx, params| async move {
+    /// #     if params.unwrap_or_default()["stream"] == true {
+    /// #         for (index, delta) in ["po", "ng"].into_iter().enumerate() {
+    /// #             let chunk = json!({"requestId": ctx.id(), "index": index, "delta": delta});
+    /// #             let _ = ctx.peer().notify("inference/chunk", Some(chunk)).await;
+    /// #         }
+    /// #     }
+    /// #     Ok(json!({"content": "pong", "model": "m-1", "finishReason": "end_turn",
+    /// #         "usage": {"inputTokens": 1, "outputTokens": 2}}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["inferenceRequest", "inferenceRequest.streaming"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted streaming inference; it streams "po", "ng".
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let params = InferenceRequestParams {
+    ///     feature_set: "summaries".into(),
+    ///     conversation_id: None,
+    ///     stream: None,
+    ///     messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("ping".into()) }],
+    ///     preferences: None,
+    ///     extra: Default::default(),
+    /// };
+    /// let streamed = Arc::new(Mutex::new(String::new()));
+    /// let sink = streamed.clone();
+    /// let result = conn
+    ///     .request_inference_streaming(params, move |chunk| sink.lock().unwrap().push_str(&chunk.delta))
+    ///     .await?;
+    /// // Every chunk arrived before the final result.
+    /// assert_eq!(*streamed.lock().unwrap(), "pong");
+    /// assert_eq!(result.content, "pong");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn request_inference_streaming(
         &self,
         mut params: InferenceRequestParams,
@@ -347,6 +884,41 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let server =
+    ///     Server::builder("sizer", "1").mcpl(Mcpl::new(Manifest::new().with_model_info(true))).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("model/info", |_ctx, _params| async {
+    /// #     Ok(json!({"id": "m-1", "vendor": "acme", "contextWindow": 200000, "capabilities": ["text"]}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["modelInfo"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `modelInfo`.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let model = conn.model_info().await?;
+    /// assert_eq!(model.id, "m-1");
+    /// // Size what goes into context by the model's window.
+    /// assert!(model.context_window >= 100_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn model_info(&self) -> Result<ModelInfo, SendError> {
         self.admit(&[paths::MODEL_INFO], None)?;
         let params = ModelInfoParams::default();
@@ -358,6 +930,53 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::{ChannelDescriptor, ChannelDirection};
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let server = Server::builder("chat", "1")
+    ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
+    ///     .build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("channels/register", |_ctx, params| async move {
+    /// #     let channels = params.unwrap_or_default()["channels"].as_array().cloned().unwrap_or_default();
+    /// #     let results: Vec<_> = channels.iter().map(|c| json!({"id": c["id"], "accepted": true})).collect();
+    /// #     Ok(json!({"results": results}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `channels.register`.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let general = ChannelDescriptor {
+    ///     id: "general".into(),
+    ///     channel_type: "chat".into(),
+    ///     label: "#general".into(),
+    ///     direction: ChannelDirection::Bidirectional,
+    ///     address: None,
+    ///     metadata: None,
+    ///     extra: Default::default(),
+    /// };
+    /// let answer = conn.register_channels(vec![general]).await?;
+    /// assert_eq!(answer.results.len(), 1);
+    /// assert!(answer.results[0].id == "general" && answer.results[0].accepted);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn register_channels(
         &self,
         channels: Vec<ChannelDescriptor>,
@@ -373,6 +992,45 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::ChannelsChangedParams;
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let server = Server::builder("chat", "1")
+    ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
+    ///     .build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("channels/changed", |_ctx, params| async move {
+    /// #     let removed = params.unwrap_or_default()["removed"].as_array().cloned().unwrap_or_default();
+    /// #     let results: Vec<_> = removed.iter().map(|id| json!({"id": id, "accepted": true})).collect();
+    /// #     Ok(json!({"results": results}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `channels.register`.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// // The room was deleted.
+    /// let changes = ChannelsChangedParams { removed: Some(vec!["general".into()]), ..Default::default() };
+    /// let answer = conn.channels_changed(changes).await?;
+    /// assert!(answer.results[0].id == "general" && answer.results[0].accepted);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn channels_changed(
         &self,
         changes: ChannelsChangedParams,
@@ -386,6 +1044,41 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let server = Server::builder("chat", "1")
+    ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
+    ///     .build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("channels/list", |_ctx, _params| async {
+    /// #     Ok(json!({"channels": [{"id": "general", "type": "chat", "label": "#general", "direction": "bidirectional"}]}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `channels.register` and knows one channel.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let known = conn.list_channels().await?;
+    /// let ids: Vec<&str> = known.channels.iter().map(|c| c.id.as_str()).collect();
+    /// assert_eq!(ids, ["general"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn list_channels(&self) -> Result<ListChannelsResult, SendError> {
         self.admit(&[paths::CHANNELS_REGISTER], None)?;
         let params = ListChannelsParams::default();
@@ -398,6 +1091,60 @@ impl McplConnection {
     /// # Errors
     ///
     /// A gate refusal, the host's error, or a failed exchange.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::{Author, IncomingMessage};
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// # use serde_json::json;
+    ///
+    /// let server = Server::builder("chat", "1")
+    ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
+    ///     .build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host_engine = Engine::new();
+    /// # host_engine.on_request("channels/incoming", |_ctx, params| async move {
+    /// #     let messages = params.unwrap_or_default()["messages"].as_array().cloned().unwrap_or_default();
+    /// #     let results: Vec<_> = messages
+    /// #         .iter()
+    /// #         .map(|m| json!({"messageId": m["messageId"], "accepted": true, "conversationId": "c-1"}))
+    /// #         .collect();
+    /// #     Ok(json!({"results": results}))
+    /// # });
+    /// # let host = host_engine.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.incoming"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `channels.incoming`.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// // A user wrote in the chat room.
+    /// let message = IncomingMessage {
+    ///     channel_id: "general".into(),
+    ///     message_id: "m-7".into(),
+    ///     thread_id: None,
+    ///     author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+    ///     timestamp: "2026-08-01T12:00:00.000Z".into(),
+    ///     content: vec![McplContent::text("@bot what's the weather?")],
+    ///     metadata: None,
+    ///     tags: Some(vec!["chat:mention".into()]),
+    ///     extra: Default::default(),
+    /// };
+    /// let answer = conn.channels_incoming(vec![message]).await?;
+    /// assert!(answer.results[0].accepted);
+    /// assert_eq!(answer.results[0].conversation_id.as_deref(), Some("c-1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn channels_incoming(
         &self,
         messages: Vec<IncomingMessage>,

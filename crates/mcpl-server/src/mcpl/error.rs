@@ -63,6 +63,29 @@ pub enum SendError {
 }
 
 /// The stable kind of a [`SendError`].
+///
+/// # Examples
+///
+/// Deciding what to do about a send that failed:
+///
+/// ```
+/// use mcpl_core::jsonrpc::ErrorObject;
+/// use mcpl_server::mcpl::{SendError, SendErrorKind};
+///
+/// fn advice(e: &SendError) -> &'static str {
+///     match e.kind() {
+///         SendErrorKind::NotReady => "wait for the host's policy",
+///         SendErrorKind::NotGranted | SendErrorKind::FeatureSetDisabled => "the host said no",
+///         SendErrorKind::Host | SendErrorKind::Transport => "try again later",
+///         _ => "fix the manifest",
+///     }
+/// }
+///
+/// assert_eq!(advice(&SendError::NotReady), "wait for the host's policy");
+/// assert_eq!(advice(&SendError::Host(ErrorObject::internal("busy"))), "try again later");
+/// let undeclared = SendError::FeatureSetUndeclared { feature_set: "alerts".into() };
+/// assert_eq!(advice(&undeclared), "fix the manifest");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SendErrorKind {
@@ -85,6 +108,19 @@ pub enum SendErrorKind {
 impl SendErrorKind {
     /// A short stable name: `not_ready`, `not_granted`, `feature_set_undeclared`,
     /// `feature_set_disabled`, `declaration_mismatch`, `host_error`, `transport`.
+    ///
+    /// # Examples
+    ///
+    /// The name suits logs, metrics and tool results that report a refusal:
+    ///
+    /// ```
+    /// use mcpl_server::mcpl::SendError;
+    ///
+    /// let refused = SendError::FeatureSetDisabled { feature_set: "alerts".into(), reason: "disabled" };
+    /// assert_eq!(refused.kind().as_str(), "feature_set_disabled");
+    /// let lost = SendError::Transport(mcpl_core::Error::ConnectionClosed);
+    /// assert_eq!(lost.kind().as_str(), "transport");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             SendErrorKind::NotReady => "not_ready",
@@ -100,6 +136,39 @@ impl SendErrorKind {
 
 impl SendError {
     /// What kind of failure this is.
+    ///
+    /// # Examples
+    ///
+    /// A send before the host's first `featureSets/update` is refused as
+    /// [`SendErrorKind::NotReady`]:
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::{Mcpl, PushEvent, SendErrorKind};
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// // A host that speaks MCPL initialized, but has not sent its policy yet.
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
+    /// let refused = conn.push_event(event).await.unwrap_err();
+    /// assert_eq!(refused.kind(), SendErrorKind::NotReady);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn kind(&self) -> SendErrorKind {
         match self {
             SendError::NotReady => SendErrorKind::NotReady,
@@ -113,6 +182,21 @@ impl SendError {
     }
 
     /// Whether the gate refused the message locally: nothing was sent.
+    ///
+    /// # Examples
+    ///
+    /// A refusal is final until the host's policy changes; a host error or a failed exchange
+    /// happened after the message left:
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::ErrorObject;
+    /// use mcpl_server::mcpl::SendError;
+    ///
+    /// assert!(SendError::NotGranted { capability: "pushEvents".into() }.is_refusal());
+    /// assert!(SendError::NotReady.is_refusal());
+    /// assert!(!SendError::Host(ErrorObject::internal("busy")).is_refusal());
+    /// assert!(!SendError::Transport(mcpl_core::Error::ConnectionClosed).is_refusal());
+    /// ```
     pub fn is_refusal(&self) -> bool {
         !matches!(self, SendError::Host(_) | SendError::Transport(_))
     }
@@ -126,6 +210,28 @@ impl SendError {
 }
 
 /// A manifest that could not be installed.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+/// use mcpl_server::Server;
+/// use mcpl_server::mcpl::{ManifestError, Mcpl};
+///
+/// // A server built without MCPL has no manifest to replace.
+/// let plain = Server::builder("plain", "1").build();
+/// let e = plain.set_mcpl_manifest(Manifest::new()).unwrap_err();
+/// assert!(matches!(e, ManifestError::NotEnabled));
+///
+/// // A feature set name with a space has no revision; the installed manifest stays.
+/// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(Manifest::new())).build();
+/// let before = server.mcpl_manifest().unwrap().revision();
+/// let bad =
+///     Manifest::new().with_feature_set("team alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+/// let e = server.set_mcpl_manifest(bad).unwrap_err();
+/// assert!(matches!(e, ManifestError::Digest(_)));
+/// assert_eq!(server.mcpl_manifest().unwrap().revision(), before);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ManifestError {
@@ -139,6 +245,24 @@ pub enum ManifestError {
 
 impl ManifestError {
     /// A short stable name: `not_enabled`, or the digest error's code.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// let plain = Server::builder("plain", "1").build();
+    /// let e = plain.set_mcpl_manifest(Manifest::new()).unwrap_err();
+    /// assert_eq!(e.kind(), "not_enabled");
+    ///
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(Manifest::new())).build();
+    /// let e = server
+    ///     .update_mcpl_manifest(|m| m.with_feature_set("", FeatureSet::new("Nameless", ["pushEvents"])))
+    ///     .unwrap_err();
+    /// assert_eq!(e.kind(), "identifier_charset");
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             ManifestError::NotEnabled => "not_enabled",

@@ -131,6 +131,25 @@ where
 impl Mcpl {
     /// MCPL with `manifest` (any `revision` in it is replaced by the computed one) and no
     /// handlers yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::new()
+    ///     .with_push_events(true)
+    ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    ///     .with_member("revision", json!("sha256:stale"));
+    /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest.clone())).build();
+    /// // The SDK serves the manifest with the revision it computed.
+    /// let served = server.mcpl_manifest().unwrap().revision().unwrap();
+    /// assert_ne!(served.as_str(), "sha256:stale");
+    /// assert_eq!(served, manifest.compute_revision().unwrap());
+    /// ```
     pub fn new(manifest: Manifest) -> Self {
         Mcpl { manifest, requests: HashMap::new(), notifications: HashMap::new(), on_ready: None }
     }
@@ -159,6 +178,57 @@ impl Mcpl {
     /// Runs `f` on each connection once it becomes ready: after the SDK answered the host's
     /// first `featureSets/update` request (what `f` sends follows the receipt). The place to
     /// register channels, for instance.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::{ChannelDescriptor, ChannelDirection};
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::new().with_channels(Capability::Flag(true));
+    /// let mcpl = Mcpl::new(manifest).on_ready(|conn| async move {
+    ///     let general = ChannelDescriptor {
+    ///         id: "general".into(),
+    ///         channel_type: "chat".into(),
+    ///         label: "#general".into(),
+    ///         direction: ChannelDirection::Bidirectional,
+    ///         address: None,
+    ///         metadata: None,
+    ///         extra: Default::default(),
+    ///     };
+    ///     if let Err(e) = conn.register_channels(vec![general]).await {
+    ///         eprintln!("channels not registered: {e}");
+    ///     }
+    /// });
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let (tx, mut registered) = tokio::sync::mpsc::unbounded_channel();
+    /// # let host = Engine::new();
+    /// # host.on_request("channels/register", move |_ctx, params| {
+    /// #     let channels = params.unwrap_or_default()["channels"].clone();
+    /// #     let _ = tx.send(channels[0]["id"].clone());
+    /// #     async move { Ok(json!({"results": [{"id": channels[0]["id"], "accepted": true}]})) }
+    /// # });
+    /// # let host = host.connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// // The host grants `channels.register`; once its policy is answered, the channel arrives.
+    /// let grant = json!({"effectiveCapabilities": ["channels.register"]});
+    /// host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// assert_eq!(registered.recv().await, Some(json!("general")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub fn on_ready<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(McplConnection) -> Fut + Send + Sync + 'static,
@@ -174,6 +244,64 @@ impl Mcpl {
     /// (`contextHooks.beforeInference.inject.<position>`) when the answer leaves, and every
     /// injection if the answer names a feature set that is not enabled. `userMessage` is passed
     /// as the host sent it (`null` unless the host granted `observe`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::content::TextOrBlocks;
+    /// use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+    /// use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// fn inject(position: Position, text: &str) -> ContextInjection {
+    ///     let content = TextOrBlocks::Text(text.into());
+    ///     ContextInjection {
+    ///         namespace: "notes".into(),
+    ///         position,
+    ///         content,
+    ///         metadata: None,
+    ///         extra: Default::default(),
+    ///     }
+    /// }
+    /// let uses = ["contextHooks.beforeInference.inject.afterUser"];
+    /// let manifest = Manifest::new()
+    ///     .with_context_hooks(Capability::Flag(true))
+    ///     .with_feature_set("notes", FeatureSet::new("Notes in context", uses));
+    /// let mcpl = Mcpl::new(manifest).on_before_inference(|_conn, params| async move {
+    ///     Ok(BeforeInferenceResult {
+    ///         feature_set: "notes".into(),
+    ///         context_injections: vec![
+    ///             inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+    ///             inject(Position::System, "You keep notes."),
+    ///         ],
+    ///         extra: Default::default(),
+    ///     })
+    /// });
+    /// let server = Server::builder("notes", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["contextHooks.beforeInference.inject.afterUser"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host granted `inject.afterUser` only: the system injection is dropped.
+    /// let model = json!({"id": "m-1", "vendor": "acme", "contextWindow": 8192, "capabilities": []});
+    /// let params = json!({"inferenceId": "inf-1", "conversationId": "c-1", "turnIndex": 3,
+    ///     "userMessage": null, "model": model});
+    /// let answer = host.request("context/beforeInference", Some(params), Default::default()).await?;
+    /// let injections = answer["contextInjections"].as_array().unwrap();
+    /// assert_eq!(injections.len(), 1);
+    /// assert_eq!(injections[0]["content"], "turn 3");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn on_before_inference<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, BeforeInferenceParams) -> Fut + Send + Sync + 'static,
@@ -183,6 +311,48 @@ impl Mcpl {
     }
 
     /// Receives `inference/lifecycle` notifications (needs `inferenceLifecycle`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    /// use tokio::sync::mpsc;
+    ///
+    /// let (finished, mut inferences) = mpsc::unbounded_channel();
+    /// let mcpl = Mcpl::new(Manifest::new().with_inference_lifecycle(true)).on_inference_lifecycle(
+    ///     move |_conn, params| {
+    ///         if params.phase.is_terminal() {
+    ///             let _ = finished.send(params.inference_id);
+    ///         }
+    ///         async {}
+    ///     },
+    /// );
+    /// let server = Server::builder("activity", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["inferenceLifecycle"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `inferenceLifecycle` reports an inference's phases.
+    /// for phase in ["started", "completed"] {
+    ///     let params = json!({"inferenceId": "inf-1", "phase": phase});
+    ///     host.notify("inference/lifecycle", Some(params)).await?;
+    /// }
+    /// assert_eq!(inferences.recv().await.as_deref(), Some("inf-1"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub fn on_inference_lifecycle<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, LifecycleParams) -> Fut + Send + Sync + 'static,
@@ -194,6 +364,54 @@ impl Mcpl {
     /// Serves `state/rollback`, for feature sets that declare `rollback: true` (others are
     /// refused with `-32602` before `handler` runs). Answer an unknown or pruned checkpoint with
     /// [`checkpoint_not_found`](mcpl_core::mcpl::errors::checkpoint_not_found) (`-32005`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::errors;
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_core::mcpl::state::RollbackResult;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let mut store = FeatureSet::new("Notes", ["tools"]);
+    /// store.rollback = Some(true);
+    /// let mcpl = Mcpl::new(Manifest::new().with_feature_set("notes", store)).on_rollback(
+    ///     |_conn, params| async move {
+    ///         if params.checkpoint != "cp-1" {
+    ///             return Err(errors::checkpoint_not_found(&params.checkpoint));
+    ///         }
+    ///         Ok(RollbackResult {
+    ///             checkpoint: params.checkpoint,
+    ///             success: true,
+    ///             reason: None,
+    ///             extra: Default::default(),
+    ///         })
+    ///     },
+    /// );
+    /// let server = Server::builder("notes", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["tools"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // The host rolls the feature set back to a checkpoint the server knows, then to one it does not.
+    /// let back = json!({"featureSet": "notes", "checkpoint": "cp-1"});
+    /// let answer = host.request("state/rollback", Some(back), Default::default()).await?;
+    /// assert_eq!(answer["success"], true);
+    /// let unknown = json!({"featureSet": "notes", "checkpoint": "cp-9"});
+    /// let e = host.request("state/rollback", Some(unknown), Default::default()).await.unwrap_err();
+    /// assert_eq!(e.rpc_error().unwrap().code.0, -32005);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn on_rollback<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, RollbackParams) -> Fut + Send + Sync + 'static,
@@ -204,6 +422,61 @@ impl Mcpl {
 
     /// Serves `channels/open` (needs `channels.lifecycle`); fail with
     /// [`channel_open_failed`](mcpl_core::mcpl::errors::channel_open_failed) (`-32024`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::{ChannelDescriptor, ChannelDirection, OpenChannelResult};
+    /// use mcpl_core::mcpl::errors;
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_open(
+    ///     |_conn, params| async move {
+    ///         let Some(room) = params.address.get("room").and_then(|r| r.as_str()) else {
+    ///             return Err(errors::channel_open_failed("the address names no room"));
+    ///         };
+    ///         let channel = ChannelDescriptor {
+    ///             id: format!("room-{room}"),
+    ///             channel_type: params.channel_type,
+    ///             label: format!("#{room}"),
+    ///             direction: ChannelDirection::Bidirectional,
+    ///             address: Some(params.address.clone()),
+    ///             metadata: None,
+    ///             extra: Default::default(),
+    ///         };
+    ///         Ok(OpenChannelResult {
+    ///             channel,
+    ///             history: None,
+    ///             history_truncated: None,
+    ///             extra: Default::default(),
+    ///         })
+    ///     },
+    /// );
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.lifecycle"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.lifecycle` opens a channel.
+    /// let open = json!({"type": "chat", "address": {"room": "general"}});
+    /// let answer = host.request("channels/open", Some(open), Default::default()).await?;
+    /// assert_eq!(answer["channel"]["id"], "room-general");
+    /// let nowhere = json!({"type": "chat", "address": {}});
+    /// let e = host.request("channels/open", Some(nowhere), Default::default()).await.unwrap_err();
+    /// assert_eq!(e.rpc_error().unwrap().code.0, -32024);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn on_channel_open<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, OpenChannelParams) -> Fut + Send + Sync + 'static,
@@ -214,6 +487,47 @@ impl Mcpl {
 
     /// Serves `channels/close` (needs `channels.lifecycle`); answer an unknown channel with
     /// [`unknown_channel`](mcpl_core::mcpl::errors::unknown_channel) (`-32023`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::CloseChannelResult;
+    /// use mcpl_core::mcpl::errors;
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_close(
+    ///     |_conn, params| async move {
+    ///         if params.channel_id != "general" {
+    ///             return Err(errors::unknown_channel(&params.channel_id));
+    ///         }
+    ///         Ok(CloseChannelResult { closed: true, extra: Default::default() })
+    ///     },
+    /// );
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.lifecycle"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.lifecycle` closes a channel, then one that does not exist.
+    /// let close = json!({"channelId": "general"});
+    /// let answer = host.request("channels/close", Some(close), Default::default()).await?;
+    /// assert_eq!(answer, json!({"closed": true}));
+    /// let unknown = json!({"channelId": "random"});
+    /// let e = host.request("channels/close", Some(unknown), Default::default()).await.unwrap_err();
+    /// assert_eq!(e.rpc_error().unwrap().code.0, -32023);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn on_channel_close<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, CloseChannelParams) -> Fut + Send + Sync + 'static,
@@ -224,6 +538,56 @@ impl Mcpl {
 
     /// Serves `channels/publish`, the request and the notification form (needs
     /// `channels.publish`); the notification form drops the result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::PublishResult;
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    /// use tokio::sync::mpsc;
+    ///
+    /// let (outbox, mut delivered) = mpsc::unbounded_channel();
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_publish(
+    ///     move |_conn, params| {
+    ///         let sent = outbox.send((params.channel_id, params.content.len()));
+    ///         async move {
+    ///             Ok(PublishResult {
+    ///                 delivered: sent.is_ok(),
+    ///                 message_id: Some("m-1".into()),
+    ///                 extra: Default::default(),
+    ///             })
+    ///         }
+    ///     },
+    /// );
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.publish"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.publish` sends the model's reply to a channel.
+    /// let reply = json!({"conversationId": "c-1", "channelId": "general",
+    ///     "content": [{"type": "text", "text": "Hello!"}]});
+    /// let answer = host.request("channels/publish", Some(reply.clone()), Default::default()).await?;
+    /// assert_eq!(answer, json!({"delivered": true, "messageId": "m-1"}));
+    /// assert_eq!(delivered.recv().await, Some(("general".to_owned(), 1)));
+    /// // The notification form reaches the same handler; its result is dropped.
+    /// host.notify("channels/publish", Some(reply)).await?;
+    /// assert_eq!(delivered.recv().await, Some(("general".to_owned(), 1)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub fn on_channel_publish<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(McplConnection, PublishParams) -> Fut + Send + Sync + 'static,
@@ -243,6 +607,48 @@ impl Mcpl {
     }
 
     /// Serves `channels/list` from the host (needs `channels.register`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::{ChannelDescriptor, ChannelDirection, ListChannelsResult};
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_list(
+    ///     |_conn, _params| async move {
+    ///         let general = ChannelDescriptor {
+    ///             id: "general".into(),
+    ///             channel_type: "chat".into(),
+    ///             label: "#general".into(),
+    ///             direction: ChannelDirection::Bidirectional,
+    ///             address: None,
+    ///             metadata: None,
+    ///             extra: Default::default(),
+    ///         };
+    ///         Ok(ListChannelsResult { channels: vec![general], extra: Default::default() })
+    ///     },
+    /// );
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.register` asks which channels the server has.
+    /// let answer = host.request("channels/list", Some(json!({})), Default::default()).await?;
+    /// assert_eq!(answer["channels"][0]["label"], "#general");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn on_channel_list<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, ListChannelsParams) -> Fut + Send + Sync + 'static,
@@ -253,6 +659,45 @@ impl Mcpl {
 
     /// Receives `channels/outgoing/chunk` notifications (needs `channels.streaming`). Advisory:
     /// deliver only what `channels/publish` brings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    /// use tokio::sync::mpsc;
+    ///
+    /// // Shows a draft of the reply while it streams.
+    /// let (draft, mut preview) = mpsc::unbounded_channel();
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    ///     .on_channel_outgoing_chunk(move |_conn, chunk| {
+    ///         let _ = draft.send((chunk.index, chunk.delta));
+    ///         async {}
+    ///     });
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.streaming"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.streaming` streams a reply headed for a channel.
+    /// let chunk = json!({"inferenceId": "inf-1", "conversationId": "c-1", "channelId": "general",
+    ///     "index": 0, "delta": "Hel"});
+    /// host.notify("channels/outgoing/chunk", Some(chunk)).await?;
+    /// assert_eq!(preview.recv().await, Some((0, "Hel".to_owned())));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub fn on_channel_outgoing_chunk<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, OutgoingChunkParams) -> Fut + Send + Sync + 'static,
@@ -263,6 +708,45 @@ impl Mcpl {
 
     /// Receives `channels/outgoing/complete` notifications (needs `channels.streaming`).
     /// Advisory: deliver only what `channels/publish` brings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    /// use tokio::sync::mpsc;
+    ///
+    /// // Ends the streamed draft of a reply.
+    /// let (done, mut finished) = mpsc::unbounded_channel();
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    ///     .on_channel_outgoing_complete(move |_conn, complete| {
+    ///         let _ = done.send((complete.channel_id, complete.content.len()));
+    ///         async {}
+    ///     });
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.streaming"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.streaming` finishes a streamed reply.
+    /// let complete = json!({"inferenceId": "inf-1", "conversationId": "c-1", "channelId": "general",
+    ///     "content": [{"type": "text", "text": "Hello!"}]});
+    /// host.notify("channels/outgoing/complete", Some(complete)).await?;
+    /// assert_eq!(finished.recv().await, Some(("general".to_owned(), 1)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub fn on_channel_outgoing_complete<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, OutgoingCompleteParams) -> Fut + Send + Sync + 'static,
@@ -272,6 +756,43 @@ impl Mcpl {
     }
 
     /// Receives `channels/typing` notifications (needs `channels.typing`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    /// use tokio::sync::mpsc;
+    ///
+    /// let (typing, mut indicator) = mpsc::unbounded_channel();
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_typing(
+    ///     move |_conn, params| {
+    ///         let _ = typing.send(params.channel_id);
+    ///         async {}
+    ///     },
+    /// );
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.typing"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.typing` says the model is composing a reply.
+    /// host.notify("channels/typing", Some(json!({"channelId": "general"}))).await?;
+    /// assert_eq!(indicator.recv().await.as_deref(), Some("general"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
     pub fn on_channel_typing<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, TypingParams) -> Fut + Send + Sync + 'static,
@@ -281,6 +802,47 @@ impl Mcpl {
     }
 
     /// Serves `channels/acknowledge` (needs `channels.acknowledge`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::channels::AcknowledgeResult;
+    /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    ///
+    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_acknowledge(
+    ///     |_conn, params| async move {
+    ///         let reaction = params.value.unwrap_or_else(|| "+1".into());
+    ///         Ok(AcknowledgeResult {
+    ///             acknowledged: params.intent == "reaction",
+    ///             representation: Some(format!(":{reaction}: on {}", params.message_id)),
+    ///             reason: None,
+    ///             extra: Default::default(),
+    ///         })
+    ///     },
+    /// );
+    /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let _session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["channels.acknowledge"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// // A host granted `channels.acknowledge` reacts to a user's message.
+    /// let ack = json!({"channelId": "general", "messageId": "m-7", "intent": "reaction", "value": "eyes"});
+    /// let answer = host.request("channels/acknowledge", Some(ack), Default::default()).await?;
+    /// assert_eq!(answer["acknowledged"], true);
+    /// assert_eq!(answer["representation"], ":eyes: on m-7");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn on_channel_acknowledge<F, Fut>(self, handler: F) -> Self
     where
         F: Fn(McplConnection, AcknowledgeParams) -> Fut + Send + Sync + 'static,

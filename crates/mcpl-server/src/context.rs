@@ -791,10 +791,13 @@ impl Context {
     /// let server = Server::builder("s", "1")
     ///     .tool(Tool::new("delete_branch", ToolSchema::object()), |ctx, _args| async move {
     ///         match ctx.elicitation_response("confirm") {
-    ///             Some(answer) if answer.action == ElicitAction::Accept => Ok(ToolOutput::text("deleted").into()),
+    ///             Some(answer) if answer.action == ElicitAction::Accept => {
+    ///                 Ok(ToolOutput::text("deleted").into())
+    ///             }
     ///             Some(answer) => Ok(ToolOutput::text(format!("kept it: {:?}", answer.action)).into()),
     ///             None => {
-    ///                 let ask = ElicitRequestFormParams::new("Delete branch `main`?", ElicitationSchema::default());
+    ///                 let form = ElicitationSchema::default(); // no fields: a yes or a no
+    ///                 let ask = ElicitRequestFormParams::new("Delete branch `main`?", form);
     ///                 Ok::<ToolReply, _>(ctx.input_required().elicit("confirm", ask).into())
     ///             }
     ///         }
@@ -802,7 +805,9 @@ impl Context {
     ///     .build();
     /// // A 2025-era client, over an in-memory transport, answering the server's requests:
     /// let client = mcpl_core::Engine::new();
-    /// client.on_request("elicitation/create", |_ctx, _params| async { Ok(json!({"action": "decline"})) });
+    /// client.on_request("elicitation/create", |_ctx, _params| async {
+    ///     Ok(json!({"action": "decline"}))
+    /// });
     /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
     /// let _session = server.serve(server_side).await?;
     /// let peer = client.connect(client_side).await?;
@@ -989,13 +994,14 @@ impl Context {
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let finish = || Binding::new("tools/call", "finish_export");
+    /// let token_schema = ToolSchema::object().with_property("token", json!({"type": "string"}));
     /// let server = Server::builder("s", "1")
     ///     .tool(Tool::new("start_export", ToolSchema::object()), move |ctx, _args| async move {
     ///         let Some(sealer) = ctx.state_sealer() else { return Ok(ToolOutput::error("no server")) };
     ///         Ok(ToolOutput::text(sealer.seal(&json!({"job": 7}), &finish())))
     ///     })
     ///     .tool(
-    ///         Tool::new("finish_export", ToolSchema::object().with_property("token", json!({"type": "string"}))),
+    ///         Tool::new("finish_export", token_schema),
     ///         move |ctx, args| async move {
     ///             let token = args.get("token").and_then(|t| t.as_str()).unwrap_or_default();
     ///             let Some(sealer) = ctx.state_sealer() else { return Ok(ToolOutput::error("no server")) };
@@ -1095,13 +1101,15 @@ impl Context {
     ///     "clientInfo": {"name": "doc-client", "version": "1"}});
     /// peer.request("initialize", Some(init), Default::default()).await?;
     /// peer.notify("notifications/initialized", None).await?;
-    /// let call = |cursor: serde_json::Value| json!({"name": "list_orders", "arguments": {"cursor": cursor}});
-    /// let first = peer.request("tools/call", Some(json!({"name": "list_orders"})), Default::default()).await?;
-    /// let next = first["structuredContent"]["next"].clone();
-    /// let second = peer.request("tools/call", Some(call(next)), Default::default()).await?;
+    /// let call = |arguments: serde_json::Value| {
+    ///     let params = json!({"name": "list_orders", "arguments": arguments});
+    ///     peer.request("tools/call", Some(params), Default::default())
+    /// };
+    /// let first = call(json!({})).await?;
+    /// let second = call(json!({"cursor": first["structuredContent"]["next"]})).await?;
     /// assert_eq!(second["structuredContent"]["orders"], json!([10, 20]));
     ///
-    /// let forged = peer.request("tools/call", Some(call(json!("eyJvZmZzZXQiOjEwMDB9.AAAA"))), Default::default()).await;
+    /// let forged = call(json!({"cursor": "eyJvZmZzZXQiOjEwMDB9.AAAA"})).await;
     /// assert_eq!(forged.unwrap_err().rpc_error().map(|e| e.code.0), Some(-32602));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # }).unwrap();

@@ -231,11 +231,45 @@ impl Server {
     }
 
     /// The resource templates, in registration order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::ResourceTemplate;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "")])
+    ///     })
+    ///     .resource_template(ResourceTemplate::new("tags://{tag}", "tag"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "")])
+    ///     })
+    ///     .build();
+    /// let templates: Vec<_> = server.resource_templates().into_iter().map(|t| t.uri_template).collect();
+    /// assert_eq!(templates, ["notes://{id}", "tags://{tag}"]);
+    /// ```
     pub fn resource_templates(&self) -> Vec<ResourceTemplate> {
         self.read().templates.items.iter().map(|t| t.template.clone()).collect()
     }
 
     /// The prompts, in registration order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .prompt(Prompt::new("summarize"), |_c, _a| async { Ok(PromptOutput::user_text("Summarize.")) })
+    ///     .prompt(Prompt::new("translate"), |_c, _a| async { Ok(PromptOutput::user_text("Translate.")) })
+    ///     .build();
+    /// let names: Vec<_> = server.prompts().into_iter().map(|p| p.name).collect();
+    /// assert_eq!(names, ["summarize", "translate"]);
+    /// ```
     pub fn prompts(&self) -> Vec<Prompt> {
         self.read().prompts.items.iter().map(|p| p.prompt.clone()).collect()
     }
@@ -254,6 +288,21 @@ impl Server {
 
     /// The cache hint set for `result` with [`ServerBuilder::cache_hint`]; `None`: the
     /// endpoint's default applies (see [`crate::cache`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::cache::{CacheHint, CachedResult, CacheScope};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .cache_hint(CachedResult::ToolsList, CacheHint::private(Duration::from_secs(30)))
+    ///     .build();
+    /// let hint = server.cache_hint(CachedResult::ToolsList).unwrap();
+    /// assert_eq!((hint.ttl_ms(), hint.scope()), (30_000, CacheScope::Private));
+    /// assert_eq!(server.cache_hint(CachedResult::Discover), None, "the endpoint's default applies");
+    /// ```
     pub fn cache_hint(&self, result: CachedResult) -> Option<CacheHint> {
         self.inner.cache_hints.get(result)
     }
@@ -434,6 +483,21 @@ impl Server {
     }
 
     /// The MCPL manifest served now (with its revision); `None` without MCPL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// assert!(Server::builder("plain", "1").build().mcpl_manifest().is_none());
+    ///
+    /// let manifest = Manifest::new().with_feature_set("files", FeatureSet::new("Files", ["tools"]));
+    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(manifest)).build();
+    /// let served = server.mcpl_manifest().unwrap();
+    /// assert!(served.revision().is_some(), "the served manifest carries its revision");
+    /// ```
     pub fn mcpl_manifest(&self) -> Option<Manifest> {
         self.inner.mcpl.as_ref().map(|hub| (*hub.manifest()).clone())
     }
@@ -655,7 +719,16 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets the server's human-readable title.
+    /// Sets the server's human-readable title (`serverInfo.title`), for clients to show
+    /// instead of its name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("gh-issues", "2.1.0").title("GitHub Issues").build();
+    /// assert_eq!(server.info().name, "gh-issues");
+    /// assert_eq!(server.info().title.as_deref(), Some("GitHub Issues"));
+    /// ```
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.info.title = Some(title.into());
         self

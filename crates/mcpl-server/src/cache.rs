@@ -100,16 +100,46 @@ impl CacheHint {
     }
 
     /// How long the result may be reused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::cache::CacheHint;
+    ///
+    /// let hint = CacheHint::public(Duration::from_secs(90));
+    /// assert_eq!(hint.ttl(), Duration::from_secs(90));
+    /// ```
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
     /// The time to live in whole milliseconds, as sent (`ttlMs`; saturates at `u64::MAX`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::cache::CacheHint;
+    ///
+    /// assert_eq!(CacheHint::public(Duration::from_micros(2_500_900)).ttl_ms(), 2_500, "whole milliseconds");
+    /// assert_eq!(CacheHint::public(Duration::MAX).ttl_ms(), u64::MAX);
+    /// ```
     pub fn ttl_ms(&self) -> u64 {
         u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Who may reuse the result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::cache::{CacheHint, CacheScope};
+    ///
+    /// assert_eq!(CacheHint::public(Duration::from_secs(60)).scope(), CacheScope::Public);
+    /// assert_eq!(CacheHint::no_reuse().scope(), CacheScope::Private);
+    /// ```
     pub fn scope(&self) -> CacheScope {
         self.scope
     }
@@ -144,6 +174,23 @@ pub enum CachedResult {
 
 impl CachedResult {
     /// Every kind, in a fixed order.
+    ///
+    /// # Examples
+    ///
+    /// One hint for every server-wide result:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::cache::{CacheHint, CachedResult};
+    ///
+    /// let hint = CacheHint::public(Duration::from_secs(600));
+    /// let server = CachedResult::ALL
+    ///     .into_iter()
+    ///     .fold(Server::builder("static-catalog", "1.0.0"), |b, result| b.cache_hint(result, hint))
+    ///     .build();
+    /// assert!(CachedResult::ALL.iter().all(|r| server.cache_hint(*r) == Some(hint)));
+    /// ```
     pub const ALL: [CachedResult; 5] = [
         CachedResult::ToolsList,
         CachedResult::ResourcesList,
@@ -153,6 +200,15 @@ impl CachedResult {
     ];
 
     /// The method whose result this is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::cache::CachedResult;
+    ///
+    /// assert_eq!(CachedResult::ToolsList.method(), "tools/list");
+    /// assert_eq!(CachedResult::Discover.method(), "server/discover");
+    /// ```
     pub fn method(self) -> &'static str {
         match self {
             CachedResult::ToolsList => names::TOOLS_LIST,
@@ -164,6 +220,16 @@ impl CachedResult {
     }
 
     /// The kind of result `method` answers with, if it is one of these.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::cache::CachedResult;
+    ///
+    /// assert_eq!(CachedResult::for_method("prompts/list"), Some(CachedResult::PromptsList));
+    /// // `resources/read` results are cached per request, not server-wide.
+    /// assert_eq!(CachedResult::for_method("resources/read"), None);
+    /// ```
     pub fn for_method(method: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|r| r.method() == method)
     }

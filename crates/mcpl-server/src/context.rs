@@ -727,11 +727,100 @@ impl Context {
     }
 
     /// The client's answer to the input request `key`.
+    ///
+    /// # Examples
+    ///
+    /// A tool that asks for the client's roots, run in a 2025-era session (where the server
+    /// sends `roots/list` itself and calls the handler again with the answer):
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::ErrorObject;
+    /// use mcpl_core::types::{InputResponse, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("workspace", ToolSchema::object()), |ctx, _args| async move {
+    ///         match ctx.input_response("roots") {
+    ///             Some(InputResponse::ListRoots(r)) => {
+    ///                 Ok(ToolOutput::text(format!("{} roots", r.roots.len())).into())
+    ///             }
+    ///             Some(other) => Err(ErrorObject::invalid_params(format!("unexpected {other:?}"))),
+    ///             None => Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into()),
+    ///         }
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("roots/list", |_ctx, _params| async {
+    ///     Ok(json!({"roots": [{"uri": "file:///src/api"}, {"uri": "file:///src/web"}]}))
+    /// });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "workspace", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "2 roots");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn input_response(&self, key: &str) -> Option<&InputResponse> {
         self.input.responses.get(key)
     }
 
     /// The client's answer to the elicitation `key`, whatever the user did.
+    ///
+    /// # Examples
+    ///
+    /// A confirmation the user declines (see [`elicited`](Self::elicited) for the fields of an
+    /// accepted form):
+    ///
+    /// ```
+    /// use mcpl_core::types::{ElicitAction, ElicitRequestFormParams, ElicitationSchema, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("delete_branch", ToolSchema::object()), |ctx, _args| async move {
+    ///         match ctx.elicitation_response("confirm") {
+    ///             Some(answer) if answer.action == ElicitAction::Accept => {
+    ///                 Ok(ToolOutput::text("deleted").into())
+    ///             }
+    ///             Some(answer) => Ok(ToolOutput::text(format!("kept it: {:?}", answer.action)).into()),
+    ///             None => {
+    ///                 let form = ElicitationSchema::default(); // no fields: a yes or a no
+    ///                 let ask = ElicitRequestFormParams::new("Delete branch `main`?", form);
+    ///                 Ok::<ToolReply, _>(ctx.input_required().elicit("confirm", ask).into())
+    ///             }
+    ///         }
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("elicitation/create", |_ctx, _params| async {
+    ///     Ok(json!({"action": "decline"}))
+    /// });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "delete_branch", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "kept it: Decline");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn elicitation_response(&self, key: &str) -> Option<&ElicitResult> {
         match self.input_response(key)? {
             InputResponse::Elicit(r) => Some(r),
@@ -763,6 +852,54 @@ impl Context {
     }
 
     /// The client's answer to the sampling request `key`.
+    ///
+    /// # Examples
+    ///
+    /// A tool that asks the client's model a question:
+    ///
+    /// ```
+    /// use mcpl_core::types::{
+    ///     CreateMessageRequestParams, Role, SamplingContent, SamplingMessage, SamplingMessageContentBlock,
+    ///     TextContent, Tool, ToolSchema,
+    /// };
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("capital", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(answer) = ctx.sampling_response("ask") {
+    ///             let said = match &answer.content {
+    ///                 SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text.clone(),
+    ///                 _ => "something else".to_owned(),
+    ///             };
+    ///             return Ok(ToolOutput::text(format!("{} says {said}", answer.model)).into());
+    ///         }
+    ///         let question = TextContent::new("Capital of France? One word.");
+    ///         let message = SamplingMessage::new(Role::User, SamplingMessageContentBlock::Text(question));
+    ///         let params = CreateMessageRequestParams::new(vec![message], 20);
+    ///         Ok::<ToolReply, _>(ctx.input_required().sample("ask", params).into())
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("sampling/createMessage", |_ctx, _params| async {
+    ///     Ok(json!({"role": "assistant", "model": "some-llm", "content": {"type": "text", "text": "Paris"}}))
+    /// });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "capital", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "some-llm says Paris");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn sampling_response(&self, key: &str) -> Option<&CreateMessageResult> {
         match self.input_response(key)? {
             InputResponse::CreateMessage(r) => Some(r),
@@ -771,6 +908,43 @@ impl Context {
     }
 
     /// The client's answer to the roots request `key`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("project_dirs", ToolSchema::object()), |ctx, _args| async move {
+    ///         let Some(roots) = ctx.roots_response("roots") else {
+    ///             return Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into());
+    ///         };
+    ///         let uris: Vec<&str> = roots.roots.iter().map(|r| r.uri.as_str()).collect();
+    ///         Ok(ToolOutput::text(uris.join(", ")).into())
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("roots/list", |_ctx, _params| async {
+    ///     Ok(json!({"roots": [{"uri": "file:///src/api", "name": "api"}, {"uri": "file:///src/web"}]}))
+    /// });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "project_dirs", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "file:///src/api, file:///src/web");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn roots_response(&self, key: &str) -> Option<&ListRootsResult> {
         match self.input_response(key)? {
             InputResponse::ListRoots(r) => Some(r),
@@ -807,6 +981,53 @@ impl Context {
     }
 
     /// The server's sealer of request states ([`crate::state`]).
+    ///
+    /// # Examples
+    ///
+    /// A token one tool hands out and only another tool accepts:
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::state::{Binding, StateError};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let finish = || Binding::new("tools/call", "finish_export");
+    /// let token_schema = ToolSchema::object().with_property("token", json!({"type": "string"}));
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("start_export", ToolSchema::object()), move |ctx, _args| async move {
+    ///         let Some(sealer) = ctx.state_sealer() else { return Ok(ToolOutput::error("no server")) };
+    ///         Ok(ToolOutput::text(sealer.seal(&json!({"job": 7}), &finish())))
+    ///     })
+    ///     .tool(
+    ///         Tool::new("finish_export", token_schema),
+    ///         move |ctx, args| async move {
+    ///             let token = args.get("token").and_then(|t| t.as_str()).unwrap_or_default();
+    ///             let Some(sealer) = ctx.state_sealer() else { return Ok(ToolOutput::error("no server")) };
+    ///             let job = sealer.open(token, &finish()).map_err(StateError::to_error_object)?;
+    ///             Ok(ToolOutput::text(format!("finished job {}", job["job"])))
+    ///         },
+    ///     )
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport:
+    /// let client = mcpl_core::Engine::new();
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "start_export", "arguments": {}});
+    /// let started = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// let token = started["content"][0]["text"].clone();
+    /// let call = json!({"name": "finish_export", "arguments": {"token": token}});
+    /// let finished = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(finished["content"][0]["text"], "finished job 7");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn state_sealer(&self) -> Option<&StateSealer> {
         self.server.as_ref().map(Server::state_sealer)
     }
@@ -849,6 +1070,50 @@ impl Context {
     ///
     /// `-32602` ("invalid requestState") for a malformed, altered, expired or mis-bound
     /// token; `-32603` outside `tools/call`, `prompts/get` and `resources/read` handlers.
+    ///
+    /// # Examples
+    ///
+    /// A paged tool whose cursor is a sealed token: a forged cursor is refused.
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let schema = ToolSchema::object().with_property("cursor", json!({"type": "string"}));
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("list_orders", schema), |ctx, args| async move {
+    ///         let offset = match args.get("cursor").and_then(|c| c.as_str()) {
+    ///             Some(cursor) => ctx.open_state(cursor)?["offset"].as_u64().unwrap_or(0),
+    ///             None => 0,
+    ///         };
+    ///         let next = ctx.seal_state(&json!({"offset": offset + 10}))?;
+    ///         Ok(ToolOutput::structured_value(json!({"orders": [offset, offset + 10], "next": next})))
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport:
+    /// let client = mcpl_core::Engine::new();
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = |arguments: serde_json::Value| {
+    ///     let params = json!({"name": "list_orders", "arguments": arguments});
+    ///     peer.request("tools/call", Some(params), Default::default())
+    /// };
+    /// let first = call(json!({})).await?;
+    /// let second = call(json!({"cursor": first["structuredContent"]["next"]})).await?;
+    /// assert_eq!(second["structuredContent"]["orders"], json!([10, 20]));
+    ///
+    /// let forged = call(json!({"cursor": "eyJvZmZzZXQiOjEwMDB9.AAAA"})).await;
+    /// assert_eq!(forged.unwrap_err().rpc_error().map(|e| e.code.0), Some(-32602));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn open_state(&self, token: &str) -> std::result::Result<Value, ErrorObject> {
         match (self.state_sealer(), self.input.binding.as_ref()) {
             (Some(sealer), Some(bind)) => {

@@ -302,6 +302,49 @@ impl InputRequired {
     ///
     /// Left out unless the client declared `elicitation` (form mode: an empty object or
     /// `form`; URL mode: `url`).
+    ///
+    /// # Examples
+    ///
+    /// A tool that asks the user which environment to deploy to:
+    ///
+    /// ```
+    /// use mcpl_core::types::{ElicitRequestFormParams, ElicitValue, ElicitationSchema, StringSchema, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("deploy", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(ElicitValue::String(env)) = ctx.elicited("target").and_then(|f| f.get("env")) {
+    ///             return Ok(ToolOutput::text(format!("deploying to {env}")).into());
+    ///         }
+    ///         let form = ElicitationSchema::default()
+    ///             .with_property("env", StringSchema::default())
+    ///             .with_required("env");
+    ///         let ask = ElicitRequestFormParams::new("Deploy to which environment?", form);
+    ///         Ok::<ToolReply, _>(ctx.input_required().elicit("target", ask).into())
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("elicitation/create", |_ctx, _params| async {
+    ///     // The user picked "staging" in the form the client showed.
+    ///     Ok(json!({"action": "accept", "content": {"env": "staging"}}))
+    /// });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "deploy", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "deploying to staging");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn elicit(
         mut self,
         key: impl Into<String>,
@@ -324,6 +367,52 @@ impl InputRequired {
     ///
     /// Left out unless the client declared `sampling` (and `sampling.tools` when `params`
     /// has tools or a tool choice).
+    ///
+    /// # Examples
+    ///
+    /// A tool that has the client's model summarize its argument:
+    ///
+    /// ```
+    /// use mcpl_core::types::{
+    ///     CreateMessageRequestParams, Role, SamplingMessage, SamplingMessageContentBlock, TextContent, Tool,
+    ///     ToolSchema,
+    /// };
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let schema = ToolSchema::object().with_property("text", json!({"type": "string"}));
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("summarize", schema), |ctx, args| async move {
+    ///         if let Some(answer) = ctx.sampling_response("summary") {
+    ///             return Ok(ToolOutput::text(format!("summary by {}", answer.model)).into());
+    ///         }
+    ///         let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default();
+    ///         let prompt = TextContent::new(format!("Summarize in one line:\n{text}"));
+    ///         let message = SamplingMessage::new(Role::User, SamplingMessageContentBlock::Text(prompt));
+    ///         let params = CreateMessageRequestParams::new(vec![message], 100);
+    ///         Ok::<ToolReply, _>(ctx.input_required().sample("summary", params).into())
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("sampling/createMessage", |_ctx, _params| async {
+    ///     Ok(json!({"role": "assistant", "model": "small-llm", "content": {"type": "text", "text": "Short."}}))
+    /// });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "summarize", "arguments": {"text": "A long story."}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "summary by small-llm");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn sample(mut self, key: impl Into<String>, params: CreateMessageRequestParams) -> Self {
         let tools = params.tools.is_some() || params.tool_choice.is_some();
         if supports_sampling(self.0.capabilities.as_ref(), tools) {
@@ -371,6 +460,48 @@ impl InputRequired {
 
     /// Adds any input request, checked against the client's capabilities like the other
     /// methods.
+    ///
+    /// # Examples
+    ///
+    /// Passing on input requests as they arrive on the wire, for example from an upstream
+    /// 2026-07-28 server this tool fronts:
+    ///
+    /// ```
+    /// use mcpl_core::types::{InputRequest, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("proxy", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(roots) = ctx.roots_response("upstream-1") {
+    ///             return Ok(ToolOutput::text(format!("forwarded {} roots", roots.roots.len())).into());
+    ///         }
+    ///         // What the upstream server asked for, in its `inputRequests`.
+    ///         let upstream = json!({"upstream-1": {"method": "roots/list"}});
+    ///         let requests: std::collections::BTreeMap<String, InputRequest> =
+    ///             serde_json::from_value(upstream).map_err(mcpl_core::jsonrpc::ErrorObject::internal)?;
+    ///         let reply = requests.into_iter().fold(ctx.input_required(), |r, (key, req)| r.request(key, req));
+    ///         Ok::<ToolReply, _>(reply.into())
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("roots/list", |_ctx, _params| async { Ok(json!({"roots": [{"uri": "file:///repo"}]})) });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "proxy", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], "forwarded 1 roots");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn request(self, key: impl Into<String>, request: InputRequest) -> Self {
         match request {
             InputRequest::Elicit(r) => match r.params {
@@ -424,7 +555,51 @@ impl InputRequired {
         self
     }
 
-    /// The requests kept so far, by key.
+    /// The requests kept so far, by key: those the client declared the capability for.
+    ///
+    /// # Examples
+    ///
+    /// The client declared `roots` but not `sampling`, so only the roots request is kept; the
+    /// handler notes what it asked for in its state:
+    ///
+    /// ```
+    /// use mcpl_core::types::{
+    ///     CreateMessageRequestParams, Role, SamplingMessage, SamplingMessageContentBlock, TextContent, Tool,
+    ///     ToolSchema,
+    /// };
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("index", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(state) = ctx.request_state() {
+    ///             return Ok(ToolOutput::text(format!("asked for {}", state["asked"])).into());
+    ///         }
+    ///         let hello = SamplingMessageContentBlock::Text(TextContent::new("Describe this project."));
+    ///         let params = CreateMessageRequestParams::new(vec![SamplingMessage::new(Role::User, hello)], 50);
+    ///         let ask = ctx.input_required().list_roots("roots").sample("describe", params);
+    ///         let asked: Vec<String> = ask.requests().keys().cloned().collect();
+    ///         Ok::<ToolReply, _>(ask.state(json!({"asked": asked})).into())
+    ///     })
+    ///     .build();
+    /// // A 2025-era client, over an in-memory transport, answering the server's requests:
+    /// let client = mcpl_core::Engine::new();
+    /// client.on_request("roots/list", |_ctx, _params| async { Ok(json!({"roots": []})) });
+    /// let (client_side, server_side) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(server_side).await?;
+    /// let peer = client.connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+    ///     "clientInfo": {"name": "doc-client", "version": "1"}});
+    /// peer.request("initialize", Some(init), Default::default()).await?;
+    /// peer.notify("notifications/initialized", None).await?;
+    /// let call = json!({"name": "index", "arguments": {}});
+    /// let result = peer.request("tools/call", Some(call), Default::default()).await?;
+    /// assert_eq!(result["content"][0]["text"], r#"asked for ["roots"]"#);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn requests(&self) -> &InputRequests {
         &self.0.requests
     }

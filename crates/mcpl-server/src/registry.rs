@@ -330,6 +330,25 @@ impl<'a> ToolsMut<'a> {
     }
 
     /// Removes a tool; returns whether it existed.
+    ///
+    /// # Examples
+    ///
+    /// Live sessions are told the list changed (`notifications/tools/list_changed`):
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ServerEvent, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("beta", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("b")) })
+    ///     .build();
+    /// let mut changes = server.subscribe_changes();
+    /// assert!(server.tools_mut().remove("beta"));
+    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::ToolsListChanged);
+    /// // Removing it again changes nothing, and announces nothing.
+    /// assert!(!server.tools_mut().remove("beta"));
+    /// assert!(changes.try_recv().is_err());
+    /// ```
     pub fn remove(&self, name: &str) -> bool {
         self.change(|r| {
             let removed = r.tools.remove(name);
@@ -338,6 +357,23 @@ impl<'a> ToolsMut<'a> {
     }
 
     /// Lists and serves a disabled tool again; returns whether the tool exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("deploy", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("done")) })
+    ///     .build();
+    /// let tools = server.tools_mut();
+    /// tools.disable("deploy"); // during a maintenance window
+    /// assert!(server.tools().is_empty());
+    /// assert!(tools.enable("deploy"));
+    /// assert_eq!(server.tools()[0].name, "deploy");
+    /// assert!(!tools.enable("no-such-tool"));
+    /// ```
     pub fn enable(&self, name: &str) -> bool {
         self.set_enabled(name, true)
     }
@@ -377,11 +413,42 @@ impl<'a> ToolsMut<'a> {
     }
 
     /// Whether a tool of this name exists (enabled or not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("search", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("")) })
+    ///     .build();
+    /// let tools = server.tools_mut();
+    /// tools.disable("search");
+    /// assert!(tools.contains("search"), "disabled tools still exist");
+    /// assert!(!tools.contains("fetch"));
+    /// ```
     pub fn contains(&self, name: &str) -> bool {
         self.server.read().tools.get(name).is_some()
     }
 
     /// Whether the named tool is enabled; `None` if it does not exist.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("search", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("")) })
+    ///     .build();
+    /// let tools = server.tools_mut();
+    /// assert_eq!(tools.is_enabled("search"), Some(true));
+    /// tools.disable("search");
+    /// assert_eq!(tools.is_enabled("search"), Some(false));
+    /// assert_eq!(tools.is_enabled("fetch"), None);
+    /// ```
     pub fn is_enabled(&self, name: &str) -> Option<bool> {
         self.server.read().tools.get(name).map(|t| t.enabled)
     }
@@ -459,6 +526,31 @@ impl<'a> ResourcesMut<'a> {
     /// # Errors
     ///
     /// A [`RegistrationError`] for a template that does not parse or is already registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::ResourceTemplate;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let resources = server.resources_mut();
+    /// resources
+    ///     .add_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_c, req| async move {
+    ///         let id = req.var("id").unwrap_or_default().to_owned();
+    ///         Ok(vec![ResourceOutput::text(req.uri, format!("profile of {id}"))])
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(server.resource_templates()[0].uri_template, "users://{id}/profile");
+    ///
+    /// // The same template twice, or one that does not parse, is refused.
+    /// let handler = |_c, req: mcpl_server::resource::ReadRequest| async move {
+    ///     Ok(vec![ResourceOutput::text(req.uri, "")])
+    /// };
+    /// assert!(resources.add_template(ResourceTemplate::new("users://{id}/profile", "again"), handler).is_err());
+    /// assert!(resources.add_template(ResourceTemplate::new("users://{id", "broken"), handler).is_err());
+    /// ```
     pub fn add_template<F, Fut, R>(
         &self,
         template: ResourceTemplate,
@@ -503,6 +595,25 @@ impl<'a> ResourcesMut<'a> {
     }
 
     /// Removes a static resource; returns whether it existed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::{Server, ServerEvent};
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource(Resource::new("file:///tmp/report.txt", "report"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "...")])
+    ///     })
+    ///     .build();
+    /// let mut changes = server.subscribe_changes();
+    /// assert!(server.resources_mut().remove("file:///tmp/report.txt"));
+    /// assert!(server.resources().is_empty());
+    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::ResourcesListChanged);
+    /// assert!(!server.resources_mut().remove("file:///tmp/report.txt"));
+    /// ```
     pub fn remove(&self, uri: &str) -> bool {
         self.change(|r| {
             let removed = r.resources.remove(uri);
@@ -512,6 +623,28 @@ impl<'a> ResourcesMut<'a> {
 
     /// Removes a resource template (named by its URI template) and its completers; returns
     /// whether it existed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::ResourceTemplate;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::completion::matching;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource_template(ResourceTemplate::new("logs://{day}", "logs"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "")])
+    ///     })
+    ///     .build();
+    /// let resources = server.resources_mut();
+    /// resources.set_completer("logs://{day}", "day", |_ctx, req| async move {
+    ///     Ok(matching(["monday", "tuesday"], &req.value))
+    /// });
+    /// assert!(resources.remove_template("logs://{day}"));
+    /// assert!(server.resource_templates().is_empty());
+    /// assert!(!resources.remove_template("logs://{day}"), "already gone");
+    /// ```
     pub fn remove_template(&self, uri_template: &str) -> bool {
         self.change(|r| {
             let removed = r.templates.remove(uri_template);
@@ -521,6 +654,26 @@ impl<'a> ResourcesMut<'a> {
     }
 
     /// Sets the completer of a template variable (`completion/complete` with `ref/resource`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::ResourceTemplate;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::completion::matching;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource_template(ResourceTemplate::new("repo://{owner}/{name}", "repository"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "")])
+    ///     })
+    ///     .build();
+    /// // Suggest owners the server knows, narrowed to what the user typed.
+    /// server.resources_mut().set_completer("repo://{owner}/{name}", "owner", |_ctx, req| async move {
+    ///     Ok(matching(["rust-lang", "tokio-rs", "serde-rs"], &req.value))
+    /// });
+    /// assert!(server.capabilities().completions.is_some());
+    /// ```
     pub fn set_completer<F, Fut>(&self, uri_template: &str, variable: &str, completer: F)
     where
         F: Fn(Context, crate::completion::CompletionRequest) -> Fut + Send + Sync + 'static,
@@ -531,6 +684,22 @@ impl<'a> ResourcesMut<'a> {
     }
 
     /// Whether a static resource with this URI exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .resource(Resource::new("mem://config", "config"), |_c, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "{}")])
+    ///     })
+    ///     .build();
+    /// assert!(server.resources_mut().contains("mem://config"));
+    /// assert!(!server.resources_mut().contains("mem://secrets"));
+    /// ```
     pub fn contains(&self, uri: &str) -> bool {
         self.server.read().resources.get(uri).is_some()
     }
@@ -572,6 +741,24 @@ impl<'a> PromptsMut<'a> {
     /// # Errors
     ///
     /// [`RegistrationError::Duplicate`] if a prompt with this name exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::{RegistrationError, Server, ServerEvent};
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut changes = server.subscribe_changes();
+    /// let summarize = |_c, _a| async { Ok(PromptOutput::user_text("Summarize the thread.")) };
+    /// server.prompts_mut().add(Prompt::new("summarize"), summarize).unwrap();
+    /// assert_eq!(server.prompts()[0].name, "summarize");
+    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::PromptsListChanged);
+    ///
+    /// let again = server.prompts_mut().add(Prompt::new("summarize"), summarize);
+    /// assert!(matches!(again, Err(RegistrationError::Duplicate { .. })));
+    /// ```
     pub fn add<F, Fut, R>(&self, prompt: Prompt, handler: F) -> Result<(), RegistrationError>
     where
         F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
@@ -583,6 +770,25 @@ impl<'a> PromptsMut<'a> {
     }
 
     /// Adds a prompt, or replaces the one with the same name in place.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .prompt(Prompt::new("first"), |_c, _a| async { Ok(PromptOutput::user_text("1")) })
+    ///     .prompt(Prompt::new("review"), |_c, _a| async { Ok(PromptOutput::user_text("Review this.")) })
+    ///     .build();
+    /// let mut v2 = Prompt::new("review");
+    /// v2.description = Some("Review, with the style guide".into());
+    /// server.prompts_mut().replace(v2, |_c, _a| async { Ok(PromptOutput::user_text("Review this, per the style guide.")) });
+    /// let prompts = server.prompts();
+    /// assert_eq!(prompts.len(), 2);
+    /// assert_eq!(prompts[1].description.as_deref(), Some("Review, with the style guide"), "kept its place");
+    /// ```
     pub fn replace<F, Fut, R>(&self, prompt: Prompt, handler: F)
     where
         F: Fn(Context, PromptArguments) -> Fut + Send + Sync + 'static,
@@ -598,6 +804,23 @@ impl<'a> PromptsMut<'a> {
     }
 
     /// Removes a prompt and its completers; returns whether it existed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::{Server, ServerEvent};
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .prompt(Prompt::new("draft"), |_c, _a| async { Ok(PromptOutput::user_text("Draft it.")) })
+    ///     .build();
+    /// let mut changes = server.subscribe_changes();
+    /// assert!(server.prompts_mut().remove("draft"));
+    /// assert!(server.prompts().is_empty());
+    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::PromptsListChanged);
+    /// assert!(!server.prompts_mut().remove("draft"));
+    /// ```
     pub fn remove(&self, name: &str) -> bool {
         self.change(|r| {
             let removed = r.prompts.remove(name);
@@ -634,6 +857,20 @@ impl<'a> PromptsMut<'a> {
     }
 
     /// Whether a prompt with this name exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .prompt(Prompt::new("draft"), |_c, _a| async { Ok(PromptOutput::user_text("Draft it.")) })
+    ///     .build();
+    /// assert!(server.prompts_mut().contains("draft"));
+    /// assert!(!server.prompts_mut().contains("publish"));
+    /// ```
     pub fn contains(&self, name: &str) -> bool {
         self.server.read().prompts.get(name).is_some()
     }

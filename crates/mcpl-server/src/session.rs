@@ -186,16 +186,84 @@ impl Server {
 
 impl Session {
     /// The protocol version negotiated by `initialize`, once it happened.
+    ///
+    /// # Examples
+    ///
+    /// A client asking for a version this server does not know gets the latest one of the
+    /// stateful era:
+    ///
+    /// ```
+    /// use mcpl_core::{Engine, transport::memory};
+    /// use mcpl_server::Server;
+    /// use serde_json::json;
+    /// use mcpl_core::ProtocolVersion;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// assert_eq!(session.protocol_version(), None, "not initialized yet");
+    /// let client = Engine::new().connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2099-01-01", "capabilities": {},
+    ///     "clientInfo": {"name": "editor", "title": "Some Editor", "version": "4.2"}});
+    /// client.request("initialize", Some(init), Default::default()).await?;
+    /// assert_eq!(session.protocol_version(), Some(ProtocolVersion::LATEST_STATEFUL));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         lock(&self.client).version
     }
 
     /// The client's identity, once it initialized.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::{Engine, transport::memory};
+    /// use mcpl_server::Server;
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// assert!(session.client_info().is_none(), "not initialized yet");
+    /// let client = Engine::new().connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+    ///     "clientInfo": {"name": "editor", "title": "Some Editor", "version": "4.2"}});
+    /// client.request("initialize", Some(init), Default::default()).await?;
+    /// let info = session.client_info().unwrap();
+    /// assert_eq!((info.name.as_str(), info.version.as_str()), ("editor", "4.2"));
+    /// assert_eq!(info.title.as_deref(), Some("Some Editor"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn client_info(&self) -> Option<Implementation> {
         lock(&self.client).client_info.clone()
     }
 
     /// The client's capabilities, once it initialized.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::{Engine, transport::memory};
+    /// use mcpl_server::Server;
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// assert!(session.client_capabilities().is_none(), "not initialized yet");
+    /// let client = Engine::new().connect(client_side).await?;
+    /// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {"listChanged": true}},
+    ///     "clientInfo": {"name": "editor", "title": "Some Editor", "version": "4.2"}});
+    /// client.request("initialize", Some(init), Default::default()).await?;
+    /// let capabilities = session.client_capabilities().unwrap();
+    /// assert!(capabilities.roots.is_some());
+    /// assert!(capabilities.sampling.is_none(), "the client cannot sample");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
         lock(&self.client).client_capabilities.clone()
     }
@@ -272,6 +340,25 @@ impl Session {
     /// # Cancel safety
     ///
     /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_core::{Engine, transport::memory};
+    /// use mcpl_server::Server;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// let client = Engine::new();
+    /// let _peer = client.connect(client_side).await?;
+    /// client.close().await?; // the client hangs up
+    /// // (The timeout only guards against a hang.)
+    /// tokio::time::timeout(Duration::from_secs(30), session.closed()).await?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn closed(&self) {
         self.peer.closed().await;
     }
@@ -281,6 +368,26 @@ impl Session {
     /// # Errors
     ///
     /// The transport's close error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_core::{Engine, transport::memory};
+    /// use mcpl_server::Server;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (client_side, server_side) = memory::pair();
+    /// let session = Server::builder("s", "1").build().serve(server_side).await?;
+    /// let client = Engine::new().connect(client_side).await?;
+    /// session.close().await?;
+    /// // The client sees the connection end (the timeout only guards against a hang), and
+    /// // its requests fail from now on.
+    /// tokio::time::timeout(Duration::from_secs(30), client.closed()).await?;
+    /// assert!(client.request("ping", None, Default::default()).await.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn close(&self) -> Result<()> {
         self.engine.close().await
     }

@@ -73,6 +73,22 @@ pub struct Binding {
 
 impl Binding {
     /// A binding to `method` on the tool, prompt or resource `name`.
+    ///
+    /// # Examples
+    ///
+    /// A state sealed while reading one resource opens only for that resource:
+    ///
+    /// ```
+    /// use mcpl_server::state::{Binding, StateError, StateSealer};
+    ///
+    /// let sealer = StateSealer::new(b"secret");
+    /// let invoice = Binding::new("resources/read", "billing://invoices/42");
+    /// assert_eq!(invoice.method, "resources/read");
+    /// let token = sealer.seal(&serde_json::json!({"approved": true}), &invoice);
+    /// assert_eq!(sealer.open(&token, &invoice).unwrap()["approved"], true);
+    /// let other = Binding::new("resources/read", "billing://invoices/43");
+    /// assert_eq!(sealer.open(&token, &other), Err(StateError::WrongBinding));
+    /// ```
     pub fn new(method: impl Into<String>, name: impl Into<String>) -> Self {
         Binding { method: method.into(), name: name.into() }
     }
@@ -224,6 +240,19 @@ impl StateSealer {
     }
 
     /// How long sealed states stay valid.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::state::{DEFAULT_STATE_TTL, StateSealer};
+    ///
+    /// assert_eq!(StateSealer::new(b"k").ttl(), DEFAULT_STATE_TTL);
+    /// // A server's sealer takes the time to live set on its builder.
+    /// let server = Server::builder("s", "1").request_state_ttl(Duration::from_secs(120)).build();
+    /// assert_eq!(server.state_sealer().ttl(), Duration::from_secs(120));
+    /// ```
     pub fn ttl(&self) -> Duration {
         self.ttl
     }

@@ -279,6 +279,34 @@ pub struct InMemoryTaskStore {
 
 impl InMemoryTaskStore {
     /// An empty store.
+    ///
+    /// # Examples
+    ///
+    /// A task is forgotten once its time to live has elapsed:
+    ///
+    /// ```
+    /// use mcpl_core::types::{DetailedTask, TaskStatus};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::task::{InMemoryTaskStore, TaskStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = InMemoryTaskStore::new();
+    /// let at = "2026-07-28T00:00:00.000Z".to_owned();
+    /// let mut report = DetailedTask::new("report", TaskStatus::Working, at.clone(), at.clone());
+    /// report.ttl_ms = Some(3_600_000);
+    /// let mut probe = DetailedTask::new("probe", TaskStatus::Working, at.clone(), at);
+    /// probe.ttl_ms = Some(0);
+    /// store.create(report).await?;
+    /// store.create(probe).await?;
+    /// assert!(store.get("report").await?.is_some());
+    /// assert!(store.get("probe").await?.is_none(), "its time to live has elapsed");
+    ///
+    /// // What a server uses unless told otherwise; setting it also enables the extension.
+    /// let server = Server::builder("s", "1").task_store(InMemoryTaskStore::new()).build();
+    /// assert!(server.serves_tasks());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }

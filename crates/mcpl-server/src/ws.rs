@@ -106,7 +106,36 @@ impl Default for WsConfig {
 }
 
 impl WsConfig {
-    /// The default settings.
+    /// The default settings: messages up to 4 MiB, local `Host`s only, no other `Origin`,
+    /// idle connections closed after 60 s, no server pings, at most 10 000 connections.
+    ///
+    /// # Examples
+    ///
+    /// With the defaults, a local client connects while a request naming another host (a
+    /// DNS-rebinding attack) is refused before the upgrade:
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let endpoint = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+    ///
+    /// let local = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await;
+    /// assert!(local.is_ok());
+    /// let mut rebound = format!("ws://{addr}/ws").into_client_request()?;
+    /// rebound.headers_mut().insert("host", "attacker.example".parse()?);
+    /// match tokio_tungstenite::connect_async(rebound).await {
+    ///     Err(tungstenite::Error::Http(response)) => assert_eq!(response.status(), 403),
+    ///     other => panic!("not refused: {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -254,6 +283,39 @@ impl std::fmt::Debug for WebSocketEndpoint {
 
 impl WebSocketEndpoint {
     /// The endpoint of `server` with `config`.
+    ///
+    /// # Examples
+    ///
+    /// A client connects and initializes a session, one JSON-RPC message per text frame:
+    ///
+    /// ```
+    /// use futures::{SinkExt, StreamExt};
+    /// use tokio_tungstenite::tungstenite::Message;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let server = Server::builder("ws-demo", "1.0.0").build();
+    /// let endpoint = WebSocketEndpoint::new(server, WsConfig::new().max_message_size(1 << 20));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+    ///
+    /// let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await?;
+    /// let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+    ///     "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    /// ws.send(Message::text(init)).await?;
+    /// let reply = loop {
+    ///     match ws.next().await {
+    ///         Some(Ok(Message::Text(text))) => break serde_json::from_str::<serde_json::Value>(&text)?,
+    ///         Some(Ok(_)) => continue, // pings
+    ///         other => panic!("connection ended: {other:?}"),
+    ///     }
+    /// };
+    /// assert_eq!(reply["result"]["serverInfo"]["name"], "ws-demo");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn new(server: Server, config: WsConfig) -> Self {
         WebSocketEndpoint {
             server,
@@ -305,6 +367,38 @@ impl WebSocketEndpoint {
     }
 
     /// The number of open connections.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::{SinkExt, StreamExt};
+    /// use tokio_tungstenite::tungstenite::Message;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let endpoint = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// tokio::spawn(mcpl_server::ws::serve(listener, endpoint.clone().into_router("/ws")));
+    /// assert_eq!(endpoint.connection_count(), 0);
+    ///
+    /// let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await?;
+    /// assert_eq!(endpoint.connection_count(), 1, "counted from the upgrade on");
+    /// ws.close(None).await?;
+    /// while ws.next().await.is_some() {} // until the server closes its side
+    /// // The count drops once the server has finished the connection (the timeout only guards
+    /// // against a hang).
+    /// tokio::time::timeout(Duration::from_secs(30), async {
+    ///     while endpoint.connection_count() != 0 {
+    ///         tokio::time::sleep(Duration::from_millis(10)).await;
+    ///     }
+    /// })
+    /// .await?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn connection_count(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }

@@ -69,10 +69,39 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 
 /// The path prefix of protected resource metadata documents (RFC 9728).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::http::auth::{PROTECTED_RESOURCE_WELL_KNOWN, ProtectedResourceMetadata};
+///
+/// assert_eq!(PROTECTED_RESOURCE_WELL_KNOWN, "/.well-known/oauth-protected-resource");
+/// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp");
+/// assert!(metadata.well_known_path().starts_with(PROTECTED_RESOURCE_WELL_KNOWN));
+/// ```
 pub const PROTECTED_RESOURCE_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// What a [`TokenVerifier`] learnt from a valid access token. It is added to the request's
 /// extensions, for handlers mounted next to the MCP endpoint.
+///
+/// # Examples
+///
+/// What a verifier might make of an introspection response:
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use mcpl_server::http::auth::AccessToken;
+///
+/// let introspected = serde_json::json!({
+///     "active": true, "scope": "mcp:read mcp:write", "client_id": "cli-42", "sub": "ada",
+/// });
+/// let token = AccessToken::new(introspected["scope"].as_str().unwrap_or_default().split(' '))
+///     .client_id("cli-42")
+///     .subject("ada")
+///     .expires_at(SystemTime::now() + Duration::from_secs(3600));
+/// assert_eq!(token.scopes, ["mcp:read", "mcp:write"]);
+/// assert_eq!(token.subject.as_deref(), Some("ada"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessToken {
     /// The scopes the token grants.
@@ -87,6 +116,16 @@ pub struct AccessToken {
 
 impl AccessToken {
     /// A token granting `scopes`, with no client, subject or expiry recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::AccessToken;
+    ///
+    /// let token = AccessToken::new(["mcp:tools"]);
+    /// assert_eq!(token.scopes, vec!["mcp:tools".to_owned()]);
+    /// assert_eq!((token.client_id, token.subject, token.expires_at), (None, None, None));
+    /// ```
     pub fn new<S: Into<String>>(scopes: impl IntoIterator<Item = S>) -> Self {
         AccessToken {
             scopes: scopes.into_iter().map(Into::into).collect(),
@@ -97,6 +136,15 @@ impl AccessToken {
     }
 
     /// Records the client the token was issued to.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::AccessToken;
+    ///
+    /// let token = AccessToken::new(["mcp:tools"]).client_id("cli-42");
+    /// assert_eq!(token.client_id.as_deref(), Some("cli-42"));
+    /// ```
     #[must_use]
     pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
         self.client_id = Some(client_id.into());
@@ -104,13 +152,35 @@ impl AccessToken {
     }
 
     /// Records the subject the token stands for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::AccessToken;
+    ///
+    /// let token = AccessToken::new(["mcp:tools"]).subject("user-7");
+    /// assert_eq!(token.subject.as_deref(), Some("user-7"));
+    /// ```
     #[must_use]
     pub fn subject(mut self, subject: impl Into<String>) -> Self {
         self.subject = Some(subject.into());
         self
     }
 
-    /// Records when the token expires.
+    /// Records when the token expires. [`BearerAuth`] refuses the token (`401`
+    /// `invalid_token`) once that time has passed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use mcpl_server::http::auth::AccessToken;
+    ///
+    /// // A JWT's `exp` claim, in seconds since the epoch.
+    /// let exp = 1_900_000_000;
+    /// let token = AccessToken::new(["mcp:tools"]).expires_at(UNIX_EPOCH + Duration::from_secs(exp));
+    /// assert_eq!(token.expires_at, Some(UNIX_EPOCH + Duration::from_secs(1_900_000_000)));
+    /// ```
     #[must_use]
     pub fn expires_at(mut self, at: SystemTime) -> Self {
         self.expires_at = Some(at);
@@ -123,6 +193,24 @@ impl AccessToken {
 }
 
 /// Why a [`TokenVerifier`] did not accept a token.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::http::auth::VerifyError;
+///
+/// // What a verifier asking an introspection endpoint might return.
+/// fn from_introspection(status: u16, active: bool) -> Result<(), VerifyError> {
+///     match (status, active) {
+///         (200, true) => Ok(()),
+///         (200, false) => Err(VerifyError::Invalid("token is not active".into())),
+///         (status, _) => Err(VerifyError::Unavailable(format!("introspection answered {status}"))),
+///     }
+/// }
+/// assert!(matches!(from_introspection(200, false), Err(VerifyError::Invalid(_))));
+/// let down = from_introspection(502, false).unwrap_err();
+/// assert_eq!(down.to_string(), "the access token could not be verified: introspection answered 502");
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
     /// The token is not valid here (unknown, revoked, expired, for another audience...): the
@@ -137,6 +225,15 @@ pub enum VerifyError {
 
 impl VerifyError {
     /// A stable name for the kind of failure: `invalid_token` or `verifier_unavailable`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::VerifyError;
+    ///
+    /// assert_eq!(VerifyError::Invalid("revoked".into()).kind(), "invalid_token");
+    /// assert_eq!(VerifyError::Unavailable("timeout".into()).kind(), "verifier_unavailable");
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             VerifyError::Invalid(_) => "invalid_token",
@@ -150,12 +247,65 @@ impl VerifyError {
 /// Implementations must check everything that makes the token valid for this server: its
 /// signature or introspection result, its expiry, and its audience (the token must have been
 /// issued for this resource; never accept tokens meant for another).
+///
+/// # Examples
+///
+/// A verifier backed by a table of issued tokens:
+///
+/// ```
+/// use std::collections::HashMap;
+/// use futures::future::BoxFuture;
+/// use mcpl_server::http::auth::{AccessToken, TokenVerifier, VerifyError};
+///
+/// #[derive(Debug)]
+/// struct Issued(HashMap<String, AccessToken>);
+///
+/// impl TokenVerifier for Issued {
+///     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AccessToken, VerifyError>> {
+///         Box::pin(async move {
+///             self.0.get(token).cloned().ok_or_else(|| VerifyError::Invalid("unknown token".into()))
+///         })
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let issued = Issued(HashMap::from([(
+///     "t0k3n".to_owned(),
+///     AccessToken::new(["mcp:tools"]).subject("ada"),
+/// )]));
+/// assert_eq!(issued.verify("t0k3n").await.unwrap().subject.as_deref(), Some("ada"));
+/// assert_eq!(issued.verify("forged").await.unwrap_err().kind(), "invalid_token");
+/// # });
+/// ```
 pub trait TokenVerifier: Send + Sync + 'static {
     /// Verifies `token` (the value after `Bearer `).
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<AccessToken, VerifyError>>;
 }
 
 /// The protected resource metadata document (RFC 9728) of an MCP server.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::http::auth::ProtectedResourceMetadata;
+///
+/// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp")
+///     .authorization_server("https://auth.example.com")
+///     .scopes_supported(["mcp:tools", "mcp:resources"])
+///     .resource_name("Example MCP server");
+/// let document = serde_json::to_value(&metadata)?;
+/// assert_eq!(
+///     document,
+///     serde_json::json!({
+///         "resource": "https://mcp.example.com/mcp",
+///         "authorization_servers": ["https://auth.example.com"],
+///         "scopes_supported": ["mcp:tools", "mcp:resources"],
+///         "bearer_methods_supported": ["header"],
+///         "resource_name": "Example MCP server",
+///     })
+/// );
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct ProtectedResourceMetadata {
     resource: String,
@@ -173,6 +323,18 @@ impl ProtectedResourceMetadata {
     /// The metadata of the resource identified by `resource`: the canonical URL of the MCP
     /// endpoint, such as `https://mcp.example.com/mcp`, exactly as clients will send it in the
     /// `resource` parameter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp");
+    /// assert_eq!(metadata.resource(), "https://mcp.example.com/mcp");
+    /// let document = serde_json::to_value(&metadata)?;
+    /// assert_eq!(document["bearer_methods_supported"], serde_json::json!(["header"]));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn new(resource: impl Into<String>) -> Self {
         ProtectedResourceMetadata {
             resource: resource.into(),
@@ -186,6 +348,22 @@ impl ProtectedResourceMetadata {
 
     /// Adds the issuer identifier of an authorization server that issues tokens for this
     /// resource.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp")
+    ///     .authorization_server("https://auth.example.com")
+    ///     .authorization_server("https://login.partner.example");
+    /// let document = serde_json::to_value(&metadata)?;
+    /// assert_eq!(
+    ///     document["authorization_servers"],
+    ///     serde_json::json!(["https://auth.example.com", "https://login.partner.example"])
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     #[must_use]
     pub fn authorization_server(mut self, issuer: impl Into<String>) -> Self {
         self.authorization_servers.push(issuer.into());
@@ -193,6 +371,18 @@ impl ProtectedResourceMetadata {
     }
 
     /// The scopes clients may request for this resource.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp")
+    ///     .scopes_supported(["mcp:read", "mcp:write"]);
+    /// let document = serde_json::to_value(&metadata)?;
+    /// assert_eq!(document["scopes_supported"], serde_json::json!(["mcp:read", "mcp:write"]));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     #[must_use]
     pub fn scopes_supported<S: Into<String>>(
         mut self,
@@ -203,6 +393,17 @@ impl ProtectedResourceMetadata {
     }
 
     /// A human-readable name of the resource.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp")
+    ///     .resource_name("Weather tools");
+    /// assert_eq!(serde_json::to_value(&metadata)?["resource_name"], "Weather tools");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     #[must_use]
     pub fn resource_name(mut self, name: impl Into<String>) -> Self {
         self.resource_name = Some(name.into());
@@ -210,6 +411,18 @@ impl ProtectedResourceMetadata {
     }
 
     /// A URL of human-readable documentation of the resource.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp")
+    ///     .resource_documentation("https://docs.example.com/mcp");
+    /// let document = serde_json::to_value(&metadata)?;
+    /// assert_eq!(document["resource_documentation"], "https://docs.example.com/mcp");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     #[must_use]
     pub fn resource_documentation(mut self, url: impl Into<String>) -> Self {
         self.resource_documentation = Some(url.into());
@@ -217,6 +430,15 @@ impl ProtectedResourceMetadata {
     }
 
     /// The resource identifier.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp");
+    /// assert_eq!(metadata.resource(), "https://mcp.example.com/mcp");
+    /// ```
     pub fn resource(&self) -> &str {
         &self.resource
     }
@@ -224,6 +446,17 @@ impl ProtectedResourceMetadata {
     /// The path the document is served at: the well-known prefix followed by the path of the
     /// resource identifier (`/.well-known/oauth-protected-resource/mcp` for
     /// `https://example.com/mcp`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let mcp = ProtectedResourceMetadata::new("https://example.com/mcp");
+    /// assert_eq!(mcp.well_known_path(), "/.well-known/oauth-protected-resource/mcp");
+    /// let root = ProtectedResourceMetadata::new("https://example.com/");
+    /// assert_eq!(root.well_known_path(), "/.well-known/oauth-protected-resource");
+    /// ```
     pub fn well_known_path(&self) -> String {
         let path = self.resource.parse::<Uri>().map(|u| u.path().to_owned()).unwrap_or_default();
         let path = path.trim_end_matches('/');
@@ -231,6 +464,18 @@ impl ProtectedResourceMetadata {
     }
 
     /// The absolute URL of the document, derived from the resource identifier.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::ProtectedResourceMetadata;
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://example.com:8443/tenants/a/mcp");
+    /// assert_eq!(
+    ///     metadata.well_known_url(),
+    ///     "https://example.com:8443/.well-known/oauth-protected-resource/tenants/a/mcp"
+    /// );
+    /// ```
     pub fn well_known_url(&self) -> String {
         let origin = match self.resource.parse::<Uri>() {
             Ok(uri) => match (uri.scheme_str(), uri.authority()) {
@@ -245,6 +490,68 @@ impl ProtectedResourceMetadata {
 
 /// Requires a valid bearer token on every request of a [`Router`] and serves the protected
 /// resource metadata document. See the [module documentation](self).
+///
+/// # Examples
+///
+/// An MCP endpoint behind a bearer token, served on an ephemeral port and called without a
+/// token, then with one:
+///
+/// ```
+/// use mcpl_server::Server;
+/// use mcpl_server::http::auth::{BearerAuth, ProtectedResourceMetadata};
+/// use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// # use mcpl_server::http::auth::{AccessToken, TokenVerifier, VerifyError};
+/// # #[derive(Debug)]
+/// # struct Tokens;
+/// # impl TokenVerifier for Tokens {
+/// #     fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+/// #         Box::pin(async move {
+/// #             match token {
+/// #                 "reader" => Ok(AccessToken::new(["mcp:read"]).subject("ada")),
+/// #                 "writer" => Ok(AccessToken::new(["mcp:read", "mcp:write"]).subject("ada")),
+/// #                 _ => Err(VerifyError::Invalid("unknown token".into())),
+/// #             }
+/// #         })
+/// #     }
+/// # }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let addr = listener.local_addr()?;
+/// let mcp = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), HttpConfig::new());
+/// let metadata = ProtectedResourceMetadata::new(format!("http://{addr}/mcp"))
+///     .authorization_server("https://auth.example.com");
+/// // `Tokens` is the application's `TokenVerifier`; it knows the token "reader".
+/// let app = BearerAuth::new(Tokens, metadata).protect(mcp.into_router("/mcp"));
+/// tokio::spawn(mcpl_server::http::serve(listener, app));
+///
+/// let discover = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{
+///     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+///     "io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+/// let post = |token: Option<&str>| {
+///     let mut request = reqwest::Client::new()
+///         .post(format!("http://{addr}/mcp"))
+///         .header("content-type", "application/json")
+///         .header("accept", "application/json, text/event-stream")
+///         .header("mcp-protocol-version", "2026-07-28")
+///         .header("mcp-method", "server/discover")
+///         .body(discover);
+///     if let Some(token) = token {
+///         request = request.bearer_auth(token);
+///     }
+///     request.send()
+/// };
+/// let refused = post(None).await?;
+/// assert_eq!(refused.status(), 401);
+/// let challenge = refused.headers()["www-authenticate"].to_str()?;
+/// assert_eq!(
+///     challenge,
+///     format!(r#"Bearer resource_metadata="http://{addr}/.well-known/oauth-protected-resource/mcp""#)
+/// );
+/// assert_eq!(post(Some("reader")).await?.status(), 200);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 pub struct BearerAuth {
     inner: Inner,
 }
@@ -268,6 +575,36 @@ impl std::fmt::Debug for BearerAuth {
 
 impl BearerAuth {
     /// Checks tokens with `verifier`, advertising `metadata`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::{BearerAuth, ProtectedResourceMetadata};
+    /// # use mcpl_server::http::auth::{AccessToken, TokenVerifier, VerifyError};
+    /// # #[derive(Debug)]
+    /// # struct Tokens;
+    /// # impl TokenVerifier for Tokens {
+    /// #     fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #         Box::pin(async move {
+    /// #             match token {
+    /// #                 "reader" => Ok(AccessToken::new(["mcp:read"]).subject("ada")),
+    /// #                 "writer" => Ok(AccessToken::new(["mcp:read", "mcp:write"]).subject("ada")),
+    /// #                 _ => Err(VerifyError::Invalid("unknown token".into())),
+    /// #             }
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// // `Tokens` is the application's `TokenVerifier`.
+    /// let auth = BearerAuth::new(
+    ///     Tokens,
+    ///     ProtectedResourceMetadata::new("https://mcp.example.com/mcp")
+    ///         .authorization_server("https://auth.example.com"),
+    /// );
+    /// // Challenges point clients at the metadata document.
+    /// let shown = format!("{auth:?}");
+    /// assert!(shown.contains("https://mcp.example.com/.well-known/oauth-protected-resource/mcp"));
+    /// ```
     pub fn new(verifier: impl TokenVerifier, metadata: ProtectedResourceMetadata) -> Self {
         let metadata_url = metadata.well_known_url();
         BearerAuth {
@@ -282,6 +619,54 @@ impl BearerAuth {
 
     /// Scopes every token must grant; a valid token without them gets `403`
     /// `insufficient_scope`. They are also named in the `401` challenge.
+    ///
+    /// # Examples
+    ///
+    /// A token that may read but not write is refused by an endpoint requiring both:
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::auth::{BearerAuth, ProtectedResourceMetadata};
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// # use mcpl_server::http::auth::{AccessToken, TokenVerifier, VerifyError};
+    /// # #[derive(Debug)]
+    /// # struct Tokens;
+    /// # impl TokenVerifier for Tokens {
+    /// #     fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #         Box::pin(async move {
+    /// #             match token {
+    /// #                 "reader" => Ok(AccessToken::new(["mcp:read"]).subject("ada")),
+    /// #                 "writer" => Ok(AccessToken::new(["mcp:read", "mcp:write"]).subject("ada")),
+    /// #                 _ => Err(VerifyError::Invalid("unknown token".into())),
+    /// #             }
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// let mcp = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), HttpConfig::new());
+    /// let metadata = ProtectedResourceMetadata::new(format!("http://{addr}/mcp"));
+    /// // `Tokens` grants "mcp:read" to "reader", "mcp:read" and "mcp:write" to "writer".
+    /// let app = BearerAuth::new(Tokens, metadata)
+    ///     .required_scopes(["mcp:read", "mcp:write"])
+    ///     .protect(mcp.into_router("/mcp"));
+    /// tokio::spawn(mcpl_server::http::serve(listener, app));
+    ///
+    /// let reply = reqwest::Client::new()
+    ///     .post(format!("http://{addr}/mcp"))
+    ///     .bearer_auth("reader")
+    ///     .body("{}")
+    ///     .send()
+    ///     .await?;
+    /// assert_eq!(reply.status(), 403);
+    /// let challenge = reply.headers()["www-authenticate"].to_str()?;
+    /// assert!(challenge.contains(r#"error="insufficient_scope""#));
+    /// assert!(challenge.contains(r#"scope="mcp:read mcp:write""#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     #[must_use]
     pub fn required_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.inner.required_scopes = scopes.into_iter().map(Into::into).collect();
@@ -291,6 +676,47 @@ impl BearerAuth {
     /// The URL of the metadata document given in challenges. Default: derived from the
     /// resource identifier (see [`ProtectedResourceMetadata::well_known_url`]); set it when the
     /// server is reached through a proxy that changes the origin.
+    ///
+    /// # Examples
+    ///
+    /// The server listens on a local port, but clients reach it through a public proxy:
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::auth::{BearerAuth, ProtectedResourceMetadata};
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// # use mcpl_server::http::auth::{AccessToken, TokenVerifier, VerifyError};
+    /// # #[derive(Debug)]
+    /// # struct Tokens;
+    /// # impl TokenVerifier for Tokens {
+    /// #     fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #         Box::pin(async move {
+    /// #             match token {
+    /// #                 "reader" => Ok(AccessToken::new(["mcp:read"]).subject("ada")),
+    /// #                 "writer" => Ok(AccessToken::new(["mcp:read", "mcp:write"]).subject("ada")),
+    /// #                 _ => Err(VerifyError::Invalid("unknown token".into())),
+    /// #             }
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// let mcp = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), HttpConfig::new());
+    /// let public = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+    /// let app = BearerAuth::new(Tokens, ProtectedResourceMetadata::new("https://mcp.example.com/mcp"))
+    ///     .metadata_url(public)
+    ///     .protect(mcp.into_router("/mcp"));
+    /// tokio::spawn(mcpl_server::http::serve(listener, app));
+    ///
+    /// let reply = reqwest::Client::new().post(format!("http://{addr}/mcp")).body("{}").send().await?;
+    /// assert_eq!(reply.status(), 401);
+    /// let challenge = reply.headers()["www-authenticate"].to_str()?;
+    /// assert_eq!(challenge, format!(r#"Bearer resource_metadata="{public}""#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     #[must_use]
     pub fn metadata_url(mut self, url: impl Into<String>) -> Self {
         self.inner.metadata_url = url.into();
@@ -298,6 +724,64 @@ impl BearerAuth {
     }
 
     /// `router` with every route requiring a valid token, plus the (public) metadata route.
+    ///
+    /// # Examples
+    ///
+    /// Routes mounted next to the MCP endpoint are protected too, and read the verified
+    /// [`AccessToken`] from the request's extensions:
+    ///
+    /// ```
+    /// use axum::Extension;
+    /// use axum::routing::get;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata};
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// # use mcpl_server::http::auth::{TokenVerifier, VerifyError};
+    /// # #[derive(Debug)]
+    /// # struct Tokens;
+    /// # impl TokenVerifier for Tokens {
+    /// #     fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #         Box::pin(async move {
+    /// #             match token {
+    /// #                 "reader" => Ok(AccessToken::new(["mcp:read"]).subject("ada")),
+    /// #                 "writer" => Ok(AccessToken::new(["mcp:read", "mcp:write"]).subject("ada")),
+    /// #                 _ => Err(VerifyError::Invalid("unknown token".into())),
+    /// #             }
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// let mcp = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), HttpConfig::new());
+    /// let app = mcp.into_router("/mcp").route(
+    ///     "/whoami",
+    ///     get(|Extension(token): Extension<AccessToken>| async move { token.subject.unwrap_or_default() }),
+    /// );
+    /// let metadata = ProtectedResourceMetadata::new(format!("http://{addr}/mcp"))
+    ///     .authorization_server("https://auth.example.com");
+    /// let app = BearerAuth::new(Tokens, metadata).protect(app);
+    /// tokio::spawn(mcpl_server::http::serve(listener, app));
+    ///
+    /// let http = reqwest::Client::new();
+    /// let whoami = http.get(format!("http://{addr}/whoami")).bearer_auth("reader").send().await?;
+    /// assert_eq!(whoami.text().await?, "ada");
+    /// let anonymous = http.get(format!("http://{addr}/whoami")).send().await?;
+    /// assert_eq!(anonymous.status(), 401);
+    ///
+    /// // The metadata document needs no token.
+    /// let document = http
+    ///     .get(format!("http://{addr}/.well-known/oauth-protected-resource/mcp"))
+    ///     .send()
+    ///     .await?
+    ///     .text()
+    ///     .await?;
+    /// let document: serde_json::Value = serde_json::from_str(&document)?;
+    /// assert_eq!(document["authorization_servers"][0], "https://auth.example.com");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn protect(self, router: Router) -> Router {
         let path = self.inner.metadata.well_known_path();
         let inner = Arc::new(self.inner);

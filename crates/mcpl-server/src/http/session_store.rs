@@ -104,6 +104,57 @@ pub struct InMemorySessionStore {
 
 impl InMemorySessionStore {
     /// An empty store.
+    ///
+    /// # Examples
+    ///
+    /// Two endpoints sharing one store (wrapped in an `Arc`): a session begun on the first is
+    /// continued on the second, as it would be behind a load balancer.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::event_store::InMemoryEventStore;
+    /// use mcpl_server::http::session_store::InMemorySessionStore;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = Arc::new(InMemorySessionStore::new());
+    /// let mut addrs = Vec::new();
+    /// for _ in 0..2 {
+    ///     let server = Server::builder("s", "1").build();
+    ///     let config = HttpConfig::new().json_response(true);
+    ///     let endpoint =
+    ///         StreamableHttp::with_stores(server, config, InMemoryEventStore::default(), store.clone());
+    ///     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    ///     addrs.push(listener.local_addr()?);
+    ///     tokio::spawn(mcpl_server::http::serve(listener, endpoint.into_router("/mcp")));
+    /// }
+    ///
+    /// let http = reqwest::Client::new();
+    /// let post = |addr: std::net::SocketAddr, body: &'static str| {
+    ///     http.post(format!("http://{addr}/mcp"))
+    ///         .header("content-type", "application/json")
+    ///         .header("accept", "application/json, text/event-stream")
+    ///         .body(body)
+    /// };
+    /// let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+    ///     "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    /// let reply = post(addrs[0], init).send().await?;
+    /// let session = reply.headers()["mcp-session-id"].to_str()?.to_owned();
+    ///
+    /// // The second endpoint never saw the `initialize`, yet serves the session.
+    /// let on_second = |body| post(addrs[1], body)
+    ///     .header("mcp-session-id", &session)
+    ///     .header("mcp-protocol-version", "2025-11-25");
+    /// let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    /// assert_eq!(on_second(initialized).send().await?.status(), 202);
+    /// let ping = on_second(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).send().await?;
+    /// assert_eq!(ping.status(), 200);
+    /// let ping: serde_json::Value = serde_json::from_str(&ping.text().await?)?;
+    /// assert_eq!(ping["result"], serde_json::json!({}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }

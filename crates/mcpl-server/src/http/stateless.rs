@@ -795,6 +795,29 @@ impl StatelessOutput {
     /// # Cancel safety
     ///
     /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::{Message, Request};
+    /// use mcpl_core::Engine;
+    /// use mcpl_server::http::stateless::StatelessTransport;
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let engine = Engine::new();
+    /// engine.on_request("work", |ctx, _params| async move {
+    ///     let _ = ctx.peer().notify("notifications/message", Some(json!({"data": "hi"}))).await;
+    ///     Ok(json!({}))
+    /// });
+    /// let (transport, mut output) = StatelessTransport::new(Request::new(1, "work", None));
+    /// let _peer = engine.connect(transport).await?;
+    /// // What the handler sent as it went, then its answer.
+    /// assert!(matches!(output.recv().await, Some(Message::Notification(_))));
+    /// assert!(matches!(output.recv().await, Some(Message::Response(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
     pub async fn recv(&mut self) -> Option<Message> {
         self.rx.next().await
     }

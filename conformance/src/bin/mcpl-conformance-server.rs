@@ -18,8 +18,9 @@ const DEFAULT_PORT: u16 = 3000;
 // One thread serves everything: every request of a connection is read, handled and answered on
 // the thread that accepted it, with no wake-ups across worker threads. On the 2-core benchmark
 // machine, sharing its cores with the load generator, this serves stateless `tools/call` at
-// c=32 about 35% faster, and stateful sessions about 20% faster, than the default
-// multi-threaded runtime; see docs/performance.md (fourth pass). A server whose handlers do
+// c=32 about 50% faster (about 0.9x of the benchmark's limit server, against 0.6x), and
+// stateful sessions about 20% faster, than the default multi-threaded runtime; see
+// docs/performance.md (fourth and fifth passes). A server whose handlers do
 // real work would use the multi-threaded runtime: `mcpl-server` works on either.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

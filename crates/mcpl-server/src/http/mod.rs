@@ -13,9 +13,10 @@
 //! - `DELETE` ends the session.
 //!
 //! The stateless (2026-07-28) era (see [`stateless`]): each `POST` carries one request whose
-//! `_meta` says who the client is, served inline by the endpoint's engine and answered through
-//! the sending half of a fresh single-use transport ([`stateless::StatelessSender`]);
-//! `GET` and `DELETE` get `405`. Results carry `resultType`, the server's identity in `_meta`,
+//! `_meta` says who the client is, served inline on the HTTP task by a fresh single-use
+//! transport that serving consumes; what the handler sends as it goes (progress, log messages)
+//! streams through the sending half of a [`stateless::StatelessTransport`]
+//! ([`stateless::StatelessSender`]); `GET` and `DELETE` get `405`. Results carry `resultType`, the server's identity in `_meta`,
 //! and cache hints on lists, reads and `server/discover` (see [`crate::cache`]).
 //!
 //! Every request is checked first: `Host` and `Origin` against allow-lists (DNS-rebinding

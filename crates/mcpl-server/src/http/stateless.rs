@@ -1,6 +1,15 @@
 //! The stateless (2026-07-28) era: every POST is one self-describing request, served by a
 //! fresh single-use transport.
 //!
+//! The endpoint makes one per POST and serving consumes it, so it serves exactly once by
+//! construction: the request runs inline on the HTTP task through
+//! [`Engine::run_request`](mcpl_core::Engine::run_request), what its handler sends as it goes
+//! reaches the client through the sending half of a [`StatelessTransport`]
+//! ([`StatelessSender`]) when the client asked for progress or log messages, and the answer is
+//! written by the endpoint (a tool's result straight from its type). [`StatelessTransport`]
+//! itself, whose clones share one use and refuse a second with
+//! [`Error::StatelessTransportReuse`], serves an engine of your own the same way.
+//!
 //! Checks run in the order the protocol fixes: the required `_meta` keys (`-32602`), the HTTP
 //! headers against the body (`-32020`), the protocol version (`-32022`), the method (`-32601`,
 //! HTTP 404), then the method itself. Results get `resultType`, the server's identity in
@@ -344,7 +353,8 @@ async fn serve_request(
     }
 }
 
-/// One stateless request, ready to be served.
+/// One stateless request, ready to be served: the endpoint's single-use transport for one
+/// POST. Serving consumes it ([`Call::run`]), so it cannot serve twice.
 struct Call {
     engine: Engine,
     server: crate::Server,

@@ -541,10 +541,7 @@ fn wire_reply(id: &RequestId, reply: Reply, server_info: &str) -> serde_json::Re
             result
         }
         reply => {
-            let result = reply.into_value().unwrap_or_else(|e| {
-                tracing::error!(error = %e.message, "a tool's result did not serialize");
-                Value::Null
-            });
+            let result = reply.into_value().map_err(|e| serde::ser::Error::custom(e.message))?;
             return wire(
                 &Message::Response(mcpl_core::jsonrpc::Response::new(id.clone(), result)),
                 server_info,

@@ -76,8 +76,8 @@ impl RegistryError {
     /// assert_eq!(registry.reserve(server("a", "tasks")).unwrap_err().kind(), "busy");
     /// assert_eq!(registry.reserve(server("b", "tasks--b")).unwrap_err().kind(), "prefix_conflict");
     /// let mut empty = server("c", "c");
-/// empty.tool_prefix = Some(String::new());
-/// assert_eq!(registry.reserve(empty).unwrap_err().kind(), "empty_prefix");
+    /// empty.tool_prefix = Some(String::new());
+    /// assert_eq!(registry.reserve(empty).unwrap_err().kind(), "empty_prefix");
     /// # registry.release(r, false);
     /// ```
     pub fn kind(&self) -> &'static str {

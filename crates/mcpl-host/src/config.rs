@@ -89,11 +89,18 @@ impl ConfigError {
     ///
     /// let kind = |text: &str| HostConfig::from_json(text).unwrap_err().kind();
     /// assert_eq!(kind("not json"), "invalid");
-    /// assert_eq!(kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}"#),
-    ///            "duplicate_id");
-    /// assert_eq!(kind(r#"{"servers": {"a": {"command": "x", "toolPrefix": ""}}}"#), "empty_prefix");
-    /// assert_eq!(kind(r#"{"servers": {"a": {"command": "x"}, "b": {"command": "y",
-    ///            "toolPrefix": "mcpl--a"}}}"#), "prefix_conflict");
+    /// assert_eq!(
+    ///     kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}"#),
+    ///     "duplicate_id"
+    /// );
+    /// assert_eq!(
+    ///     kind(r#"{"servers": {"a": {"command": "x", "toolPrefix": ""}}}"#),
+    ///     "empty_prefix"
+    /// );
+    /// // b's prefix meets a's default prefix `mcpl--a`.
+    /// let meeting = r#"{"servers": {"a": {"command": "x"},
+    ///                               "b": {"command": "y", "toolPrefix": "mcpl--a"}}}"#;
+    /// assert_eq!(kind(meeting), "prefix_conflict");
     /// ```
     pub fn kind(&self) -> &'static str {
         match self {
@@ -118,7 +125,8 @@ impl ConfigError {
 /// let config = HostConfig::from_json(r#"{"servers": {
 ///     "files": {"command": "mcpl-fs", "args": ["--root", "/srv"], "cwd": "/srv"},
 ///     "chat": {"url": "wss://chat.example/mcpl", "headers": {"Authorization": "Bearer t"}}
-/// }}"#).unwrap();
+/// }}"#)
+/// .unwrap();
 /// // Servers are sorted by id.
 /// match &config.servers[0].transport {
 ///     Transport::Url { url, headers } => {
@@ -127,8 +135,10 @@ impl ConfigError {
 ///     }
 ///     other => panic!("expected a URL, got {other:?}"),
 /// }
-/// assert!(matches!(&config.servers[1].transport,
-///                  Transport::Stdio { command, args, .. } if command == "mcpl-fs" && args.len() == 2));
+/// let Transport::Stdio { command, args, .. } = &config.servers[1].transport else {
+///     panic!("expected stdio");
+/// };
+/// assert_eq!((command.as_str(), args.len()), ("mcpl-fs", 2));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
@@ -193,10 +203,14 @@ impl Reconnect {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
     /// use mcpl_host::config::Reconnect;
+    /// use std::time::Duration;
     ///
-    /// let policy = Reconnect { enabled: true, initial: Duration::from_secs(5), max: Duration::from_secs(60) };
+    /// let policy = Reconnect {
+    ///     enabled: true,
+    ///     initial: Duration::from_secs(5),
+    ///     max: Duration::from_secs(60),
+    /// };
     /// let delays: Vec<u64> = (0..6).map(|n| policy.delay(n).as_secs()).collect();
     /// assert_eq!(delays, [5, 10, 20, 40, 60, 60]);
     /// assert_eq!(policy.delay(u32::MAX), Duration::from_secs(60)); // no overflow
@@ -474,11 +488,14 @@ impl HostConfig {
     /// use mcpl_host::config::HostConfig;
     ///
     /// // An array of servers with ids, or an object keyed by id: the same configuration.
-    /// let a = HostConfig::from_json(r#"{"servers": [{"id": "notes", "command": "mcpl-notes"}]}"#).unwrap();
-    /// let b = HostConfig::from_json(r#"{"servers": {"notes": {"command": "mcpl-notes"}}}"#).unwrap();
+    /// let a = HostConfig::from_json(r#"{"servers": [{"id": "notes", "command": "mcpl-notes"}]}"#)
+    ///     .unwrap();
+    /// let b =
+    ///     HostConfig::from_json(r#"{"servers": {"notes": {"command": "mcpl-notes"}}}"#).unwrap();
     /// assert_eq!(a, b);
     /// // Unknown members are refused rather than ignored.
-    /// let err = HostConfig::from_json(r#"{"servers": {"notes": {"comand": "mcpl-notes"}}}"#).unwrap_err();
+    /// let err = HostConfig::from_json(r#"{"servers": {"notes": {"comand": "mcpl-notes"}}}"#)
+    ///     .unwrap_err();
     /// assert_eq!(err.kind(), "invalid");
     /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {

@@ -30,7 +30,8 @@ use crate::prefix::{PrefixConflict, check_prefix};
 /// ```
 /// # use mcpl_host::config::{HostConfig, ServerConfig};
 /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
 /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
 /// # }
 /// use mcpl_host::registry::{Registry, RegistryError};
@@ -38,8 +39,14 @@ use crate::prefix::{PrefixConflict, check_prefix};
 /// let mut registry: Registry<u32> = Registry::default();
 /// let r = registry.reserve(server("a", "tasks")).unwrap();
 /// registry.complete(r, 1);
-/// assert!(matches!(registry.reserve(server("a", "other")), Err(RegistryError::Busy(_, "connected"))));
-/// assert!(matches!(registry.reserve(server("b", "tasks")), Err(RegistryError::PrefixConflict(_))));
+/// assert!(matches!(
+///     registry.reserve(server("a", "other")),
+///     Err(RegistryError::Busy(_, "connected"))
+/// ));
+/// assert!(matches!(
+///     registry.reserve(server("b", "tasks")),
+///     Err(RegistryError::PrefixConflict(_))
+/// ));
 /// assert!(matches!(registry.reserve_again("c", None), Err(RegistryError::Unknown(_))));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -66,7 +73,8 @@ impl RegistryError {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -74,7 +82,8 @@ impl RegistryError {
     /// let mut registry: Registry<u32> = Registry::default();
     /// let r = registry.reserve(server("a", "tasks")).unwrap();
     /// assert_eq!(registry.reserve(server("a", "tasks")).unwrap_err().kind(), "busy");
-    /// assert_eq!(registry.reserve(server("b", "tasks--b")).unwrap_err().kind(), "prefix_conflict");
+    /// let conflict = registry.reserve(server("b", "tasks--b")).unwrap_err();
+    /// assert_eq!(conflict.kind(), "prefix_conflict");
     /// let mut empty = server("c", "c");
     /// empty.tool_prefix = Some(String::new());
     /// assert_eq!(registry.reserve(empty).unwrap_err().kind(), "empty_prefix");
@@ -97,7 +106,8 @@ impl RegistryError {
 /// ```
 /// # use mcpl_host::config::{HostConfig, ServerConfig};
 /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
 /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
 /// # }
 /// use mcpl_host::registry::{Phase, Registry};
@@ -136,7 +146,8 @@ struct Entry<C> {
 /// ```
 /// # use mcpl_host::config::{HostConfig, ServerConfig};
 /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
 /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
 /// # }
 /// use mcpl_host::registry::Registry;
@@ -164,7 +175,8 @@ impl Reservation {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -186,7 +198,8 @@ impl Reservation {
 /// ```
 /// # use mcpl_host::config::{HostConfig, ServerConfig};
 /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
 /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
 /// # }
 /// use mcpl_host::registry::{Phase, Registry};
@@ -226,7 +239,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -254,7 +268,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -263,7 +278,10 @@ impl<C> Registry<C> {
     /// let first = registry.reserve(server("notes", "notes")).unwrap();
     /// // Refused at once while the first handshake still runs:
     /// assert_eq!(registry.reserve(server("notes", "n")).unwrap_err().kind(), "busy");
-    /// assert_eq!(registry.reserve(server("other", "notes")).unwrap_err().kind(), "prefix_conflict");
+    /// assert_eq!(
+    ///     registry.reserve(server("other", "notes")).unwrap_err().kind(),
+    ///     "prefix_conflict"
+    /// );
     /// registry.complete(first, 1);
     /// ```
     pub fn reserve(&mut self, config: ServerConfig) -> Result<Reservation, RegistryError> {
@@ -294,7 +312,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::{Phase, Registry};
@@ -342,7 +361,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -369,7 +389,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::{Phase, Registry};
@@ -405,7 +426,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::{Phase, Registry};
@@ -431,7 +453,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -455,7 +478,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -477,7 +501,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::{Phase, Registry};
@@ -499,7 +524,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -522,7 +548,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;
@@ -543,7 +570,8 @@ impl<C> Registry<C> {
     /// ```
     /// # use mcpl_host::config::{HostConfig, ServerConfig};
     /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x", "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
     /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
     /// # }
     /// use mcpl_host::registry::Registry;

@@ -444,7 +444,10 @@ impl ToolIndex {
     /// index.replace("notes", listing("mcpl--notes", tools, &ToolFilter::default()));
     ///
     /// let route = index.resolve("mcpl--notes--add").unwrap();
-    /// assert_eq!((route.server.as_str(), route.feature_set.as_deref()), ("notes", Some("notes.store")));
+    /// assert_eq!(
+    ///     (route.server.as_str(), route.feature_set.as_deref()),
+    ///     ("notes", Some("notes.store"))
+    /// );
     /// assert_eq!(index.resolve("mcpl--notes-x--run").unwrap().server, "x");
     /// assert!(index.resolve("mcpl--other--add").is_none());
     /// ```

@@ -45,7 +45,11 @@ pub enum StateMode {
 /// let data = json!({"n": 1});
 /// let root = Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None };
 /// tree.record(root, 1_700_000_000_000).unwrap();
-/// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None }, 1_700_000_000_500).unwrap();
+/// tree.record(
+///     Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None },
+///     1_700_000_000_500,
+/// )
+/// .unwrap();
 /// let node = &tree.nodes["c1"];
 /// assert_eq!(node.parent, None);
 /// assert_eq!(node.children, ["c2"]);
@@ -144,11 +148,15 @@ pub enum Recorded {
 ///
 /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
 /// let data = json!({"n": 1});
-/// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None }, 0).unwrap();
+/// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None }, 0)
+///     .unwrap();
 /// // Removing a member that is not there: the patch fails and nothing changes.
 /// let patch = ops(json!([{"op": "remove", "path": "/missing"}]));
 /// let err = tree
-///     .record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: Some(&patch) }, 1)
+///     .record(
+///         Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: Some(&patch) },
+///         1,
+///     )
 ///     .unwrap_err();
 /// assert!(matches!(err, RecordError::Patch { ref checkpoint, .. } if checkpoint == "c2"));
 /// assert_eq!(tree.current.as_deref(), Some("c1"));
@@ -202,9 +210,11 @@ impl RecordError {
     ///
     /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
     /// let (data, patch) = (json!({}), ops(json!([])));
-    /// let both = Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: Some(&patch) };
+    /// let both =
+    ///     Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: Some(&patch) };
     /// assert_eq!(tree.record(both, 0).unwrap_err().kind(), "both_data_and_patch");
-    /// let orphan = Incoming { checkpoint: "c2", parent: Some("gone"), data: None, patch: Some(&patch) };
+    /// let orphan =
+    ///     Incoming { checkpoint: "c2", parent: Some("gone"), data: None, patch: Some(&patch) };
     /// assert_eq!(tree.record(orphan, 0).unwrap_err().kind(), "unknown_parent_state");
     /// ```
     pub fn kind(&self) -> &'static str {
@@ -227,12 +237,15 @@ impl RecordError {
 ///
 /// let mut tree = CheckpointTree::new(StateMode::HostManaged, true);
 /// let (v1, v2) = (json!({"draft": "a"}), json!({"draft": "ab"}));
-/// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&v1), patch: None }, 0).unwrap();
-/// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: Some(&v2), patch: None }, 1).unwrap();
+/// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&v1), patch: None }, 0)
+///     .unwrap();
+/// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: Some(&v2), patch: None }, 1)
+///     .unwrap();
 /// // Go back to c1 and branch from it.
 /// tree.move_to("c1").unwrap();
 /// let v3 = json!({"draft": "ax"});
-/// tree.record(Incoming { checkpoint: "c3", parent: Some("c1"), data: Some(&v3), patch: None }, 2).unwrap();
+/// tree.record(Incoming { checkpoint: "c3", parent: Some("c1"), data: Some(&v3), patch: None }, 2)
+///     .unwrap();
 /// assert_eq!(tree.nodes["c1"].children, ["c2", "c3"]);
 /// assert_eq!(tree.current_state(), Some(&v3));
 /// ```
@@ -293,7 +306,8 @@ impl CheckpointTree {
     /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
     /// assert_eq!(tree.current_state(), None); // before any state
     /// let data = json!({"items": ["milk"]});
-    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None }, 0).unwrap();
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None }, 0)
+    ///     .unwrap();
     /// assert_eq!(tree.current_state(), Some(&data));
     /// ```
     pub fn current_state(&self) -> Option<&Value> {
@@ -387,11 +401,17 @@ impl CheckpointTree {
     ///
     /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
     /// let base = json!({"items": []});
-    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&base), patch: None }, 0).unwrap();
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&base), patch: None }, 0)
+    ///     .unwrap();
     /// let add = ops(json!([{"op": "add", "path": "/items/-", "value": "milk"}]));
-    /// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: Some(&add) }, 1).unwrap();
+    /// tree.record(
+    ///     Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: Some(&add) },
+    ///     1,
+    /// )
+    /// .unwrap();
     /// // An opaque checkpoint keeps its parent's state.
-    /// tree.record(Incoming { checkpoint: "c3", parent: Some("c2"), data: None, patch: None }, 2).unwrap();
+    /// tree.record(Incoming { checkpoint: "c3", parent: Some("c2"), data: None, patch: None }, 2)
+    ///     .unwrap();
     /// assert_eq!(tree.state_at("c1").unwrap(), Some(json!({"items": []})));
     /// assert_eq!(tree.state_at("c3").unwrap(), Some(json!({"items": ["milk"]})));
     /// ```
@@ -535,8 +555,13 @@ impl CheckpointTree {
     ///
     /// let mut tree = CheckpointTree::new(StateMode::HostManaged, true);
     /// let (a, b) = (json!({"v": "a"}), json!({"v": "b"}));
-    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&a), patch: None }, 0).unwrap();
-    /// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: Some(&b), patch: None }, 1).unwrap();
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&a), patch: None }, 0)
+    ///     .unwrap();
+    /// tree.record(
+    ///     Incoming { checkpoint: "c2", parent: Some("c1"), data: Some(&b), patch: None },
+    ///     1,
+    /// )
+    /// .unwrap();
     /// tree.move_to("c1").unwrap();
     /// assert_eq!(tree.current_state(), Some(&a));
     /// assert_eq!(tree.move_to("c7"), Err(MoveError::Unknown("c7".into())));
@@ -567,7 +592,11 @@ impl CheckpointTree {
     ///
     /// let mut tree = CheckpointTree::new(StateMode::HostManaged, true);
     /// let patch = ops(json!([{"op": "add", "path": "/n", "value": 1}]));
-    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: None, patch: Some(&patch) }, 0).unwrap();
+    /// tree.record(
+    ///     Incoming { checkpoint: "c1", parent: None, data: None, patch: Some(&patch) },
+    ///     0,
+    /// )
+    /// .unwrap();
     /// // The server's rollback answer carried the authoritative state at c1.
     /// tree.adopt_state("c1", json!({"n": 1, "extra": true}));
     /// assert_eq!(tree.current_state(), Some(&json!({"n": 1, "extra": true})));
@@ -592,8 +621,10 @@ impl CheckpointTree {
     /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, MoveError, StateMode};
     ///
     /// let mut tree = CheckpointTree::new(StateMode::ServerManaged, true);
-    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: None, patch: None }, 0).unwrap();
-    /// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None }, 1).unwrap();
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: None, patch: None }, 0)
+    ///     .unwrap();
+    /// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None }, 1)
+    ///     .unwrap();
     /// // A rollback to c1 answered -32005: the server no longer has it.
     /// tree.mark_pruned("c1");
     /// assert_eq!(tree.move_to("c1"), Err(MoveError::Pruned("c1".into())));
@@ -619,11 +650,17 @@ impl CheckpointTree {
     ///
     /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
     /// let root = json!({"n": 0});
-    /// tree.record(Incoming { checkpoint: "c0", parent: None, data: Some(&root), patch: None }, 0).unwrap();
+    /// tree.record(Incoming { checkpoint: "c0", parent: None, data: Some(&root), patch: None }, 0)
+    ///     .unwrap();
     /// for i in 1..=3 {
     ///     let patch = ops(json!([{"op": "replace", "path": "/n", "value": i}]));
     ///     let (id, parent) = (format!("c{i}"), format!("c{}", i - 1));
-    ///     let cp = Incoming { checkpoint: &id, parent: Some(&parent), data: None, patch: Some(&patch) };
+    ///     let cp = Incoming {
+    ///         checkpoint: &id,
+    ///         parent: Some(&parent),
+    ///         data: None,
+    ///         patch: Some(&patch),
+    ///     };
     ///     tree.record(cp, i).unwrap();
     /// }
     /// tree.move_to("c1").unwrap();

@@ -160,7 +160,9 @@ impl HostError {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::HostEvent;
+/// use mcpl_host::config::HostConfig;
+/// use mcpl_host::{Host, HostEvent};
+/// use serde_json::json;
 ///
 /// fn log_line(event: &HostEvent) -> String {
 ///     match event {
@@ -173,13 +175,34 @@ impl HostError {
 ///         other => format!("{other:?}"),
 ///     }
 /// }
-///
-/// let event = HostEvent::ToolsChanged {
-///     server: "memory".into(),
-///     added: vec!["mcpl--memory--remember".into()],
-///     removed: vec![],
-/// };
-/// assert_eq!(log_line(&event), "memory: +1 -0 tools");
+/// # use mcpl_core::types::{Tool, ToolSchema};
+/// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+/// # use mcpl_server::{Server, ToolOutput};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let item = serde_json::json!({"type": "string"});
+/// # let server = Server::builder("notes", "1.0.0")
+/// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+/// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+/// #         let text = format!("added {item}");
+/// #         async move { Ok(ToolOutput::text(text)) }
+/// #     })
+/// #     .build();
+/// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("ws://{}/ws", listener.local_addr()?);
+/// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+/// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+/// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+/// let config = HostConfig::from_json(&text)?;
+/// let (host, mut events) = Host::start(config).await?;
+/// let mut log = Vec::new();
+/// while let Ok(event) = events.try_recv() {
+///     log.push(log_line(&event));
+/// }
+/// assert_eq!(log, ["notes is up", "notes: +1 -0 tools"]);
+/// # host.shutdown().await;
+/// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub enum HostEvent {
@@ -225,28 +248,43 @@ pub enum HostEvent {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::ToolCall;
 /// use mcpl_host::checkpoint::RecordOutcome;
+/// use mcpl_host::config::HostConfig;
+/// use mcpl_host::{Host, ToolCall};
 /// use serde_json::json;
 ///
 /// /// The text an agent hands back to the model.
 /// fn text_of(call: &ToolCall) -> String {
-///     call.result["content"]
-///         .as_array()
-///         .into_iter()
-///         .flatten()
-///         .filter_map(|block| block["text"].as_str())
-///         .collect::<Vec<_>>()
-///         .join("\n")
+///     let blocks = call.result["content"].as_array().into_iter().flatten();
+///     blocks.filter_map(|block| block["text"].as_str()).collect::<Vec<_>>().join("\n")
 /// }
-///
-/// let call = ToolCall {
-///     server: "memory".into(),
-///     tool: "recall".into(),
-///     result: json!({"content": [{"type": "text", "text": "milk, eggs"}]}),
-///     state: RecordOutcome::NoState,
-/// };
-/// assert_eq!(text_of(&call), "milk, eggs");
+/// # use mcpl_core::types::{Tool, ToolSchema};
+/// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+/// # use mcpl_server::{Server, ToolOutput};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let item = serde_json::json!({"type": "string"});
+/// # let server = Server::builder("notes", "1.0.0")
+/// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+/// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+/// #         let text = format!("added {item}");
+/// #         async move { Ok(ToolOutput::text(text)) }
+/// #     })
+/// #     .build();
+/// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("ws://{}/ws", listener.local_addr()?);
+/// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+/// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+/// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+/// let config = HostConfig::from_json(&text)?;
+/// let (host, _events) = Host::start(config).await?;
+/// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
+/// assert_eq!((call.server.as_str(), call.tool.as_str()), ("notes", "add"));
+/// assert_eq!(text_of(&call), "added milk");
+/// assert_eq!(call.state, RecordOutcome::NoState); // the notes server keeps no checkpoints
+/// # host.shutdown().await;
+/// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct ToolCall {
@@ -465,13 +503,34 @@ struct Inner {
 /// ```
 /// use mcpl_host::Host;
 /// use mcpl_host::config::HostConfig;
-///
+/// use mcpl_host::registry::Phase;
+/// use serde_json::json;
+/// # use mcpl_core::types::{Tool, ToolSchema};
+/// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+/// # use mcpl_server::{Server, ToolOutput};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let (host, _events) = Host::start(HostConfig::default()).await?;
-/// let clone = host.clone(); // shares every connection and tree
-/// assert!(clone.tools().is_empty());
-/// assert!(host.servers().is_empty());
+/// # let item = serde_json::json!({"type": "string"});
+/// # let server = Server::builder("notes", "1.0.0")
+/// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+/// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+/// #         let text = format!("added {item}");
+/// #         async move { Ok(ToolOutput::text(text)) }
+/// #     })
+/// #     .build();
+/// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("ws://{}/ws", listener.local_addr()?);
+/// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+/// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+/// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+/// let config = HostConfig::from_json(&text)?;
+/// let (host, _events) = Host::start(config).await?;
+/// assert_eq!(host.servers(), [("notes".into(), "mcpl--notes".into(), Phase::Connected)]);
+/// // The model sees namespaced tools; a call by that name is routed back to the server.
+/// assert_eq!(host.tools()[0]["name"], "mcpl--notes--add");
+/// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
+/// assert_eq!(call.result["content"][0]["text"], "added milk");
 /// host.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -524,15 +583,36 @@ impl Host {
     /// ```
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
-    ///
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = HostConfig::from_json(r#"{"servers": [
-    ///     {"id": "notes", "command": "/nonexistent/mcpl-doc-server", "reconnect": false}
-    /// ]}"#)?;
-    /// // A server that fails to connect does not stop the host.
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// # let mut config = config;
+    /// # config.servers.extend(HostConfig::from_json(r#"{"servers": [{"id": "gone",
+    /// #     "command": "/nonexistent/mcpl-doc-server", "reconnect": false}]}"#)?.servers);
+    /// // Servers connect concurrently; one that fails ("gone", whose command does not exist)
+    /// // does not stop the others.
     /// let (host, _events) = Host::start(config).await?;
-    /// assert!(host.servers().is_empty()); // reconnect off: forgotten
+    /// let ids: Vec<String> = host.servers().into_iter().map(|(id, _, _)| id).collect();
+    /// assert_eq!(ids, ["notes"]);
+    /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
     pub async fn start(
@@ -706,25 +786,36 @@ impl Host {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::Host;
-    /// use mcpl_host::checkpoint::StateMode;
     /// use mcpl_host::config::HostConfig;
-    ///
+    /// use mcpl_host::{Host, HostEvent};
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let missing = |id: &str, prefix: &str| {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "toolPrefix": "{prefix}",
-    /// #         "command": "/nonexistent/mcpl-doc-server", "reconnectIntervalMs": 3600000}}]}}"#);
-    /// #     HostConfig::from_json(&text).map(|mut c| c.servers.remove(0))
-    /// # };
-    /// let (host, _events) = Host::start(HostConfig::default()).await?;
-    /// # let _ = host.connect(missing("notes", "notes")?).await;
-    /// host.checkpoints().register("notes", "notes.store", StateMode::HostManaged, false)?;
-    /// assert_eq!(host.servers().len(), 1);
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, mut events) = Host::start(config).await?;
+    /// # while events.try_recv().is_ok() {}
     /// host.disconnect("notes").await?;
-    /// // The server, its tools and its checkpoint trees are gone.
-    /// assert!(host.servers().is_empty());
-    /// assert!(host.checkpoints().keys().is_empty());
+    /// // The server, its tools and its checkpoint trees are gone; the model is told.
+    /// assert!(host.servers().is_empty() && host.tools().is_empty());
+    /// let Ok(HostEvent::ToolsChanged { removed, .. }) = events.try_recv() else { panic!() };
+    /// assert_eq!(removed, ["mcpl--notes--add"]);
     /// host.disconnect("notes").await?; // unknown ids are a no-op
     /// # Ok(()) }
     /// ```
@@ -974,23 +1065,42 @@ impl Host {
     /// # Examples
     ///
     /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
-    ///
+    /// use mcpl_server::ToolOutput;
+    /// use serde_json::json;
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::Server;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let missing = |id: &str, prefix: &str| {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "toolPrefix": "{prefix}",
-    /// #         "command": "/nonexistent/mcpl-doc-server", "reconnectIntervalMs": 3600000}}]}}"#);
-    /// #     HostConfig::from_json(&text).map(|mut c| c.servers.remove(0))
-    /// # };
-    /// let (host, _events) = Host::start(HostConfig::default()).await?;
-    /// # let _ = host.connect(missing("notes", "notes")?).await;
-    /// // After a server announced `notifications/tools/list_changed` (the host does this itself)
-    /// // or on an operator's request:
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server.clone(), WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // The server gains a tool while connected (`server` is the running mcpl_server::Server).
+    /// server.tools_mut().add(Tool::new("clear", ToolSchema::object()), |_ctx, _args| async {
+    ///     Ok(ToolOutput::text("cleared"))
+    /// })?;
+    /// // The host refreshes on `notifications/tools/list_changed` by itself; an explicit refresh
+    /// // (an operator's request) waits for the new list.
     /// host.refresh_tools("notes").await;
-    /// // "notes" is not connected, so nothing is listed.
-    /// assert!(host.tools().is_empty());
+    /// let tools = host.tools();
+    /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    /// assert_eq!(names, ["mcpl--notes--add", "mcpl--notes--clear"]);
+    /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
     pub async fn refresh_tools(&self, id: &str) {
@@ -1051,14 +1161,34 @@ impl Host {
     /// ```
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
-    ///
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
     /// // Hand the namespaced definitions to the model.
     /// let tools = host.tools();
     /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    /// assert!(names.is_empty()); // no server connected yet
+    /// assert_eq!(names, ["mcpl--notes--add"]);
+    /// assert_eq!(tools[0]["inputSchema"]["properties"]["item"]["type"], "string");
+    /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
     pub fn tools(&self) -> Vec<Value> {
@@ -1074,20 +1204,33 @@ impl Host {
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
     /// use mcpl_host::registry::Phase;
-    ///
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let missing = |id: &str, prefix: &str| {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "toolPrefix": "{prefix}",
-    /// #         "command": "/nonexistent/mcpl-doc-server", "reconnectIntervalMs": 3600000}}]}}"#);
-    /// #     HostConfig::from_json(&text).map(|mut c| c.servers.remove(0))
-    /// # };
-    /// let (host, _events) = Host::start(HostConfig::default()).await?;
-    /// # let _ = host.connect(missing("notes", "mcpl--notes")?).await;
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
     /// for (id, prefix, phase) in host.servers() {
     ///     assert_eq!((id.as_str(), prefix.as_str()), ("notes", "mcpl--notes"));
-    ///     assert_eq!(phase, Phase::Down); // its command does not exist
+    ///     assert_eq!(phase, Phase::Connected);
     /// }
+    /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
     pub fn servers(&self) -> Vec<(String, String, Phase)> {
@@ -1130,12 +1273,34 @@ impl Host {
     /// ```
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
-    ///
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let (host, _events) = Host::start(HostConfig::default()).await?;
-    /// // Only a connected server has an MCPL host side (its grant, manifest, diagnostics).
-    /// assert!(host.mcpl("notes").is_none());
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // Every connected server has an MCPL host side (status, grant, manifest, diagnostics).
+    /// let mcpl = host.mcpl("notes").expect("connected");
+    /// // This server speaks plain MCP, so MCPL is not in force on its connection.
+    /// assert!(!mcpl.is_ready());
+    /// assert!(host.mcpl("web").is_none());
+    /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
     pub fn mcpl(&self, id: &str) -> Option<McplHost> {
@@ -1158,15 +1323,33 @@ impl Host {
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
     /// use serde_json::json;
-    ///
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let (host, _events) = Host::start(HostConfig::default()).await?;
-    /// match host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await {
-    ///     Ok(call) => println!("{} answered {}", call.server, call.result),
-    ///     // No server lists this name, and no prefix covers it: nothing is sent.
-    ///     Err(e) => assert_eq!(e.kind(), "unknown_tool"),
-    /// }
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
+    /// assert_eq!(call.result["content"][0]["text"], "added milk");
+    /// // No server lists this name and no prefix covers it: nothing is sent.
+    /// let err = host.call_tool("mcpl--web--search", json!({})).await.unwrap_err();
+    /// assert_eq!(err.kind(), "unknown_tool");
+    /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolCall, HostError> {

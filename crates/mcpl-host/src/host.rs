@@ -192,6 +192,7 @@ impl HostError {
 /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// # let url = format!("ws://{}/ws", listener.local_addr()?);
 /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+///
 /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
 /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
 /// let config = HostConfig::from_json(&text)?;
@@ -275,6 +276,7 @@ pub enum HostEvent {
 /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// # let url = format!("ws://{}/ws", listener.local_addr()?);
 /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+///
 /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
 /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
 /// let config = HostConfig::from_json(&text)?;
@@ -522,6 +524,7 @@ struct Inner {
 /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// # let url = format!("ws://{}/ws", listener.local_addr()?);
 /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+///
 /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
 /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
 /// let config = HostConfig::from_json(&text)?;
@@ -601,6 +604,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;
@@ -806,6 +810,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;
@@ -814,7 +819,7 @@ impl Host {
     /// host.disconnect("notes").await?;
     /// // The server, its tools and its checkpoint trees are gone; the model is told.
     /// assert!(host.servers().is_empty() && host.tools().is_empty());
-    /// let Ok(HostEvent::ToolsChanged { removed, .. }) = events.try_recv() else { panic!() };
+    /// let Ok(HostEvent::ToolsChanged { removed, .. }) = events.try_recv() else { unreachable!() };
     /// assert_eq!(removed, ["mcpl--notes--add"]);
     /// host.disconnect("notes").await?; // unknown ids are a no-op
     /// # Ok(()) }
@@ -1086,6 +1091,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;
@@ -1179,6 +1185,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;
@@ -1222,6 +1229,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;
@@ -1291,6 +1299,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;
@@ -1340,6 +1349,7 @@ impl Host {
     /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let url = format!("ws://{}/ws", listener.local_addr()?);
     /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
     /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
     /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
     /// let config = HostConfig::from_json(&text)?;

@@ -32,22 +32,142 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Alert kinds the host raises.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::HostEvent;
+/// use mcpl_host::alerts::{OpsAlert, kinds};
+///
+/// /// Whether an alert should page the on-call operator.
+/// fn pages(event: &HostEvent) -> bool {
+///     let HostEvent::Alert(alert) = event else { return false };
+///     [kinds::SERVER_DOWN, kinds::POLICY_REFUSED].contains(&alert.kind.as_str())
+/// }
+///
+/// let down = OpsAlert::new(kinds::SERVER_DOWN, "notes", "notes failed to reconnect 5 times");
+/// assert!(pages(&HostEvent::Alert(down)));
+/// assert!(!pages(&HostEvent::Alert(OpsAlert::new(kinds::TOOLS_STALE, "notes", "stale"))));
+/// ```
 pub mod kinds {
     /// A server failed to reconnect five times in a row.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    ///
+    /// let alert =
+    ///     OpsAlert::new(kinds::SERVER_DOWN, "notes", "server notes failed to reconnect 5 times")
+    ///         .with("attempts", 5);
+    /// assert_eq!(alert.kind, "mcpl-down");
+    /// ```
     pub const SERVER_DOWN: &str = "mcpl-down";
     /// A server is back after `mcpl-down`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::kinds;
+    ///
+    /// // Raise and clear are distinct kinds, so each is throttled on its own.
+    /// assert_ne!(kinds::SERVER_UP, kinds::SERVER_DOWN);
+    /// assert_eq!(kinds::SERVER_UP, "mcpl-up");
+    /// ```
     pub const SERVER_UP: &str = "mcpl-up";
     /// A server listed a tool name more than once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    /// use mcpl_host::tools::{ToolFilter, listing};
+    /// use serde_json::json;
+    ///
+    /// let tools = vec![
+    ///     json!({"name": "read", "inputSchema": {}}),
+    ///     json!({"name": "read", "inputSchema": {}}),
+    /// ];
+    /// let l = listing("files", tools, &ToolFilter::default());
+    /// if !l.repeats.is_empty() {
+    ///     let alert = OpsAlert::new(kinds::DUPLICATE_TOOLS, "files", "tools listed twice")
+    ///         .with("tools", l.repeats.clone());
+    ///     assert_eq!(alert.data["tools"], json!(["read"]));
+    /// }
+    /// ```
     pub const DUPLICATE_TOOLS: &str = "mcpl-duplicate-tools";
     /// A server's `tools/list` refresh failed (its previous list is kept, marked stale).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::kinds;
+    ///
+    /// assert_eq!(kinds::TOOLS_STALE, "mcpl-tools-stale");
+    /// assert_eq!(kinds::TOOLS_FRESH, "mcpl-tools-fresh"); // its clearing kind
+    /// ```
     pub const TOOLS_STALE: &str = "mcpl-tools-stale";
     /// A server's `tools/list` refresh worked again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    ///
+    /// // An embedder tracking which servers offer a stale tool list.
+    /// let mut stale = std::collections::BTreeSet::new();
+    /// for alert in [
+    ///     OpsAlert::new(kinds::TOOLS_STALE, "notes", "tools/list of notes failed: timeout"),
+    ///     OpsAlert::new(kinds::TOOLS_FRESH, "notes", "tools/list of notes works again"),
+    /// ] {
+    ///     match alert.kind.as_str() {
+    ///         kinds::TOOLS_STALE => {
+    ///             stale.insert(alert.subject);
+    ///         }
+    ///         kinds::TOOLS_FRESH => {
+    ///             stale.remove(&alert.subject);
+    ///         }
+    ///         _ => {}
+    ///     }
+    /// }
+    /// assert!(stale.is_empty());
+    /// ```
     pub const TOOLS_FRESH: &str = "mcpl-tools-fresh";
     /// A server refused the host's policy (`accepted: false`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    ///
+    /// let alert = OpsAlert::new(kinds::POLICY_REFUSED, "notes", "notes refused the host policy")
+    ///     .with("reason", "feature set notes.admin is required");
+    /// assert_eq!(alert.kind, "mcpl-policy-refused");
+    /// ```
     pub const POLICY_REFUSED: &str = "mcpl-policy-refused";
 }
 
 /// One alert.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::alerts::{OpsAlert, kinds};
+/// use serde_json::json;
+///
+/// let alert =
+///     OpsAlert::new(kinds::SERVER_DOWN, "notes", "server notes is down").with("attempts", 5);
+/// // The webhook body.
+/// assert_eq!(
+///     serde_json::to_value(&alert).unwrap(),
+///     json!({
+///         "kind": "mcpl-down",
+///         "subject": "notes",
+///         "message": "server notes is down",
+///         "data": {"attempts": 5}
+///     })
+/// );
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OpsAlert {
     /// What happened (see [`kinds`]); raise and clear are distinct kinds.
@@ -63,6 +183,16 @@ pub struct OpsAlert {
 
 impl OpsAlert {
     /// An alert without data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::OpsAlert;
+    ///
+    /// let alert = OpsAlert::new("backup-failed", "notes", "the nightly state backup failed");
+    /// assert_eq!(alert.subject, "notes");
+    /// assert!(alert.data.is_empty());
+    /// ```
     pub fn new(
         kind: impl Into<String>,
         subject: impl Into<String>,
@@ -77,6 +207,20 @@ impl OpsAlert {
     }
 
     /// Adds a data member.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    /// use serde_json::json;
+    ///
+    /// let alert =
+    ///     OpsAlert::new(kinds::DUPLICATE_TOOLS, "files", "files lists tools more than once")
+    ///         .with("tools", vec!["read", "write"])
+    ///         .with("refresh", 3);
+    /// assert_eq!(alert.data["tools"], json!(["read", "write"]));
+    /// assert_eq!(alert.data["refresh"], 3);
+    /// ```
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.data.insert(key.to_owned(), value.into());
         self
@@ -84,18 +228,73 @@ impl OpsAlert {
 }
 
 /// A destination for alerts.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use mcpl_host::alerts::{AlertSink, Alerts, OpsAlert, kinds};
+///
+/// /// Shows alerts in the embedder's own status bar.
+/// #[derive(Debug, Default)]
+/// struct StatusBar(Mutex<Option<String>>);
+///
+/// impl AlertSink for StatusBar {
+///     fn deliver(&self, alert: &OpsAlert) {
+///         *self.0.lock().unwrap() = Some(format!("{}: {}", alert.subject, alert.message));
+///     }
+/// }
+///
+/// let bar = Arc::new(StatusBar::default());
+/// let alerts = Alerts::new().with_sink(bar.clone());
+/// alerts.raise(&OpsAlert::new(kinds::SERVER_UP, "notes", "server notes is back"));
+/// assert_eq!(bar.0.lock().unwrap().as_deref(), Some("notes: server notes is back"));
+/// ```
 pub trait AlertSink: Send + Sync + Debug + 'static {
     /// Delivers one alert (must not block for long; post asynchronously).
     fn deliver(&self, alert: &OpsAlert);
 }
 
 /// The time, injectable so throttling windows are testable.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use mcpl_host::alerts::Clock;
+///
+/// /// A clock that runs a fixed offset ahead (e.g. to test window edges).
+/// #[derive(Debug)]
+/// struct Ahead(Duration);
+///
+/// impl Clock for Ahead {
+///     fn now(&self) -> SystemTime {
+///         SystemTime::now() + self.0
+///     }
+/// }
+///
+/// assert!(Ahead(Duration::from_secs(60)).now() > SystemTime::now());
+/// ```
 pub trait Clock: Send + Sync + Debug + 'static {
     /// Now.
     fn now(&self) -> SystemTime;
 }
 
 /// The system clock.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use mcpl_host::alerts::{Alerts, RecordingSink, SystemClock};
+///
+/// // In production, throttling windows follow the system clock.
+/// let webhook = Arc::new(RecordingSink::default());
+/// let window = Duration::from_secs(15 * 60);
+/// let alerts = Alerts::new().with_throttled(webhook, window, Arc::new(SystemClock));
+/// # let _ = alerts;
+/// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
@@ -106,6 +305,19 @@ impl Clock for SystemClock {
 }
 
 /// A clock that moves only when told (tests).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpl_host::alerts::{Clock, ManualClock};
+///
+/// let clock = ManualClock::default();
+/// let start = clock.now();
+/// assert_eq!(clock.now(), start); // it does not move by itself
+/// clock.advance(Duration::from_secs(60));
+/// assert_eq!(clock.now().duration_since(start).unwrap(), Duration::from_secs(60));
+/// ```
 #[derive(Debug)]
 pub struct ManualClock {
     now: Mutex<SystemTime>,
@@ -119,6 +331,26 @@ impl Default for ManualClock {
 
 impl ManualClock {
     /// Moves the clock forward.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{Alerts, ManualClock, OpsAlert, RecordingSink, kinds};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = Arc::new(ManualClock::default());
+    /// let sink = Arc::new(RecordingSink::default());
+    /// let alerts =
+    ///     Alerts::new().with_throttled(sink.clone(), Duration::from_secs(900), clock.clone());
+    /// let alert = OpsAlert::new(kinds::TOOLS_STALE, "notes", "tools/list failed");
+    /// alerts.raise(&alert);
+    /// clock.advance(Duration::from_secs(899));
+    /// alerts.raise(&alert); // still inside the window
+    /// clock.advance(Duration::from_secs(1));
+    /// alerts.raise(&alert); // the window has passed
+    /// assert_eq!(sink.count(), 2);
+    /// ```
     pub fn advance(&self, by: Duration) {
         let mut now = self.now.lock().unwrap_or_else(PoisonError::into_inner);
         *now += by;
@@ -132,6 +364,20 @@ impl Clock for ManualClock {
 }
 
 /// Keeps every delivered alert (tests, or an embedder's own UI).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcpl_host::alerts::{Alerts, OpsAlert, RecordingSink, kinds};
+///
+/// let sink = Arc::new(RecordingSink::default());
+/// let alerts = Alerts::new().with_sink(sink.clone());
+/// alerts.raise(&OpsAlert::new(kinds::SERVER_DOWN, "notes", "down"));
+/// alerts.raise(&OpsAlert::new(kinds::SERVER_UP, "notes", "up"));
+/// let kinds_seen: Vec<String> = sink.alerts().into_iter().map(|a| a.kind).collect();
+/// assert_eq!(kinds_seen, ["mcpl-down", "mcpl-up"]);
+/// ```
 #[derive(Debug, Default)]
 pub struct RecordingSink {
     alerts: Mutex<Vec<OpsAlert>>,
@@ -139,11 +385,36 @@ pub struct RecordingSink {
 
 impl RecordingSink {
     /// How many were delivered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_host::alerts::{Alerts, OpsAlert, RecordingSink};
+    ///
+    /// let sink = Arc::new(RecordingSink::default());
+    /// assert_eq!(sink.count(), 0);
+    /// Alerts::new().with_sink(sink.clone()).raise(&OpsAlert::new("k", "s", "m"));
+    /// assert_eq!(sink.count(), 1);
+    /// ```
     pub fn count(&self) -> usize {
         self.alerts.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     /// The delivered alerts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_host::alerts::{Alerts, OpsAlert, RecordingSink, kinds};
+    ///
+    /// let sink = Arc::new(RecordingSink::default());
+    /// let alerts = Alerts::new().with_sink(sink.clone());
+    /// alerts.raise(&OpsAlert::new(kinds::DUPLICATE_TOOLS, "files", "read listed twice"));
+    /// let delivered = sink.alerts();
+    /// assert_eq!(delivered[0].subject, "files");
+    /// ```
     pub fn alerts(&self) -> Vec<OpsAlert> {
         self.alerts.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -156,6 +427,32 @@ impl AlertSink for RecordingSink {
 }
 
 /// Appends each alert as a JSON line `{at, kind, subject, message, ...data}` to a file.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::alerts::{Alerts, FailuresLog, OpsAlert, kinds};
+/// use std::sync::Arc;
+///
+/// let path =
+///     std::env::temp_dir().join(format!("mcpl-host-doc-failures-{}.jsonl", std::process::id()));
+/// let alerts = Alerts::new().with_sink(Arc::new(FailuresLog::new(&path)));
+/// alerts.raise(
+///     &OpsAlert::new(kinds::SERVER_DOWN, "notes", "server notes is down").with("attempts", 5),
+/// );
+/// alerts.raise(&OpsAlert::new(kinds::SERVER_UP, "notes", "server notes is back"));
+///
+/// let text = std::fs::read_to_string(&path).unwrap();
+/// let lines: Vec<serde_json::Value> =
+///     text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+/// assert_eq!(lines.len(), 2);
+/// assert_eq!(
+///     (lines[0]["kind"].as_str(), lines[0]["attempts"].as_u64()),
+///     (Some("mcpl-down"), Some(5))
+/// );
+/// assert!(lines[1]["at"].as_u64().is_some()); // milliseconds since the epoch
+/// std::fs::remove_file(&path).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct FailuresLog {
     path: PathBuf,
@@ -164,6 +461,20 @@ pub struct FailuresLog {
 
 impl FailuresLog {
     /// A log at `path` (created on first write).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{AlertSink, FailuresLog, OpsAlert};
+    ///
+    /// let path = std::env::temp_dir()
+    ///     .join(format!("mcpl-host-doc-log-new-{}.jsonl", std::process::id()));
+    /// let log = FailuresLog::new(&path);
+    /// assert!(!path.exists()); // created on the first write
+    /// log.deliver(&OpsAlert::new("mcpl-down", "notes", "down"));
+    /// assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
     pub fn new(path: impl Into<PathBuf>) -> Self {
         FailuresLog { path: path.into(), clock: Arc::new(SystemClock) }
     }
@@ -195,6 +506,57 @@ impl AlertSink for FailuresLog {
 }
 
 /// Posts each alert as JSON to a URL (in the background, on the current tokio runtime).
+///
+/// # Examples
+///
+/// ```
+/// # use std::io::{BufRead, BufReader, Read, Write};
+/// use std::time::Duration;
+/// use mcpl_host::alerts::{AlertSink, OpsAlert, WebhookSink, kinds};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A stand-in for the ops endpoint: accepts one POST and sends its body on `rx`.
+/// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+/// let url = format!("http://{}/alerts", listener.local_addr()?);
+/// # let (tx, rx) = std::sync::mpsc::channel();
+/// # std::thread::spawn(move || -> std::io::Result<()> {
+/// #     let (mut conn, _) = listener.accept()?;
+/// #     let mut reader = BufReader::new(conn.try_clone()?);
+/// #     let mut length = 0;
+/// #     loop {
+/// #         let mut line = String::new();
+/// #         reader.read_line(&mut line)?;
+/// #         if line == "\r\n" {
+/// #             break;
+/// #         }
+/// #         if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+/// #             length = v.trim().parse().unwrap_or(0);
+/// #         }
+/// #     }
+/// #     let mut body = vec![0; length];
+/// #     reader.read_exact(&mut body)?;
+/// #     conn.write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")?;
+/// #     let _ = tx.send(body);
+/// #     Ok(())
+/// # });
+///
+/// // `deliver` posts in the background on the current tokio runtime.
+/// WebhookSink::new(url).deliver(&OpsAlert::new(kinds::SERVER_DOWN, "notes", "notes is down"));
+/// let mut waited = Duration::ZERO;
+/// let body = loop {
+///     if let Ok(body) = rx.try_recv() {
+///         break body;
+///     }
+///     assert!(waited < Duration::from_secs(60), "the webhook was not posted");
+///     tokio::time::sleep(Duration::from_millis(20)).await;
+///     waited += Duration::from_millis(20);
+/// };
+/// let posted: serde_json::Value = serde_json::from_slice(&body)?;
+/// assert_eq!(posted["kind"], "mcpl-down");
+/// assert_eq!(posted["subject"], "notes");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct WebhookSink {
     url: String,
@@ -203,6 +565,20 @@ pub struct WebhookSink {
 
 impl WebhookSink {
     /// A sink posting to `url`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use mcpl_host::alerts::{Alerts, SystemClock, WebhookSink};
+    ///
+    /// // What the host does with `opsWebhook`: one post per server and kind per 15 minutes.
+    /// let webhook = Arc::new(WebhookSink::new("https://ops.example/hooks/agent"));
+    /// let window = Duration::from_secs(15 * 60);
+    /// let alerts = Alerts::new().with_throttled(webhook, window, Arc::new(SystemClock));
+    /// # let _ = alerts;
+    /// ```
     pub fn new(url: impl Into<String>) -> Self {
         WebhookSink { url: url.into(), client: reqwest::Client::new() }
     }
@@ -262,6 +638,26 @@ impl Throttled {
 
 /// The alert pipeline: every sink gets every alert, throttled sinks at most once per
 /// (subject, kind) per window; each alert is also a `tracing` warning (`ops_alert`).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use mcpl_host::alerts::{Alerts, ManualClock, OpsAlert, RecordingSink, kinds};
+///
+/// let every = Arc::new(RecordingSink::default()); // e.g. a failures log
+/// let paged = Arc::new(RecordingSink::default()); // e.g. a webhook
+/// let clock = Arc::new(ManualClock::default());
+/// let alerts = Alerts::new()
+///     .with_sink(every.clone())
+///     .with_throttled(paged.clone(), Duration::from_secs(900), clock);
+/// for subject in ["notes", "notes", "web"] {
+///     alerts.raise(&OpsAlert::new(kinds::SERVER_DOWN, subject, "down"));
+/// }
+/// assert_eq!(every.count(), 3);
+/// assert_eq!(paged.count(), 2); // once per (subject, kind) per window
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct Alerts {
     sinks: Vec<Arc<dyn AlertSink>>,
@@ -270,11 +666,35 @@ pub struct Alerts {
 
 impl Alerts {
     /// A pipeline that only traces.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{Alerts, OpsAlert};
+    ///
+    /// // Only a `tracing` warning (target `ops_alert`) per alert.
+    /// let alerts = Alerts::new();
+    /// alerts.raise(&OpsAlert::new("mcpl-down", "notes", "server notes is down"));
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds a sink that gets every alert (e.g. a [`FailuresLog`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_host::alerts::{Alerts, OpsAlert, RecordingSink};
+    ///
+    /// let sink = Arc::new(RecordingSink::default());
+    /// let alerts = Alerts::new().with_sink(sink.clone());
+    /// let alert = OpsAlert::new("mcpl-down", "notes", "down");
+    /// alerts.raise(&alert);
+    /// alerts.raise(&alert);
+    /// assert_eq!(sink.count(), 2); // unthrottled: every alert
+    /// ```
     pub fn with_sink(mut self, sink: Arc<dyn AlertSink>) -> Self {
         self.sinks.push(sink);
         self
@@ -282,6 +702,23 @@ impl Alerts {
 
     /// Adds a sink that gets each (subject, kind) at most once per `window` (e.g. a
     /// [`WebhookSink`] with 15 minutes).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{Alerts, ManualClock, OpsAlert, RecordingSink};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = Arc::new(ManualClock::default());
+    /// let sink = Arc::new(RecordingSink::default());
+    /// let alerts =
+    ///     Alerts::new().with_throttled(sink.clone(), Duration::from_secs(60), clock.clone());
+    /// alerts.raise(&OpsAlert::new("mcpl-down", "notes", "down"));
+    /// alerts.raise(&OpsAlert::new("mcpl-up", "notes", "up")); // another kind: its own window
+    /// alerts.raise(&OpsAlert::new("mcpl-down", "notes", "still down")); // throttled
+    /// assert_eq!(sink.count(), 2);
+    /// ```
     pub fn with_throttled(
         mut self,
         sink: Arc<dyn AlertSink>,
@@ -298,6 +735,18 @@ impl Alerts {
     }
 
     /// Raises an alert through every stage.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_host::alerts::{Alerts, OpsAlert, RecordingSink, kinds};
+    ///
+    /// let sink = Arc::new(RecordingSink::default());
+    /// let alerts = Alerts::new().with_sink(sink.clone());
+    /// alerts.raise(&OpsAlert::new(kinds::POLICY_REFUSED, "notes", "notes refused the policy"));
+    /// assert_eq!(sink.alerts()[0].kind, kinds::POLICY_REFUSED);
+    /// ```
     pub fn raise(&self, alert: &OpsAlert) {
         let data = Value::Object(alert.data.clone()).to_string();
         tracing::warn!(

@@ -36,6 +36,19 @@ use crate::prefix::{PrefixConflict, check_prefix};
 use crate::tools::ToolFilter;
 
 /// A configuration error.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::config::{ConfigError, HostConfig};
+///
+/// let err = HostConfig::from_json(r#"{"servers": {"my server": {"command": "x"}}}"#).unwrap_err();
+/// assert!(matches!(err, ConfigError::BadId(ref id) if id == "my server"));
+///
+/// let err = HostConfig::from_json(r#"{"servers": {"a": {"command": "x", "url": "ws://h/"}}}"#)
+///     .unwrap_err();
+/// assert!(matches!(err, ConfigError::Transport(ref id) if id == "a"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
@@ -68,6 +81,27 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// A stable name of the failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// let kind = |text: &str| HostConfig::from_json(text).unwrap_err().kind();
+    /// assert_eq!(kind("not json"), "invalid");
+    /// assert_eq!(
+    ///     kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a", "command": "y"}]}"#),
+    ///     "duplicate_id"
+    /// );
+    /// assert_eq!(
+    ///     kind(r#"{"servers": {"a": {"command": "x", "toolPrefix": ""}}}"#),
+    ///     "empty_prefix"
+    /// );
+    /// // b's prefix meets a's default prefix `mcpl--a`.
+    /// let meeting = r#"{"servers": {"a": {"command": "x"},
+    ///                               "b": {"command": "y", "toolPrefix": "mcpl--a"}}}"#;
+    /// assert_eq!(kind(meeting), "prefix_conflict");
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             ConfigError::Read { .. } => "read",
@@ -82,6 +116,30 @@ impl ConfigError {
 }
 
 /// How the host reaches a server.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::config::{HostConfig, Transport};
+///
+/// let config = HostConfig::from_json(r#"{"servers": {
+///     "files": {"command": "mcpl-fs", "args": ["--root", "/srv"], "cwd": "/srv"},
+///     "chat": {"url": "wss://chat.example/mcpl", "headers": {"Authorization": "Bearer t"}}
+/// }}"#)
+/// .unwrap();
+/// // Servers are sorted by id.
+/// match &config.servers[0].transport {
+///     Transport::Url { url, headers } => {
+///         assert_eq!(url, "wss://chat.example/mcpl");
+///         assert_eq!(headers["Authorization"], "Bearer t");
+///     }
+///     other => panic!("expected a URL, got {other:?}"),
+/// }
+/// let Transport::Stdio { command, args, .. } = &config.servers[1].transport else {
+///     panic!("expected stdio");
+/// };
+/// assert_eq!((command.as_str(), args.len()), ("mcpl-fs", 2));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on stdio.
@@ -106,6 +164,23 @@ pub enum Transport {
 }
 
 /// Reconnect policy: exponential backoff from `initial` up to `max`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpl_host::config::{HostConfig, Reconnect};
+///
+/// let config = HostConfig::from_json(r#"{"servers": {"a": {"command": "x",
+///     "reconnectIntervalMs": 1000, "reconnectMaxIntervalMs": 60000}}}"#).unwrap();
+/// assert_eq!(config.servers[0].reconnect, Reconnect {
+///     enabled: true,
+///     initial: Duration::from_secs(1),
+///     max: Duration::from_secs(60),
+/// });
+/// // The defaults: on, from 5 s up to 300 s.
+/// assert_eq!(Reconnect::default().initial, Duration::from_secs(5));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reconnect {
     /// Whether to reconnect after the connection drops.
@@ -124,6 +199,22 @@ impl Default for Reconnect {
 
 impl Reconnect {
     /// The delay before attempt `n` (0-based): `initial * 2^n`, capped at `max`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::Reconnect;
+    /// use std::time::Duration;
+    ///
+    /// let policy = Reconnect {
+    ///     enabled: true,
+    ///     initial: Duration::from_secs(5),
+    ///     max: Duration::from_secs(60),
+    /// };
+    /// let delays: Vec<u64> = (0..6).map(|n| policy.delay(n).as_secs()).collect();
+    /// assert_eq!(delays, [5, 10, 20, 40, 60, 60]);
+    /// assert_eq!(policy.delay(u32::MAX), Duration::from_secs(60)); // no overflow
+    /// ```
     pub fn delay(&self, attempt: u32) -> Duration {
         let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
         self.initial.checked_mul(factor).unwrap_or(self.max).min(self.max)
@@ -131,6 +222,26 @@ impl Reconnect {
 }
 
 /// One server.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::config::HostConfig;
+///
+/// let config = HostConfig::from_json(r#"{"servers": {"notes": {
+///     "command": "mcpl-notes",
+///     "reconnect": false,
+///     "featureSets": {"disabled": ["notes.admin"]},
+///     "tools": {"allow": ["note_*"], "deny": ["note_purge"]},
+///     "grant": {"deny": ["inference.request"]}
+/// }}}"#).unwrap();
+/// let notes = &config.servers[0];
+/// assert_eq!(notes.id, "notes");
+/// assert!(!notes.reconnect.enabled);
+/// assert_eq!(notes.disabled_feature_sets, ["notes.admin"]);
+/// assert!(notes.tools.permits("note_add") && !notes.tools.permits("note_purge"));
+/// assert_eq!(notes.grant_deny, ["inference.request"]);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// The id (`[A-Za-z0-9_-]+`).
@@ -155,11 +266,38 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// The effective tool prefix.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// let config = HostConfig::from_json(r#"{"servers": {
+    ///     "notes": {"command": "mcpl-notes"},
+    ///     "chat": {"url": "ws://127.0.0.1:9000/", "toolPrefix": "chat"}
+    /// }}"#).unwrap();
+    /// assert_eq!(config.servers[0].prefix(), "chat");
+    /// assert_eq!(config.servers[1].prefix(), "mcpl--notes");
+    /// ```
     pub fn prefix(&self) -> String {
         self.tool_prefix.clone().unwrap_or_else(|| default_prefix(&self.id))
     }
 
     /// Checks the id, the transport and the prefix (not against other servers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// let mut server = HostConfig::from_json(r#"{"servers": {"notes": {"command": "x"}}}"#)
+    ///     .unwrap()
+    ///     .servers
+    ///     .remove(0);
+    /// assert!(server.validate().is_ok());
+    /// server.id = "notes/v2".into();
+    /// assert_eq!(server.validate().unwrap_err().kind(), "bad_id");
+    /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         let ok = !self.id.is_empty()
             && self.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
@@ -174,6 +312,18 @@ impl ServerConfig {
 }
 
 /// Where checkpoint state lives.
+///
+/// # Examples
+///
+/// ```
+/// use std::path::Path;
+/// use mcpl_host::config::{HostConfig, StateConfig};
+///
+/// let config = HostConfig::from_json(r#"{"state": {"dir": "/var/lib/agent/state"}}"#).unwrap();
+/// assert_eq!(config.state.dir.as_deref(), Some(Path::new("/var/lib/agent/state")));
+/// assert_eq!(config.state.retention, 1000); // the default cap
+/// assert_eq!(StateConfig::default().dir, None); // in memory only
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateConfig {
     /// The directory of the file store (`None`: in memory only).
@@ -189,6 +339,23 @@ impl Default for StateConfig {
 }
 
 /// The whole configuration.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::config::HostConfig;
+///
+/// let config = HostConfig::from_json(r#"{
+///     "servers": [{"id": "notes", "command": "mcpl-notes"}],
+///     "failuresLog": "/var/log/agent/failures.jsonl",
+///     "opsWebhook": "https://ops.example/hooks/agent"
+/// }"#).unwrap();
+/// assert_eq!(config.servers.len(), 1);
+/// assert!(config.failures_log.is_some());
+/// assert_eq!(config.ops_webhook.as_deref(), Some("https://ops.example/hooks/agent"));
+/// // An empty configuration is valid: servers can be connected at run time.
+/// assert_eq!(HostConfig::from_json("{}").unwrap(), HostConfig::default());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostConfig {
     /// The servers, sorted by id.
@@ -272,6 +439,25 @@ struct RawConfig {
 impl HostConfig {
     /// Reads and validates a configuration file. Relative paths in it (`state.dir`, `cwd`,
     /// `failuresLog`) are resolved against the file's directory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::{ConfigError, HostConfig};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-load-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("host.json");
+    /// std::fs::write(&path, r#"{"servers": {"notes": {"command": "mcpl-notes"}},
+    ///                           "state": {"dir": "state"}}"#).unwrap();
+    /// let config = HostConfig::load(&path).unwrap();
+    /// // Relative paths are resolved against the file's directory.
+    /// assert_eq!(config.state.dir, Some(dir.join("state")));
+    ///
+    /// let missing = HostConfig::load(&dir.join("absent.json")).unwrap_err();
+    /// assert!(matches!(missing, ConfigError::Read { .. }));
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
@@ -295,6 +481,23 @@ impl HostConfig {
 
     /// Parses and validates a configuration. `servers` is an array of objects with an `id`,
     /// or an object keyed by id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// // An array of servers with ids, or an object keyed by id: the same configuration.
+    /// let a = HostConfig::from_json(r#"{"servers": [{"id": "notes", "command": "mcpl-notes"}]}"#)
+    ///     .unwrap();
+    /// let b =
+    ///     HostConfig::from_json(r#"{"servers": {"notes": {"command": "mcpl-notes"}}}"#).unwrap();
+    /// assert_eq!(a, b);
+    /// // Unknown members are refused rather than ignored.
+    /// let err = HostConfig::from_json(r#"{"servers": {"notes": {"comand": "mcpl-notes"}}}"#)
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), "invalid");
+    /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
         let raw: RawConfig =
             serde_json::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;

@@ -61,6 +61,23 @@ const DOWN_AFTER: u32 = 5;
 const WEBHOOK_WINDOW: Duration = Duration::from_secs(15 * 60);
 
 /// A host failure.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::{Host, HostError};
+/// use mcpl_host::config::HostConfig;
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (host, _events) = Host::start(HostConfig::default()).await?;
+/// match host.call_tool("mcpl--weather--forecast", json!({"city": "Oslo"})).await {
+///     Err(HostError::UnknownTool(name)) => assert_eq!(name, "mcpl--weather--forecast"),
+///     other => panic!("expected an unknown tool, got {other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// The registry refused (busy id, meeting prefixes, bad configuration).
@@ -101,6 +118,29 @@ pub enum HostError {
 
 impl HostError {
     /// A stable name of the failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let missing = |id: &str, prefix: &str| {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "toolPrefix": "{prefix}",
+    /// #         "command": "/nonexistent/mcpl-doc-server", "reconnectIntervalMs": 3600000}}]}}"#);
+    /// #     HostConfig::from_json(&text).map(|mut c| c.servers.remove(0))
+    /// # };
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// // The handshake fails, but with reconnect on the server stays registered under "tasks".
+    /// let err = host.connect(missing("a", "tasks")?).await.unwrap_err();
+    /// assert_eq!(err.kind(), "connect");
+    /// // A second server whose prefix meets "tasks" is refused before anything is sent.
+    /// let err = host.connect(missing("b", "tasks-")?).await.unwrap_err();
+    /// assert_eq!(err.kind(), "prefix_conflict");
+    /// # Ok(()) }
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             HostError::Registry(e) => e.kind(),
@@ -116,6 +156,55 @@ impl HostError {
 }
 
 /// Something the embedder should know about.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::config::HostConfig;
+/// use mcpl_host::{Host, HostEvent};
+/// use serde_json::json;
+///
+/// fn log_line(event: &HostEvent) -> String {
+///     match event {
+///         HostEvent::Connected { server } => format!("{server} is up"),
+///         HostEvent::Disconnected { server } => format!("{server} went away"),
+///         HostEvent::ToolsChanged { server, added, removed } => {
+///             format!("{server}: +{} -{} tools", added.len(), removed.len())
+///         }
+///         HostEvent::Alert(alert) => format!("alert {}: {}", alert.kind, alert.message),
+///         other => format!("{other:?}"),
+///     }
+/// }
+/// # use mcpl_core::types::{Tool, ToolSchema};
+/// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+/// # use mcpl_server::{Server, ToolOutput};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let item = serde_json::json!({"type": "string"});
+/// # let server = Server::builder("notes", "1.0.0")
+/// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+/// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+/// #         let text = format!("added {item}");
+/// #         async move { Ok(ToolOutput::text(text)) }
+/// #     })
+/// #     .build();
+/// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("ws://{}/ws", listener.local_addr()?);
+/// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+///
+/// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+/// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+/// let config = HostConfig::from_json(&text)?;
+/// let (host, mut events) = Host::start(config).await?;
+/// let mut log = Vec::new();
+/// while let Ok(event) = events.try_recv() {
+///     log.push(log_line(&event));
+/// }
+/// assert_eq!(log, ["notes is up", "notes: +1 -0 tools"]);
+/// # host.shutdown().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub enum HostEvent {
     /// A server pushed an event (admitted and deduplicated per connection).
@@ -156,6 +245,49 @@ pub enum HostEvent {
 }
 
 /// The outcome of a tool call.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::RecordOutcome;
+/// use mcpl_host::config::HostConfig;
+/// use mcpl_host::{Host, ToolCall};
+/// use serde_json::json;
+///
+/// /// The text an agent hands back to the model.
+/// fn text_of(call: &ToolCall) -> String {
+///     let blocks = call.result["content"].as_array().into_iter().flatten();
+///     blocks.filter_map(|block| block["text"].as_str()).collect::<Vec<_>>().join("\n")
+/// }
+/// # use mcpl_core::types::{Tool, ToolSchema};
+/// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+/// # use mcpl_server::{Server, ToolOutput};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let item = serde_json::json!({"type": "string"});
+/// # let server = Server::builder("notes", "1.0.0")
+/// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+/// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+/// #         let text = format!("added {item}");
+/// #         async move { Ok(ToolOutput::text(text)) }
+/// #     })
+/// #     .build();
+/// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("ws://{}/ws", listener.local_addr()?);
+/// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+///
+/// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+/// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+/// let config = HostConfig::from_json(&text)?;
+/// let (host, _events) = Host::start(config).await?;
+/// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
+/// assert_eq!((call.server.as_str(), call.tool.as_str()), ("notes", "add"));
+/// assert_eq!(text_of(&call), "added milk");
+/// assert_eq!(call.state, RecordOutcome::NoState); // the notes server keeps no checkpoints
+/// # host.shutdown().await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ToolCall {
     /// The server that served it.
@@ -183,6 +315,27 @@ type InferenceHandler = Arc<
 >;
 
 /// Builds a [`Host`]: the configuration plus the host's own handlers.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::hooks::ModelInfo;
+/// use mcpl_host::Host;
+/// use mcpl_host::config::HostConfig;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let model = ModelInfo {
+///     id: "example-model".into(),
+///     vendor: "example".into(),
+///     context_window: 200_000,
+///     capabilities: vec!["tools".into()],
+///     extra: Default::default(),
+/// };
+/// let (host, _events) = Host::builder(HostConfig::default()).model_info(model).start().await?;
+/// assert!(host.servers().is_empty());
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct HostBuilder {
     config: HostConfig,
@@ -203,6 +356,33 @@ impl std::fmt::Debug for HostBuilder {
 impl HostBuilder {
     /// Answers servers' `inference/request`s (and advertises `inferenceRequest` to them): the
     /// handler gets the server id and the call (with a chunk sender when streaming).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::ErrorObject;
+    /// use mcpl_core::mcpl::hooks::Usage;
+    /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = Host::builder(HostConfig::default()).on_inference(|server, call| async move {
+    ///     // Run the host's own model here; this one echoes the last message's role.
+    ///     let last = call.params.messages.last().map(|m| m.role.clone()).unwrap_or_default();
+    ///     Ok::<_, ErrorObject>(InferenceResult {
+    ///         content: format!("{server} asked for {last}"),
+    ///         model: "example-model".into(),
+    ///         finish_reason: FinishReason::EndTurn,
+    ///         usage: Usage { input_tokens: 0, output_tokens: 0 },
+    ///         extra: Default::default(),
+    ///     })
+    /// });
+    /// let (host, _events) = builder.start().await?;
+    /// assert!(host.tools().is_empty());
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn on_inference<F, Fut>(mut self, handler: F) -> HostBuilder
     where
@@ -214,6 +394,28 @@ impl HostBuilder {
     }
 
     /// Answers servers' `model/info` with `model` (and advertises `modelInfo` to them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::hooks::ModelInfo;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let model = ModelInfo {
+    ///     id: "example-model".into(),
+    ///     vendor: "example".into(),
+    ///     context_window: 128_000,
+    ///     capabilities: vec!["vision".into(), "tools".into()],
+    ///     extra: Default::default(),
+    /// };
+    /// let builder = Host::builder(HostConfig::default()).model_info(model);
+    /// let (host, _events) = builder.start().await?;
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn model_info(mut self, model: ModelInfo) -> HostBuilder {
         self.model = Some(model);
@@ -226,6 +428,20 @@ impl HostBuilder {
     /// # Errors
     ///
     /// The checkpoint store cannot be opened.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HostConfig::from_json(r#"{"state": {"retention": 50}}"#)?;
+    /// let (host, _events) = Host::builder(config).start().await?;
+    /// assert!(host.servers().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn start(self) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
         Host::start_with(self).await
     }
@@ -233,6 +449,32 @@ impl HostBuilder {
 
 /// The injections of one `context/beforeInference` fan-out, grouped by position; within a
 /// group, by server id.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::hooks::BeforeInferenceParams;
+/// use mcpl_host::Host;
+/// use mcpl_host::config::HostConfig;
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (host, _events) = Host::start(HostConfig::default()).await?;
+/// let params: BeforeInferenceParams = serde_json::from_value(json!({
+///     "inferenceId": "inf-1",
+///     "conversationId": "conv-1",
+///     "turnIndex": 0,
+///     "userMessage": "What is on my list?",
+///     "model": {"id": "example-model", "vendor": "example", "contextWindow": 128000}
+/// }))?;
+/// let injections = host.before_inference(params).await;
+/// // Build the prompt: system injections first, then the turn.
+/// let system: Vec<String> =
+///     injections.system.iter().map(|(server, i)| format!("[{server}] {:?}", i.content)).collect();
+/// assert!(system.is_empty() && injections.failed.is_empty()); // no server connected
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Injections {
     /// `system` injections (only from servers granted `inject.system`).
@@ -257,6 +499,44 @@ struct Inner {
 }
 
 /// The agent host. Cheap to clone.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::Host;
+/// use mcpl_host::config::HostConfig;
+/// use mcpl_host::registry::Phase;
+/// use serde_json::json;
+/// # use mcpl_core::types::{Tool, ToolSchema};
+/// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+/// # use mcpl_server::{Server, ToolOutput};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let item = serde_json::json!({"type": "string"});
+/// # let server = Server::builder("notes", "1.0.0")
+/// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+/// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+/// #         let text = format!("added {item}");
+/// #         async move { Ok(ToolOutput::text(text)) }
+/// #     })
+/// #     .build();
+/// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let url = format!("ws://{}/ws", listener.local_addr()?);
+/// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+///
+/// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+/// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+/// let config = HostConfig::from_json(&text)?;
+/// let (host, _events) = Host::start(config).await?;
+/// assert_eq!(host.servers(), [("notes".into(), "mcpl--notes".into(), Phase::Connected)]);
+/// // The model sees namespaced tools; a call by that name is routed back to the server.
+/// assert_eq!(host.tools()[0]["name"], "mcpl--notes--add");
+/// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
+/// assert_eq!(call.result["content"][0]["text"], "added milk");
+/// host.shutdown().await;
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Host {
     inner: Arc<Inner>,
@@ -300,6 +580,45 @@ impl Host {
     /// # Errors
     ///
     /// The checkpoint store cannot be opened.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// # let mut config = config;
+    /// # config.servers.extend(HostConfig::from_json(r#"{"servers": [{"id": "gone",
+    /// #     "command": "/nonexistent/mcpl-doc-server", "reconnect": false}]}"#)?.servers);
+    /// // Servers connect concurrently; one that fails ("gone", whose command does not exist)
+    /// // does not stop the others.
+    /// let (host, _events) = Host::start(config).await?;
+    /// let ids: Vec<String> = host.servers().into_iter().map(|(id, _, _)| id).collect();
+    /// assert_eq!(ids, ["notes"]);
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn start(
         config: HostConfig,
     ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
@@ -307,6 +626,19 @@ impl Host {
     }
 
     /// A builder, to set the host's own handlers before servers connect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::builder(HostConfig::default()).start().await?;
+    /// assert!(host.tools().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn builder(config: HostConfig) -> HostBuilder {
         HostBuilder { config, inference: None, model: None }
     }
@@ -374,6 +706,31 @@ impl Host {
     /// # Errors
     ///
     /// [`HostError::Registry`] for a refusal, [`HostError::Connect`] for a failed handshake.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::{Host, HostError};
+    /// use mcpl_host::config::HostConfig;
+    /// use mcpl_host::registry::Phase;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let missing = |id: &str, prefix: &str| {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "toolPrefix": "{prefix}",
+    /// #         "command": "/nonexistent/mcpl-doc-server", "reconnectIntervalMs": 3600000}}]}}"#);
+    /// #     HostConfig::from_json(&text).map(|mut c| c.servers.remove(0))
+    /// # };
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// let err = host.connect(missing("notes", "notes")?).await.unwrap_err();
+    /// assert!(matches!(err, HostError::Connect { ref server, .. } if server == "notes"));
+    /// // Reconnect is on: the server stays registered, down, and retries in the background.
+    /// assert_eq!(host.servers(), [("notes".into(), "notes".into(), Phase::Down)]);
+    /// // A second connect of the id is refused at once.
+    /// let again = host.connect(missing("notes", "other")?).await.unwrap_err();
+    /// assert_eq!(again.kind(), "busy");
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(&self, config: ServerConfig) -> Result<(), HostError> {
         let reservation = lock(&self.inner.registry).reserve(config.clone())?;
         self.finish(reservation, config).await
@@ -386,6 +743,32 @@ impl Host {
     /// # Errors
     ///
     /// As [`Host::connect`]; [`RegistryError::Unknown`] for an unknown id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let missing = |id: &str, prefix: &str| {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "toolPrefix": "{prefix}",
+    /// #         "command": "/nonexistent/mcpl-doc-server", "reconnectIntervalMs": 3600000}}]}}"#);
+    /// #     HostConfig::from_json(&text).map(|mut c| c.servers.remove(0))
+    /// # };
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// # let _ = host.connect(missing("a", "alpha")?).await;
+    /// # let _ = host.connect(missing("b", "beta")?).await;
+    /// // Servers "a" (prefix "alpha") and "b" (prefix "beta") are registered.
+    /// // A restart under a prefix that meets b's is refused; a leaves unchanged.
+    /// let err = host.restart("a", Some(missing("a", "beta--x")?)).await.unwrap_err();
+    /// assert_eq!(err.kind(), "prefix_conflict");
+    /// assert_eq!(host.servers()[0].1, "alpha");
+    /// let err = host.restart("nobody", None).await.unwrap_err();
+    /// assert_eq!(err.kind(), "unknown_server");
+    /// # Ok(()) }
+    /// ```
     pub async fn restart(&self, id: &str, config: Option<ServerConfig>) -> Result<(), HostError> {
         let (reservation, old) = lock(&self.inner.registry).reserve_again(id, config)?;
         if let Some(old) = old {
@@ -403,6 +786,44 @@ impl Host {
     /// # Errors
     ///
     /// The checkpoint store failed to delete the trees.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::config::HostConfig;
+    /// use mcpl_host::{Host, HostEvent};
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, mut events) = Host::start(config).await?;
+    /// # while events.try_recv().is_ok() {}
+    /// host.disconnect("notes").await?;
+    /// // The server, its tools and its checkpoint trees are gone; the model is told.
+    /// assert!(host.servers().is_empty() && host.tools().is_empty());
+    /// let Ok(HostEvent::ToolsChanged { removed, .. }) = events.try_recv() else { unreachable!() };
+    /// assert_eq!(removed, ["mcpl--notes--add"]);
+    /// host.disconnect("notes").await?; // unknown ids are a no-op
+    /// # Ok(()) }
+    /// ```
     pub async fn disconnect(&self, id: &str) -> Result<(), HostError> {
         let removed = lock(&self.inner.registry).remove(id);
         if let Some((_, Some(link))) = &removed {
@@ -645,6 +1066,49 @@ impl Host {
     /// Lists a server's tools again (one refresh at a time per server). A failure keeps the
     /// previous list, marked stale, and raises an alert; repeated tool names raise an alert
     /// on every refresh that finds them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use mcpl_server::ToolOutput;
+    /// use serde_json::json;
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::Server;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server.clone(), WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // The server gains a tool while connected (`server` is the running mcpl_server::Server).
+    /// server.tools_mut().add(Tool::new("clear", ToolSchema::object()), |_ctx, _args| async {
+    ///     Ok(ToolOutput::text("cleared"))
+    /// })?;
+    /// // The host refreshes on `notifications/tools/list_changed` by itself; an explicit refresh
+    /// // (an operator's request) waits for the new list.
+    /// host.refresh_tools("notes").await;
+    /// let tools = host.tools();
+    /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    /// assert_eq!(names, ["mcpl--notes--add", "mcpl--notes--clear"]);
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn refresh_tools(&self, id: &str) {
         let gate = lock(&self.inner.refreshing).entry(id.to_owned()).or_default().clone();
         let _one_at_a_time = gate.lock().await;
@@ -697,12 +1161,86 @@ impl Host {
     }
 
     /// Every offered tool definition (namespaced), by server then listing order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // Hand the namespaced definitions to the model.
+    /// let tools = host.tools();
+    /// let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    /// assert_eq!(names, ["mcpl--notes--add"]);
+    /// assert_eq!(tools[0]["inputSchema"]["properties"]["item"]["type"], "string");
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub fn tools(&self) -> Vec<Value> {
         let tools = self.inner.tools.read().unwrap_or_else(PoisonError::into_inner);
         tools.tools().map(|(_, t)| t.definition.clone()).collect()
     }
 
     /// Every server: id, prefix and phase.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use mcpl_host::registry::Phase;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// for (id, prefix, phase) in host.servers() {
+    ///     assert_eq!((id.as_str(), prefix.as_str()), ("notes", "mcpl--notes"));
+    ///     assert_eq!(phase, Phase::Connected);
+    /// }
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub fn servers(&self) -> Vec<(String, String, Phase)> {
         let registry = lock(&self.inner.registry);
         let ids: Vec<String> = registry.ids().map(str::to_owned).collect();
@@ -716,11 +1254,64 @@ impl Host {
     }
 
     /// The checkpoint manager (trees, injection, rollback bookkeeping).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::checkpoint::{StateMode, TreeKey};
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// // The host registers a tree for every stateful feature set a server declares.
+    /// host.checkpoints().register("notes", "notes.store", StateMode::HostManaged, true)?;
+    /// assert_eq!(host.checkpoints().keys(), [TreeKey::new("notes", "notes.store")]);
+    /// # Ok(()) }
+    /// ```
     pub fn checkpoints(&self) -> &CheckpointManager {
         &self.inner.checkpoints
     }
 
     /// The MCPL host side of a connected server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // Every connected server has an MCPL host side (status, grant, manifest, diagnostics).
+    /// let mcpl = host.mcpl("notes").expect("connected");
+    /// // This server speaks plain MCP, so MCPL is not in force on its connection.
+    /// assert!(!mcpl.is_ready());
+    /// assert!(host.mcpl("web").is_none());
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub fn mcpl(&self, id: &str) -> Option<McplHost> {
         lock(&self.inner.registry).connection(id).map(|l| l.mcpl.clone())
     }
@@ -734,6 +1325,43 @@ impl Host {
     ///
     /// [`HostError::UnknownTool`], [`HostError::NotConnected`], [`HostError::ToolNotAllowed`]
     /// (nothing is sent), or [`HostError::Call`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let item = serde_json::json!({"type": "string"});
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object().with_property("item", item)), |_, args| {
+    /// #         let item = args.get("item").and_then(|v| v.as_str()).unwrap_or_default();
+    /// #         let text = format!("added {item}");
+    /// #         async move { Ok(ToolOutput::text(text)) }
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A notes server with one tool, `add`, listens at `url` (a WebSocket, served in-process).
+    /// let text = json!({"servers": {"notes": {"url": url}}}).to_string();
+    /// let config = HostConfig::from_json(&text)?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
+    /// assert_eq!(call.result["content"][0]["text"], "added milk");
+    /// // No server lists this name and no prefix covers it: nothing is sent.
+    /// let err = host.call_tool("mcpl--web--search", json!({})).await.unwrap_err();
+    /// assert_eq!(err.kind(), "unknown_tool");
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<ToolCall, HostError> {
         let route = self
             .inner
@@ -794,6 +1422,34 @@ impl Host {
     /// # Errors
     ///
     /// [`HostError::Rollback`] with the reason.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::checkpoint::StateMode;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// let trees = host.checkpoints();
+    /// // A host-managed set without server rollback: the host rolls back alone.
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, false)?;
+    /// trees.record_result("notes", Some("notes.store"), &json!(
+    ///     {"checkpoint": "c1", "parent": null, "data": {"items": ["milk"]}}));
+    /// trees.record_result("notes", Some("notes.store"), &json!(
+    ///     {"checkpoint": "c2", "parent": "c1", "data": {"items": ["milk", "eggs"]}}));
+    /// host.rollback("notes", "notes.store", "c1").await?;
+    /// let tree = trees.tree("notes", "notes.store").unwrap();
+    /// assert_eq!(tree.current.as_deref(), Some("c1"));
+    /// assert_eq!(tree.current_state(), Some(&json!({"items": ["milk"]})));
+    /// // An unknown checkpoint is refused before anything is sent.
+    /// let err = host.rollback("notes", "notes.store", "c9").await.unwrap_err();
+    /// assert_eq!(err.kind(), "rollback");
+    /// # Ok(()) }
+    /// ```
     pub async fn rollback(
         &self,
         server: &str,
@@ -835,6 +1491,32 @@ impl Host {
     /// in parallel, each bounded by its connection's hook timeout (5 s by default) and
     /// fail-open. Each injection was authorized by its position against the grant current when
     /// its response arrived. The result is grouped by position, servers in id order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::hooks::BeforeInferenceParams;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// let params: BeforeInferenceParams = serde_json::from_value(json!({
+    ///     "inferenceId": "inf-7",
+    ///     "conversationId": "conv-1",
+    ///     "turnIndex": 3,
+    ///     "userMessage": null,
+    ///     "model": {"id": "example-model", "vendor": "example", "contextWindow": 128000}
+    /// }))?;
+    /// let injections = host.before_inference(params).await;
+    /// for (server, why) in &injections.failed {
+    ///     eprintln!("{server} contributed nothing: {why}"); // fail-open
+    /// }
+    /// assert!(injections.before_user.is_empty() && injections.after_user.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn before_inference(&self, params: BeforeInferenceParams) -> Injections {
         let links: Vec<(String, McplHost)> = {
             let registry = lock(&self.inner.registry);
@@ -873,6 +1555,28 @@ impl Host {
     /// Sends `inference/lifecycle` to every connected server granted `inferenceLifecycle`
     /// (each connection enforces one terminal phase per `started`). Returns the servers that
     /// refused it locally, with why.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::hooks::LifecycleParams;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// for phase in ["started", "completed"] {
+    ///     let params: LifecycleParams = serde_json::from_value(
+    ///         json!({"inferenceId": "inf-7", "phase": phase, "conversationId": "conv-1"}),
+    ///     )?;
+    ///     // Servers that refused it locally (e.g. a second terminal phase), with why.
+    ///     let refused = host.lifecycle(params).await;
+    ///     assert!(refused.is_empty());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn lifecycle(&self, params: LifecycleParams) -> Vec<(String, String)> {
         let links: Vec<(String, McplHost)> = {
             let registry = lock(&self.inner.registry);
@@ -894,6 +1598,23 @@ impl Host {
     }
 
     /// Closes every connection (checkpoint trees stay in the store).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::checkpoint::StateMode;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::start(HostConfig::default()).await?;
+    /// host.checkpoints().register("notes", "notes.store", StateMode::HostManaged, false)?;
+    /// host.shutdown().await;
+    /// // Trees outlive the connections (and, with `state.dir`, the process).
+    /// assert_eq!(host.checkpoints().keys().len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn shutdown(&self) {
         let links: Vec<Link> = {
             let registry = lock(&self.inner.registry);
@@ -920,6 +1641,25 @@ fn state_call(
 }
 
 /// A summary of a record outcome, for logs and the JSON-lines interface.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, RecordOutcome, StateMode};
+/// use mcpl_host::host::describe;
+/// use serde_json::json;
+///
+/// assert_eq!(describe(&RecordOutcome::NoState), json!({"outcome": "none"}));
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+/// let outcome =
+///     trees.record_result("notes", Some("notes.store"), &json!({"checkpoint": "c1", "data": {}}));
+/// assert_eq!(
+///     describe(&outcome),
+///     json!({"outcome": "recorded", "featureSet": "notes.store", "how": "new"}),
+/// );
+/// ```
 pub fn describe(outcome: &RecordOutcome) -> Value {
     match outcome {
         RecordOutcome::NoState => json!({"outcome": "none"}),
@@ -936,6 +1676,26 @@ pub fn describe(outcome: &RecordOutcome) -> Value {
 
 /// The trees of one server, for display: feature set to `{mode, rollback, current, state,
 /// degraded, checkpoints}`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::Host;
+/// use mcpl_host::checkpoint::StateMode;
+/// use mcpl_host::config::HostConfig;
+/// use mcpl_host::host::state_view;
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (host, _events) = Host::start(HostConfig::default()).await?;
+/// host.checkpoints().register("notes", "notes.store", StateMode::HostManaged, false)?;
+/// host.checkpoints().record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+/// let view = state_view(&host, "notes");
+/// assert_eq!(view["notes.store"]["current"], "c1");
+/// assert_eq!(view["notes.store"]["state"], json!({"n": 1}));
+/// # Ok(()) }
+/// ```
 pub fn state_view(host: &Host, server: &str) -> BTreeMap<String, Value> {
     let manager = host.checkpoints();
     manager

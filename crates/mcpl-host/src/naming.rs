@@ -3,14 +3,43 @@
 use std::fmt;
 
 /// The separator between a prefix and a tool name.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::naming::{SEPARATOR, ToolName};
+///
+/// assert_eq!(SEPARATOR, "--");
+/// let name = ToolName::new("web", "search").to_string();
+/// assert_eq!(name.split_once(SEPARATOR), Some(("web", "search")));
+/// ```
 pub const SEPARATOR: &str = "--";
 
 /// The default prefix of server `id`: `mcpl--<id>`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::naming::default_prefix;
+///
+/// assert_eq!(default_prefix("weather"), "mcpl--weather");
+/// ```
 pub fn default_prefix(server_id: &str) -> String {
     format!("mcpl{SEPARATOR}{server_id}")
 }
 
 /// A tool name as the model sees it: a server's prefix and the server's own tool name.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::naming::{ToolName, default_prefix};
+///
+/// let name = ToolName::new(default_prefix("fs"), "read--file");
+/// assert_eq!(name.to_string(), "mcpl--fs--read--file");
+/// // Splitting needs the prefix, since both halves may contain `--`.
+/// assert_eq!(ToolName::parse("mcpl--fs--read--file", "mcpl--fs"), Some(name));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ToolName {
     prefix: String,
@@ -19,6 +48,15 @@ pub struct ToolName {
 
 impl ToolName {
     /// Joins `prefix` and `tool`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::naming::ToolName;
+    ///
+    /// let name = ToolName::new("web", "search");
+    /// assert_eq!(name.to_string(), "web--search");
+    /// ```
     pub fn new(prefix: impl Into<String>, tool: impl Into<String>) -> Self {
         ToolName { prefix: prefix.into(), tool: tool.into() }
     }
@@ -44,11 +82,28 @@ impl ToolName {
     }
 
     /// The server's prefix.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::naming::ToolName;
+    ///
+    /// assert_eq!(ToolName::new("web", "search").prefix(), "web");
+    /// ```
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
 
     /// The server's own tool name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::naming::ToolName;
+    ///
+    /// let name = ToolName::parse("mcpl--fs--read", "mcpl--fs").unwrap();
+    /// assert_eq!(name.tool(), "read"); // what the server itself is called with
+    /// ```
     pub fn tool(&self) -> &str {
         &self.tool
     }

@@ -29,6 +29,18 @@ pub fn prefixes_meet(a: &str, b: &str) -> bool {
 }
 
 /// Which clause of the rule makes two prefixes meet.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::prefix::{MeetingRule, meeting_rule};
+///
+/// // Why each pair cannot be configured together.
+/// assert_eq!(meeting_rule("notes", "notes"), Some(MeetingRule::Equal));
+/// assert_eq!(meeting_rule("notes-", "notes"), Some(MeetingRule::FollowedByDash));
+/// assert_eq!(meeting_rule("notes", "notes--v2"), Some(MeetingRule::FollowedBySeparator));
+/// assert_eq!(meeting_rule("notes", "notes-v2"), None);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MeetingRule {
     /// The prefixes are equal.
@@ -41,6 +53,15 @@ pub enum MeetingRule {
 
 impl MeetingRule {
     /// A stable name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::prefix::MeetingRule;
+    ///
+    /// assert_eq!(MeetingRule::Equal.as_str(), "equal");
+    /// assert_eq!(MeetingRule::FollowedBySeparator.to_string(), "followed by '--'");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             MeetingRule::Equal => "equal",
@@ -76,6 +97,21 @@ pub fn meeting_rule(a: &str, b: &str) -> Option<MeetingRule> {
 }
 
 /// Two configured servers whose prefixes meet.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::prefix::{MeetingRule, check_prefix};
+///
+/// let err = check_prefix("b", "foo-", [("a", "foo")]).unwrap_err();
+/// assert_eq!((err.server_a.as_str(), err.prefix_a.as_str()), ("b", "foo-"));
+/// assert_eq!((err.server_b.as_str(), err.prefix_b.as_str()), ("a", "foo"));
+/// assert_eq!(err.rule, MeetingRule::FollowedByDash);
+/// // The message names both servers, both prefixes and the clause.
+/// let message = err.to_string();
+/// assert!(message.starts_with(r#"servers "b" (prefix "foo-") and "a" (prefix "foo")"#));
+/// assert!(message.ends_with("the prefixes meet (followed by '-')"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "servers {server_a:?} (prefix {prefix_a:?}) and {server_b:?} (prefix {prefix_b:?}) can produce the same tool name: the prefixes meet ({rule})"
@@ -94,6 +130,19 @@ pub struct PrefixConflict {
 }
 
 /// Checks `(server, prefix)` against each of `others`; the first conflict.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::prefix::check_prefix;
+///
+/// let configured = [("notes", "mcpl--notes"), ("web", "web")];
+/// assert!(check_prefix("files", "mcpl--files", configured).is_ok());
+/// // A server is never checked against itself (a restart keeps its prefix).
+/// assert!(check_prefix("web", "web", configured).is_ok());
+/// let err = check_prefix("notes2", "mcpl--notes--v2", configured).unwrap_err();
+/// assert_eq!(err.server_b, "notes");
+/// ```
 pub fn check_prefix<'a>(
     server: &str,
     prefix: &str,

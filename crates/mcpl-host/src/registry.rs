@@ -24,6 +24,31 @@ use crate::config::{ConfigError, ServerConfig};
 use crate::prefix::{PrefixConflict, check_prefix};
 
 /// Why the registry refused.
+///
+/// # Examples
+///
+/// ```
+/// # use mcpl_host::config::{HostConfig, ServerConfig};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig {
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
+/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+/// # }
+/// use mcpl_host::registry::{Registry, RegistryError};
+///
+/// let mut registry: Registry<u32> = Registry::default();
+/// let r = registry.reserve(server("a", "tasks")).unwrap();
+/// registry.complete(r, 1);
+/// assert!(matches!(
+///     registry.reserve(server("a", "other")),
+///     Err(RegistryError::Busy(_, "connected"))
+/// ));
+/// assert!(matches!(
+///     registry.reserve(server("b", "tasks")),
+///     Err(RegistryError::PrefixConflict(_))
+/// ));
+/// assert!(matches!(registry.reserve_again("c", None), Err(RegistryError::Unknown(_))));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// The id is connecting or registered already.
@@ -42,6 +67,28 @@ pub enum RegistryError {
 
 impl RegistryError {
     /// A stable name of the failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("a", "tasks")).unwrap();
+    /// assert_eq!(registry.reserve(server("a", "tasks")).unwrap_err().kind(), "busy");
+    /// let conflict = registry.reserve(server("b", "tasks--b")).unwrap_err();
+    /// assert_eq!(conflict.kind(), "prefix_conflict");
+    /// let mut empty = server("c", "c");
+    /// empty.tool_prefix = Some(String::new());
+    /// assert_eq!(registry.reserve(empty).unwrap_err().kind(), "empty_prefix");
+    /// # registry.release(r, false);
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             RegistryError::Busy(..) => "busy",
@@ -53,6 +100,26 @@ impl RegistryError {
 }
 
 /// Where a server is in its life.
+///
+/// # Examples
+///
+/// ```
+/// # use mcpl_host::config::{HostConfig, ServerConfig};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig {
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
+/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+/// # }
+/// use mcpl_host::registry::{Phase, Registry};
+///
+/// let mut registry: Registry<u32> = Registry::default();
+/// let r = registry.reserve(server("a", "a")).unwrap();
+/// assert_eq!(registry.phase("a"), Some(Phase::Connecting));
+/// registry.complete(r, 7);
+/// assert_eq!(registry.phase("a"), Some(Phase::Connected));
+/// registry.mark_down("a");
+/// assert_eq!(registry.phase("a"), Some(Phase::Down));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     /// A handshake is running.
@@ -73,6 +140,25 @@ struct Entry<C> {
 
 /// The right to finish connecting one server id. Complete it with [`Registry::complete`] or
 /// give it back with [`Registry::release`].
+///
+/// # Examples
+///
+/// ```
+/// # use mcpl_host::config::{HostConfig, ServerConfig};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig {
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
+/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+/// # }
+/// use mcpl_host::registry::Registry;
+///
+/// let mut registry: Registry<u32> = Registry::default();
+/// let reservation = registry.reserve(server("a", "a")).unwrap();
+/// // ... run the handshake; it failed, and the server should not be retried:
+/// registry.release(reservation, false);
+/// assert!(registry.phase("a").is_none()); // the id is free again
+/// assert!(registry.reserve(server("a", "a")).is_ok());
+/// ```
 #[derive(Debug)]
 #[must_use = "a reservation holds its id until completed or released"]
 pub struct Reservation {
@@ -83,12 +169,50 @@ pub struct Reservation {
 
 impl Reservation {
     /// The reserved id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let reservation = registry.reserve(server("notes", "notes")).unwrap();
+    /// assert_eq!(reservation.id(), "notes");
+    /// # registry.complete(reservation, 1);
+    /// ```
     pub fn id(&self) -> &str {
         &self.id
     }
 }
 
 /// The registry, generic over the connection handle it stores.
+///
+/// # Examples
+///
+/// ```
+/// # use mcpl_host::config::{HostConfig, ServerConfig};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig {
+/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+/// #         "toolPrefix": "{prefix}"}}]}}"#);
+/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+/// # }
+/// use mcpl_host::registry::{Phase, Registry};
+///
+/// // Generic over the connection handle: the host stores its live connections.
+/// let mut registry: Registry<String> = Registry::default();
+/// for (id, prefix) in [("notes", "notes"), ("web", "web")] {
+///     let r = registry.reserve(server(id, prefix)).unwrap();
+///     registry.complete(r, format!("connection to {id}"));
+/// }
+/// assert_eq!(registry.ids().collect::<Vec<_>>(), ["notes", "web"]);
+/// assert_eq!(registry.phase("web"), Some(Phase::Connected));
+/// ```
 #[derive(Debug)]
 pub struct Registry<C> {
     entries: BTreeMap<String, Entry<C>>,
@@ -109,6 +233,27 @@ impl<C> Registry<C> {
     }
 
     /// Validates `config` against every other registered or connecting server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// registry.complete(r, 1);
+    /// // Would this configuration fit? Nothing is written either way.
+    /// assert!(registry.check(&server("web", "web")).is_ok());
+    /// assert!(registry.check(&server("web", "notes-")).is_err());
+    /// assert!(registry.check(&server("notes", "notes-v2")).is_ok()); // not checked against itself
+    /// assert!(registry.phase("web").is_none());
+    /// ```
     pub fn check(&self, config: &ServerConfig) -> Result<(), RegistryError> {
         config.validate()?;
         check_prefix(&config.id, &config.prefix(), self.others(&config.id))?;
@@ -117,6 +262,28 @@ impl<C> Registry<C> {
 
     /// Reserves a new server id: refused if the id is connecting or registered, or the
     /// configuration is invalid or its prefix meets another's. Nothing is written on refusal.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let first = registry.reserve(server("notes", "notes")).unwrap();
+    /// // Refused at once while the first handshake still runs:
+    /// assert_eq!(registry.reserve(server("notes", "n")).unwrap_err().kind(), "busy");
+    /// assert_eq!(
+    ///     registry.reserve(server("other", "notes")).unwrap_err().kind(),
+    ///     "prefix_conflict"
+    /// );
+    /// registry.complete(first, 1);
+    /// ```
     pub fn reserve(&mut self, config: ServerConfig) -> Result<Reservation, RegistryError> {
         if let Some(e) = self.entries.get(&config.id) {
             let what = match e.phase {
@@ -139,6 +306,29 @@ impl<C> Registry<C> {
     /// Reserves a registered server for a restart or reconnect, optionally with a new
     /// configuration (validated against every other server first; nothing changes on refusal).
     /// The old connection is handed back for the caller to close.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::{Phase, Registry};
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// registry.complete(r, 1);
+    /// // Restart under a new prefix: the old connection is handed back to close.
+    /// let (r, old) = registry.reserve_again("notes", Some(server("notes", "n"))).unwrap();
+    /// assert_eq!(old, Some(1));
+    /// assert_eq!(registry.phase("notes"), Some(Phase::Connecting));
+    /// assert_eq!(registry.prefix("notes"), Some("n"));
+    /// registry.complete(r, 2);
+    /// assert_eq!(registry.connection("notes"), Some(&2));
+    /// ```
     pub fn reserve_again(
         &mut self,
         id: &str,
@@ -165,6 +355,24 @@ impl<C> Registry<C> {
     }
 
     /// Finishes a connect: the server is registered and connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<&str> = Registry::default();
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// assert!(registry.connection("notes").is_none());
+    /// registry.complete(r, "live connection");
+    /// assert_eq!(registry.connection("notes"), Some(&"live connection"));
+    /// ```
     pub fn complete(&mut self, reservation: Reservation, connection: C) {
         if let Some(e) = self.entries.get_mut(&reservation.id) {
             e.phase = Phase::Connected;
@@ -175,6 +383,28 @@ impl<C> Registry<C> {
     /// Gives a reservation back after a failed handshake. With `keep_down` the server stays
     /// registered (disconnected, e.g. to reconnect in the background); otherwise a new id is
     /// forgotten entirely and a restarted one stays registered, down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::{Phase, Registry};
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// // A failed first handshake with reconnect on: keep the server registered, down.
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// registry.release(r, true);
+    /// assert_eq!(registry.phase("notes"), Some(Phase::Down));
+    /// // With reconnect off, a new id is forgotten.
+    /// let r = registry.reserve(server("web", "web")).unwrap();
+    /// registry.release(r, false);
+    /// assert_eq!(registry.phase("web"), None);
+    /// ```
     pub fn release(&mut self, reservation: Reservation, keep_down: bool) {
         match (keep_down, reservation.previous.is_some()) {
             (false, false) => {
@@ -190,6 +420,26 @@ impl<C> Registry<C> {
     }
 
     /// Marks a connected server down (its transport closed); the connection is handed back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::{Phase, Registry};
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// registry.complete(r, 1);
+    /// // The transport closed: the stale connection comes back, the server stays registered.
+    /// assert_eq!(registry.mark_down("notes"), Some(1));
+    /// assert_eq!(registry.phase("notes"), Some(Phase::Down));
+    /// assert!(registry.connection("notes").is_none());
+    /// ```
     pub fn mark_down(&mut self, id: &str) -> Option<C> {
         let e = self.entries.get_mut(id)?;
         e.phase = Phase::Down;
@@ -197,31 +447,142 @@ impl<C> Registry<C> {
     }
 
     /// Removes a server entirely; its configuration and connection are handed back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// registry.complete(r, 1);
+    /// let (config, connection) = registry.remove("notes").unwrap();
+    /// assert_eq!((config.id.as_str(), connection), ("notes", Some(1)));
+    /// // Its prefix is free for another server now.
+    /// assert!(registry.check(&server("other", "notes")).is_ok());
+    /// ```
     pub fn remove(&mut self, id: &str) -> Option<(ServerConfig, Option<C>)> {
         self.entries.remove(id).map(|e| (e.config, e.connection))
     }
 
     /// A server's connection, if connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// assert_eq!(registry.connection("notes"), None); // still connecting
+    /// registry.complete(r, 42);
+    /// assert_eq!(registry.connection("notes"), Some(&42));
+    /// ```
     pub fn connection(&self, id: &str) -> Option<&C> {
         self.entries.get(id).and_then(|e| e.connection.as_ref())
     }
 
     /// A server's phase.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::{Phase, Registry};
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// assert_eq!(registry.phase("notes"), None);
+    /// let r = registry.reserve(server("notes", "notes")).unwrap();
+    /// assert_eq!(registry.phase("notes"), Some(Phase::Connecting));
+    /// # registry.complete(r, 1);
+    /// ```
     pub fn phase(&self, id: &str) -> Option<Phase> {
         self.entries.get(id).map(|e| e.phase)
     }
 
     /// A server's configuration.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "n")).unwrap();
+    /// registry.complete(r, 1);
+    /// let config = registry.config("notes").unwrap();
+    /// assert!(config.reconnect.enabled);
+    /// assert_eq!(config.tool_prefix.as_deref(), Some("n"));
+    /// ```
     pub fn config(&self, id: &str) -> Option<&ServerConfig> {
         self.entries.get(id).map(|e| &e.config)
     }
 
     /// A server's prefix.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// let r = registry.reserve(server("notes", "n")).unwrap();
+    /// assert_eq!(registry.prefix("notes"), Some("n"));
+    /// # registry.complete(r, 1);
+    /// ```
     pub fn prefix(&self, id: &str) -> Option<&str> {
         self.entries.get(id).map(|e| e.prefix.as_str())
     }
 
     /// Every id, sorted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_host::config::{HostConfig, ServerConfig};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
+    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
+    /// #         "toolPrefix": "{prefix}"}}]}}"#);
+    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
+    /// # }
+    /// use mcpl_host::registry::Registry;
+    ///
+    /// let mut registry: Registry<u32> = Registry::default();
+    /// for id in ["web", "files", "notes"] {
+    ///     let r = registry.reserve(server(id, id)).unwrap();
+    ///     registry.complete(r, 0);
+    /// }
+    /// assert_eq!(registry.ids().collect::<Vec<_>>(), ["files", "notes", "web"]);
+    /// ```
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
     }

@@ -30,6 +30,18 @@ use serde_json::Value;
 use crate::naming::SEPARATOR;
 
 /// Matches `text` against a glob: `*` is any run of characters (also empty), `?` one character.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::glob_match;
+///
+/// assert!(glob_match("note_*", "note_add"));
+/// assert!(glob_match("note_*", "note_")); // `*` may be empty
+/// assert!(glob_match("get_?", "get_x"));
+/// assert!(!glob_match("get_?", "get_xy"));
+/// assert!(!glob_match("note_*", "notes_add"));
+/// ```
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
@@ -60,6 +72,19 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 
 /// Which of a server's tools are offered: `allow` globs (empty = all), minus `deny` globs
 /// (deny wins). Globs match the server's own tool names.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::ToolFilter;
+///
+/// // Offer every tool but the destructive ones.
+/// let filter = ToolFilter::new(Vec::<String>::new(), ["delete_*", "drop_*"]);
+/// assert!(filter.permits("read_file"));
+/// assert!(!filter.permits("delete_file"));
+/// // The default filter offers everything.
+/// assert!(ToolFilter::default().permits("anything"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolFilter {
     allow: Vec<String>,
@@ -68,6 +93,17 @@ pub struct ToolFilter {
 
 impl ToolFilter {
     /// A filter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::ToolFilter;
+    ///
+    /// let filter = ToolFilter::new(["git_*"], ["git_push"]);
+    /// assert!(filter.permits("git_status"));
+    /// assert!(!filter.permits("git_push")); // deny wins over allow
+    /// assert!(!filter.permits("rm")); // not allowed
+    /// ```
     pub fn new<A, D>(allow: A, deny: D) -> Self
     where
         A: IntoIterator,
@@ -82,6 +118,17 @@ impl ToolFilter {
     }
 
     /// Whether `tool` is offered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::ToolFilter;
+    ///
+    /// let filter = ToolFilter::new(["search", "fetch_*"], Vec::<String>::new());
+    /// let offered: Vec<&str> =
+    ///     ["search", "fetch_page", "admin"].into_iter().filter(|t| filter.permits(t)).collect();
+    /// assert_eq!(offered, ["search", "fetch_page"]);
+    /// ```
     pub fn permits(&self, tool: &str) -> bool {
         let allowed = self.allow.is_empty() || self.allow.iter().any(|g| glob_match(g, tool));
         allowed && !self.deny.iter().any(|g| glob_match(g, tool))
@@ -89,6 +136,26 @@ impl ToolFilter {
 }
 
 /// One tool as the model sees it.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::{ToolFilter, listing};
+/// use serde_json::json;
+///
+/// let tools = vec![json!({
+///     "name": "add",
+///     "inputSchema": {"type": "object"},
+///     "_meta": {"featureSet": "notes.store", "mcpl/class": "write"}
+/// })];
+/// let l = listing("mcpl--notes", tools, &ToolFilter::default());
+/// let tool = &l.tools[0];
+/// assert_eq!(tool.name, "add");
+/// assert_eq!(tool.namespaced, "mcpl--notes--add");
+/// assert_eq!(tool.feature_set.as_deref(), Some("notes.store"));
+/// assert_eq!(tool.class.as_deref(), Some("write"));
+/// assert_eq!(tool.definition["name"], "mcpl--notes--add"); // what the model sees
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListedTool {
     /// The server's own name.
@@ -104,6 +171,24 @@ pub struct ListedTool {
 }
 
 /// One server's listing after dedupe and filtering.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::{ToolFilter, listing};
+/// use serde_json::json;
+///
+/// let tools = vec![
+///     json!({"name": "add", "inputSchema": {"type": "object"}}),
+///     json!({"name": "add", "inputSchema": {"type": "object"}}),
+///     json!({"inputSchema": {"type": "object"}}),
+/// ];
+/// let l = listing("notes", tools, &ToolFilter::default());
+/// assert_eq!(l.tools.len(), 1);
+/// assert_eq!(l.repeats, ["add"]); // worth an ops alert
+/// assert_eq!(l.unnamed, 1);
+/// assert!(!l.stale);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Listing {
     /// The offered tools, in listing order.
@@ -118,6 +203,21 @@ pub struct Listing {
 
 /// Builds a server's listing: the first listing of each name wins (with its feature set and
 /// class), later repeats are reported; filtered tools are left out.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::{ToolFilter, listing};
+/// use serde_json::json;
+///
+/// let tools = vec![
+///     json!({"name": "search", "inputSchema": {"type": "object"}}),
+///     json!({"name": "purge", "inputSchema": {"type": "object"}}),
+/// ];
+/// let l = listing("web", tools, &ToolFilter::new(Vec::<String>::new(), ["purge"]));
+/// let names: Vec<&str> = l.tools.iter().map(|t| t.namespaced.as_str()).collect();
+/// assert_eq!(names, ["web--search"]);
+/// ```
 pub fn listing(prefix: &str, tools: Vec<Value>, filter: &ToolFilter) -> Listing {
     let mut seen = HashSet::new();
     let mut out = Listing::default();
@@ -151,6 +251,21 @@ pub fn listing(prefix: &str, tools: Vec<Value>, filter: &ToolFilter) -> Listing 
 }
 
 /// Where a namespaced tool name goes.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::{Route, ToolIndex};
+///
+/// let mut index = ToolIndex::default();
+/// index.set_prefix("notes", "mcpl--notes");
+/// // Not listed (yet), but under the prefix: routed by prefix, with no feature set known.
+/// assert_eq!(index.resolve("mcpl--notes--add"), Some(Route {
+///     server: "notes".into(),
+///     tool: "add".into(),
+///     feature_set: None,
+/// }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// The server id.
@@ -162,6 +277,23 @@ pub struct Route {
 }
 
 /// Every server's prefix and listing, and the namespaced-name index built from them.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+/// use serde_json::json;
+///
+/// let mut index = ToolIndex::default();
+/// for (server, prefix, tool) in [("notes", "mcpl--notes", "add"), ("web", "web", "search")] {
+///     index.set_prefix(server, prefix);
+///     let tools = vec![json!({"name": tool, "inputSchema": {"type": "object"}})];
+///     index.replace(server, listing(prefix, tools, &ToolFilter::default()));
+/// }
+/// let offered: Vec<&str> = index.tools().map(|(_, t)| t.namespaced.as_str()).collect();
+/// assert_eq!(offered, ["mcpl--notes--add", "web--search"]);
+/// assert_eq!(index.resolve("web--search").unwrap().server, "web");
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ToolIndex {
     prefixes: BTreeMap<String, String>,
@@ -170,16 +302,63 @@ pub struct ToolIndex {
 
 impl ToolIndex {
     /// Sets `server`'s prefix (replacing any earlier entry of that server).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::ToolIndex;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// index.set_prefix("notes", "mcpl--notes");
+    /// assert_eq!(index.resolve("mcpl--notes--add").unwrap().tool, "add");
+    /// // A restart under a new prefix replaces the old one.
+    /// index.set_prefix("notes", "n");
+    /// assert!(index.resolve("mcpl--notes--add").is_none());
+    /// assert_eq!(index.resolve("n--add").unwrap().server, "notes");
+    /// ```
     pub fn set_prefix(&mut self, server: &str, prefix: &str) {
         self.prefixes.insert(server.to_owned(), prefix.to_owned());
     }
 
     /// Replaces `server`'s listing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+    /// use serde_json::json;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// index.set_prefix("notes", "notes");
+    /// let v1 = vec![json!({"name": "add", "inputSchema": {"type": "object"}})];
+    /// index.replace("notes", listing("notes", v1, &ToolFilter::default()));
+    /// // After `notifications/tools/list_changed`, the new listing replaces the old.
+    /// let v2 = vec![json!({"name": "append", "inputSchema": {"type": "object"}})];
+    /// index.replace("notes", listing("notes", v2, &ToolFilter::default()));
+    /// let names: Vec<&str> = index.tools().map(|(_, t)| t.name.as_str()).collect();
+    /// assert_eq!(names, ["append"]);
+    /// ```
     pub fn replace(&mut self, server: &str, listing: Listing) {
         self.listings.insert(server.to_owned(), listing);
     }
 
     /// Marks `server`'s listing stale (its refresh failed; the previous list stays).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+    /// use serde_json::json;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// let tools = vec![json!({"name": "add", "inputSchema": {"type": "object"}})];
+    /// index.replace("notes", listing("notes", tools, &ToolFilter::default()));
+    /// // A refresh failed: the previous tools stay offered, marked stale.
+    /// index.mark_stale("notes");
+    /// let l = index.listing("notes").unwrap();
+    /// assert!(l.stale);
+    /// assert_eq!(l.tools.len(), 1);
+    /// ```
     pub fn mark_stale(&mut self, server: &str) {
         if let Some(l) = self.listings.get_mut(server) {
             l.stale = true;
@@ -187,17 +366,62 @@ impl ToolIndex {
     }
 
     /// Forgets `server`: exactly the entries owned by it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+    /// use serde_json::json;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// index.set_prefix("notes", "notes");
+    /// let tools = vec![json!({"name": "add", "inputSchema": {"type": "object"}})];
+    /// index.replace("notes", listing("notes", tools, &ToolFilter::default()));
+    /// index.remove("notes");
+    /// assert!(index.listing("notes").is_none());
+    /// assert!(index.resolve("notes--add").is_none());
+    /// ```
     pub fn remove(&mut self, server: &str) {
         self.prefixes.remove(server);
         self.listings.remove(server);
     }
 
     /// A server's listing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+    /// use serde_json::json;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// let tools = vec![json!({"name": "add", "inputSchema": {"type": "object"}})];
+    /// index.replace("notes", listing("notes", tools, &ToolFilter::default()));
+    /// assert_eq!(index.listing("notes").map(|l| l.tools.len()), Some(1));
+    /// assert!(index.listing("web").is_none());
+    /// ```
     pub fn listing(&self, server: &str) -> Option<&Listing> {
         self.listings.get(server)
     }
 
     /// Every offered tool, by server id then listing order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+    /// use serde_json::json;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// for server in ["web", "notes"] {
+    ///     let tools = vec![json!({"name": "a", "inputSchema": {"type": "object"}}),
+    ///                      json!({"name": "b", "inputSchema": {"type": "object"}})];
+    ///     index.replace(server, listing(server, tools, &ToolFilter::default()));
+    /// }
+    /// // By server id, then listing order: the definitions to hand the model.
+    /// let names: Vec<String> = index.tools().map(|(s, t)| format!("{s}:{}", t.name)).collect();
+    /// assert_eq!(names, ["notes:a", "notes:b", "web:a", "web:b"]);
+    /// ```
     pub fn tools(&self) -> impl Iterator<Item = (&str, &ListedTool)> {
         self.listings.iter().flat_map(|(s, l)| l.tools.iter().map(move |t| (s.as_str(), t)))
     }
@@ -205,6 +429,28 @@ impl ToolIndex {
     /// Routes a namespaced name: to the server that listed it, if that server still owns a
     /// prefix the name is under; else to the server with the longest prefix the name is under
     /// (the tool need not be listed); else `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::{ToolFilter, ToolIndex, listing};
+    /// use serde_json::json;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// // "mcpl--notes" and "mcpl--notes-x" do not meet, so both can be configured.
+    /// index.set_prefix("notes", "mcpl--notes");
+    /// index.set_prefix("x", "mcpl--notes-x");
+    /// let tools = vec![json!({"name": "add", "featureSet": "notes.store", "inputSchema": {}})];
+    /// index.replace("notes", listing("mcpl--notes", tools, &ToolFilter::default()));
+    ///
+    /// let route = index.resolve("mcpl--notes--add").unwrap();
+    /// assert_eq!(
+    ///     (route.server.as_str(), route.feature_set.as_deref()),
+    ///     ("notes", Some("notes.store"))
+    /// );
+    /// assert_eq!(index.resolve("mcpl--notes-x--run").unwrap().server, "x");
+    /// assert!(index.resolve("mcpl--other--add").is_none());
+    /// ```
     pub fn resolve(&self, name: &str) -> Option<Route> {
         let under = |prefix: &str| {
             name.strip_prefix(prefix)

@@ -5,6 +5,20 @@ use std::collections::BTreeMap;
 use super::StateMode;
 
 /// Where a result's state goes (or the state a call gets).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use mcpl_host::checkpoint::{Attribution, DropReason, StateMode, attribute_result};
+///
+/// let sets = BTreeMap::from([("notes.store".to_owned(), StateMode::HostManaged)]);
+/// // An explicit `featureSet` on the result wins, if the set keeps state.
+/// let to = attribute_result(&sets, Some("notes.store"), Some("notes.search"), true);
+/// assert_eq!(to, Attribution::To("notes.store".into()));
+/// let dropped = attribute_result(&sets, Some("notes.search"), None, true);
+/// assert_eq!(dropped, Attribution::Drop(DropReason::ExplicitNotStateful("notes.search".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attribution {
     /// This feature set.
@@ -14,6 +28,27 @@ pub enum Attribution {
 }
 
 /// Why state was not attributed.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use mcpl_host::checkpoint::{Attribution, DropReason, StateMode, attribute_result};
+///
+/// let sets = BTreeMap::from([
+///     ("x.post".to_owned(), StateMode::ServerManaged),
+///     ("x.dm".to_owned(), StateMode::ServerManaged),
+/// ]);
+/// // An untagged tool, no payload: both server-managed sets qualify, so nothing is recorded.
+/// assert_eq!(
+///     attribute_result(&sets, None, None, false),
+///     Attribution::Drop(DropReason::Ambiguous(vec!["x.dm".into(), "x.post".into()])),
+/// );
+/// assert_eq!(
+///     attribute_result(&BTreeMap::new(), None, None, false),
+///     Attribution::Drop(DropReason::NoStatefulSet),
+/// );
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DropReason {
     /// `result.state.featureSet` names a set that is not a registered stateful set.
@@ -28,6 +63,19 @@ pub enum DropReason {
 
 impl DropReason {
     /// A stable name, for structured logs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::DropReason;
+    ///
+    /// // Stable names for structured logs and metrics.
+    /// assert_eq!(DropReason::Ambiguous(vec![]).kind(), "ambiguous");
+    /// assert_eq!(
+    ///     DropReason::ToolSetNotStateful("x.search".into()).kind(),
+    ///     "tool_set_not_stateful"
+    /// );
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             DropReason::ExplicitNotStateful(_) => "explicit_set_not_stateful",
@@ -99,6 +147,24 @@ pub fn attribute_result(
 
 /// The set whose state a call to a tool gets: the tool's set if it is stateful (else nothing),
 /// else the server's only stateful set, else nothing.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use mcpl_host::checkpoint::{Attribution, StateMode, attribute_injection};
+///
+/// let one = BTreeMap::from([("notes.store".to_owned(), StateMode::HostManaged)]);
+/// // An untagged tool on a server with one stateful set gets that set's state.
+/// assert_eq!(attribute_injection(&one, None), Attribution::To("notes.store".into()));
+///
+/// let two = BTreeMap::from([
+///     ("x.feed".to_owned(), StateMode::HostManaged),
+///     ("x.post".to_owned(), StateMode::ServerManaged),
+/// ]);
+/// assert_eq!(attribute_injection(&two, Some("x.post")), Attribution::To("x.post".into()));
+/// assert!(matches!(attribute_injection(&two, None), Attribution::Drop(_))); // never a guess
+/// ```
 pub fn attribute_injection(
     sets: &BTreeMap<String, StateMode>,
     tool_set: Option<&str>,

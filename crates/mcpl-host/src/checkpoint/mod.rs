@@ -42,6 +42,19 @@ pub use self::tree::{
 };
 
 /// The key of one tree: (server id, feature set).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode, TreeKey};
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+/// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
+/// // Keys sort by server, then feature set.
+/// let keys: Vec<String> = trees.keys().iter().map(TreeKey::to_string).collect();
+/// assert_eq!(keys, ["db:db.rows", "notes:notes.store"]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TreeKey {
     /// The server id.
@@ -52,6 +65,16 @@ pub struct TreeKey {
 
 impl TreeKey {
     /// A key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::TreeKey;
+    ///
+    /// let key = TreeKey::new("notes", "notes.store");
+    /// assert_eq!((key.server.as_str(), key.feature_set.as_str()), ("notes", "notes.store"));
+    /// assert_eq!(key.to_string(), "notes:notes.store");
+    /// ```
     pub fn new(server: impl Into<String>, feature_set: impl Into<String>) -> Self {
         TreeKey { server: server.into(), feature_set: feature_set.into() }
     }
@@ -66,6 +89,27 @@ impl fmt::Display for TreeKey {
 /// What a `tools/call` should carry (siblings of `name` and `arguments` in its params): the
 /// current checkpoint, and for a host-managed set the state at it, so a host-managed server
 /// can answer with a patch against a parent it knows.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+/// use serde_json::json;
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+/// // No checkpoint yet: the call carries nothing.
+/// assert_eq!(trees.injection("notes", Some("notes.store")), Injection::Nothing);
+/// trees.record_result(
+///     "notes",
+///     Some("notes.store"),
+///     &json!({"checkpoint": "c1", "data": {"n": 1}}),
+/// );
+/// let Injection::Current { checkpoint, state, .. } = trees.injection("notes", None) else {
+///     panic!("expected the current checkpoint");
+/// };
+/// assert_eq!((checkpoint.as_str(), state), ("c1", Some(json!({"n": 1}))));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Injection {
     /// Nothing (no stateful set applies, or no checkpoint yet).
@@ -83,6 +127,23 @@ pub enum Injection {
 
 impl Injection {
     /// Writes the injection into `tools/call` params.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+    /// // `tools/call` params; the checkpoint (and state) go beside `name` and `arguments`.
+    /// let mut params = json!({"name": "add", "arguments": {"item": "milk"}});
+    /// let object = params.as_object_mut().unwrap();
+    /// trees.injection("notes", Some("notes.store")).apply_to(object);
+    /// assert_eq!(params["checkpoint"], "c1");
+    /// assert_eq!(params["state"], json!({"n": 1}));
+    /// ```
     pub fn apply_to(&self, params: &mut serde_json::Map<String, Value>) {
         if let Injection::Current { checkpoint, state, .. } = self {
             params.insert("checkpoint".into(), Value::String(checkpoint.clone()));
@@ -94,6 +155,32 @@ impl Injection {
 }
 
 /// What happened to a result's state.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{
+///     CheckpointManager, MemoryStore, RecordOutcome, Recorded, StateMode,
+/// };
+/// use serde_json::json;
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+/// let outcome = trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {}}));
+/// assert_eq!(
+///     outcome,
+///     RecordOutcome::Recorded { feature_set: "notes.store".into(), recorded: Recorded::New }
+/// );
+/// // A result tagged with a set that keeps no state is dropped, with the reason.
+/// let outcome = trees.record_result("notes", Some("notes.search"), &json!({"checkpoint": "c2"}));
+/// assert!(
+///     matches!(outcome, RecordOutcome::Dropped(ref why) if why.kind() == "tool_set_not_stateful")
+/// );
+/// assert!(matches!(
+///     trees.record_result("notes", None, &json!("c3")),
+///     RecordOutcome::Malformed(_)
+/// ));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordOutcome {
     /// The result carried no `state`.
@@ -119,6 +206,27 @@ pub enum RecordOutcome {
 }
 
 /// Why a rollback cannot start.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{
+///     CheckpointManager, MemoryStore, MoveError, RollbackError, StateMode,
+/// };
+/// use serde_json::json;
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("db", "db.rows", StateMode::ServerManaged, false).unwrap();
+/// trees.record_result("db", None, &json!({"checkpoint": "c1"}));
+/// let err = trees.prepare_rollback("db", "db.rows", "c1").unwrap_err();
+/// assert!(matches!(err, RollbackError::NotSupported(_))); // server-managed, no `rollback: true`
+/// let err = trees.prepare_rollback("db", "db.rows", "c9").unwrap_err();
+/// assert_eq!(err, RollbackError::Checkpoint(MoveError::Unknown("c9".into())));
+/// assert!(matches!(
+///     trees.prepare_rollback("db", "db.logs", "c1"),
+///     Err(RollbackError::UnknownSet(_))
+/// ));
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RollbackError {
     /// No tree for (server, feature set).
@@ -133,6 +241,33 @@ pub enum RollbackError {
 }
 
 /// The checkpoint trees of every server, persisted through a [`CheckpointStore`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+/// use serde_json::json;
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+/// // A call to a tool of notes.store; its result carried state.
+/// trees.record_result(
+///     "notes",
+///     Some("notes.store"),
+///     &json!({"checkpoint": "c1", "data": {"n": 1}}),
+/// );
+/// trees.record_result(
+///     "notes",
+///     Some("notes.store"),
+///     &json!({"checkpoint": "c2", "parent": "c1",
+/// "patch": [{"op": "replace", "path": "/n", "value": 2}]}),
+/// );
+/// // The user undoes the last step: the server must agree first (`rollback: true`).
+/// assert_eq!(trees.prepare_rollback("notes", "notes.store", "c1"), Ok(true));
+/// trees.commit_rollback("notes", "notes.store", "c1", None).unwrap();
+/// let tree = trees.tree("notes", "notes.store").unwrap();
+/// assert_eq!(tree.current_state(), Some(&json!({"n": 1})));
+/// ```
 #[derive(Debug, Clone)]
 pub struct CheckpointManager {
     inner: Arc<Inner>,
@@ -153,6 +288,26 @@ impl CheckpointManager {
     /// Loads every tree from `store` and rebuilds each current state; a tree whose state cannot
     /// be rebuilt is kept but degraded (nothing is injected from it) and a warning is logged.
     /// `retention` caps the nodes per tree.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, FileStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-open-{}", std::process::id()));
+    /// {
+    ///     let trees = CheckpointManager::open(FileStore::new(&dir).unwrap(), 100).unwrap();
+    ///     trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+    ///     trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+    /// }
+    /// // A new process: the trees come back from the store, current state rebuilt.
+    /// let trees = CheckpointManager::open(FileStore::new(&dir).unwrap(), 100).unwrap();
+    /// let tree = trees.tree("notes", "notes.store").unwrap();
+    /// assert_eq!(tree.current.as_deref(), Some("c1"));
+    /// assert_eq!(tree.current_state(), Some(&json!({"n": 1})));
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn open(store: impl CheckpointStore, retention: usize) -> Result<Self, StoreError> {
         let mut trees = store.load()?;
         for (key, tree) in &mut trees {
@@ -179,6 +334,20 @@ impl CheckpointManager {
 
     /// Registers a stateful feature set. Idempotent: an existing tree (from memory or the store)
     /// is resumed, never reset; its flags are refreshed (a mode flip is logged).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+    /// // A reconnect registers the set again: the tree is resumed, not reset.
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// assert_eq!(trees.tree("notes", "notes.store").unwrap().current.as_deref(), Some("c1"));
+    /// ```
     pub fn register(
         &self,
         server: &str,
@@ -207,6 +376,21 @@ impl CheckpointManager {
     }
 
     /// The stateful sets registered for `server` and their modes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.register("notes", "notes.sync", StateMode::ServerManaged, true).unwrap();
+    /// let sets = trees.stateful_sets("notes");
+    /// assert_eq!(sets.get("notes.store"), Some(&StateMode::HostManaged));
+    /// assert_eq!(sets.get("notes.sync"), Some(&StateMode::ServerManaged));
+    /// assert!(trees.stateful_sets("web").is_empty());
+    /// ```
     pub fn stateful_sets(&self, server: &str) -> BTreeMap<String, StateMode> {
         self.lock()
             .iter()
@@ -216,16 +400,64 @@ impl CheckpointManager {
     }
 
     /// A copy of one tree.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+    /// let tree = trees.tree("notes", "notes.store").unwrap(); // a copy: safe to inspect
+    /// assert_eq!(tree.nodes.len(), 1);
+    /// assert!(trees.tree("notes", "notes.other").is_none());
+    /// ```
     pub fn tree(&self, server: &str, feature_set: &str) -> Option<CheckpointTree> {
         self.lock().get(&TreeKey::new(server, feature_set)).cloned()
     }
 
     /// Every tree key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode, TreeKey};
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("web", "web.session", StateMode::ServerManaged, true).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+    /// assert_eq!(trees.keys(), [
+    ///     TreeKey::new("notes", "notes.store"),
+    ///     TreeKey::new("web", "web.session"),
+    /// ]);
+    /// ```
     pub fn keys(&self) -> Vec<TreeKey> {
         self.lock().keys().cloned().collect()
     }
 
     /// What a call to a tool of `server` tagged with `tool_set` (if any) should carry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("x", "x.feed", StateMode::HostManaged, false).unwrap();
+    /// trees.register("x", "x.post", StateMode::ServerManaged, true).unwrap();
+    /// trees.record_result("x", Some("x.post"), &json!({"checkpoint": "p1"}));
+    /// // A tool tagged x.post gets its checkpoint id, no state (the server keeps it).
+    /// assert_eq!(trees.injection("x", Some("x.post")), Injection::Current {
+    ///     feature_set: "x.post".into(),
+    ///     checkpoint: "p1".into(),
+    ///     state: None,
+    /// });
+    /// // An untagged tool on a server with two stateful sets gets nothing (no guessing).
+    /// assert_eq!(trees.injection("x", None), Injection::Nothing);
+    /// ```
     pub fn injection(&self, server: &str, tool_set: Option<&str>) -> Injection {
         let sets = self.stateful_sets(server);
         let fs = match attribute_injection(&sets, tool_set) {
@@ -248,6 +480,28 @@ impl CheckpointManager {
 
     /// Records a `tools/call` result's `state` (the raw `result.state` value) from a call to a
     /// tool of `server` tagged with `tool_set`, attributed by [`attribute_result`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, RecordOutcome, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// let outcome = trees.record_result("notes", Some("notes.store"), &json!({
+    ///     "checkpoint": "c1",
+    ///     "parent": null,
+    ///     "patch": [{"op": "add", "path": "/items", "value": ["milk"]}]
+    /// }));
+    /// assert!(matches!(outcome, RecordOutcome::Recorded { .. }));
+    /// // A patch that cannot apply is refused atomically: `current` stays at c1.
+    /// let outcome = trees.record_result("notes", Some("notes.store"), &json!({
+    ///     "checkpoint": "c2", "parent": "c1", "patch": [{"op": "remove", "path": "/nothing"}]
+    /// }));
+    /// assert!(matches!(outcome, RecordOutcome::Rejected { .. }));
+    /// assert_eq!(trees.tree("notes", "notes.store").unwrap().current.as_deref(), Some("c1"));
+    /// ```
     pub fn record_result(
         &self,
         server: &str,
@@ -318,6 +572,22 @@ impl CheckpointManager {
     /// Checks that `checkpoint` can be rolled back to: the tree exists and holds it (not pruned),
     /// and the set supports rollback. Returns whether the server must be asked (`rollback: true`)
     /// or the host may roll back alone (a host-managed set without server rollback).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+    /// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
+    /// trees.record_result("notes", Some("notes.store"), &json!({"checkpoint": "n1", "data": {}}));
+    /// trees.record_result("db", Some("db.rows"), &json!({"checkpoint": "d1"}));
+    /// // `false`: the host may roll back alone; `true`: ask the server (`state/rollback`) first.
+    /// assert_eq!(trees.prepare_rollback("notes", "notes.store", "n1"), Ok(false));
+    /// assert_eq!(trees.prepare_rollback("db", "db.rows", "d1"), Ok(true));
+    /// ```
     pub fn prepare_rollback(
         &self,
         server: &str,
@@ -343,6 +613,34 @@ impl CheckpointManager {
 
     /// Applies a rollback the server accepted (or a host-only one): moves `current`, adopting
     /// `data` if the server returned some for a host-managed set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+    /// trees.record_result(
+    ///     "notes",
+    ///     None,
+    ///     &json!({"checkpoint": "c2", "parent": "c1", "data": {"n": 2}}),
+    /// );
+    /// // The server accepted the rollback and returned its state at c1, which wins.
+    /// trees
+    ///     .commit_rollback(
+    ///         "notes",
+    ///         "notes.store",
+    ///         "c1",
+    ///         Some(json!({"n": 1, "note": "restored"})),
+    ///     )
+    ///     .unwrap();
+    /// let tree = trees.tree("notes", "notes.store").unwrap();
+    /// assert_eq!(tree.current.as_deref(), Some("c1"));
+    /// assert_eq!(tree.current_state(), Some(&json!({"n": 1, "note": "restored"})));
+    /// ```
     pub fn commit_rollback(
         &self,
         server: &str,
@@ -365,6 +663,23 @@ impl CheckpointManager {
     }
 
     /// Records that the server no longer has `checkpoint` (`-32005`); `current` stays.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
+    /// trees.record_result("db", None, &json!({"checkpoint": "d1"}));
+    /// trees.record_result("db", None, &json!({"checkpoint": "d2", "parent": "d1"}));
+    /// // The server answered a rollback to d1 with -32005: it no longer has it.
+    /// trees.mark_pruned("db", "db.rows", "d1");
+    /// assert_eq!(trees.prepare_rollback("db", "db.rows", "d1").unwrap_err().to_string(),
+    ///            "checkpoint d1 was pruned by the server");
+    /// assert_eq!(trees.tree("db", "db.rows").unwrap().current.as_deref(), Some("d2"));
+    /// ```
     pub fn mark_pruned(&self, server: &str, fs: &str, checkpoint: &str) {
         let key = TreeKey::new(server, fs);
         let mut trees = self.lock();
@@ -379,6 +694,24 @@ impl CheckpointManager {
     /// and a `parent` must be the current checkpoint (optimistic concurrency). Answers
     /// `{accepted, reason?}`; never triggers inference. (The caller checks first that the set is
     /// declared and enabled.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// let update = json!({"featureSet": "notes.store", "checkpoint": "c1", "data": {"n": 1}});
+    /// assert_eq!(trees.state_update("notes", &update), json!({"accepted": true}));
+    /// // A stale parent loses the race (optimistic concurrency).
+    /// let stale = json!({"featureSet": "notes.store", "checkpoint": "c2", "parent": "c0",
+    ///                    "data": {"n": 2}});
+    /// let answer = trees.state_update("notes", &stale);
+    /// assert_eq!(answer["accepted"], false);
+    /// assert_eq!(answer["reason"], "parent c0 is not the current checkpoint c1");
+    /// ```
     pub fn state_update(&self, server: &str, params: &Value) -> Value {
         let refuse = |reason: String| serde_json::json!({"accepted": false, "reason": reason});
         let Some(fs) = params.get("featureSet").and_then(Value::as_str) else {
@@ -409,6 +742,29 @@ impl CheckpointManager {
 
     /// Serves `state/get` (`{featureSet}`): a host-managed set's `{checkpoint, data}`; any
     /// other set is the JSON-RPC error `-32006` with `data: {featureSet}`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.register("notes", "notes.sync", StateMode::ServerManaged, true).unwrap();
+    /// trees.record_result(
+    ///     "notes",
+    ///     Some("notes.store"),
+    ///     &json!({"checkpoint": "c1", "data": {"n": 1}}),
+    /// );
+    /// assert_eq!(
+    ///     trees.state_get("notes", "notes.store").unwrap(),
+    ///     json!({"checkpoint": "c1", "data": {"n": 1}}),
+    /// );
+    /// // The host keeps no state for a server-managed set.
+    /// let err = trees.state_get("notes", "notes.sync").unwrap_err();
+    /// assert_eq!(err.code.0, -32006);
+    /// ```
     pub fn state_get(
         &self,
         server: &str,
@@ -430,6 +786,21 @@ impl CheckpointManager {
 
     /// Deletes every tree of `server` (an explicit, permanent removal; a disconnect or restart
     /// keeps them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
+    /// trees.register("web", "web.session", StateMode::ServerManaged, true).unwrap();
+    /// // The operator removed the notes server for good.
+    /// trees.remove_server("notes").unwrap();
+    /// assert_eq!(trees.keys().len(), 1);
+    /// assert!(trees.stateful_sets("notes").is_empty());
+    /// ```
     pub fn remove_server(&self, server: &str) -> Result<(), StoreError> {
         let removed: Vec<TreeKey> = {
             let mut trees = self.lock();

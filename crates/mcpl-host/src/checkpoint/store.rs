@@ -13,9 +13,44 @@ use serde::{Deserialize, Serialize};
 use super::{CheckpointTree, TreeKey};
 
 /// The version of the persisted format.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{
+///     CheckpointStore, CheckpointTree, FORMAT_VERSION, FileStore, StateMode, TreeKey,
+/// };
+///
+/// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-format-{}", std::process::id()));
+/// let store = FileStore::new(&dir).unwrap();
+/// let tree = CheckpointTree::new(StateMode::HostManaged, false);
+/// store.save(&TreeKey::new("notes", "notes.store"), &tree).unwrap();
+/// let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+/// let stored: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+/// assert_eq!(stored["version"], FORMAT_VERSION);
+/// assert_eq!(stored["featureSet"], "notes.store");
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 pub const FORMAT_VERSION: u32 = 1;
 
 /// A store failure.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointStore, FileStore, StoreError};
+///
+/// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-corrupt-{}", std::process::id()));
+/// let store = FileStore::new(&dir).unwrap();
+/// // A tree file someone truncated.
+/// std::fs::write(dir.join("tree-6e6f7465733a6e6f7465732e73746f7265.json"), "{\"version\": 1, ")
+///     .unwrap();
+/// match store.load() {
+///     Err(StoreError::Corrupt { path, .. }) => assert!(path.starts_with(&dir)),
+///     other => panic!("expected a corrupt store, got {other:?}"),
+/// }
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Reading or writing failed.
@@ -38,6 +73,19 @@ pub enum StoreError {
 
 impl StoreError {
     /// A stable name of the failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::FileStore;
+    ///
+    /// // A store cannot live under a regular file.
+    /// let file = std::env::temp_dir().join(format!("mcpl-host-doc-kind-{}", std::process::id()));
+    /// std::fs::write(&file, b"not a directory").unwrap();
+    /// let err = FileStore::new(file.join("state")).unwrap_err();
+    /// assert_eq!(err.kind(), "io");
+    /// std::fs::remove_file(&file).unwrap();
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             StoreError::Io { .. } => "io",
@@ -50,6 +98,46 @@ impl StoreError {
 ///
 /// `save` is called after every mutation with the whole tree of that key; implementations
 /// must make it atomic (a crash leaves the previous or the new tree, never a mix).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use mcpl_host::checkpoint::{
+///     CheckpointManager, CheckpointStore, CheckpointTree, MemoryStore, StateMode, StoreError,
+///     TreeKey,
+/// };
+/// use serde_json::json;
+///
+/// /// Counts saves, keeping the trees in memory (a real one would write to a database).
+/// #[derive(Debug, Default)]
+/// struct CountingStore {
+///     trees: MemoryStore,
+///     saves: Arc<AtomicUsize>,
+/// }
+///
+/// impl CheckpointStore for CountingStore {
+///     fn load(&self) -> Result<BTreeMap<TreeKey, CheckpointTree>, StoreError> {
+///         self.trees.load()
+///     }
+///     fn save(&self, key: &TreeKey, tree: &CheckpointTree) -> Result<(), StoreError> {
+///         self.saves.fetch_add(1, Ordering::SeqCst);
+///         self.trees.save(key, tree)
+///     }
+///     fn remove(&self, key: &TreeKey) -> Result<(), StoreError> {
+///         self.trees.remove(key)
+///     }
+/// }
+///
+/// let store = CountingStore::default();
+/// let saves = store.saves.clone();
+/// let trees = CheckpointManager::open(store, 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+/// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {}}));
+/// assert_eq!(saves.load(Ordering::SeqCst), 2); // registration, then the checkpoint
+/// ```
 pub trait CheckpointStore: Send + Sync + Debug + 'static {
     /// Every stored tree.
     fn load(&self) -> Result<BTreeMap<TreeKey, CheckpointTree>, StoreError>;
@@ -60,6 +148,17 @@ pub trait CheckpointStore: Send + Sync + Debug + 'static {
 }
 
 /// Keeps trees in memory (tests, or hosts that need no durability).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+///
+/// // Trees live as long as the manager: right for tests and hosts that need no durability.
+/// let trees = CheckpointManager::open(MemoryStore::new(), 1000).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+/// assert_eq!(trees.keys().len(), 1);
+/// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     trees: Mutex<BTreeMap<TreeKey, CheckpointTree>>,
@@ -67,6 +166,21 @@ pub struct MemoryStore {
 
 impl MemoryStore {
     /// An empty store.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{
+    ///     CheckpointStore, CheckpointTree, MemoryStore, StateMode, TreeKey,
+    /// };
+    ///
+    /// let store = MemoryStore::new();
+    /// let key = TreeKey::new("notes", "notes.store");
+    /// store.save(&key, &CheckpointTree::new(StateMode::HostManaged, false)).unwrap();
+    /// assert!(store.load().unwrap().contains_key(&key));
+    /// store.remove(&key).unwrap();
+    /// assert!(store.load().unwrap().is_empty());
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
@@ -94,6 +208,23 @@ impl CheckpointStore for MemoryStore {
 
 /// One file per tree in a directory, written atomically: a temporary file is written and
 /// synced, then renamed over the old one, then the directory is synced.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointStore, CheckpointTree, FileStore, StateMode, TreeKey};
+///
+/// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-filestore-{}", std::process::id()));
+/// let store = FileStore::new(&dir).unwrap();
+/// // Any server id or feature-set name is safe: file names are hex-encoded keys.
+/// let key = TreeKey::new("../notes", "notes/store");
+/// store.save(&key, &CheckpointTree::new(StateMode::HostManaged, true)).unwrap();
+/// let loaded = FileStore::new(&dir).unwrap().load().unwrap();
+/// assert!(loaded[&key].rollback);
+/// store.remove(&key).unwrap();
+/// assert!(store.load().unwrap().is_empty());
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
 #[derive(Debug, Clone)]
 pub struct FileStore {
     dir: PathBuf,
@@ -110,6 +241,19 @@ struct TreeFile {
 
 impl FileStore {
     /// A store in `dir` (created if missing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::FileStore;
+    ///
+    /// let dir = std::env::temp_dir()
+    ///     .join(format!("mcpl-host-doc-filestore-new-{}", std::process::id()))
+    ///     .join("nested/state");
+    /// let store = FileStore::new(&dir).unwrap(); // created if missing
+    /// assert!(store.dir().is_dir());
+    /// std::fs::remove_dir_all(dir.parent().unwrap().parent().unwrap()).unwrap();
+    /// ```
     pub fn new(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|source| StoreError::Io { path: dir.clone(), source })?;
@@ -117,6 +261,18 @@ impl FileStore {
     }
 
     /// The directory.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::FileStore;
+    ///
+    /// let dir = std::env::temp_dir()
+    ///     .join(format!("mcpl-host-doc-filestore-dir-{}", std::process::id()));
+    /// let store = FileStore::new(&dir).unwrap();
+    /// assert_eq!(store.dir(), dir.as_path());
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -8,6 +8,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Who keeps a feature set's state.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+/// use serde_json::json;
+///
+/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+/// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
+/// trees.record_result("notes", None, &json!({"checkpoint": "n1", "data": {"items": []}}));
+/// trees.record_result("db", None, &json!({"checkpoint": "d1"}));
+/// // Host-managed: the state travels with the call. Server-managed: only the checkpoint id.
+/// assert!(matches!(trees.injection("notes", None), Injection::Current { state: Some(_), .. }));
+/// assert!(matches!(trees.injection("db", None), Injection::Current { state: None, .. }));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StateMode {
@@ -18,6 +34,29 @@ pub enum StateMode {
 }
 
 /// A checkpoint in a tree.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+/// use serde_json::json;
+///
+/// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+/// let data = json!({"n": 1});
+/// let root = Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None };
+/// tree.record(root, 1_700_000_000_000).unwrap();
+/// tree.record(
+///     Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None },
+///     1_700_000_000_500,
+/// )
+/// .unwrap();
+/// let node = &tree.nodes["c1"];
+/// assert_eq!(node.parent, None);
+/// assert_eq!(node.children, ["c2"]);
+/// assert_eq!(node.data, Some(json!({"n": 1})));
+/// assert_eq!((node.at, node.seq), (1_700_000_000_000, 0));
+/// assert!(!node.detached && !node.pruned_by_server);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointNode {
@@ -45,6 +84,22 @@ pub struct CheckpointNode {
 }
 
 /// A checkpoint as a result (or `state/update`) delivers it.
+///
+/// # Examples
+///
+/// ```
+/// # use mcpl_core::mcpl::state::PatchOperation;
+/// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+/// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+/// use serde_json::json;
+///
+/// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+/// // A patch against the empty root state.
+/// let patch = ops(json!([{"op": "add", "path": "/items", "value": ["milk"]}]));
+/// let incoming = Incoming { checkpoint: "c1", parent: None, data: None, patch: Some(&patch) };
+/// tree.record(incoming, 0).unwrap();
+/// assert_eq!(tree.current_state(), Some(&json!({"items": ["milk"]})));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Incoming<'a> {
     /// The checkpoint id.
@@ -58,6 +113,19 @@ pub struct Incoming<'a> {
 }
 
 /// What recording did.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointTree, Incoming, Recorded, StateMode};
+///
+/// let mut tree = CheckpointTree::new(StateMode::ServerManaged, true);
+/// let cp = |id, parent| Incoming { checkpoint: id, parent, data: None, patch: None };
+/// assert_eq!(tree.record(cp("c1", None), 0), Ok(Recorded::New));
+/// assert_eq!(tree.record(cp("c1", None), 1), Ok(Recorded::Repeated)); // idempotent
+/// assert_eq!(tree.record(cp("c9", Some("c8")), 2), Ok(Recorded::Detached)); // unknown parent
+/// assert!(tree.nodes["c9"].detached);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum Recorded {
     /// A new node; `current` moved to it.
@@ -69,6 +137,31 @@ pub enum Recorded {
 }
 
 /// Why a checkpoint was not recorded. Nothing changed.
+///
+/// # Examples
+///
+/// ```
+/// # use mcpl_core::mcpl::state::PatchOperation;
+/// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+/// use mcpl_host::checkpoint::{CheckpointTree, Incoming, RecordError, StateMode};
+/// use serde_json::json;
+///
+/// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+/// let data = json!({"n": 1});
+/// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None }, 0)
+///     .unwrap();
+/// // Removing a member that is not there: the patch fails and nothing changes.
+/// let patch = ops(json!([{"op": "remove", "path": "/missing"}]));
+/// let err = tree
+///     .record(
+///         Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: Some(&patch) },
+///         1,
+///     )
+///     .unwrap_err();
+/// assert!(matches!(err, RecordError::Patch { ref checkpoint, .. } if checkpoint == "c2"));
+/// assert_eq!(tree.current.as_deref(), Some("c1"));
+/// assert!(!tree.nodes.contains_key("c2"));
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RecordError {
     /// Both `data` and `patch`.
@@ -106,6 +199,24 @@ pub enum RecordError {
 
 impl RecordError {
     /// A stable name of the failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_core::mcpl::state::PatchOperation;
+    /// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+    /// let (data, patch) = (json!({}), ops(json!([])));
+    /// let both =
+    ///     Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: Some(&patch) };
+    /// assert_eq!(tree.record(both, 0).unwrap_err().kind(), "both_data_and_patch");
+    /// let orphan =
+    ///     Incoming { checkpoint: "c2", parent: Some("gone"), data: None, patch: Some(&patch) };
+    /// assert_eq!(tree.record(orphan, 0).unwrap_err().kind(), "unknown_parent_state");
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             RecordError::BothDataAndPatch(_) => "both_data_and_patch",
@@ -117,6 +228,27 @@ impl RecordError {
 }
 
 /// The checkpoint tree of one (server, feature set).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+/// use serde_json::json;
+///
+/// let mut tree = CheckpointTree::new(StateMode::HostManaged, true);
+/// let (v1, v2) = (json!({"draft": "a"}), json!({"draft": "ab"}));
+/// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&v1), patch: None }, 0)
+///     .unwrap();
+/// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: Some(&v2), patch: None }, 1)
+///     .unwrap();
+/// // Go back to c1 and branch from it.
+/// tree.move_to("c1").unwrap();
+/// let v3 = json!({"draft": "ax"});
+/// tree.record(Incoming { checkpoint: "c3", parent: Some("c1"), data: Some(&v3), patch: None }, 2)
+///     .unwrap();
+/// assert_eq!(tree.nodes["c1"].children, ["c2", "c3"]);
+/// assert_eq!(tree.current_state(), Some(&v3));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointTree {
@@ -141,6 +273,16 @@ pub struct CheckpointTree {
 
 impl CheckpointTree {
     /// An empty tree.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointTree, StateMode};
+    ///
+    /// let tree = CheckpointTree::new(StateMode::ServerManaged, true);
+    /// assert!(tree.current.is_none() && tree.nodes.is_empty());
+    /// assert!(tree.rollback);
+    /// ```
     pub fn new(mode: StateMode, rollback: bool) -> Self {
         CheckpointTree {
             mode,
@@ -154,17 +296,77 @@ impl CheckpointTree {
     }
 
     /// The state at `current` (host-managed trees; `None` before any state).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+    /// assert_eq!(tree.current_state(), None); // before any state
+    /// let data = json!({"items": ["milk"]});
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&data), patch: None }, 0)
+    ///     .unwrap();
+    /// assert_eq!(tree.current_state(), Some(&data));
+    /// ```
     pub fn current_state(&self) -> Option<&Value> {
         if self.degraded { None } else { self.current_state.as_ref() }
     }
 
     /// Whether reconstructing the current state failed (see [`CheckpointTree::materialize`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::CheckpointTree;
+    /// use serde_json::json;
+    ///
+    /// // A tree loaded from a store whose current checkpoint patches a parent that is gone.
+    /// let mut tree: CheckpointTree = serde_json::from_value(json!({
+    ///     "mode": "host-managed", "rollback": false, "current": "c2",
+    ///     "nodes": {"c2": {"parent": "c1", "patch": [{"op": "add", "path": "/n", "value": 2}],
+    ///                      "at": 0, "seq": 1}}
+    /// })).unwrap();
+    /// assert!(tree.materialize().is_err());
+    /// assert!(tree.is_degraded());
+    /// assert_eq!(tree.current_state(), None); // nothing is injected from a degraded tree
+    /// ```
     pub fn is_degraded(&self) -> bool {
         self.degraded
     }
 
     /// Rebuilds the current state from the nodes (after loading). On failure the tree is marked
     /// degraded and the error returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointTree, RecordError};
+    /// use serde_json::json;
+    ///
+    /// // Trees are stored without their materialized state; loading rebuilds it.
+    /// let stored = json!({
+    ///     "mode": "host-managed", "rollback": false, "current": "c2",
+    ///     "nodes": {
+    ///         "c1": {"parent": null, "children": ["c2"], "data": {"n": 1}, "at": 0, "seq": 0},
+    ///         "c2": {"parent": "c1", "patch": [{"op": "replace", "path": "/n", "value": 2}],
+    ///                "at": 0, "seq": 1}
+    ///     }
+    /// });
+    /// let mut tree: CheckpointTree = serde_json::from_value(stored).unwrap();
+    /// assert_eq!(tree.current_state(), None);
+    /// tree.materialize().unwrap();
+    /// assert_eq!(tree.current_state(), Some(&json!({"n": 2})));
+    ///
+    /// // A tree loaded from a store whose current checkpoint patches a parent that is gone.
+    /// let mut broken: CheckpointTree = serde_json::from_value(json!({
+    ///     "mode": "host-managed", "rollback": false, "current": "c2",
+    ///     "nodes": {"c2": {"parent": "c1", "patch": [{"op": "add", "path": "/n", "value": 2}],
+    ///                      "at": 0, "seq": 1}}
+    /// })).unwrap();
+    /// assert!(matches!(broken.materialize(), Err(RecordError::UnknownParentState { .. })));
+    /// ```
     pub fn materialize(&mut self) -> Result<(), RecordError> {
         let Some(current) = self.current.clone() else {
             self.current_state = None;
@@ -188,6 +390,31 @@ impl CheckpointTree {
     /// The state at checkpoint `id`: from the nearest ancestor with a snapshot, patches applied
     /// forward (a root patch applies to `{}`; opaque checkpoints leave the state as it was).
     /// `Ok(None)` when no ancestor carries any state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_core::mcpl::state::PatchOperation;
+    /// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+    /// let base = json!({"items": []});
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&base), patch: None }, 0)
+    ///     .unwrap();
+    /// let add = ops(json!([{"op": "add", "path": "/items/-", "value": "milk"}]));
+    /// tree.record(
+    ///     Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: Some(&add) },
+    ///     1,
+    /// )
+    /// .unwrap();
+    /// // An opaque checkpoint keeps its parent's state.
+    /// tree.record(Incoming { checkpoint: "c3", parent: Some("c2"), data: None, patch: None }, 2)
+    ///     .unwrap();
+    /// assert_eq!(tree.state_at("c1").unwrap(), Some(json!({"items": []})));
+    /// assert_eq!(tree.state_at("c3").unwrap(), Some(json!({"items": ["milk"]})));
+    /// ```
     pub fn state_at(&self, id: &str) -> Result<Option<Value>, RecordError> {
         let mut chain = Vec::new();
         let mut cursor = Some(id.to_owned());
@@ -227,6 +454,26 @@ impl CheckpointTree {
     }
 
     /// Records a checkpoint and moves `current` to it, atomically: on error nothing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_core::mcpl::state::PatchOperation;
+    /// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, Recorded, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+    /// let patch = ops(json!([{"op": "add", "path": "/n", "value": 1}]));
+    /// let first = Incoming { checkpoint: "c1", parent: None, data: None, patch: Some(&patch) };
+    /// assert_eq!(tree.record(first.clone(), 0), Ok(Recorded::New));
+    /// // The same result delivered twice (a retried call) does not fork the tree.
+    /// assert_eq!(tree.record(first, 5), Ok(Recorded::Repeated));
+    /// assert_eq!(tree.nodes.len(), 1);
+    /// // The same id under another parent is refused.
+    /// let other = Incoming { checkpoint: "c1", parent: Some("x"), data: None, patch: None };
+    /// assert_eq!(tree.record(other, 6).unwrap_err().kind(), "parent_mismatch");
+    /// ```
     pub fn record(&mut self, cp: Incoming<'_>, now_ms: u64) -> Result<Recorded, RecordError> {
         let id = cp.checkpoint.to_owned();
         if cp.data.is_some() && cp.patch.is_some() {
@@ -299,6 +546,27 @@ impl CheckpointTree {
 
     /// Moves `current` to `id` and rebuilds the state there. The node must exist and not be
     /// pruned; on error nothing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, MoveError, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, true);
+    /// let (a, b) = (json!({"v": "a"}), json!({"v": "b"}));
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: Some(&a), patch: None }, 0)
+    ///     .unwrap();
+    /// tree.record(
+    ///     Incoming { checkpoint: "c2", parent: Some("c1"), data: Some(&b), patch: None },
+    ///     1,
+    /// )
+    /// .unwrap();
+    /// tree.move_to("c1").unwrap();
+    /// assert_eq!(tree.current_state(), Some(&a));
+    /// assert_eq!(tree.move_to("c7"), Err(MoveError::Unknown("c7".into())));
+    /// assert_eq!(tree.current.as_deref(), Some("c1")); // unchanged
+    /// ```
     pub fn move_to(&mut self, id: &str) -> Result<(), MoveError> {
         match self.nodes.get(id) {
             None => return Err(MoveError::Unknown(id.to_owned())),
@@ -313,6 +581,27 @@ impl CheckpointTree {
     }
 
     /// Adopts `data` as the state at `id` (a rollback result carrying data).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_core::mcpl::state::PatchOperation;
+    /// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, true);
+    /// let patch = ops(json!([{"op": "add", "path": "/n", "value": 1}]));
+    /// tree.record(
+    ///     Incoming { checkpoint: "c1", parent: None, data: None, patch: Some(&patch) },
+    ///     0,
+    /// )
+    /// .unwrap();
+    /// // The server's rollback answer carried the authoritative state at c1.
+    /// tree.adopt_state("c1", json!({"n": 1, "extra": true}));
+    /// assert_eq!(tree.current_state(), Some(&json!({"n": 1, "extra": true})));
+    /// assert!(tree.nodes["c1"].patch.is_none()); // now a snapshot
+    /// ```
     pub fn adopt_state(&mut self, id: &str, data: Value) {
         if let Some(n) = self.nodes.get_mut(id) {
             n.data = Some(data.clone());
@@ -325,6 +614,22 @@ impl CheckpointTree {
     }
 
     /// Marks `id` as gone on the server's side (a rollback to it answered `-32005`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, MoveError, StateMode};
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::ServerManaged, true);
+    /// tree.record(Incoming { checkpoint: "c1", parent: None, data: None, patch: None }, 0)
+    ///     .unwrap();
+    /// tree.record(Incoming { checkpoint: "c2", parent: Some("c1"), data: None, patch: None }, 1)
+    ///     .unwrap();
+    /// // A rollback to c1 answered -32005: the server no longer has it.
+    /// tree.mark_pruned("c1");
+    /// assert_eq!(tree.move_to("c1"), Err(MoveError::Pruned("c1".into())));
+    /// assert_eq!(tree.current.as_deref(), Some("c2"));
+    /// ```
     pub fn mark_pruned(&mut self, id: &str) {
         if let Some(n) = self.nodes.get_mut(id) {
             n.pruned_by_server = true;
@@ -334,6 +639,36 @@ impl CheckpointTree {
     /// Keeps at most `cap` nodes: prunes the oldest ones that are neither `current` nor one of
     /// its ancestors back to the nearest snapshot. Children of a pruned node keep their state:
     /// a child that carried a patch gets its materialized snapshot first. Returns the pruned ids.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use mcpl_core::mcpl::state::PatchOperation;
+    /// # fn ops(v: serde_json::Value) -> Vec<PatchOperation> { serde_json::from_value(v).unwrap() }
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false);
+    /// let root = json!({"n": 0});
+    /// tree.record(Incoming { checkpoint: "c0", parent: None, data: Some(&root), patch: None }, 0)
+    ///     .unwrap();
+    /// for i in 1..=3 {
+    ///     let patch = ops(json!([{"op": "replace", "path": "/n", "value": i}]));
+    ///     let (id, parent) = (format!("c{i}"), format!("c{}", i - 1));
+    ///     let cp = Incoming {
+    ///         checkpoint: &id,
+    ///         parent: Some(&parent),
+    ///         data: None,
+    ///         patch: Some(&patch),
+    ///     };
+    ///     tree.record(cp, i).unwrap();
+    /// }
+    /// tree.move_to("c1").unwrap();
+    /// // Keep two nodes: c1 (current) and its snapshot ancestor c0 are protected.
+    /// assert_eq!(tree.prune(2), ["c2", "c3"]);
+    /// assert_eq!(tree.nodes.keys().collect::<Vec<_>>(), ["c0", "c1"]);
+    /// assert_eq!(tree.current_state(), Some(&json!({"n": 1})));
+    /// ```
     pub fn prune(&mut self, cap: usize) -> Vec<String> {
         let cap = cap.max(1);
         let mut protected = BTreeSet::new();
@@ -392,6 +727,23 @@ impl CheckpointTree {
 }
 
 /// Why `current` could not move.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointTree, MoveError};
+/// use serde_json::json;
+///
+/// // A tree loaded from a store whose current checkpoint patches a parent that is gone.
+/// let mut tree: CheckpointTree = serde_json::from_value(json!({
+///     "mode": "host-managed", "rollback": false, "current": "c2",
+///     "nodes": {"c2": {"parent": "c1", "patch": [{"op": "add", "path": "/n", "value": 2}],
+///                      "at": 0, "seq": 1}}
+/// })).unwrap();
+/// // The node exists but its state cannot be rebuilt: the move is refused.
+/// assert!(matches!(tree.move_to("c2"), Err(MoveError::State(_))));
+/// assert_eq!(tree.move_to("c1"), Err(MoveError::Unknown("c1".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MoveError {
     /// No such checkpoint in the tree.

@@ -34,6 +34,13 @@ fn server(cancelled: Arc<AtomicBool>) -> Server {
             ctx.progress(1.0, Some(2.0), None).await.ok();
             Ok(ToolOutput::text("chatted"))
         })
+        .tool(Tool::new("decorated", ToolSchema::object()), |ctx, _args| async move {
+            ctx.progress(1.0, None, None).await.ok();
+            let mut result = ToolOutput::structured_value(json!({"n": 3, "quote": "a \"b\""}));
+            result.meta =
+                Some(mcpl_core::types::Meta(json!({"trace": "t-1"}).as_object().cloned().unwrap()));
+            Ok(result)
+        })
         .tool(Tool::new("ask", ToolSchema::object()), |ctx, _args| async move {
             // Server-to-client requests do not exist in the stateless era.
             let r = ctx.peer().request("roots/list", None, Default::default()).await;
@@ -197,6 +204,36 @@ async fn results_carry_result_type_server_info_and_cache_hints() {
     assert_eq!(r["content"][0]["text"], "sl@2026-07-28", "the handler sees the per-request _meta");
     assert_eq!(r["resultType"], "complete");
     assert!(r.get("ttlMs").is_none(), "tools/call results are not cacheable");
+}
+
+#[tokio::test]
+async fn a_tool_result_keeps_its_own_meta_beside_the_server_identity_in_both_response_forms() {
+    let (addr, _, _) = start().await;
+    let mut streamed = meta();
+    streamed["progressToken"] = json!(9);
+    for (id, m) in [(1, meta()), (2, streamed)] {
+        let body = request(json!(id), "tools/call", json!({"name": "decorated", "_meta": m}));
+        let (status, ct, msgs) = post(addr, &body, &[]).await;
+        assert_eq!(status, 200);
+        // The answer is the last message: alone as JSON, after the progress as SSE.
+        let expected_form = if id == 1 { "application/json" } else { "text/event-stream" };
+        assert!(ct.starts_with(expected_form), "{ct}");
+        assert_eq!(msgs.len(), id as usize);
+        let answer = msgs.last().unwrap();
+        assert_eq!(answer["id"], json!(id));
+        assert_eq!(
+            answer["result"],
+            json!({
+                "resultType": "complete",
+                "_meta": {
+                    "trace": "t-1",
+                    "io.modelcontextprotocol/serverInfo": {"name": "stateless-test", "version": "2.0.0"},
+                },
+                "content": [{"type": "text", "text": "{\"n\":3,\"quote\":\"a \\\"b\\\"\"}"}],
+                "structuredContent": {"n": 3, "quote": "a \"b\""},
+            })
+        );
+    }
 }
 
 #[tokio::test]

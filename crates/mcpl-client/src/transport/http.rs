@@ -341,9 +341,12 @@ pub const TOO_LARGE: &str = "message-too-large";
 /// peer.notify("notifications/initialized", None).await?;
 ///
 /// // Wait until the server has forgotten the session; the next request renews it.
-/// while http.session_count() > 0 {
-///     tokio::time::sleep(Duration::from_millis(50)).await;
-/// }
+/// let forgotten = async {
+///     while http.session_count() > 0 {
+///         tokio::time::sleep(Duration::from_millis(50)).await;
+///     }
+/// };
+/// tokio::time::timeout(Duration::from_secs(30), forgotten).await?;
 /// peer.request("ping", None, Default::default()).await?;
 /// let result = renewed.recv().await.flatten().expect("the new initialize result");
 /// assert_eq!(result["serverInfo"]["name"], "forgetful");

@@ -493,6 +493,101 @@ impl HttpTransport {
     /// Authorizes with OAuth: every request carries the access token, and a `401` (or a `403`
     /// `insufficient_scope`) runs the authorization flow and sends the request again. See
     /// [`crate::auth`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::OAuth;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _issuer) = protected_server().await?;
+    /// // Without authorization the server refuses the connection.
+    /// let client = Client::new("my-app", "1.0.0");
+    /// assert!(client.connect(HttpTransport::new(url.clone())).await.is_err());
+    ///
+    /// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback"));
+    /// client.connect(HttpTransport::new(url).auth(oauth)).await?;
+    /// client.call_tool("hello", Default::default()).await?;
+    /// # Ok(()) }
+    /// ```
     #[cfg(feature = "auth")]
     pub fn auth(mut self, oauth: Arc<crate::auth::OAuth>) -> Self {
         self.auth = Some(oauth);

@@ -52,6 +52,46 @@ impl Client {
     /// # Errors
     ///
     /// `ConnectionClosed`, a timeout, or the server's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// let resources = client.list_resources().await?;
+    /// assert_eq!(resources[0].uri, "file:///README.md");
+    /// assert_eq!(resources[0].name, "README");
+    /// # Ok(()) }
+    /// ```
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
         self.list_pages::<ListResources, _>(|p| (p.resources, p.next_cursor)).await
     }
@@ -61,6 +101,45 @@ impl Client {
     /// # Errors
     ///
     /// As [`list_resources`](Self::list_resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// let templates = client.list_resource_templates().await?;
+    /// assert_eq!(templates[0].uri_template, "users://{id}/profile");
+    /// # Ok(()) }
+    /// ```
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         self.list_pages::<ListResourceTemplates, _>(|p| (p.resource_templates, p.next_cursor)).await
     }
@@ -70,6 +149,47 @@ impl Client {
     /// # Errors
     ///
     /// As [`list_resources`](Self::list_resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// let prompts = client.list_prompts().await?;
+    /// assert_eq!(prompts[0].name, "greet");
+    /// let arguments = prompts[0].arguments.as_deref().unwrap_or_default();
+    /// assert_eq!(arguments[0].name, "language");
+    /// # Ok(()) }
+    /// ```
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
         self.list_pages::<ListPrompts, _>(|p| (p.prompts, p.next_cursor)).await
     }
@@ -80,6 +200,53 @@ impl Client {
     ///
     /// As [`list_resources`](Self::list_resources), plus `InputRequired` (see
     /// [`InputRequiredMode`](crate::InputRequiredMode)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::ResourceContents;
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    ///
+    /// let result = client.read_resource("file:///README.md").await?;
+    /// let ResourceContents::Text(readme) = &result.contents[0] else { panic!("not text") };
+    /// assert_eq!(readme.text, "# Hello");
+    ///
+    /// // URIs a template matches are read too.
+    /// let result = client.read_resource("users://42/profile").await?;
+    /// let ResourceContents::Text(profile) = &result.contents[0] else { panic!("not text") };
+    /// assert_eq!(profile.text, "user 42");
+    /// # Ok(()) }
+    /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let params = ReadResourceRequestParams::new(uri);
         let outcome = self.send_fulfilling::<ReadResource, _>(params, self.options()).await?;
@@ -91,6 +258,51 @@ impl Client {
     /// # Errors
     ///
     /// As [`read_resource`](Self::read_resource).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{ContentBlock, Role};
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    ///
+    /// let arguments = BTreeMap::from([("language".to_owned(), "french".to_owned())]);
+    /// let prompt = client.get_prompt("greet", arguments).await?;
+    /// assert_eq!(prompt.messages[0].role, Role::User);
+    /// assert_eq!(prompt.messages[0].content, ContentBlock::text("Say hello in french."));
+    /// # Ok(()) }
+    /// ```
     pub async fn get_prompt(
         &self,
         name: &str,
@@ -111,6 +323,41 @@ impl Client {
     /// # Errors
     ///
     /// As [`list_resources`](Self::list_resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # use mcpl_core::types::Resource;
+    /// # use mcpl_server::Server;
+    /// # use mcpl_server::resource::ResourceOutput;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let server = Server::builder("files", "1.0.0")
+    ///     .resource(Resource::new("file:///log.txt", "log"), |_ctx, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "...")])
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let (tx, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    /// let client = Client::new("app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_resource_updated(move |uri| {
+    ///         let tx = tx.clone();
+    ///         async move { tx.send(uri).ok(); }
+    ///     });
+    /// client.connect(transport).await?;
+    /// client.subscribe_resource("file:///log.txt").await?;
+    ///
+    /// // The server announces a change; the subscriber hears of it.
+    /// server.notify_resource_updated("file:///log.txt");
+    /// assert_eq!(updates.recv().await.as_deref(), Some("file:///log.txt"));
+    /// # Ok(()) }
+    /// ```
     pub async fn subscribe_resource(&self, uri: &str) -> Result<()> {
         let params = SubscribeRequestParams::new(uri);
         self.send::<Subscribe>(params, self.options()).await?;
@@ -123,6 +370,48 @@ impl Client {
     /// # Errors
     ///
     /// As [`list_resources`](Self::list_resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// client.connect(transport).await?;
+    /// client.subscribe_resource("file:///README.md").await?;
+    /// // ... updates arrive at `on_resource_updated` ...
+    /// client.unsubscribe_resource("file:///README.md").await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<()> {
         let params = UnsubscribeRequestParams::new(uri);
         self.send::<Unsubscribe>(params, self.options()).await?;
@@ -135,6 +424,50 @@ impl Client {
     /// # Errors
     ///
     /// As [`list_resources`](Self::list_resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{CompleteRequestParams, CompletionArgument, PromptReference};
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    ///
+    /// // The user has typed "e" for the `language` argument of the `greet` prompt.
+    /// let typed = CompletionArgument { name: "language".into(), value: "e".into() };
+    /// let params = CompleteRequestParams::new(PromptReference::new("greet"), typed);
+    /// let result = client.complete(params).await?;
+    /// assert_eq!(result.completion.values, ["english", "esperanto"]);
+    /// # Ok(()) }
+    /// ```
     pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult> {
         self.send::<mcpl_core::types::Complete>(params, self.options()).await
     }
@@ -145,6 +478,49 @@ impl Client {
     /// # Errors
     ///
     /// As [`list_resources`](Self::list_resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_core::types::LoggingLevel;
+    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
+    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
+    /// #     let mut greet = Prompt::new("greet");
+    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
+    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
+    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
+    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
+    /// #         })
+    /// #         .prompt(greet, |_ctx, args| async move {
+    /// #             let language = args.get("language").map_or("english", String::as_str);
+    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
+    /// #         })
+    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
+    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = library().await?;
+    /// let client = Client::new("app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_log_message(|message| async move { println!("[{:?}] {}", message.level, message.data) });
+    /// client.connect(transport).await?;
+    /// // Only warnings and worse from now on.
+    /// client.set_log_level(LoggingLevel::Warning).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<()> {
         let params = SetLevelRequestParams::new(level);
         self.send::<SetLevel>(params, self.options()).await?;

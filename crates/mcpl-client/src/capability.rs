@@ -23,6 +23,20 @@ use mcpl_core::{Error, Result};
 /// (`tools`, `resources.subscribe`, `tasks.list`...); `None` for methods every server answers
 /// (`ping`, `server/discover`, `initialize`) and for methods this table does not know (custom
 /// methods are never refused).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::capability::required;
+///
+/// assert_eq!(required("tools/call"), Some("tools"));
+/// assert_eq!(required("resources/subscribe"), Some("resources.subscribe"));
+/// assert_eq!(required("logging/setLevel"), Some("logging"));
+/// // Every server answers these, and custom methods are never refused.
+/// assert_eq!(required("ping"), None);
+/// assert_eq!(required("server/discover"), None);
+/// assert_eq!(required("x-acme/reindex"), None);
+/// ```
 pub fn required(method: &str) -> Option<&'static str> {
     Some(match method {
         names::TOOLS_LIST | names::TOOLS_CALL => "tools",
@@ -63,6 +77,50 @@ fn advertised(capabilities: &ServerCapabilities, path: &str) -> bool {
 /// # Errors
 ///
 /// `CapabilityNotSupported`, naming the missing capability's path.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::capability::check;
+/// use mcpl_core::ErrorKind;
+/// use mcpl_core::types::ServerCapabilities;
+/// use serde_json::json;
+///
+/// // Resources, without subscriptions.
+/// let caps: ServerCapabilities = serde_json::from_value(json!({"resources": {}})).unwrap();
+/// assert!(check("resources/read", &caps).is_ok());
+/// let err = check("resources/subscribe", &caps).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::CapabilityNotSupported);
+/// assert!(err.to_string().contains("resources.subscribe"));
+/// assert!(check("tools/list", &caps).is_err());
+/// ```
+///
+/// With strict capabilities on, a [`Client`](crate::Client) runs this check before each request:
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_core::ErrorKind;
+/// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("echo"))
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// # let (_session, transport) = echo_server().await?;
+/// // The server offers tools only.
+/// let client = Client::new("my-app", "1.0.0").with_strict_capabilities(true);
+/// client.connect(transport).await?;
+/// client.list_tools().await?;
+/// let err = client.list_prompts().await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::CapabilityNotSupported);
+/// # Ok(()) }
+/// ```
 pub fn check(method: &str, capabilities: &ServerCapabilities) -> Result<()> {
     match required(method) {
         Some(path) if !advertised(capabilities, path) => {

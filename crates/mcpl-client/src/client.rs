@@ -22,12 +22,53 @@ use crate::resume::Link;
 use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
 
 /// The most pages a list call follows before it stops, unless configured.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::client::DEFAULT_MAX_PAGES;
+///
+/// assert_eq!(DEFAULT_MAX_PAGES, 100);
+/// // A client that talks to servers with very long lists follows more pages.
+/// let client = Client::new("indexer", "1.0.0").with_max_pages(4 * DEFAULT_MAX_PAGES);
+/// # drop(client);
+/// ```
 pub const DEFAULT_MAX_PAGES: usize = 100;
 
 /// How long [`Negotiation::Auto`] waits for `server/discover` before trying `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How the client picks the protocol revision when it connects.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::{Client, Negotiation};
+/// use mcpl_core::ProtocolVersion;
+/// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// // An mcpl-server answers `server/discover`: `Auto` picks the stateless era.
+/// # let (_session, transport) = echo_server().await?;
+/// let client = Client::new("app", "1.0.0").with_negotiation(Negotiation::Auto);
+/// let details = client.connect(transport).await?;
+/// assert_eq!(details.protocol_version, ProtocolVersion::V2026_07_28);
+/// client.close().await?;
+///
+/// // Pinned to a 2025 revision, the same server is reached with `initialize`.
+/// # let (_session, transport) = echo_server().await?;
+/// let client = Client::new("app", "1.0.0")
+///     .with_negotiation(Negotiation::Pinned(ProtocolVersion::V2025_11_25));
+/// let details = client.connect(transport).await?;
+/// assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Negotiation {
@@ -44,11 +85,32 @@ pub enum Negotiation {
 
 impl Negotiation {
     /// [`Negotiation::Auto`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Negotiation;
+    ///
+    /// assert_eq!(Negotiation::auto(), Negotiation::Auto);
+    /// assert_eq!(Negotiation::auto(), Negotiation::default());
+    /// ```
     pub fn auto() -> Negotiation {
         Negotiation::Auto
     }
 
     /// [`Negotiation::Pinned`] to `version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    ///
+    /// let negotiation = Negotiation::pinned(ProtocolVersion::V2025_06_18);
+    /// assert_eq!(negotiation, Negotiation::Pinned(ProtocolVersion::V2025_06_18));
+    /// let client = Client::new("app", "1.0.0").with_negotiation(negotiation);
+    /// # drop(client);
+    /// ```
     pub fn pinned(version: ProtocolVersion) -> Negotiation {
         Negotiation::Pinned(version)
     }
@@ -57,6 +119,35 @@ impl Negotiation {
 /// What the server told the client about itself in the handshake (`initialize`) or in
 /// `server/discover`. Serializable, as part of a
 /// [`SessionSnapshot`](crate::resume::SessionSnapshot).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .instructions("Echoes what you send.")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// # let (_session, transport) = echo_server().await?;
+/// let client = Client::new("app", "1.0.0");
+/// let details = client.connect(transport).await?;
+/// assert_eq!(details.server_info.name, "echo-server");
+/// assert_eq!(details.instructions.as_deref(), Some("Echoes what you send."));
+/// assert!(details.capabilities.tools.is_some());
+/// // `server/discover` also lists the revisions the server speaks.
+/// assert!(details.supported_versions.iter().any(|v| v == "2026-07-28"));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -80,6 +171,30 @@ pub struct ServerDetails {
 impl ServerDetails {
     /// Whether the connection speaks the stateless (2026) era, where every request carries its
     /// own `_meta`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let details = Client::new("app", "1.0.0").connect(transport).await?;
+    /// assert!(details.is_stateless());
+    ///
+    /// # let (_session, transport) = echo_server().await?;
+    /// let stateful = Client::new("app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// assert!(!stateful.connect(transport).await?.is_stateless());
+    /// # Ok(()) }
+    /// ```
     pub fn is_stateless(&self) -> bool {
         self.protocol_version.era() == Era::Stateless
     }
@@ -89,6 +204,48 @@ impl ServerDetails {
 ///
 /// One instance holds at most one connection; [`close`](Self::close) then
 /// [`connect`](Self::connect) again works on the same instance.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_core::types::ContentBlock;
+/// use serde_json::json;
+/// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .instructions("Echoes what you send.")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// // Any transport works: a child process, HTTP, WebSocket; here an in-process server.
+/// # let (_session, transport) = echo_server().await?;
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(transport).await?;
+///
+/// let tools = client.list_tools().await?;
+/// assert_eq!(tools[0].name, "echo");
+///
+/// // Clones share the connection: hand one to another task.
+/// let worker = client.clone();
+/// let result = tokio::spawn(async move {
+///     let args = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+///     worker.call_tool("echo", args).await
+/// })
+/// .await
+/// .expect("the task ran")?;
+/// assert_eq!(result.content, [ContentBlock::text("hello")]);
+///
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Client {
     pub(crate) engine: Engine,
@@ -113,6 +270,16 @@ pub struct Client {
 
 impl Client {
     /// Creates a client that calls itself `name`, version `version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    ///
+    /// let client = Client::new("my-app", "1.0.0");
+    /// assert!(!client.is_connected());
+    /// assert!(client.server().is_none());
+    /// ```
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Client {
         let engine = Engine::new();
         // Both sides of an MCP connection answer `ping` with an empty result.
@@ -181,6 +348,21 @@ impl Client {
     }
 
     /// The MCPL host side, if configured with [`with_mcpl`](Self::with_mcpl).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    ///
+    /// assert!(Client::new("app", "1").mcpl().is_none());
+    ///
+    /// let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
+    /// let host = client.mcpl().expect("configured");
+    /// // Not connected yet: nothing negotiated.
+    /// assert!(host.status().is_none());
+    /// assert!(!host.is_ready());
+    /// ```
     pub fn mcpl(&self) -> Option<&McplHost> {
         self.mcpl.as_ref()
     }
@@ -206,18 +388,87 @@ impl Client {
     ///
     /// None today: every version this SDK knows can be pinned. The `Result` is kept for
     /// compatibility.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("app", "1.0.0").with_protocol_version(ProtocolVersion::V2025_03_26)?;
+    /// let details = client.connect(transport).await?;
+    /// assert_eq!(details.protocol_version, ProtocolVersion::V2025_03_26);
+    /// # Ok(()) }
+    /// ```
     pub fn with_protocol_version(self, version: ProtocolVersion) -> Result<Client> {
         Ok(self.with_negotiation(Negotiation::Pinned(version)))
     }
 
     /// The most pages a list call (`tools/list`, `resources/list`, ...) follows before it
     /// stops. Default: 100.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A server with three tools, one per page.
+    /// let server = Server::builder("paged", "1.0.0")
+    ///     .page_size(1)
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("a")) })
+    ///     .tool(Tool::new("b", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("b")) })
+    ///     .tool(Tool::new("c", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("c")) })
+    ///     .build();
+    /// let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("app", "1.0.0").with_max_pages(2);
+    /// client.connect(transport).await?;
+    /// // Two pages followed, the third left alone.
+    /// let names: Vec<String> = client.list_tools().await?.into_iter().map(|t| t.name).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// # Ok(()) }
+    /// ```
     pub fn with_max_pages(mut self, pages: usize) -> Client {
         self.max_pages = pages.max(1);
         self
     }
 
     /// Sets how the protocol revision is chosen. Default: [`Negotiation::Auto`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2026_07_28));
+    /// let details = client.connect(transport).await?;
+    /// // A stateless revision is negotiated with `server/discover`, whose result is kept.
+    /// assert!(details.discover.is_some());
+    /// # Ok(()) }
+    /// ```
     pub fn with_negotiation(mut self, negotiation: Negotiation) -> Client {
         self.negotiation = negotiation;
         self
@@ -238,6 +489,31 @@ impl Client {
     /// # Cancel safety
     ///
     /// Dropping the future leaves the client unconnected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::ErrorKind;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let client = Client::new("app", "1.0.0");
+    /// # let (_session, transport) = echo_server().await?;
+    /// let details = client.connect(transport).await?;
+    /// assert_eq!(details.server_info.name, "echo-server");
+    ///
+    /// // One connection per client at a time.
+    /// # let (_other, another) = echo_server().await?;
+    /// let err = client.connect(another).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::AlreadyConnected);
+    /// # Ok(()) }
+    /// ```
     pub async fn connect<T: Transport>(&self, transport: T) -> Result<ServerDetails> {
         let link = Link::of(&transport);
         let negotiation = match (self.negotiation, &self.mcpl) {
@@ -283,6 +559,33 @@ impl Client {
     /// # Errors
     ///
     /// The transport's close error (the client is unconnected regardless).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::ErrorKind;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let client = Client::new("app", "1.0.0");
+    /// # let (_session, transport) = echo_server().await?;
+    /// client.connect(transport).await?;
+    /// client.close().await?;
+    /// assert!(!client.is_connected());
+    /// assert_eq!(client.ping().await.unwrap_err().kind(), ErrorKind::ConnectionClosed);
+    ///
+    /// // The same client connects again.
+    /// # let (_session, transport) = echo_server().await?;
+    /// client.connect(transport).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn close(&self) -> Result<()> {
         self.close_keeping_session(false).await
     }
@@ -301,6 +604,28 @@ impl Client {
     }
 
     /// Whether the client is connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let client = Client::new("app", "1.0.0");
+    /// assert!(!client.is_connected());
+    /// # let (_session, transport) = echo_server().await?;
+    /// client.connect(transport).await?;
+    /// assert!(client.is_connected());
+    /// client.close().await?;
+    /// assert!(!client.is_connected());
+    /// # Ok(()) }
+    /// ```
     pub fn is_connected(&self) -> bool {
         self.engine.is_connected()
     }
@@ -324,6 +649,27 @@ impl Client {
     }
 
     /// What the server said about itself, while connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let client = Client::new("app", "1.0.0");
+    /// assert!(client.server().is_none());
+    /// # let (_session, transport) = echo_server().await?;
+    /// client.connect(transport).await?;
+    /// let server = client.server().expect("connected");
+    /// assert_eq!(server.server_info.name, "echo-server");
+    /// # Ok(()) }
+    /// ```
     pub fn server(&self) -> Option<ServerDetails> {
         self.server.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -398,6 +744,25 @@ impl Client {
     /// # Errors
     ///
     /// `ConnectionClosed`, a timeout, or the server's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn ping(&self) -> Result<()> {
         if self.server().is_some_and(|s| s.is_stateless()) {
             let _: DiscoverResult =
@@ -415,6 +780,32 @@ impl Client {
     ///
     /// `CapabilityNotSupported` if the server did not advertise tools; otherwise as
     /// [`ping`](Self::ping).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// let tools = client.list_tools().await?;
+    /// let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    /// assert_eq!(names, ["echo"]);
+    /// # Ok(()) }
+    /// ```
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
         if let Some(server) = self.server() {
             crate::capability::check(ListTools::NAME, &server.capabilities)?;
@@ -434,6 +825,39 @@ impl Client {
     /// # Cancel safety
     ///
     /// Dropping the future cancels the call on the server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::ContentBlock;
+    /// use serde_json::json;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    ///
+    /// let args = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
+    /// let result = client.call_tool("echo", args).await?;
+    /// assert_ne!(result.is_error, Some(true));
+    /// assert_eq!(result.content, [ContentBlock::text("hello")]);
+    ///
+    /// // A tool the server does not have is refused: `Err`, not a failed result.
+    /// assert!(client.call_tool("missing", Default::default()).await.is_err());
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(
         &self,
         name: &str,
@@ -454,6 +878,46 @@ impl Client {
     /// # Cancel safety
     ///
     /// As [`call_tool`](Self::call_tool).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_core::engine::RequestOptions;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A tool that reports progress while it works.
+    /// let server = Server::builder("worker", "1.0.0")
+    ///     .tool(Tool::new("work", ToolSchema::object()), |ctx, _args| async move {
+    ///         for step in 1..=3 {
+    ///             // Sent only if the request carried a progress token.
+    ///             ctx.progress(f64::from(step), Some(3.0), None).await.ok();
+    ///         }
+    ///         Ok(ToolOutput::text("done"))
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&seen);
+    /// let options = RequestOptions::new()
+    ///     .timeout(Duration::from_secs(30))
+    ///     .on_progress(move |update| log.lock().unwrap().push(update.progress));
+    /// let result = client.call_tool_with("work", Default::default(), options).await?;
+    /// assert_ne!(result.is_error, Some(true));
+    /// // Progress sent before the result is delivered before the call returns.
+    /// assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -474,6 +938,37 @@ impl Client {
     /// # Cancel safety
     ///
     /// As [`call_tool`](Self::call_tool).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::engine::RequestOptions;
+    /// use mcpl_core::types::{CallToolRequestParams, ContentBlock};
+    /// use serde_json::json;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("app", "1.0.0");
+    /// client.connect(transport).await?;
+    ///
+    /// let args = json!({"text": "hi"}).as_object().cloned().unwrap_or_default();
+    /// let params = CallToolRequestParams::new("echo").with_arguments(args);
+    /// let result = client.call_tool_params(params, RequestOptions::new()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("hi")]);
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool_params(
         &self,
         params: CallToolRequestParams,

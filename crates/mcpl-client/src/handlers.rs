@@ -43,6 +43,26 @@ use serde_json::Value;
 use crate::Client;
 
 /// What a handler answers: its result, or a JSON-RPC error for the server.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::handlers::HandlerResult;
+/// use mcpl_core::jsonrpc::ErrorObject;
+/// use mcpl_core::types::Root;
+///
+/// // A named handler; an `Err` goes back to the server as a JSON-RPC error.
+/// async fn workspace_roots() -> HandlerResult<Vec<Root>> {
+///     let Ok(dir) = std::env::current_dir() else {
+///         return Err(ErrorObject::internal("no working directory"));
+///     };
+///     Ok(vec![Root::new(format!("file://{}", dir.display()))])
+/// }
+///
+/// let client = Client::new("my-app", "1.0.0").on_roots(workspace_roots);
+/// assert!(client.capabilities().roots.is_some());
+/// ```
 pub type HandlerResult<T> = Result<T, ErrorObject>;
 
 type Handler<P, R> = Arc<dyn Fn(P) -> BoxFuture<'static, HandlerResult<R>> + Send + Sync>;
@@ -174,6 +194,50 @@ impl Client {
     /// The handler runs for 2025-era requests from the server and for sampling requests in
     /// 2026-era input-required results. An `Err` goes back to the server as the JSON-RPC error
     /// (2025), or fails the call that needed the input (2026).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{
+    ///     ContentBlock, CreateMessageRequestParams, CreateMessageResult, Role, SamplingContent,
+    ///     SamplingMessage, SamplingMessageContentBlock, TextContent, Tool, ToolSchema,
+    /// };
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A tool that asks the client's model a question.
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("capital", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(answer) = ctx.sampling_response("ask") {
+    ///             let SamplingContent::Single(SamplingMessageContentBlock::Text(said)) = &answer.content
+    ///             else {
+    ///                 return Ok(ToolOutput::error("not text").into());
+    ///             };
+    ///             return Ok(ToolOutput::text(format!("{} says {}", answer.model, said.text)).into());
+    ///         }
+    ///         let question = TextContent::new("Capital of France? One word.");
+    ///         let message = SamplingMessage::new(Role::User, SamplingMessageContentBlock::Text(question));
+    ///         let params = CreateMessageRequestParams::new(vec![message], 20);
+    ///         Ok::<ToolReply, _>(ctx.input_required().sample("ask", params).into())
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// // The client's "model": here a canned answer.
+    /// let client = Client::new("my-app", "1.0.0").on_sampling(|params| async move {
+    ///     assert_eq!(params.max_tokens, 20);
+    ///     let reply = SamplingMessageContentBlock::Text(TextContent::new("Paris"));
+    ///     Ok(CreateMessageResult::new(Role::Assistant, reply, "some-llm"))
+    /// });
+    /// client.connect(transport).await?;
+    /// let result = client.call_tool("capital", Default::default()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("some-llm says Paris")]);
+    /// # Ok(()) }
+    /// ```
     pub fn on_sampling<F, Fut>(mut self, handler: F) -> Client
     where
         F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
@@ -188,6 +252,50 @@ impl Client {
     ///
     /// When the handler accepts, fields it left out of `content` are filled from the schema's
     /// `default` values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{
+    ///     ContentBlock, ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue,
+    ///     ElicitationSchema, StringSchema, Tool, ToolSchema,
+    /// };
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A tool that asks the user for their name.
+    /// let server = Server::builder("greeter", "1.0.0")
+    ///     .tool(Tool::new("greet", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(ElicitValue::String(name)) = ctx.elicited("who").and_then(|c| c.get("name")) {
+    ///             return Ok(ToolOutput::text(format!("Hello, {name}!")).into());
+    ///         }
+    ///         let form = ElicitationSchema::default()
+    ///             .with_property("name", StringSchema::default())
+    ///             .with_required("name");
+    ///         let ask = ElicitRequestFormParams::new("What is your name?", form);
+    ///         Ok::<ToolReply, _>(ctx.input_required().elicit("who", ask).into())
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// // The client shows the form to its user; here the user types "Ada".
+    /// let client = Client::new("my-app", "1.0.0").on_elicitation(|form| async move {
+    ///     assert_eq!(form.message, "What is your name?");
+    ///     let mut result = ElicitResult::new(ElicitAction::Accept);
+    ///     result.content = Some(BTreeMap::from([("name".to_owned(), ElicitValue::String("Ada".into()))]));
+    ///     Ok(result)
+    /// });
+    /// client.connect(transport).await?;
+    /// let result = client.call_tool("greet", Default::default()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("Hello, Ada!")]);
+    /// # Ok(()) }
+    /// ```
     pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Client
     where
         F: Fn(ElicitRequestFormParams) -> Fut + Send + Sync + 'static,
@@ -200,6 +308,43 @@ impl Client {
 
     /// Answers URL-mode `elicitation/create` (send the user to a URL) with `handler` and
     /// declares `elicitation.url`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{
+    ///     ContentBlock, ElicitAction, ElicitRequestURLParams, ElicitResult, Tool, ToolSchema,
+    /// };
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A tool that sends the user to a sign-in page before it goes on.
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("connect_account", ToolSchema::object()), |ctx, _args| async move {
+    ///         if let Some(answer) = ctx.elicitation_response("sign_in") {
+    ///             return Ok(ToolOutput::text(format!("sign-in: {:?}", answer.action)).into());
+    ///         }
+    ///         let ask = ElicitRequestURLParams::new("Sign in to continue", "https://example.com/sign-in");
+    ///         Ok::<ToolReply, _>(ctx.input_required().elicit("sign_in", ask).into())
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("my-app", "1.0.0").on_url_elicitation(|request| async move {
+    ///     // A real client opens `request.url` in a browser once the user agrees.
+    ///     assert_eq!(request.url, "https://example.com/sign-in");
+    ///     Ok(ElicitResult::new(ElicitAction::Accept))
+    /// });
+    /// assert!(client.capabilities().elicitation.and_then(|e| e.url).is_some());
+    /// client.connect(transport).await?;
+    /// let result = client.call_tool("connect_account", Default::default()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("sign-in: Accept")]);
+    /// # Ok(()) }
+    /// ```
     pub fn on_url_elicitation<F, Fut>(mut self, handler: F) -> Client
     where
         F: Fn(ElicitRequestURLParams) -> Fut + Send + Sync + 'static,
@@ -211,6 +356,38 @@ impl Client {
     }
 
     /// Answers `roots/list` with the roots `handler` returns and declares `roots`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{ContentBlock, Root, Tool, ToolSchema};
+    /// use mcpl_server::input::ToolReply;
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A tool that works on the directories the client shares.
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("project_dirs", ToolSchema::object()), |ctx, _args| async move {
+    ///         let Some(roots) = ctx.roots_response("roots") else {
+    ///             return Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into());
+    ///         };
+    ///         let uris: Vec<&str> = roots.roots.iter().map(|r| r.uri.as_str()).collect();
+    ///         Ok(ToolOutput::text(uris.join(", ")).into())
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("my-app", "1.0.0").on_roots(|| async {
+    ///     Ok(vec![Root::new("file:///src/api"), Root::new("file:///src/web")])
+    /// });
+    /// client.connect(transport).await?;
+    /// let result = client.call_tool("project_dirs", Default::default()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("file:///src/api, file:///src/web")]);
+    /// # Ok(()) }
+    /// ```
     pub fn on_roots<F, Fut>(mut self, handler: F) -> Client
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -222,6 +399,23 @@ impl Client {
     }
 
     /// The capabilities this client declares: the base ones plus those its handlers provide.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::types::{ElicitAction, ElicitResult};
+    ///
+    /// let plain = Client::new("my-app", "1.0.0");
+    /// assert!(plain.capabilities().elicitation.is_none());
+    ///
+    /// let client = plain.on_elicitation(|_form| async { Ok(ElicitResult::new(ElicitAction::Decline)) });
+    /// let caps = client.capabilities();
+    /// let elicitation = caps.elicitation.expect("declared by the handler");
+    /// assert!(elicitation.form.is_some());
+    /// assert!(elicitation.url.is_none());
+    /// assert!(caps.sampling.is_none() && caps.roots.is_none());
+    /// ```
     pub fn capabilities(&self) -> ClientCapabilities {
         let mut caps = self.handlers.declare(&self.capabilities);
         if let Some(host) = &self.mcpl {

@@ -240,6 +240,47 @@ impl Notify {
 /// sends for it, starting with `notifications/subscriptions/acknowledged` (which says what the
 /// server honours). The stream ends when the server ends the subscription or the connection
 /// closes; dropping it cancels the subscription.
+///
+/// # Examples
+///
+/// ```
+/// use futures::StreamExt;
+/// use mcpl_client::Client;
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_core::types::{ServerNotification, SubscriptionFilter, Tool, ToolSchema};
+/// use mcpl_server::{Server, ToolOutput};
+/// # async fn serve_http(server: mcpl_server::Server) -> std::io::Result<String> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok(url)
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::builder("tools", "1.0.0").build();
+/// // A 2026-era server over Streamable HTTP, on a local port.
+/// let url = serve_http(server.clone()).await?;
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(HttpTransport::new(url)).await?;
+///
+/// let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+/// let mut subscription = client.listen(filter).await?;
+/// // First, what the server honours.
+/// let ack = subscription.next().await;
+/// assert!(matches!(ack, Some(ServerNotification::SubscriptionsAcknowledged(_))));
+///
+/// server.tools_mut().add(Tool::new("new", ToolSchema::object()), |_ctx, _args| async {
+///     Ok(ToolOutput::text("new"))
+/// })?;
+/// let change = subscription.next().await;
+/// assert!(matches!(change, Some(ServerNotification::ToolListChanged(_))));
+/// // Dropping the stream cancels the subscription.
+/// drop(subscription);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Subscription {
     rx: mpsc::UnboundedReceiver<ServerNotification>,
@@ -270,6 +311,43 @@ where
 
 impl Client {
     /// Calls `handler` on `notifications/tools/list_changed`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("tools", "1.0.0")
+    ///     .tool(Tool::new("first", ToolSchema::object()), |_ctx, _args| async {
+    ///         Ok(ToolOutput::text("first"))
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_tools_list_changed(move || {
+    ///         let tx = tx.clone();
+    ///         async move { tx.send(()).ok(); }
+    ///     });
+    /// client.connect(transport).await?;
+    /// assert_eq!(client.list_tools().await?.len(), 1);
+    ///
+    /// server.tools_mut().add(Tool::new("second", ToolSchema::object()), |_ctx, _args| async {
+    ///     Ok(ToolOutput::text("second"))
+    /// })?;
+    /// changed.recv().await;
+    /// // Time to list again.
+    /// assert_eq!(client.list_tools().await?.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn on_tools_list_changed<F, Fut>(self, handler: F) -> Client
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -280,6 +358,40 @@ impl Client {
     }
 
     /// Calls `handler` on `notifications/prompts/list_changed`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_core::types::Prompt;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("prompts", "1.0.0")
+    ///     .prompt(Prompt::new("first"), |_ctx, _args| async { Ok(PromptOutput::user_text("1")) })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_prompts_list_changed(move || {
+    ///         let tx = tx.clone();
+    ///         async move { tx.send(()).ok(); }
+    ///     });
+    /// client.connect(transport).await?;
+    ///
+    /// server.prompts_mut().add(Prompt::new("second"), |_ctx, _args| async {
+    ///     Ok(PromptOutput::user_text("2"))
+    /// })?;
+    /// changed.recv().await;
+    /// assert_eq!(client.list_prompts().await?.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn on_prompts_list_changed<F, Fut>(self, handler: F) -> Client
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -290,6 +402,40 @@ impl Client {
     }
 
     /// Calls `handler` on `notifications/resources/list_changed`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("files", "1.0.0")
+    ///     .resource(Resource::new("file:///a.txt", "a"), |_ctx, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "a")])
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_resources_list_changed(move || {
+    ///         let tx = tx.clone();
+    ///         async move { tx.send(()).ok(); }
+    ///     });
+    /// client.connect(transport).await?;
+    ///
+    /// assert!(server.resources_mut().remove("file:///a.txt"));
+    /// changed.recv().await;
+    /// assert!(client.list_resources().await?.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn on_resources_list_changed<F, Fut>(self, handler: F) -> Client
     where
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -300,6 +446,43 @@ impl Client {
     }
 
     /// Calls `handler` with the URI of each `notifications/resources/updated`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_core::types::Resource;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("files", "1.0.0")
+    ///     .resource(Resource::new("file:///status.json", "status"), |_ctx, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "{}")])
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let (tx, mut updated) = tokio::sync::mpsc::unbounded_channel();
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_resource_updated(move |uri| {
+    ///         let tx = tx.clone();
+    ///         async move { tx.send(uri).ok(); }
+    ///     });
+    /// client.connect(transport).await?;
+    /// client.subscribe_resource("file:///status.json").await?;
+    ///
+    /// server.notify_resource_updated("file:///status.json");
+    /// let uri = updated.recv().await.unwrap_or_default();
+    /// // Read it again for the new contents.
+    /// let fresh = client.read_resource(&uri).await?;
+    /// assert_eq!(fresh.contents[0].uri(), "file:///status.json");
+    /// # Ok(()) }
+    /// ```
     pub fn on_resource_updated<F, Fut>(self, handler: F) -> Client
     where
         F: Fn(String) -> Fut + Send + Sync + 'static,
@@ -310,6 +493,44 @@ impl Client {
     }
 
     /// Calls `handler` with each log message (`notifications/message`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_core::types::{LoggingLevel, Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("noisy", ToolSchema::object()), |ctx, _args| async move {
+    ///         ctx.log(LoggingLevel::Warning, Some("noisy"), json!({"disk": "almost full"})).await.ok();
+    ///         Ok(ToolOutput::text("done"))
+    ///     })
+    ///     .build();
+    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// # let _session = server.serve(theirs).await?;
+    ///
+    /// let (tx, mut logs) = tokio::sync::mpsc::unbounded_channel();
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .on_log_message(move |message| {
+    ///         let tx = tx.clone();
+    ///         async move { tx.send(message).ok(); }
+    ///     });
+    /// client.connect(transport).await?;
+    /// client.set_log_level(LoggingLevel::Info).await?;
+    /// client.call_tool("noisy", Default::default()).await?;
+    ///
+    /// let message = logs.recv().await.expect("a log message");
+    /// assert_eq!(message.level, LoggingLevel::Warning);
+    /// assert_eq!(message.logger.as_deref(), Some("noisy"));
+    /// assert_eq!(message.data["disk"], "almost full");
+    /// # Ok(()) }
+    /// ```
     pub fn on_log_message<F, Fut>(self, handler: F) -> Client
     where
         F: Fn(LoggingMessageNotificationParams) -> Fut + Send + Sync + 'static,
@@ -327,6 +548,55 @@ impl Client {
     ///
     /// `ConnectionClosed`; `CapabilityNotSupported` on a 2025-era connection (which has no
     /// `subscriptions/listen`: list changes arrive on the session and reach the handlers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::types::{Resource, ServerNotification, SubscriptionFilter};
+    /// use mcpl_core::{ErrorKind, ProtocolVersion};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::resource::ResourceOutput;
+    /// # async fn serve_http(server: mcpl_server::Server) -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = Server::builder("files", "1.0.0")
+    ///     .resource(Resource::new("file:///status.json", "status"), |_ctx, req| async move {
+    ///         Ok(vec![ResourceOutput::text(req.uri, "{}")])
+    ///     })
+    ///     .build();
+    /// let url = serve_http(server.clone()).await?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    ///
+    /// // Updates of one resource, in the 2026 era.
+    /// let filter = SubscriptionFilter {
+    ///     resource_subscriptions: Some(vec!["file:///status.json".into()]),
+    ///     ..Default::default()
+    /// };
+    /// let mut updates = client.listen(filter).await?;
+    /// assert!(matches!(updates.next().await, Some(ServerNotification::SubscriptionsAcknowledged(_))));
+    /// server.notify_resource_updated("file:///status.json");
+    /// assert!(matches!(updates.next().await, Some(ServerNotification::ResourceUpdated(_))));
+    ///
+    /// // A 2025-era connection has no `subscriptions/listen`.
+    /// let stateful = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// stateful.connect(HttpTransport::new(url)).await?;
+    /// let err = stateful.listen(SubscriptionFilter::default()).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::CapabilityNotSupported);
+    /// # Ok(()) }
+    /// ```
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription> {
         let peer = self.peer()?;
         if !self.server().is_some_and(|s| s.is_stateless()) {

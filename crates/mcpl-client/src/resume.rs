@@ -58,6 +58,51 @@ impl Link {
 }
 
 /// A connection saved for [`Client::resume`]. Serializable with serde (camelCase JSON).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::{Client, Negotiation, SessionSnapshot};
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_core::ProtocolVersion;
+/// # async fn serve_http() -> std::io::Result<String> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok(url)
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A 2025-era Streamable HTTP session, on a local port.
+/// let url = serve_http().await?;
+/// let client = Client::new("my-app", "1.0.0")
+///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+/// client.connect(HttpTransport::new(url.clone())).await?;
+///
+/// let snapshot = client.suspend().await?;
+/// assert!(snapshot.session_id.is_some());
+/// assert_eq!(snapshot.endpoint.as_deref(), Some(url.as_str()));
+/// // Plain serde data: store it anywhere.
+/// let saved = serde_json::to_string(&snapshot)?;
+///
+/// // Later, maybe in another process: the same session continues.
+/// let restored: SessionSnapshot = serde_json::from_str(&saved)?;
+/// assert_eq!(restored, snapshot);
+/// let client = Client::new("my-app", "1.0.0");
+/// client.resume(HttpTransport::new(url), restored).await?;
+/// client.call_tool("echo", Default::default()).await?;
+/// client.terminate().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -76,6 +121,35 @@ pub struct SessionSnapshot {
 impl SessionSnapshot {
     /// Whether the snapshot can be resumed: a stateless-era connection always can; a
     /// stateful-era one only with a session id (over stdio, the session dies with the process).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // The stateless era: every request stands alone, so any connection can be resumed.
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// assert!(client.session_snapshot().expect("connected").is_resumable());
+    ///
+    /// // A stateful-era stream (stdio, or in memory as here) has no session id: its session ends
+    /// // with the transport.
+    /// # let (_session, transport) = echo_server().await?;
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// client.connect(transport).await?;
+    /// assert!(!client.session_snapshot().expect("connected").is_resumable());
+    /// # Ok(()) }
+    /// ```
     pub fn is_resumable(&self) -> bool {
         self.server.protocol_version.era() == Era::Stateless || self.session_id.is_some()
     }
@@ -83,6 +157,44 @@ impl SessionSnapshot {
 
 impl Client {
     /// The snapshot of the current connection, or `None` when unconnected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn serve_http() -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_http().await?;
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// assert!(client.session_snapshot().is_none());
+    ///
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    /// let snapshot = client.session_snapshot().expect("connected");
+    /// assert!(snapshot.session_id.is_some());
+    /// assert_eq!(snapshot.server.server_info.name, "echo-server");
+    /// assert_eq!(snapshot.endpoint, Some(url));
+    /// // Taking a snapshot changes nothing: the client stays connected.
+    /// assert!(client.is_connected());
+    /// # Ok(()) }
+    /// ```
     pub fn session_snapshot(&self) -> Option<SessionSnapshot> {
         let server = self.server()?;
         let link = self.link.lock().unwrap_or_else(PoisonError::into_inner);
@@ -102,6 +214,46 @@ impl Client {
     /// - `Transport` if the connection cannot be resumed (a 2025-era connection without a
     ///   session id, such as one over stdio); the connection is left open.
     /// - The transport's close error (the client is unconnected regardless).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::{ErrorKind, ProtocolVersion};
+    /// # async fn serve_http() -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_http().await?;
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    ///
+    /// let snapshot = client.suspend().await?;
+    /// assert!(!client.is_connected());
+    /// // The server kept the session: the same client continues it.
+    /// client.resume(HttpTransport::new(url), snapshot).await?;
+    /// client.ping().await?;
+    ///
+    /// // Not connected: nothing to suspend.
+    /// let idle = Client::new("my-app", "1.0.0");
+    /// assert_eq!(idle.suspend().await.unwrap_err().kind(), ErrorKind::ConnectionClosed);
+    /// # Ok(()) }
+    /// ```
     pub async fn suspend(&self) -> Result<SessionSnapshot> {
         let snapshot = self.session_snapshot().ok_or(Error::ConnectionClosed)?;
         if !snapshot.is_resumable() {
@@ -123,6 +275,42 @@ impl Client {
     /// # Errors
     ///
     /// As [`close`](Self::close).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::ProtocolVersion;
+    /// # async fn serve_http() -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_http().await?;
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    /// let snapshot = client.suspend().await?;
+    ///
+    /// // Continue the session once more, then end it on the server too.
+    /// client.resume(HttpTransport::new(url), snapshot).await?;
+    /// client.terminate().await?;
+    /// assert!(!client.is_connected());
+    /// # Ok(()) }
+    /// ```
     pub async fn terminate(&self) -> Result<()> {
         self.close().await
     }
@@ -138,6 +326,54 @@ impl Client {
     /// - `Transport` if the snapshot is not resumable, if it was taken for another endpoint
     ///   than the transport's, or if it holds a session id the transport cannot carry.
     /// - The transport's start error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::ErrorKind;
+    /// use mcpl_core::types::ContentBlock;
+    /// use serde_json::json;
+    /// # async fn serve_http() -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_http().await?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    /// let snapshot = client.suspend().await?;
+    ///
+    /// // Another client instance picks up where the first stopped: no `server/discover` this time.
+    /// let resumed = Client::new("my-app", "1.0.0");
+    /// let details = resumed.resume(HttpTransport::new(url), snapshot.clone()).await?;
+    /// assert_eq!(details.server_info.name, "echo-server");
+    /// let args = json!({"text": "still here"}).as_object().cloned().unwrap_or_default();
+    /// let result = resumed.call_tool("echo", args).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("still here")]);
+    ///
+    /// // A snapshot belongs to its endpoint.
+    /// let elsewhere = Client::new("my-app", "1.0.0");
+    /// let err = elsewhere
+    ///     .resume(HttpTransport::new("http://127.0.0.1:9/mcp"), snapshot)
+    ///     .await
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Transport);
+    /// # Ok(()) }
+    /// ```
     pub async fn resume<T: Transport>(
         &self,
         transport: T,

@@ -25,11 +25,39 @@ const MAX_PEM_BYTES: usize = 16 * 1024;
 /// A client's ECDSA P-256 private key for `private_key_jwt` authentication (JWS `ES256`).
 ///
 /// The key never appears in `Debug` output or logs.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::{ClientCredentials, ClientKey};
+///
+/// let pem = rcgen::KeyPair::generate()?.serialize_pem(); // a P-256 key, PKCS#8 PEM
+/// let key = ClientKey::from_pkcs8_pem(&pem)?;
+/// // The key never shows in Debug output.
+/// assert!(!format!("{key:?}").contains("PRIVATE KEY"));
+/// let mut credentials = ClientCredentials::public("my-service");
+/// credentials.signing_key = Some(key);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientKey(SigningKey);
 
 impl ClientKey {
     /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) P-256 private key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::ClientKey;
+    ///
+    /// let pem = rcgen::KeyPair::generate()?.serialize_pem();
+    /// assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+    /// assert!(ClientKey::from_pkcs8_pem(&pem).is_ok());
+    /// // Anything else is refused, with a reason.
+    /// let err = ClientKey::from_pkcs8_pem("-----BEGIN RSA PRIVATE KEY-----").unwrap_err();
+    /// assert_eq!(err.kind(), "invalid_key");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_pkcs8_pem(pem: &str) -> Result<Self, AuthError> {
         if pem.len() > MAX_PEM_BYTES {
             return Err(AuthError::InvalidKey(format!(

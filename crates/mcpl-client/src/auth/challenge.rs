@@ -1,6 +1,21 @@
 //! The `WWW-Authenticate: Bearer ...` challenge (RFC 6750, RFC 9728 section 5.1).
 
 /// What a server said when it refused a request: the parameters of its `Bearer` challenge.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::Challenge;
+///
+/// let header = r#"Bearer error="insufficient_scope", scope="files:read files:write", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource""#;
+/// let challenge = Challenge::parse(header);
+/// assert!(challenge.is_insufficient_scope());
+/// assert_eq!(challenge.scope.as_deref(), Some("files:read files:write"));
+/// assert_eq!(
+///     challenge.resource_metadata.as_deref(),
+///     Some("https://mcp.example.com/.well-known/oauth-protected-resource")
+/// );
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Challenge {
     /// `error`: `invalid_token`, `insufficient_scope`...
@@ -14,6 +29,19 @@ pub struct Challenge {
 impl Challenge {
     /// Parses the value of a `WWW-Authenticate` header; parameters of other schemes than
     /// `Bearer` are ignored. Malformed input yields what could be read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::Challenge;
+    ///
+    /// // Parameters of other schemes are ignored; quoted strings are unescaped.
+    /// let challenge = Challenge::parse(r#"Basic realm="x", Bearer error="invalid_token", scope="a\"b""#);
+    /// assert_eq!(challenge.error.as_deref(), Some("invalid_token"));
+    /// assert_eq!(challenge.scope.as_deref(), Some(r#"a"b"#));
+    /// // Malformed input yields what could be read.
+    /// assert_eq!(Challenge::parse("Bearer ,,, ="), Challenge::default());
+    /// ```
     pub fn parse(header: &str) -> Challenge {
         let mut challenge = Challenge::default();
         let mut in_bearer = false;
@@ -72,6 +100,17 @@ impl Challenge {
     }
 
     /// Whether the server asked for more scopes (`insufficient_scope`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::Challenge;
+    ///
+    /// // A step-up: authorize again with more scopes.
+    /// assert!(Challenge::parse(r#"Bearer error="insufficient_scope", scope="admin""#).is_insufficient_scope());
+    /// // An expired or unknown token: refresh or authorize again with the same scopes.
+    /// assert!(!Challenge::parse(r#"Bearer error="invalid_token""#).is_insufficient_scope());
+    /// ```
     pub fn is_insufficient_scope(&self) -> bool {
         self.error.as_deref() == Some("insufficient_scope")
     }

@@ -11,6 +11,24 @@ use super::AuthError;
 pub(crate) const MAX_BODY: usize = 256 * 1024;
 
 /// The protected resource metadata of an MCP server (RFC 9728).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::ResourceMetadata;
+/// use serde_json::json;
+///
+/// // As served at `/.well-known/oauth-protected-resource` (RFC 9728).
+/// let metadata: ResourceMetadata = serde_json::from_value(json!({
+///     "resource": "https://mcp.example.com/mcp",
+///     "authorization_servers": ["https://auth.example.com"],
+///     "scopes_supported": ["mcp:tools"],
+///     "bearer_methods_supported": ["header"],
+/// }))?;
+/// assert_eq!(metadata.authorization_servers, ["https://auth.example.com"]);
+/// assert_eq!(metadata.scopes_supported, Some(vec!["mcp:tools".to_owned()]));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 pub struct ResourceMetadata {
     /// The resource identifier, sent as the `resource` parameter.
@@ -24,6 +42,25 @@ pub struct ResourceMetadata {
 }
 
 /// Authorization server metadata (RFC 8414; OpenID provider metadata has the same fields).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::ServerMetadata;
+/// use serde_json::json;
+///
+/// // As served at `/.well-known/oauth-authorization-server` (RFC 8414).
+/// let metadata: ServerMetadata = serde_json::from_value(json!({
+///     "issuer": "https://auth.example.com",
+///     "authorization_endpoint": "https://auth.example.com/authorize",
+///     "token_endpoint": "https://auth.example.com/token",
+///     "code_challenge_methods_supported": ["S256"],
+/// }))?;
+/// assert_eq!(metadata.token_endpoint, "https://auth.example.com/token");
+/// assert_eq!(metadata.registration_endpoint, None); // no dynamic registration here
+/// assert!(metadata.code_challenge_methods_supported.iter().flatten().any(|m| m == "S256"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 pub struct ServerMetadata {
     /// The issuer identifier.
@@ -59,6 +96,23 @@ pub struct ServerMetadata {
 
 impl ServerMetadata {
     /// Whether `scope` is listed in `scopes_supported`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::ServerMetadata;
+    /// use serde_json::json;
+    ///
+    /// let metadata: ServerMetadata = serde_json::from_value(json!({
+    ///     "issuer": "https://auth.example.com",
+    ///     "token_endpoint": "https://auth.example.com/token",
+    ///     "scopes_supported": ["openid", "offline_access"],
+    /// }))?;
+    /// // Refresh tokens are asked for only where the server offers them.
+    /// assert!(metadata.supports_scope("offline_access"));
+    /// assert!(!metadata.supports_scope("admin"));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn supports_scope(&self, scope: &str) -> bool {
         self.scopes_supported.iter().flatten().any(|s| s == scope)
     }

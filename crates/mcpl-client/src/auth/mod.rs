@@ -50,9 +50,29 @@ pub use self::challenge::Challenge;
 pub use self::metadata::{ResourceMetadata, ServerMetadata};
 
 /// How many times one request is authorized before its refusal is final.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::MAX_AUTHORIZATIONS;
+///
+/// // A server that refuses every new token does not keep a request looping.
+/// assert_eq!(MAX_AUTHORIZATIONS, 3);
+/// ```
 pub const MAX_AUTHORIZATIONS: u32 = 3;
 
 /// Why authorization failed.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::{AuthError, ClientCredentials};
+///
+/// match ClientCredentials::private_key_jwt("my-service", "not a key") {
+///     Err(AuthError::InvalidKey(detail)) => assert!(detail.contains("PKCS#8")),
+///     other => panic!("expected InvalidKey, got {other:?}"),
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
     /// An HTTP exchange with a metadata, registration or token endpoint failed.
@@ -143,6 +163,23 @@ pub enum AuthError {
 
 impl AuthError {
     /// A stable name for the kind of failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{Challenge, OAuth, ClientCredentials};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let oauth = OAuth::client_credentials(None, ClientCredentials::confidential("svc", "secret"));
+    /// // A 403 that is not `insufficient_scope` is final: no new token will help.
+    /// let forbidden = r#"Bearer error="forbidden""#;
+    /// assert!(!Challenge::parse(forbidden).is_insufficient_scope());
+    /// let err = oauth.handle_refusal("http://127.0.0.1:9/mcp", 403, Some(forbidden), None).await.unwrap_err();
+    /// // A stable name, for logs and metrics.
+    /// assert_eq!(err.kind(), "refused");
+    /// # }
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             AuthError::Http { .. } => "http",
@@ -164,6 +201,20 @@ impl AuthError {
 }
 
 /// A client's credentials at one authorization server.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::{ClientCredentials, OAuth};
+///
+/// let credentials = ClientCredentials::confidential("my-app", "s3cret");
+/// assert_eq!(credentials.client_id, "my-app");
+/// // The secret never reaches logs.
+/// assert!(!format!("{credentials:?}").contains("s3cret"));
+/// // Registered beforehand at one authorization server, used there only.
+/// let oauth = OAuth::client_credentials(Some("https://auth.example.com".into()), credentials);
+/// # drop(oauth);
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientCredentials {
     /// The client id (a URL for client ID metadata documents).
@@ -181,6 +232,92 @@ pub struct ClientCredentials {
 
 impl ClientCredentials {
     /// A public client (no secret).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{ClientCredentials, OAuth};
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// // A native app registered at the authorization server without a secret.
+    /// let credentials = ClientCredentials::public("my-desktop-app");
+    /// assert_eq!(credentials.client_secret, None);
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback")
+    ///     .client("https://auth.example.com", credentials);
+    /// # drop(oauth);
+    /// ```
     pub fn public(client_id: impl Into<String>) -> Self {
         ClientCredentials {
             client_id: client_id.into(),
@@ -191,6 +328,100 @@ impl ClientCredentials {
     }
 
     /// A confidential client.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::{ClientCredentials, OAuth};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, issuer) = protected_server().await?;
+    /// // Registered beforehand at `issuer`; the flow uses these instead of registering.
+    /// let credentials = ClientCredentials::confidential("dyn-client", "dyn-secret");
+    /// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback").client(issuer, credentials));
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url).auth(oauth)).await?;
+    /// client.call_tool("hello", Default::default()).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn confidential(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
         ClientCredentials {
             client_id: client_id.into(),
@@ -202,6 +433,21 @@ impl ClientCredentials {
 
     /// A client that authenticates with `private_key_jwt` (RFC 7523): assertions signed ES256
     /// with `pem`, a PKCS#8 PEM P-256 private key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{ClientCredentials, OAuth};
+    ///
+    /// // The service's P-256 key, PKCS#8 PEM (generated here; normally read from a secret store).
+    /// let pem = rcgen::KeyPair::generate()?.serialize_pem();
+    /// let credentials = ClientCredentials::private_key_jwt("my-service", &pem)?;
+    /// assert_eq!(credentials.token_endpoint_auth_method.as_deref(), Some("private_key_jwt"));
+    /// assert!(credentials.signing_key.is_some());
+    /// let oauth = OAuth::client_credentials(Some("https://auth.example.com".into()), credentials);
+    /// # drop(oauth);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn private_key_jwt(client_id: impl Into<String>, pem: &str) -> Result<Self, AuthError> {
         Ok(ClientCredentials {
             client_id: client_id.into(),
@@ -224,6 +470,24 @@ impl fmt::Debug for ClientCredentials {
 }
 
 /// The tokens obtained for one MCP server.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::{CredentialStore, MemoryStore, Tokens};
+///
+/// let tokens = Tokens {
+///     access_token: "eyJhbGciOi...".into(),
+///     refresh_token: Some("r-123".into()),
+///     scope: Some("mcp:tools".into()),
+///     issuer: "https://auth.example.com".into(),
+/// };
+/// // Never in logs.
+/// assert!(!format!("{tokens:?}").contains("eyJhbGciOi"));
+/// let store = MemoryStore::default();
+/// store.set_tokens("https://mcp.example.com/mcp", Some(tokens.clone()));
+/// assert_eq!(store.tokens("https://mcp.example.com/mcp"), Some(tokens));
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Tokens {
     /// The access token.
@@ -249,6 +513,130 @@ impl fmt::Debug for Tokens {
 
 /// Where client registrations (by issuer) and tokens (by MCP server URL) are kept. The
 /// default, [`MemoryStore`], forgets them when the process ends.
+///
+/// # Examples
+///
+/// A store that keeps tokens across restarts (here in a shared map standing in for a keychain):
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::{Arc, Mutex};
+///
+/// use mcpl_client::Client;
+/// use mcpl_client::auth::{ClientCredentials, CredentialStore, OAuth, Tokens};
+/// use mcpl_client::transport::HttpTransport;
+/// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+/// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+/// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+/// # /// and issues a token to whoever presents `dyn-secret`.
+/// # async fn protected_server() -> std::io::Result<(String, String)> {
+/// #     use std::sync::{Arc, Mutex};
+/// #     use axum::http::{StatusCode, Uri, header};
+/// #     use axum::routing::{get, post};
+/// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+/// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+/// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+/// #     }
+/// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+/// #     impl TokenVerifier for Verifier {
+/// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+/// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+/// #             Box::pin(async move {
+/// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+/// #             })
+/// #         }
+/// #     }
+/// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+/// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+/// #     let metadata = serde_json::json!({
+/// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+/// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+/// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+/// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+/// #     });
+/// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+/// #     let auth_server = axum::Router::new()
+/// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+/// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+/// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+/// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+/// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+/// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+/// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+/// #         } }))
+/// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+/// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+/// #             let mut issued = tokens.lock().unwrap();
+/// #             let token = format!("tok-{}", issued.len());
+/// #             issued.push(token.clone());
+/// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+/// #         } }));
+/// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let base = format!("http://{}", listener.local_addr()?);
+/// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+/// #         .build();
+/// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+/// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+/// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((format!("{base}/mcp"), issuer))
+/// # }
+/// # /// Plays the user's browser: follows the authorization URL to the redirect.
+/// # #[derive(Debug)]
+/// # struct Browser;
+/// # impl mcpl_client::auth::Authorizer for Browser {
+/// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+/// #         Box::pin(async move {
+/// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+/// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+/// #             let response = http.get(url).send().await.map_err(fail)?;
+/// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+/// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+/// #         })
+/// #     }
+/// # }
+///
+/// #[derive(Debug, Default, Clone)]
+/// struct Keychain {
+///     clients: Arc<Mutex<HashMap<String, ClientCredentials>>>,
+///     tokens: Arc<Mutex<HashMap<String, Tokens>>>,
+/// }
+///
+/// impl CredentialStore for Keychain {
+///     fn client(&self, issuer: &str) -> Option<ClientCredentials> {
+///         self.clients.lock().unwrap().get(issuer).cloned()
+///     }
+///     fn set_client(&self, issuer: &str, client: ClientCredentials) {
+///         self.clients.lock().unwrap().insert(issuer.to_owned(), client);
+///     }
+///     fn tokens(&self, server: &str) -> Option<Tokens> {
+///         self.tokens.lock().unwrap().get(server).cloned()
+///     }
+///     fn set_tokens(&self, server: &str, tokens: Option<Tokens>) {
+///         let mut all = self.tokens.lock().unwrap();
+///         match tokens {
+///             Some(tokens) => all.insert(server.to_owned(), tokens),
+///             None => all.remove(server),
+///         };
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, issuer) = protected_server().await?;
+/// let keychain = Keychain::default();
+/// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback").store(keychain.clone());
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(HttpTransport::new(url.clone()).auth(Arc::new(oauth))).await?;
+///
+/// // The registration and the tokens were kept in the keychain.
+/// assert_eq!(keychain.client(&issuer).map(|c| c.client_id).as_deref(), Some("dyn-client"));
+/// assert_eq!(keychain.tokens(&url).map(|t| t.issuer), Some(issuer));
+/// # Ok(()) }
+/// ```
 pub trait CredentialStore: Send + Sync + fmt::Debug {
     /// The client registered at `issuer`.
     fn client(&self, issuer: &str) -> Option<ClientCredentials>;
@@ -261,6 +649,19 @@ pub trait CredentialStore: Send + Sync + fmt::Debug {
 }
 
 /// A [`CredentialStore`] in memory.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::{ClientCredentials, CredentialStore, MemoryStore};
+///
+/// let store = MemoryStore::default();
+/// assert!(store.client("https://auth.example.com").is_none());
+/// store.set_client("https://auth.example.com", ClientCredentials::public("my-app"));
+/// assert_eq!(store.client("https://auth.example.com").map(|c| c.client_id).as_deref(), Some("my-app"));
+/// // Registrations are per issuer.
+/// assert!(store.client("https://other.example.com").is_none());
+/// ```
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     clients: Mutex<HashMap<String, ClientCredentials>>,
@@ -292,6 +693,38 @@ impl CredentialStore for MemoryStore {
 /// The interactive step: show the user the authorization URL (open a browser) and return the
 /// full URL the authorization server redirected to (the `redirect_uri` with `code`, `state`
 /// and maybe `iss`), typically caught by a local HTTP listener.
+///
+/// # Examples
+///
+/// A headless authorizer for tests, which plays the browser: it follows the authorization URL and
+/// returns where the authorization server redirected (a desktop app would open the URL in the
+/// browser and catch the redirect on a local listener):
+///
+/// ```
+/// use futures::future::BoxFuture;
+/// use mcpl_client::auth::{AuthError, Authorizer, OAuth};
+///
+/// #[derive(Debug)]
+/// struct FollowRedirect;
+///
+/// impl Authorizer for FollowRedirect {
+///     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
+///         Box::pin(async move {
+///             let fail = |e: reqwest::Error| AuthError::Interaction(e.to_string());
+///             let http = reqwest::Client::builder()
+///                 .redirect(reqwest::redirect::Policy::none())
+///                 .build()
+///                 .map_err(fail)?;
+///             let response = http.get(url).send().await.map_err(fail)?;
+///             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+///             location.map(str::to_owned).ok_or_else(|| AuthError::Interaction("no redirect".into()))
+///         })
+///     }
+/// }
+///
+/// let oauth = OAuth::new(FollowRedirect, "http://127.0.0.1:8765/callback");
+/// # drop(oauth);
+/// ```
 pub trait Authorizer: Send + Sync + fmt::Debug {
     /// Runs the interaction for `authorization_url`.
     fn authorize<'a>(
@@ -301,6 +734,104 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
 }
 
 /// The OAuth client of one application; see the [module documentation](self).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use mcpl_client::Client;
+/// use mcpl_client::auth::OAuth;
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_core::types::ContentBlock;
+/// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+/// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+/// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+/// # /// and issues a token to whoever presents `dyn-secret`.
+/// # async fn protected_server() -> std::io::Result<(String, String)> {
+/// #     use std::sync::{Arc, Mutex};
+/// #     use axum::http::{StatusCode, Uri, header};
+/// #     use axum::routing::{get, post};
+/// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+/// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+/// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+/// #     }
+/// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+/// #     impl TokenVerifier for Verifier {
+/// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+/// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+/// #             Box::pin(async move {
+/// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+/// #             })
+/// #         }
+/// #     }
+/// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+/// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+/// #     let metadata = serde_json::json!({
+/// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+/// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+/// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+/// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+/// #     });
+/// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+/// #     let auth_server = axum::Router::new()
+/// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+/// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+/// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+/// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+/// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+/// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+/// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+/// #         } }))
+/// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+/// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+/// #             let mut issued = tokens.lock().unwrap();
+/// #             let token = format!("tok-{}", issued.len());
+/// #             issued.push(token.clone());
+/// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+/// #         } }));
+/// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let base = format!("http://{}", listener.local_addr()?);
+/// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+/// #         .build();
+/// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+/// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+/// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((format!("{base}/mcp"), issuer))
+/// # }
+/// # /// Plays the user's browser: follows the authorization URL to the redirect.
+/// # #[derive(Debug)]
+/// # struct Browser;
+/// # impl mcpl_client::auth::Authorizer for Browser {
+/// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+/// #         Box::pin(async move {
+/// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+/// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+/// #             let response = http.get(url).send().await.map_err(fail)?;
+/// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+/// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+/// #         })
+/// #     }
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, _issuer) = protected_server().await?;
+/// // `Browser` shows the user the authorization page and returns the redirect it ends on.
+/// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback").client_name("My App"));
+/// let client = Client::new("my-app", "1.0.0");
+/// // The first request is refused (401): discovery, registration, authorization with PKCE,
+/// // the token; then the request goes again, with the token.
+/// client.connect(HttpTransport::new(url.clone()).auth(oauth.clone())).await?;
+/// let result = client.call_tool("hello", Default::default()).await?;
+/// assert_eq!(result.content, [ContentBlock::text("hi")]);
+/// assert!(oauth.access_token(&url).is_some());
+/// # Ok(()) }
+/// ```
 pub struct OAuth {
     http: reqwest::Client,
     /// The user interaction; `None` for a client acting on its own behalf.
@@ -332,6 +863,99 @@ impl fmt::Debug for OAuth {
 impl OAuth {
     /// An OAuth client whose user interaction is `authorizer`, receiving the authorization
     /// response at `redirect_uri`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::OAuth;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _issuer) = protected_server().await?;
+    /// // The authorization response comes back to a local listener at the redirect URI.
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback");
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url).auth(Arc::new(oauth))).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn new(authorizer: impl Authorizer + 'static, redirect_uri: impl Into<String>) -> Self {
         OAuth {
             http: reqwest::Client::new(),
@@ -350,6 +974,103 @@ impl OAuth {
     /// client credentials grant with `credentials`, which belong to the authorization server
     /// `issuer`. With `issuer` `None` they are presented to whichever authorization server the
     /// protected resource names: only do that for servers you trust to name the right one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::{ClientCredentials, OAuth};
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::types::ContentBlock;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, issuer) = protected_server().await?;
+    /// // A background service: no user, no browser, credentials for one issuer only.
+    /// let credentials = ClientCredentials::confidential("dyn-client", "dyn-secret");
+    /// let oauth = Arc::new(OAuth::client_credentials(Some(issuer), credentials));
+    /// let client = Client::new("nightly-job", "1.0.0");
+    /// client.connect(HttpTransport::new(url.clone()).auth(oauth.clone())).await?;
+    /// let result = client.call_tool("hello", Default::default()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("hi")]);
+    /// assert!(oauth.access_token(&url).is_some());
+    /// # Ok(()) }
+    /// ```
     pub fn client_credentials(issuer: Option<String>, credentials: ClientCredentials) -> Self {
         OAuth {
             http: reqwest::Client::new(),
@@ -365,6 +1086,89 @@ impl OAuth {
     }
 
     /// The name given in dynamic client registration. Default: `mcpl-client`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::OAuth;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// // The name the authorization server shows the user on its consent page.
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback").client_name("My Editor");
+    /// assert!(format!("{oauth:?}").contains("My Editor"));
+    /// ```
     #[must_use]
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
         self.client_name = name.into();
@@ -373,6 +1177,91 @@ impl OAuth {
 
     /// The HTTPS URL of this client's metadata document, used as its client id at
     /// authorization servers that accept client ID metadata documents.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::OAuth;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// // Where this client publishes its metadata document; servers that accept URL client ids
+    /// // use it instead of registering the client.
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback")
+    ///     .client_metadata_url("https://app.example.com/oauth/client.json");
+    /// assert!(format!("{oauth:?}").contains("https://app.example.com/oauth/client.json"));
+    /// ```
     #[must_use]
     pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
         self.client_metadata_url = Some(url.into());
@@ -380,6 +1269,100 @@ impl OAuth {
     }
 
     /// Credentials registered beforehand at the authorization server `issuer`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::{ClientCredentials, OAuth};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, issuer) = protected_server().await?;
+    /// // Registered beforehand at `issuer`: no dynamic registration there.
+    /// let credentials = ClientCredentials::confidential("dyn-client", "dyn-secret");
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback").client(issuer, credentials);
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url).auth(Arc::new(oauth))).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn client(mut self, issuer: impl Into<String>, credentials: ClientCredentials) -> Self {
         self.preregistered.insert(issuer.into(), credentials);
@@ -387,6 +1370,120 @@ impl OAuth {
     }
 
     /// Keeps registrations and tokens in `store`. Default: a [`MemoryStore`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::{ClientCredentials, CredentialStore, MemoryStore, OAuth, Tokens};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// /// A handle on one store shared by the OAuth clients of the process.
+    /// #[derive(Debug, Clone, Default)]
+    /// struct Shared(Arc<MemoryStore>);
+    ///
+    /// impl CredentialStore for Shared {
+    ///     fn client(&self, issuer: &str) -> Option<ClientCredentials> {
+    ///         self.0.client(issuer)
+    ///     }
+    ///     fn set_client(&self, issuer: &str, client: ClientCredentials) {
+    ///         self.0.set_client(issuer, client)
+    ///     }
+    ///     fn tokens(&self, server: &str) -> Option<Tokens> {
+    ///         self.0.tokens(server)
+    ///     }
+    ///     fn set_tokens(&self, server: &str, tokens: Option<Tokens>) {
+    ///         self.0.set_tokens(server, tokens)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _issuer) = protected_server().await?;
+    /// let store = Shared::default();
+    /// let first = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback").store(store.clone()));
+    /// Client::new("my-app", "1.0.0").connect(HttpTransport::new(url.clone()).auth(first)).await?;
+    ///
+    /// // A second OAuth client on the same store starts with the token the first one obtained.
+    /// let second = OAuth::new(Browser, "http://127.0.0.1:8765/callback").store(store);
+    /// assert!(second.access_token(&url).is_some());
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn store(mut self, store: impl CredentialStore + 'static) -> Self {
         self.store = Arc::new(store);
@@ -394,6 +1491,94 @@ impl OAuth {
     }
 
     /// Uses `client` for the requests to metadata, registration and token endpoints.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::auth::OAuth;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Discovery, registration and token requests through a client with its own timeouts.
+    /// let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback").http_client(http);
+    /// # drop(oauth);
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = client;
@@ -401,6 +1586,101 @@ impl OAuth {
     }
 
     /// The access token to send to the MCP server at `server`, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::OAuth;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _issuer) = protected_server().await?;
+    /// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback"));
+    /// assert_eq!(oauth.access_token(&url), None);
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url.clone()).auth(oauth.clone())).await?;
+    /// // Now there is one, for this server only.
+    /// assert!(oauth.access_token(&url).is_some());
+    /// assert_eq!(oauth.access_token("http://127.0.0.1:9/other"), None);
+    /// # Ok(()) }
+    /// ```
     pub fn access_token(&self, server: &str) -> Option<String> {
         self.store.tokens(server).map(|t| t.access_token)
     }
@@ -412,6 +1692,102 @@ impl OAuth {
     ///
     /// Any [`AuthError`] of the flow; a `403` that is not `insufficient_scope` is refused with
     /// [`AuthError::Refused`].
+    ///
+    /// # Examples
+    ///
+    /// What [`HttpTransport`](crate::transport::HttpTransport) does with a `401`, by hand:
+    ///
+    /// ```
+    /// use mcpl_client::auth::OAuth;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _issuer) = protected_server().await?;
+    /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback");
+    ///
+    /// let refused = reqwest::Client::new().post(&url).body("{}").send().await?;
+    /// assert_eq!(refused.status(), 401);
+    /// let challenge = refused.headers().get("www-authenticate").and_then(|v| v.to_str().ok());
+    /// oauth.handle_refusal(&url, 401, challenge, None).await?;
+    ///
+    /// // A token is ready: send the request again with it.
+    /// let token = oauth.access_token(&url).expect("a token");
+    /// assert!(token.starts_with("tok-"));
+    /// # Ok(()) }
+    /// ```
     pub async fn handle_refusal(
         &self,
         server: &str,

@@ -9,8 +9,30 @@ use mcpl_core::Result;
 use super::store::{CacheEntry, CacheKey, CacheStore, Invalidation};
 
 /// The default number of entries a [`MemoryStore`] holds.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::cache::{DEFAULT_MAX_ENTRIES, MemoryStore};
+///
+/// assert_eq!(DEFAULT_MAX_ENTRIES, 1024);
+/// // A process with many users: room for more entries.
+/// let store = MemoryStore::new().max_entries(16 * DEFAULT_MAX_ENTRIES);
+/// # drop(store);
+/// ```
 pub const DEFAULT_MAX_ENTRIES: usize = 1024;
 /// The default number of bytes (of JSON text) a [`MemoryStore`] holds: 16 MiB.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::cache::{DEFAULT_MAX_BYTES, MemoryStore};
+///
+/// assert_eq!(DEFAULT_MAX_BYTES, 16 * 1024 * 1024);
+/// // A small device: a quarter of the default.
+/// let store = MemoryStore::new().max_bytes(DEFAULT_MAX_BYTES / 4);
+/// # drop(store);
+/// ```
 pub const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// An in-memory [`CacheStore`] that evicts the least recently used entries once it holds more
@@ -69,6 +91,19 @@ impl Default for MemoryStore {
 
 impl MemoryStore {
     /// A store bounded by [`DEFAULT_MAX_ENTRIES`] and [`DEFAULT_MAX_BYTES`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// assert!(store.is_empty());
+    /// let cache = ResponseCache::new(store).principal("alice");
+    /// # drop(cache);
+    /// ```
     pub fn new() -> MemoryStore {
         MemoryStore {
             max_entries: DEFAULT_MAX_ENTRIES,
@@ -78,23 +113,281 @@ impl MemoryStore {
     }
 
     /// The most entries held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let store = Arc::new(MemoryStore::new().max_entries(2));
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// for id in 1..=3 {
+    ///     client.read_resource(&format!("notes://{id}")).await?;
+    /// }
+    /// // The least recently used entry (notes://1) made room for notes://3.
+    /// assert_eq!(store.len(), 2);
+    /// client.read_resource("notes://3").await?;
+    /// assert_eq!(server.count("resources/read"), 3);
+    /// client.read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 4);
+    /// # Ok(()) }
+    /// ```
     pub fn max_entries(mut self, entries: usize) -> MemoryStore {
         self.max_entries = entries;
         self
     }
 
     /// The most bytes (of the entries' JSON text) held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _server) = serve_cached().await?;
+    /// // Too small for any result: an entry larger than the bound is not stored.
+    /// let store = Arc::new(MemoryStore::new().max_bytes(16));
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// client.read_resource("notes://1").await?;
+    /// assert!(store.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn max_bytes(mut self, bytes: usize) -> MemoryStore {
         self.max_bytes = bytes;
         self
     }
 
     /// How many entries the store holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _server) = serve_cached().await?;
+    /// let store = Arc::new(MemoryStore::new());
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// client.list_tools().await?;
+    /// client.read_resource("notes://1").await?;
+    /// assert_eq!(store.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.lru().entries.len()
     }
 
     /// Whether the store holds no entry.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::cache::{CacheEntry, CacheKey, CacheStore, Invalidation, MemoryStore};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let store = MemoryStore::new();
+    /// assert!(store.is_empty());
+    /// let key: CacheKey = serde_json::from_value(json!({
+    ///     "server": "http://127.0.0.1:3000/mcp", "audience": "public",
+    ///     "method": "tools/list", "params": "{}", "uri": null,
+    /// })).expect("a key");
+    /// store.put(key, CacheEntry::new(json!({"tools": []}), std::time::Duration::from_secs(60))).await?;
+    /// assert!(!store.is_empty());
+    /// store.invalidate(&Invalidation::method("http://127.0.0.1:3000/mcp", "tools/list")).await?;
+    /// assert!(store.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -52,6 +52,83 @@ pub use self::memory::{DEFAULT_MAX_BYTES, DEFAULT_MAX_ENTRIES, MemoryStore};
 pub use self::store::{Audience, CacheEntry, CacheKey, CacheStore, Invalidation};
 
 /// How one call uses the response cache.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::cache::{CacheMode, ResponseCache};
+/// use mcpl_client::Client;
+/// use mcpl_client::transport::HttpTransport;
+/// # #[derive(Clone, Default)]
+/// # struct Probe {
+/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+/// # }
+/// # impl Probe {
+/// #     /// How many requests of this 2026 method reached the server.
+/// #     fn count(&self, method: &str) -> usize {
+/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+/// #     }
+/// #     /// Makes the server answer every request with `503` (or serve again).
+/// #     fn fail(&self, down: bool) {
+/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+/// #     }
+/// # }
+/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+/// # /// by anyone (public), resource reads by their reader only (private).
+/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+/// #     use axum::response::IntoResponse;
+/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+/// #     use mcpl_server::cache::{CacheHint, CachedResult};
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     use mcpl_server::resource::ResourceOutput;
+/// #     let ten_minutes = std::time::Duration::from_secs(600);
+/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("found"))
+/// #         })
+/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+/// #             let id = req.var("id").unwrap_or_default().to_owned();
+/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+/// #         })
+/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+/// #         .build();
+/// #     let probe = Probe::default();
+/// #     let seen = probe.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+/// #         .into_router("/mcp")
+/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             let probe = seen.clone();
+/// #             async move {
+/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+/// #                     probe.methods.lock().unwrap().push(method.to_owned());
+/// #                 }
+/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+/// #                 }
+/// #                 next.run(request).await
+/// #             }
+/// #         }));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, probe))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, server) = serve_cached().await?;
+/// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice"));
+/// client.connect(HttpTransport::new(url)).await?;
+///
+/// client.list_tools().await?; // CacheMode::Use: fetched and stored
+/// client.list_tools().await?; // answered from the cache
+/// assert_eq!(server.count("tools/list"), 1);
+/// client.with_cache_mode(CacheMode::Refresh).list_tools().await?; // fetched, stored again
+/// client.with_cache_mode(CacheMode::Bypass).list_tools().await?; // fetched, cache untouched
+/// assert_eq!(server.count("tools/list"), 3);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum CacheMode {
@@ -66,6 +143,86 @@ pub enum CacheMode {
 
 /// A response cache for a [`Client`]: a [`CacheStore`] plus who the client acts
 /// for. Cheap to clone; clones share the store (give each clone its own principal).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::cache::ResponseCache;
+/// use mcpl_client::transport::HttpTransport;
+/// # #[derive(Clone, Default)]
+/// # struct Probe {
+/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+/// # }
+/// # impl Probe {
+/// #     /// How many requests of this 2026 method reached the server.
+/// #     fn count(&self, method: &str) -> usize {
+/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+/// #     }
+/// #     /// Makes the server answer every request with `503` (or serve again).
+/// #     fn fail(&self, down: bool) {
+/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+/// #     }
+/// # }
+/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+/// # /// by anyone (public), resource reads by their reader only (private).
+/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+/// #     use axum::response::IntoResponse;
+/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+/// #     use mcpl_server::cache::{CacheHint, CachedResult};
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     use mcpl_server::resource::ResourceOutput;
+/// #     let ten_minutes = std::time::Duration::from_secs(600);
+/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("found"))
+/// #         })
+/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+/// #             let id = req.var("id").unwrap_or_default().to_owned();
+/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+/// #         })
+/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+/// #         .build();
+/// #     let probe = Probe::default();
+/// #     let seen = probe.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+/// #         .into_router("/mcp")
+/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             let probe = seen.clone();
+/// #             async move {
+/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+/// #                     probe.methods.lock().unwrap().push(method.to_owned());
+/// #                 }
+/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+/// #                 }
+/// #                 next.run(request).await
+/// #             }
+/// #         }));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, probe))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, server) = serve_cached().await?;
+/// let cache = ResponseCache::in_memory().principal("alice");
+/// let client = Client::new("my-app", "1.0.0").with_cache(cache);
+/// client.connect(HttpTransport::new(url)).await?;
+///
+/// // The server said its results may be reused: only the first read reaches it.
+/// for _ in 0..3 {
+///     client.read_resource("notes://1").await?;
+/// }
+/// assert_eq!(server.count("resources/read"), 1);
+/// // Other resources are other entries.
+/// client.read_resource("notes://2").await?;
+/// assert_eq!(server.count("resources/read"), 2);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ResponseCache {
     store: Arc<dyn CacheStore>,
@@ -77,17 +234,259 @@ pub struct ResponseCache {
 impl ResponseCache {
     /// A cache over `store`, without a principal (only public results are cached) and without
     /// serving stale entries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// // One store shared by the clients of a process.
+    /// let store = Arc::new(MemoryStore::new());
+    /// let first = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store.clone()));
+    /// let second = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store.clone()));
+    /// first.connect(HttpTransport::new(url.clone())).await?;
+    /// second.connect(HttpTransport::new(url)).await?;
+    ///
+    /// // This server marks its tool list public: fetched once, then shared.
+    /// first.list_tools().await?;
+    /// second.list_tools().await?;
+    /// assert_eq!(server.count("tools/list"), 1);
+    /// // Without a principal, private results (this server's reads) are not cached.
+    /// first.read_resource("notes://1").await?;
+    /// second.read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 2);
+    /// assert_eq!(store.len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn new(store: Arc<dyn CacheStore>) -> ResponseCache {
         ResponseCache { store, principal: None, serve_stale_on_error: false, default_ttl: None }
     }
 
     /// A cache over a fresh [`MemoryStore`] with its default bounds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::ResponseCache;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory());
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// client.list_tools().await?;
+    /// client.list_tools().await?;
+    /// assert_eq!(server.count("tools/list"), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn in_memory() -> ResponseCache {
         ResponseCache::new(Arc::new(MemoryStore::new()))
     }
 
     /// Who the client acts for (a user id, a token's subject). Private results are cached for,
     /// and served to, this principal only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let store = Arc::new(MemoryStore::new());
+    /// let alice = Client::new("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// let bob = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store).principal("bob"));
+    /// alice.connect(HttpTransport::new(url.clone())).await?;
+    /// bob.connect(HttpTransport::new(url)).await?;
+    ///
+    /// // Reads are private on this server: each principal has its own entries.
+    /// alice.read_resource("notes://1").await?;
+    /// alice.read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 1);
+    /// bob.read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn principal(mut self, principal: impl Into<String>) -> ResponseCache {
         self.principal = Some(principal.into());
         self
@@ -96,6 +495,85 @@ impl ResponseCache {
     /// When fetching fails because the server cannot be reached (a transport failure, a
     /// timeout, a closed connection, an internal error), answer with the stored entry even if
     /// it is stale. Default: `false`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{CacheMode, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let cache = ResponseCache::in_memory().principal("alice").serve_stale_on_error(true);
+    /// let client = Client::new("my-app", "1.0.0").with_cache(cache);
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// let before = client.read_resource("notes://1").await?;
+    ///
+    /// // The server goes down (every request answered 503); a refresh falls back to the entry.
+    /// server.fail(true);
+    /// let during = client.with_cache_mode(CacheMode::Refresh).read_resource("notes://1").await?;
+    /// assert_eq!(during, before);
+    /// // Nothing stored for this one: the error comes through.
+    /// assert!(client.read_resource("notes://2").await.is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn serve_stale_on_error(mut self, serve: bool) -> ResponseCache {
         self.serve_stale_on_error = serve;
         self
@@ -104,12 +582,180 @@ impl ResponseCache {
     /// How long results that carry no `ttlMs` stay fresh (results of servers before the 2026
     /// era, which send no cache hints; the list-changed notifications still invalidate them).
     /// Such results are private (cached for the principal only). Default: none (not cached).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _server) = serve_cached().await?;
+    /// // 2025-era results carry no `ttlMs`: by default they are not cached...
+    /// let store = Arc::new(MemoryStore::new());
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    /// client.list_tools().await?;
+    /// assert!(store.is_empty());
+    ///
+    /// // ...unless the cache gives them a lifetime.
+    /// let store = Arc::new(MemoryStore::new());
+    /// let cache = ResponseCache::new(store.clone()).principal("alice").default_ttl(Duration::from_secs(30));
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    ///     .with_cache(cache);
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// client.list_tools().await?;
+    /// assert_eq!(store.len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn default_ttl(mut self, ttl: Duration) -> ResponseCache {
         self.default_ttl = Some(ttl);
         self
     }
 
     /// The store.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{Invalidation, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let cache = ResponseCache::in_memory().principal("alice");
+    /// let client = Client::new("my-app", "1.0.0").with_cache(cache.clone());
+    /// client.connect(HttpTransport::new(url.clone())).await?;
+    /// client.read_resource("notes://1").await?;
+    ///
+    /// // Drop the entries of one resource by hand (the server is keyed by its URL).
+    /// let dropped = cache.store().invalidate(&Invalidation::method(&url, "resources/read").uri("notes://1")).await?;
+    /// assert_eq!(dropped, 1);
+    /// client.read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn store(&self) -> &Arc<dyn CacheStore> {
         &self.store
     }
@@ -244,6 +890,84 @@ impl Client {
     /// Caches cacheable results in `cache` (see the [module documentation](self)). The
     /// invalidating notifications keep it current from then on, alongside any notification
     /// handlers (see [`crate::notify`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::ResponseCache;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice"));
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// let first = client.list_tools().await?;
+    /// let again = client.list_tools().await?;
+    /// assert_eq!(first, again);
+    /// assert_eq!(server.count("tools/list"), 1);
+    /// // Calls are never cached.
+    /// client.call_tool("search", Default::default()).await?;
+    /// client.call_tool("search", Default::default()).await?;
+    /// assert_eq!(server.count("tools/call"), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn with_cache(mut self, cache: ResponseCache) -> Client {
         self.notify.invalidate(cache.clone());
         self.cache = Some(cache);
@@ -253,6 +977,84 @@ impl Client {
     /// A handle on the same connection whose calls use the cache as `mode` says: for one call,
     /// `client.with_cache_mode(CacheMode::Refresh).list_tools().await`. Default:
     /// [`CacheMode::Use`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{CacheMode, ResponseCache};
+    /// use mcpl_client::transport::HttpTransport;
+    /// # #[derive(Clone, Default)]
+    /// # struct Probe {
+    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// # }
+    /// # impl Probe {
+    /// #     /// How many requests of this 2026 method reached the server.
+    /// #     fn count(&self, method: &str) -> usize {
+    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+    /// #     }
+    /// #     /// Makes the server answer every request with `503` (or serve again).
+    /// #     fn fail(&self, down: bool) {
+    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    /// #     }
+    /// # }
+    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+    /// # /// by anyone (public), resource reads by their reader only (private).
+    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+    /// #     use axum::response::IntoResponse;
+    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     use mcpl_server::resource::ResourceOutput;
+    /// #     let ten_minutes = std::time::Duration::from_secs(600);
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("found"))
+    /// #         })
+    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+    /// #             let id = req.var("id").unwrap_or_default().to_owned();
+    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+    /// #         })
+    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+    /// #         .build();
+    /// #     let probe = Probe::default();
+    /// #     let seen = probe.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+    /// #         .into_router("/mcp")
+    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             let probe = seen.clone();
+    /// #             async move {
+    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
+    /// #                 }
+    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+    /// #                 }
+    /// #                 next.run(request).await
+    /// #             }
+    /// #         }));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, probe))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, server) = serve_cached().await?;
+    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice"));
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// client.read_resource("notes://1").await?;
+    ///
+    /// // The user pressed "reload": one call past the cache, which stores the new result.
+    /// client.with_cache_mode(CacheMode::Refresh).read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 2);
+    /// // The client itself still uses the cache.
+    /// client.read_resource("notes://1").await?;
+    /// assert_eq!(server.count("resources/read"), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn with_cache_mode(&self, mode: CacheMode) -> Client {
         let mut client = self.clone();
         client.cache_mode = mode;
@@ -260,6 +1062,25 @@ impl Client {
     }
 
     /// The response cache, if one is set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::cache::{MemoryStore, ResponseCache};
+    ///
+    /// assert!(Client::new("my-app", "1.0.0").cache().is_none());
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store));
+    /// let cache = client.cache().expect("set");
+    /// // The same store, for a second client of another user.
+    /// let bob = Client::new("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(cache.store().clone()).principal("bob"));
+    /// # drop(bob);
+    /// ```
     pub fn cache(&self) -> Option<&ResponseCache> {
         self.cache.as_ref()
     }

@@ -10,6 +10,105 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Who may be served an entry.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use mcpl_client::Client;
+/// use mcpl_client::cache::{Audience, ResponseCache};
+/// use mcpl_client::transport::HttpTransport;
+/// # #[derive(Clone, Default)]
+/// # struct Probe {
+/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+/// # }
+/// # impl Probe {
+/// #     /// How many requests of this 2026 method reached the server.
+/// #     fn count(&self, method: &str) -> usize {
+/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+/// #     }
+/// #     /// Makes the server answer every request with `503` (or serve again).
+/// #     fn fail(&self, down: bool) {
+/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+/// #     }
+/// # }
+/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+/// # /// by anyone (public), resource reads by their reader only (private).
+/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+/// #     use axum::response::IntoResponse;
+/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+/// #     use mcpl_server::cache::{CacheHint, CachedResult};
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     use mcpl_server::resource::ResourceOutput;
+/// #     let ten_minutes = std::time::Duration::from_secs(600);
+/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("found"))
+/// #         })
+/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+/// #             let id = req.var("id").unwrap_or_default().to_owned();
+/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+/// #         })
+/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+/// #         .build();
+/// #     let probe = Probe::default();
+/// #     let seen = probe.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+/// #         .into_router("/mcp")
+/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             let probe = seen.clone();
+/// #             async move {
+/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+/// #                     probe.methods.lock().unwrap().push(method.to_owned());
+/// #                 }
+/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+/// #                 }
+/// #                 next.run(request).await
+/// #             }
+/// #         }));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, probe))
+/// # }
+/// # /// A store that remembers the keys it was given.
+/// # #[derive(Debug, Default)]
+/// # struct Recording {
+/// #     inner: mcpl_client::cache::MemoryStore,
+/// #     keys: std::sync::Mutex<Vec<mcpl_client::cache::CacheKey>>,
+/// # }
+/// # impl mcpl_client::cache::CacheStore for Recording {
+/// #     fn get<'a>(&'a self, key: &'a mcpl_client::cache::CacheKey) -> futures::future::BoxFuture<'a, mcpl_core::Result<Option<mcpl_client::cache::CacheEntry>>> {
+/// #         self.inner.get(key)
+/// #     }
+/// #     fn put(&self, key: mcpl_client::cache::CacheKey, entry: mcpl_client::cache::CacheEntry) -> futures::future::BoxFuture<'_, mcpl_core::Result<()>> {
+/// #         self.keys.lock().unwrap().push(key.clone());
+/// #         self.inner.put(key, entry)
+/// #     }
+/// #     fn invalidate<'a>(&'a self, what: &'a mcpl_client::cache::Invalidation) -> futures::future::BoxFuture<'a, mcpl_core::Result<usize>> {
+/// #         self.inner.invalidate(what)
+/// #     }
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // This server marks its tool list public and its reads private.
+/// let (url, _server) = serve_cached().await?;
+/// let store = Arc::new(Recording::default()); // a store that keeps the keys it is given
+/// let client = Client::new("my-app", "1.0.0")
+///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.list_tools().await?;
+/// client.read_resource("notes://1").await?;
+///
+/// let keys = store.keys.lock().unwrap();
+/// assert_eq!(keys[0].audience, Audience::Public);
+/// assert_eq!(keys[1].audience, Audience::Private("alice".into()));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Audience {
@@ -24,6 +123,108 @@ pub enum Audience {
 /// The server is identified by the transport's [`endpoint`](mcpl_core::Transport::endpoint)
 /// (the URL, the command line), never by what the server says about itself, so two servers can
 /// never read or overwrite each other's entries.
+///
+/// # Examples
+///
+/// A store that writes through to another and logs what it stores:
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use futures::future::BoxFuture;
+/// use mcpl_client::Client;
+/// use mcpl_client::cache::{CacheEntry, CacheKey, CacheStore, Invalidation, MemoryStore, ResponseCache};
+/// use mcpl_client::transport::HttpTransport;
+/// # #[derive(Clone, Default)]
+/// # struct Probe {
+/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+/// # }
+/// # impl Probe {
+/// #     /// How many requests of this 2026 method reached the server.
+/// #     fn count(&self, method: &str) -> usize {
+/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+/// #     }
+/// #     /// Makes the server answer every request with `503` (or serve again).
+/// #     fn fail(&self, down: bool) {
+/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+/// #     }
+/// # }
+/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+/// # /// by anyone (public), resource reads by their reader only (private).
+/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+/// #     use axum::response::IntoResponse;
+/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+/// #     use mcpl_server::cache::{CacheHint, CachedResult};
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     use mcpl_server::resource::ResourceOutput;
+/// #     let ten_minutes = std::time::Duration::from_secs(600);
+/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("found"))
+/// #         })
+/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+/// #             let id = req.var("id").unwrap_or_default().to_owned();
+/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+/// #         })
+/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+/// #         .build();
+/// #     let probe = Probe::default();
+/// #     let seen = probe.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+/// #         .into_router("/mcp")
+/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             let probe = seen.clone();
+/// #             async move {
+/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+/// #                     probe.methods.lock().unwrap().push(method.to_owned());
+/// #                 }
+/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+/// #                 }
+/// #                 next.run(request).await
+/// #             }
+/// #         }));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, probe))
+/// # }
+///
+/// #[derive(Debug, Default)]
+/// struct Logged {
+///     inner: MemoryStore,
+///     log: Mutex<Vec<String>>,
+/// }
+///
+/// impl CacheStore for Logged {
+///     fn get<'a>(&'a self, key: &'a CacheKey) -> BoxFuture<'a, mcpl_core::Result<Option<CacheEntry>>> {
+///         self.inner.get(key)
+///     }
+///     fn put(&self, key: CacheKey, entry: CacheEntry) -> BoxFuture<'_, mcpl_core::Result<()>> {
+///         let line = format!("{} {} {}", key.method, key.uri.as_deref().unwrap_or("-"), key.params);
+///         self.log.lock().unwrap().push(line);
+///         self.inner.put(key, entry)
+///     }
+///     fn invalidate<'a>(&'a self, what: &'a Invalidation) -> BoxFuture<'a, mcpl_core::Result<usize>> {
+///         self.inner.invalidate(what)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, _server) = serve_cached().await?;
+/// let store = Arc::new(Logged::default());
+/// let client = Client::new("my-app", "1.0.0")
+///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.read_resource("notes://7").await?;
+///
+/// // The key names the request without its `_meta`; `uri` is what invalidation matches on.
+/// let log = store.log.lock().unwrap();
+/// assert_eq!(log[0], r#"resources/read notes://7 {"uri":"notes://7"}"#);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -41,6 +242,107 @@ pub struct CacheKey {
 }
 
 /// A stored result with its freshness.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// use mcpl_client::Client;
+/// use mcpl_client::cache::{CacheStore, ResponseCache};
+/// use mcpl_client::transport::HttpTransport;
+/// # #[derive(Clone, Default)]
+/// # struct Probe {
+/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+/// # }
+/// # impl Probe {
+/// #     /// How many requests of this 2026 method reached the server.
+/// #     fn count(&self, method: &str) -> usize {
+/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
+/// #     }
+/// #     /// Makes the server answer every request with `503` (or serve again).
+/// #     fn fail(&self, down: bool) {
+/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+/// #     }
+/// # }
+/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
+/// # /// by anyone (public), resource reads by their reader only (private).
+/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
+/// #     use axum::response::IntoResponse;
+/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
+/// #     use mcpl_server::cache::{CacheHint, CachedResult};
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     use mcpl_server::resource::ResourceOutput;
+/// #     let ten_minutes = std::time::Duration::from_secs(600);
+/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("found"))
+/// #         })
+/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
+/// #             let id = req.var("id").unwrap_or_default().to_owned();
+/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
+/// #         })
+/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
+/// #         .build();
+/// #     let probe = Probe::default();
+/// #     let seen = probe.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
+/// #         .into_router("/mcp")
+/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             let probe = seen.clone();
+/// #             async move {
+/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
+/// #                     probe.methods.lock().unwrap().push(method.to_owned());
+/// #                 }
+/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
+/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+/// #                 }
+/// #                 next.run(request).await
+/// #             }
+/// #         }));
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, probe))
+/// # }
+/// # /// A store that remembers the keys it was given.
+/// # #[derive(Debug, Default)]
+/// # struct Recording {
+/// #     inner: mcpl_client::cache::MemoryStore,
+/// #     keys: std::sync::Mutex<Vec<mcpl_client::cache::CacheKey>>,
+/// # }
+/// # impl mcpl_client::cache::CacheStore for Recording {
+/// #     fn get<'a>(&'a self, key: &'a mcpl_client::cache::CacheKey) -> futures::future::BoxFuture<'a, mcpl_core::Result<Option<mcpl_client::cache::CacheEntry>>> {
+/// #         self.inner.get(key)
+/// #     }
+/// #     fn put(&self, key: mcpl_client::cache::CacheKey, entry: mcpl_client::cache::CacheEntry) -> futures::future::BoxFuture<'_, mcpl_core::Result<()>> {
+/// #         self.keys.lock().unwrap().push(key.clone());
+/// #         self.inner.put(key, entry)
+/// #     }
+/// #     fn invalidate<'a>(&'a self, what: &'a mcpl_client::cache::Invalidation) -> futures::future::BoxFuture<'a, mcpl_core::Result<usize>> {
+/// #         self.inner.invalidate(what)
+/// #     }
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, _server) = serve_cached().await?; // results reusable for 10 minutes
+/// let store = Arc::new(Recording::default());
+/// let client = Client::new("my-app", "1.0.0")
+///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+/// client.connect(HttpTransport::new(url)).await?;
+/// let read = client.read_resource("notes://1").await?;
+///
+/// let key = store.keys.lock().unwrap()[0].clone();
+/// let entry = store.get(&key).await?.expect("stored");
+/// assert_eq!(entry.ttl, Duration::from_secs(600));
+/// assert!(entry.is_fresh());
+/// assert_eq!(entry.value["contents"], serde_json::to_value(&read.contents)?);
+/// assert_eq!(entry.bytes, entry.value.to_string().len());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
@@ -57,6 +359,19 @@ pub struct CacheEntry {
 
 impl CacheEntry {
     /// An entry for `value`, fresh for `ttl` from now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::cache::CacheEntry;
+    /// use serde_json::json;
+    ///
+    /// let entry = CacheEntry::new(json!({"tools": []}), Duration::from_secs(60));
+    /// assert!(entry.is_fresh());
+    /// assert_eq!(entry.bytes, r#"{"tools":[]}"#.len());
+    /// ```
     pub fn new(value: Value, ttl: Duration) -> CacheEntry {
         let bytes = value.to_string().len();
         CacheEntry { value, stored_at: SystemTime::now(), ttl, bytes }
@@ -64,6 +379,23 @@ impl CacheEntry {
 
     /// Whether the entry is still fresh: younger than its ttl. A clock that went backwards
     /// makes an entry stale.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    ///
+    /// use mcpl_client::cache::CacheEntry;
+    /// use serde_json::json;
+    ///
+    /// let mut entry = CacheEntry::new(json!({"tools": []}), Duration::from_secs(60));
+    /// assert!(entry.is_fresh());
+    /// // Stored two minutes ago: stale (still served with `serve_stale_on_error`).
+    /// entry.stored_at = SystemTime::now() - Duration::from_secs(120);
+    /// assert!(!entry.is_fresh());
+    /// // A zero ttl is never fresh.
+    /// assert!(!CacheEntry::new(json!({}), Duration::ZERO).is_fresh());
+    /// ```
     pub fn is_fresh(&self) -> bool {
         SystemTime::now().duration_since(self.stored_at).is_ok_and(|age| age < self.ttl)
     }
@@ -71,6 +403,26 @@ impl CacheEntry {
 
 /// Which entries to drop: every entry of one server's `method`, or with a `uri`, only those
 /// for that resource.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::cache::{CacheKey, Invalidation};
+/// use serde_json::json;
+///
+/// let read = |uri: &str| -> CacheKey {
+///     serde_json::from_value(json!({
+///         "server": "http://127.0.0.1:3000/mcp", "audience": {"private": "alice"},
+///         "method": "resources/read", "params": json!({"uri": uri}).to_string(), "uri": uri,
+///     }))
+///     .expect("a key")
+/// };
+/// let every_read = Invalidation::method("http://127.0.0.1:3000/mcp", "resources/read");
+/// assert!(every_read.matches(&read("notes://1")) && every_read.matches(&read("notes://2")));
+/// let one = every_read.clone().uri("notes://1");
+/// assert!(one.matches(&read("notes://1")));
+/// assert!(!one.matches(&read("notes://2")));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Invalidation {
@@ -84,17 +436,59 @@ pub struct Invalidation {
 
 impl Invalidation {
     /// Every entry of `server` for `method`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::cache::{CacheStore, Invalidation, MemoryStore};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let store = MemoryStore::new();
+    /// // What `notifications/tools/list_changed` from this server drops.
+    /// let what = Invalidation::method("http://127.0.0.1:3000/mcp", "tools/list");
+    /// assert_eq!(what.uri, None);
+    /// assert_eq!(store.invalidate(&what).await?, 0);
+    /// # Ok(()) }
+    /// ```
     pub fn method(server: impl Into<String>, method: impl Into<String>) -> Invalidation {
         Invalidation { server: server.into(), method: method.into(), uri: None }
     }
 
     /// Narrows to the entries for the resource `uri`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::cache::Invalidation;
+    ///
+    /// // What `notifications/resources/updated` for one URI drops: the reads of that resource only.
+    /// let what = Invalidation::method("stdio:[\"notes-server\"]", "resources/read").uri("notes://1");
+    /// assert_eq!(what.uri.as_deref(), Some("notes://1"));
+    /// ```
     pub fn uri(mut self, uri: impl Into<String>) -> Invalidation {
         self.uri = Some(uri.into());
         self
     }
 
     /// Whether `key` is one of the entries to drop (whatever its audience).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::cache::{CacheKey, Invalidation};
+    /// use serde_json::json;
+    ///
+    /// let key: CacheKey = serde_json::from_value(json!({
+    ///     "server": "http://a.example/mcp", "audience": "public",
+    ///     "method": "tools/list", "params": "{}", "uri": null,
+    /// }))
+    /// .expect("a key");
+    /// assert!(Invalidation::method("http://a.example/mcp", "tools/list").matches(&key));
+    /// // Another server's entries, or another method's, are left alone.
+    /// assert!(!Invalidation::method("http://b.example/mcp", "tools/list").matches(&key));
+    /// assert!(!Invalidation::method("http://a.example/mcp", "prompts/list").matches(&key));
+    /// ```
     pub fn matches(&self, key: &CacheKey) -> bool {
         key.server == self.server
             && key.method == self.method

@@ -15,6 +15,93 @@ use serde_json::Map;
 use super::{Diagnostic, McplError, McplHost, McplStatus};
 
 /// What one `context/beforeInference` contributed.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HookOutcome, HostPolicy, McplHost};
+/// use mcpl_core::mcpl::hooks::{BeforeInferenceParams, Position};
+/// use serde_json::json;
+/// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
+/// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
+/// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+/// #     use mcpl_core::mcpl::content::TextOrBlocks;
+/// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::mcpl::state::RollbackResult;
+/// #     use mcpl_server::mcpl::Mcpl;
+/// #     fn inject(position: Position, text: &str) -> ContextInjection {
+/// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
+/// #     }
+/// #     let mut notes = FeatureSet::new("Notes", [
+/// #         "contextHooks.beforeInference.inject.afterUser",
+/// #         "inferenceLifecycle",
+/// #         "tools",
+/// #     ]);
+/// #     notes.rollback = Some(true);
+/// #     let manifest = Manifest::new()
+/// #         .with_context_hooks(Capability::Flag(true))
+/// #         .with_inference_lifecycle(true)
+/// #         .with_feature_set("notes", notes);
+/// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+/// #     let mcpl = Mcpl::new(manifest)
+/// #         .on_before_inference(|_conn, params| async move {
+/// #             Ok(BeforeInferenceResult {
+/// #                 feature_set: "notes".into(),
+/// #                 context_injections: vec![
+/// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+/// #                     inject(Position::System, "You keep notes."),
+/// #                 ],
+/// #                 extra: Default::default(),
+/// #             })
+/// #         })
+/// #         .on_inference_lifecycle(move |_conn, params| {
+/// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
+/// #             async {}
+/// #         })
+/// #         .on_rollback(|_conn, params| async move {
+/// #             if params.checkpoint != "cp-1" {
+/// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
+/// #             }
+/// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
+/// #         });
+/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+/// #         .mcpl(mcpl)
+/// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
+/// #             Ok(mcpl_server::ToolOutput::text("added"))
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours, lines))
+/// # }
+///
+/// /// The context a host adds to its prompt: what the grant let through.
+/// fn to_prompt(outcome: &HookOutcome) -> Vec<String> {
+///     outcome.injections.iter().map(|i| format!("[{}] {:?}", i.namespace, i.content)).collect()
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport, _lines) = notes_server().await?;
+/// let host = McplHost::new(HostPolicy::default()); // never grants `inject.system` by default
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// client.connect(transport).await?;
+///
+/// let params: BeforeInferenceParams = serde_json::from_value(json!({
+///     "inferenceId": "inf-1", "conversationId": "c-1", "turnIndex": 3, "userMessage": "hi",
+///     "model": {"id": "m-1", "vendor": "acme", "contextWindow": 8192},
+/// }))?;
+/// let outcome = host.before_inference(params).await?;
+/// // Without `inject.system` granted, only the injection after the user message counts.
+/// assert_eq!(to_prompt(&outcome).len(), 1);
+/// assert_eq!(outcome.injections[0].position, Position::AfterUser);
+/// // This server sent only what the grant allows: nothing had to be dropped.
+/// assert!(outcome.dropped.is_empty());
+/// assert_eq!(outcome.feature_set.as_deref(), Some("notes"));
+/// assert_eq!(outcome.failure, None);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct HookOutcome {
@@ -49,6 +136,88 @@ impl McplHost {
     ///
     /// Refused locally (nothing sent): [`McplError::NotActive`], or
     /// [`McplError::NotGranted`] when no `contextHooks.beforeInference.*` leaf is granted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::capability::paths;
+    /// use mcpl_core::mcpl::content::TextOrBlocks;
+    /// use mcpl_core::mcpl::hooks::BeforeInferenceParams;
+    /// use serde_json::json;
+    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
+    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
+    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
+    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::mcpl::state::RollbackResult;
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
+    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
+    /// #     }
+    /// #     let mut notes = FeatureSet::new("Notes", [
+    /// #         "contextHooks.beforeInference.inject.afterUser",
+    /// #         "inferenceLifecycle",
+    /// #         "tools",
+    /// #     ]);
+    /// #     notes.rollback = Some(true);
+    /// #     let manifest = Manifest::new()
+    /// #         .with_context_hooks(Capability::Flag(true))
+    /// #         .with_inference_lifecycle(true)
+    /// #         .with_feature_set("notes", notes);
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let mcpl = Mcpl::new(manifest)
+    /// #         .on_before_inference(|_conn, params| async move {
+    /// #             Ok(BeforeInferenceResult {
+    /// #                 feature_set: "notes".into(),
+    /// #                 context_injections: vec![
+    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+    /// #                     inject(Position::System, "You keep notes."),
+    /// #                 ],
+    /// #                 extra: Default::default(),
+    /// #             })
+    /// #         })
+    /// #         .on_inference_lifecycle(move |_conn, params| {
+    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
+    /// #             async {}
+    /// #         })
+    /// #         .on_rollback(|_conn, params| async move {
+    /// #             if params.checkpoint != "cp-1" {
+    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
+    /// #             }
+    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
+    /// #         });
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .mcpl(mcpl)
+    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
+    /// #             Ok(mcpl_server::ToolOutput::text("added"))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = notes_server().await?;
+    /// // This host lets servers write to the system prompt too.
+    /// let host = McplHost::new(HostPolicy::default().allow(paths::INJECT_SYSTEM));
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    ///
+    /// // Before each model call: ask the server what it adds.
+    /// let params: BeforeInferenceParams = serde_json::from_value(json!({
+    ///     "inferenceId": "inf-1", "conversationId": "c-1", "turnIndex": 3, "userMessage": "hi",
+    ///     "model": {"id": "m-1", "vendor": "acme", "contextWindow": 8192},
+    /// }))?;
+    /// let outcome = host.before_inference(params).await?;
+    /// let texts: Vec<&TextOrBlocks> = outcome.injections.iter().map(|i| &i.content).collect();
+    /// assert_eq!(texts, [&TextOrBlocks::Text("turn 3".into()), &TextOrBlocks::Text("You keep notes.".into())]);
+    /// assert!(outcome.dropped.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn before_inference(
         &self,
         mut params: BeforeInferenceParams,
@@ -119,6 +288,88 @@ impl McplHost {
     ///
     /// [`McplError::NotActive`] / [`McplError::NotGranted`] (`inferenceLifecycle`),
     /// [`McplError::Lifecycle`], or the connection's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// use mcpl_core::mcpl::hooks::{LifecycleParams, LifecyclePhase};
+    /// use serde_json::json;
+    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
+    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
+    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
+    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::mcpl::state::RollbackResult;
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
+    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
+    /// #     }
+    /// #     let mut notes = FeatureSet::new("Notes", [
+    /// #         "contextHooks.beforeInference.inject.afterUser",
+    /// #         "inferenceLifecycle",
+    /// #         "tools",
+    /// #     ]);
+    /// #     notes.rollback = Some(true);
+    /// #     let manifest = Manifest::new()
+    /// #         .with_context_hooks(Capability::Flag(true))
+    /// #         .with_inference_lifecycle(true)
+    /// #         .with_feature_set("notes", notes);
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let mcpl = Mcpl::new(manifest)
+    /// #         .on_before_inference(|_conn, params| async move {
+    /// #             Ok(BeforeInferenceResult {
+    /// #                 feature_set: "notes".into(),
+    /// #                 context_injections: vec![
+    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+    /// #                     inject(Position::System, "You keep notes."),
+    /// #                 ],
+    /// #                 extra: Default::default(),
+    /// #             })
+    /// #         })
+    /// #         .on_inference_lifecycle(move |_conn, params| {
+    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
+    /// #             async {}
+    /// #         })
+    /// #         .on_rollback(|_conn, params| async move {
+    /// #             if params.checkpoint != "cp-1" {
+    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
+    /// #             }
+    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
+    /// #         });
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .mcpl(mcpl)
+    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
+    /// #             Ok(mcpl_server::ToolOutput::text("added"))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = notes_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    ///
+    /// let phase = |phase: &str| -> serde_json::Result<LifecycleParams> {
+    ///     serde_json::from_value(json!({"inferenceId": "inf-1", "phase": phase}))
+    /// };
+    /// host.lifecycle(phase("started")?).await?;
+    /// host.lifecycle(phase("completed")?).await?;
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("inf-1 Started"));
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("inf-1 Completed"));
+    ///
+    /// // Exactly one terminal phase per inference: a second one is refused, not sent.
+    /// let err = host.lifecycle(phase("failed")?).await.unwrap_err();
+    /// assert!(matches!(err, McplError::Lifecycle { .. }));
+    /// assert_eq!(phase("failed")?.phase, LifecyclePhase::Failed);
+    /// # Ok(()) }
+    /// ```
     pub async fn lifecycle(&self, mut params: LifecycleParams) -> Result<(), McplError> {
         let method = names::INFERENCE_LIFECYCLE;
         let peer = self
@@ -169,6 +420,82 @@ impl McplHost {
     ///
     /// [`McplError::NotActive`], [`McplError::RollbackUnsupported`], or the server's error
     /// (`-32005` for an unknown or pruned checkpoint).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
+    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
+    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
+    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::mcpl::state::RollbackResult;
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
+    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
+    /// #     }
+    /// #     let mut notes = FeatureSet::new("Notes", [
+    /// #         "contextHooks.beforeInference.inject.afterUser",
+    /// #         "inferenceLifecycle",
+    /// #         "tools",
+    /// #     ]);
+    /// #     notes.rollback = Some(true);
+    /// #     let manifest = Manifest::new()
+    /// #         .with_context_hooks(Capability::Flag(true))
+    /// #         .with_inference_lifecycle(true)
+    /// #         .with_feature_set("notes", notes);
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let mcpl = Mcpl::new(manifest)
+    /// #         .on_before_inference(|_conn, params| async move {
+    /// #             Ok(BeforeInferenceResult {
+    /// #                 feature_set: "notes".into(),
+    /// #                 context_injections: vec![
+    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+    /// #                     inject(Position::System, "You keep notes."),
+    /// #                 ],
+    /// #                 extra: Default::default(),
+    /// #             })
+    /// #         })
+    /// #         .on_inference_lifecycle(move |_conn, params| {
+    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
+    /// #             async {}
+    /// #         })
+    /// #         .on_rollback(|_conn, params| async move {
+    /// #             if params.checkpoint != "cp-1" {
+    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
+    /// #             }
+    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
+    /// #         });
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .mcpl(mcpl)
+    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
+    /// #             Ok(mcpl_server::ToolOutput::text("added"))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = notes_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    ///
+    /// // The user undid the last edits: back to checkpoint cp-1.
+    /// let result = host.rollback("notes", "cp-1").await?;
+    /// assert!(result.success);
+    /// // A checkpoint the server does not know is its error (-32005).
+    /// assert!(matches!(host.rollback("notes", "cp-9").await, Err(McplError::Protocol(_))));
+    /// // A feature set that does not declare `rollback: true` is refused locally.
+    /// let err = host.rollback("calendar", "cp-1").await.unwrap_err();
+    /// assert!(matches!(err, McplError::RollbackUnsupported { .. }));
+    /// # Ok(()) }
+    /// ```
     pub async fn rollback(
         &self,
         feature_set: &str,
@@ -210,6 +537,83 @@ impl McplHost {
     ///
     /// [`McplError::NotActive`] without an MCPL connection; [`McplError::State`] when a patch
     /// cannot be applied (the checkpoint is then kept as opaque).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// use mcpl_core::mcpl::state::StateCheckpoint;
+    /// use serde_json::json;
+    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
+    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
+    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
+    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::mcpl::state::RollbackResult;
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
+    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
+    /// #     }
+    /// #     let mut notes = FeatureSet::new("Notes", [
+    /// #         "contextHooks.beforeInference.inject.afterUser",
+    /// #         "inferenceLifecycle",
+    /// #         "tools",
+    /// #     ]);
+    /// #     notes.rollback = Some(true);
+    /// #     let manifest = Manifest::new()
+    /// #         .with_context_hooks(Capability::Flag(true))
+    /// #         .with_inference_lifecycle(true)
+    /// #         .with_feature_set("notes", notes);
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let mcpl = Mcpl::new(manifest)
+    /// #         .on_before_inference(|_conn, params| async move {
+    /// #             Ok(BeforeInferenceResult {
+    /// #                 feature_set: "notes".into(),
+    /// #                 context_injections: vec![
+    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+    /// #                     inject(Position::System, "You keep notes."),
+    /// #                 ],
+    /// #                 extra: Default::default(),
+    /// #             })
+    /// #         })
+    /// #         .on_inference_lifecycle(move |_conn, params| {
+    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
+    /// #             async {}
+    /// #         })
+    /// #         .on_rollback(|_conn, params| async move {
+    /// #             if params.checkpoint != "cp-1" {
+    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
+    /// #             }
+    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
+    /// #         });
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .mcpl(mcpl)
+    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
+    /// #             Ok(mcpl_server::ToolOutput::text("added"))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = notes_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    ///
+    /// // Without a connection there is nothing to record into.
+    /// let first = StateCheckpoint::snapshot("cp-1", None, json!({"notes": ["buy milk"]}));
+    /// assert!(matches!(host.record_state("notes", &first), Err(McplError::NotActive)));
+    ///
+    /// client.connect(transport).await?;
+    /// // A `tools/call` result of a `notes` tool carried this state: record it.
+    /// host.record_state("notes", &first)?;
+    /// assert_eq!(host.state_fields("notes").state, Some(json!({"notes": ["buy milk"]})));
+    /// # Ok(()) }
+    /// ```
     pub fn record_state(
         &self,
         feature_set: &str,
@@ -222,6 +626,82 @@ impl McplHost {
 
     /// The state fields for the next `tools/call` of a tool in `feature_set`: the full `state`
     /// if host-managed, else the `checkpoint`; empty if nothing is recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::state::StateCheckpoint;
+    /// use serde_json::json;
+    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
+    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
+    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
+    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::mcpl::state::RollbackResult;
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
+    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
+    /// #     }
+    /// #     let mut notes = FeatureSet::new("Notes", [
+    /// #         "contextHooks.beforeInference.inject.afterUser",
+    /// #         "inferenceLifecycle",
+    /// #         "tools",
+    /// #     ]);
+    /// #     notes.rollback = Some(true);
+    /// #     let manifest = Manifest::new()
+    /// #         .with_context_hooks(Capability::Flag(true))
+    /// #         .with_inference_lifecycle(true)
+    /// #         .with_feature_set("notes", notes);
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let mcpl = Mcpl::new(manifest)
+    /// #         .on_before_inference(|_conn, params| async move {
+    /// #             Ok(BeforeInferenceResult {
+    /// #                 feature_set: "notes".into(),
+    /// #                 context_injections: vec![
+    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
+    /// #                     inject(Position::System, "You keep notes."),
+    /// #                 ],
+    /// #                 extra: Default::default(),
+    /// #             })
+    /// #         })
+    /// #         .on_inference_lifecycle(move |_conn, params| {
+    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
+    /// #             async {}
+    /// #         })
+    /// #         .on_rollback(|_conn, params| async move {
+    /// #             if params.checkpoint != "cp-1" {
+    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
+    /// #             }
+    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
+    /// #         });
+    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
+    /// #         .mcpl(mcpl)
+    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
+    /// #             Ok(mcpl_server::ToolOutput::text("added"))
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = notes_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// assert_eq!(host.state_fields("notes"), Default::default());
+    ///
+    /// host.record_state("notes", &StateCheckpoint::snapshot("cp-1", None, json!({"n": 1})))?;
+    /// let fields = host.state_fields("notes");
+    /// // The host keeps this set's state: the next `tools/call` of a `notes` tool carries it.
+    /// assert_eq!(fields.state, Some(json!({"n": 1})));
+    /// assert_eq!(serde_json::to_value(&fields)?, json!({"state": {"n": 1}}));
+    /// # Ok(()) }
+    /// ```
     pub fn state_fields(&self, feature_set: &str) -> StateRequestFields {
         self.with_session(|s| s.state.request_fields(feature_set)).unwrap_or_default()
     }

@@ -297,6 +297,72 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the server's error (`-32024` open failed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::channels::{ChannelDirection, OpenChannelParams};
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    ///
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// let opened = host.open_channel(params).await?;
+    /// assert_eq!(opened.channel.id, "room-general");
+    /// assert_eq!(opened.channel.direction, ChannelDirection::Bidirectional);
+    /// // It joined the host's registry.
+    /// assert_eq!(host.channels().len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn open_channel(
         &self,
         params: OpenChannelParams,
@@ -316,6 +382,73 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the server's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// use mcpl_core::mcpl::channels::OpenChannelParams;
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// assert!(host.close_channel("room-general").await?);
+    /// assert!(host.channels().is_empty());
+    /// // A channel that is not registered is refused locally.
+    /// let err = host.close_channel("room-general").await.unwrap_err();
+    /// assert!(matches!(err, McplError::UnknownChannel { .. }));
+    /// # Ok(()) }
+    /// ```
     pub async fn close_channel(&self, channel_id: &str) -> Result<bool, McplError> {
         let peer = self.channel_gate(
             names::CHANNELS_CLOSE,
@@ -360,6 +493,77 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the server's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::channels::{OpenChannelParams, PublishParams};
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// let reply: PublishParams = serde_json::from_value(json!({
+    ///     "conversationId": "c-1", "channelId": "room-general",
+    ///     "content": [{"type": "text", "text": "Hello, room!"}],
+    /// }))?;
+    /// let result = host.publish(reply).await?;
+    /// assert!(result.delivered);
+    /// assert_eq!(result.message_id.as_deref(), Some("m-1"));
+    /// assert_eq!(server_saw.recv().await.as_deref(),
+    ///     Some(r#"publish room-general [{"type":"text","text":"Hello, room!"}]"#));
+    /// # Ok(()) }
+    /// ```
     pub async fn publish(&self, params: PublishParams) -> Result<PublishResult, McplError> {
         let peer = self.publish_gate(&params.channel_id)?;
         Ok(peer.send::<Publish>(params, RequestOptions::new()).await?)
@@ -371,6 +575,77 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the connection's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// use mcpl_core::mcpl::channels::{OpenChannelParams, PublishParams};
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// let note = |channel: &str| -> serde_json::Result<PublishParams> {
+    ///     serde_json::from_value(json!({"conversationId": "c-1", "channelId": channel,
+    ///         "content": [{"type": "text", "text": "fyi"}]}))
+    /// };
+    /// host.publish_notification(note("room-general")?).await?;
+    /// assert!(server_saw.recv().await.is_some_and(|line| line.starts_with("publish room-general")));
+    /// // Only registered channels: nothing is sent to others.
+    /// let err = host.publish_notification(note("room-unknown")?).await.unwrap_err();
+    /// assert!(matches!(err, McplError::UnknownChannel { .. }));
+    /// # Ok(()) }
+    /// ```
     pub async fn publish_notification(&self, params: PublishParams) -> Result<(), McplError> {
         let peer = self.publish_gate(&params.channel_id)?;
         Ok(peer.send_notification::<PublishNotification>(params).await?)
@@ -383,6 +658,68 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the server's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, _lines) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    ///
+    /// // What the server says it has, whether or not the host accepted it.
+    /// let listed = host.list_server_channels().await?;
+    /// let ids: Vec<&str> = listed.channels.iter().map(|c| c.id.as_str()).collect();
+    /// assert_eq!(ids, ["room-lobby"]);
+    /// assert!(host.channels().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn list_server_channels(&self) -> Result<ListChannelsResult, McplError> {
         let peer =
             self.channel_gate(names::CHANNELS_LIST, paths::CHANNELS_REGISTER, None, false)?;
@@ -395,6 +732,71 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the connection's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::channels::OpenChannelParams;
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// // The model started composing a reply: show a typing indicator.
+    /// host.typing("room-general").await?;
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("typing room-general"));
+    /// # Ok(()) }
+    /// ```
     pub async fn typing(&self, channel_id: &str) -> Result<(), McplError> {
         let peer = self.channel_gate(
             names::CHANNELS_TYPING,
@@ -411,6 +813,76 @@ impl McplHost {
     /// # Errors
     ///
     /// [`McplError`]: refused locally, or the server's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::channels::{AcknowledgeParams, OpenChannelParams};
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// // Mark a message as seen.
+    /// let seen: AcknowledgeParams = serde_json::from_value(json!({
+    ///     "channelId": "room-general", "messageId": "msg-42", "intent": "seen",
+    /// }))?;
+    /// let result = host.acknowledge(seen).await?;
+    /// assert!(result.acknowledged);
+    /// assert_eq!(result.representation.as_deref(), Some("👍"));
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("ack room-general msg-42 seen"));
+    /// # Ok(()) }
+    /// ```
     pub async fn acknowledge(
         &self,
         params: AcknowledgeParams,
@@ -432,6 +904,75 @@ impl McplHost {
     ///
     /// [`McplError`]: refused locally (including a chunk after `complete`), or the
     /// connection's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::channels::OpenChannelParams;
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// // Stream a reply to the room as the model writes it; indexes are assigned here.
+    /// assert_eq!(host.outgoing_chunk("inf-1", "c-1", "room-general", "Hel").await?, 0);
+    /// assert_eq!(host.outgoing_chunk("inf-1", "c-1", "room-general", "lo!").await?, 1);
+    /// host.outgoing_complete("inf-1", "c-1", "room-general", vec![McplContent::text("Hello!")]).await?;
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("chunk 0 Hel"));
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("chunk 1 lo!"));
+    /// # Ok(()) }
+    /// ```
     pub async fn outgoing_chunk(
         &self,
         inference_id: &str,
@@ -462,6 +1003,77 @@ impl McplHost {
     ///
     /// [`McplError`]: refused locally (no chunks, or already completed), or the connection's
     /// error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// use mcpl_core::mcpl::channels::OpenChannelParams;
+    /// use mcpl_core::mcpl::content::McplContent;
+    /// use serde_json::json;
+    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
+    /// # /// to a channel is reported on the returned receiver, one line each.
+    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+    /// #     use mcpl_core::mcpl::channels::*;
+    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
+    /// #     use mcpl_server::mcpl::Mcpl;
+    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
+    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
+    /// #         .on_channel_open(|_conn, params| async move {
+    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
+    /// #             let channel = ChannelDescriptor {
+    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
+    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
+    /// #                 metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
+    /// #         .on_channel_publish(move |_conn, params| {
+    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
+    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_list(|_conn, _params| async {
+    /// #             let lobby = ChannelDescriptor {
+    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
+    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
+    /// #         })
+    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
+    /// #         .on_channel_acknowledge(move |_conn, params| {
+    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
+    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
+    /// #         })
+    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
+    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
+    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours, lines))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport, mut server_saw) = chat_server().await?;
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let params: OpenChannelParams =
+    ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
+    /// host.open_channel(params).await?;
+    ///
+    /// host.outgoing_chunk("inf-1", "c-1", "room-general", "Hi").await?;
+    /// // The full, moderated reply closes the stream...
+    /// host.outgoing_complete("inf-1", "c-1", "room-general", vec![McplContent::text("Hi")]).await?;
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("chunk 0 Hi"));
+    /// assert_eq!(server_saw.recv().await.as_deref(), Some("complete room-general"));
+    /// // ...once: nothing more goes to that (inference, channel).
+    /// let again = host.outgoing_complete("inf-1", "c-1", "room-general", vec![]).await;
+    /// assert!(matches!(again, Err(McplError::ChannelNotPermitted { .. })));
+    /// # Ok(()) }
+    /// ```
     pub async fn outgoing_complete(
         &self,
         inference_id: &str,

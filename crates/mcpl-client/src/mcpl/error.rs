@@ -3,6 +3,90 @@
 use mcpl_core::Error;
 
 /// Why an MCPL call from the host was refused locally or failed on the wire.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+/// use mcpl_core::mcpl::hooks::LifecycleParams;
+/// use serde_json::json;
+/// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
+/// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
+/// # /// ask the host to run an inference.
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_model_info(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+/// #                 .event_id("disk-1")
+/// #                 .tags(["acme:disk", "urgent"]);
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             match mcpl.model_info().await {
+/// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(),
+/// #                 conversation_id: None,
+/// #                 stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
+/// #                 preferences: None,
+/// #                 extra: Default::default(),
+/// #             };
+/// #             match mcpl.request_inference(params).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     let session = server.serve(theirs).await?;
+/// #     Ok((server, session, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_server, _session, transport) = mcpl_server().await?;
+/// let host = McplHost::new(HostPolicy::default());
+/// let started: LifecycleParams =
+///     serde_json::from_value(json!({"inferenceId": "inf-1", "phase": "started"}))?;
+///
+/// // Before connecting, MCPL is not in force.
+/// assert!(matches!(host.lifecycle(started.clone()).await, Err(McplError::NotActive)));
+///
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// client.connect(transport).await?;
+/// // This server's manifest does not advertise `inferenceLifecycle`: not granted, not sent.
+/// match host.lifecycle(started).await {
+///     Err(McplError::NotGranted { capability }) => assert_eq!(capability, "inferenceLifecycle"),
+///     other => panic!("expected NotGranted, got {other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McplError {
@@ -71,6 +155,20 @@ pub enum McplError {
 
 impl McplError {
     /// A stable name for the kind of error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let host = McplHost::new(HostPolicy::default());
+    /// let err = host.renegotiate().await.unwrap_err();
+    /// // A stable name, for logs and metrics.
+    /// assert_eq!(err.kind(), "not_active");
+    /// # }
+    /// ```
     pub fn kind(&self) -> &'static str {
         match self {
             McplError::NotActive => "not_active",

@@ -26,9 +26,211 @@ use tokio::sync::OnceCell;
 use super::{Diagnostic, McplHost, channels, read};
 
 /// An admitted `push/event`, its tags cleaned (namespaced only, core closure applied).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost, PushEvent, PushOutcome};
+/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_channels(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+/// #                 preferences: None, extra: Default::default(),
+/// #             };
+/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// #             let sink = chunks.clone();
+/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let general = ChannelDescriptor {
+/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+/// #             };
+/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+/// #             let message = IncomingMessage {
+/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+/// #                 content: vec![McplContent::text("@bot what's the weather?")],
+/// #                 metadata: None, tags: None, extra: Default::default(),
+/// #             };
+/// #             match mcpl.channels_incoming(vec![message]).await {
+/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+/// #             let options = mcpl_core::engine::RequestOptions::new;
+/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+/// #                 return Ok(ToolOutput::error(e.to_string()));
+/// #             }
+/// #             let get = serde_json::json!({"featureSet": "editor"});
+/// #             match ctx.peer().request("state/get", Some(get), options()).await {
+/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// /// Where a host might put an event: its feature set, its id, its text.
+/// fn summary(event: &PushEvent) -> String {
+///     let text = serde_json::to_value(&event.payload.content).unwrap_or_default();
+///     format!("[{}] {} {}", event.feature_set, event.event_id, text[0]["text"])
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport) = mcpl_server().await?;
+/// let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+/// let host = McplHost::new(HostPolicy::default()).on_push_event(move |event| {
+///     tx.send(summary(&event)).ok();
+///     async { PushOutcome::accepted(None) }
+/// });
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// client.connect(transport).await?;
+/// client.call_tool("alert", Default::default()).await?;
+/// assert_eq!(seen.recv().await.as_deref(), Some(r#"[alerts] disk-1 "Disk almost full""#));
+/// # Ok(()) }
+/// ```
 pub type PushEvent = PushEventParams;
 
 /// The host's treatment of an admitted `push/event`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+/// use mcpl_core::types::ContentBlock;
+/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_channels(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+/// #                 preferences: None, extra: Default::default(),
+/// #             };
+/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// #             let sink = chunks.clone();
+/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let general = ChannelDescriptor {
+/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+/// #             };
+/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+/// #             let message = IncomingMessage {
+/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+/// #                 content: vec![McplContent::text("@bot what's the weather?")],
+/// #                 metadata: None, tags: None, extra: Default::default(),
+/// #             };
+/// #             match mcpl.channels_incoming(vec![message]).await {
+/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+/// #             let options = mcpl_core::engine::RequestOptions::new;
+/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+/// #                 return Ok(ToolOutput::error(e.to_string()));
+/// #             }
+/// #             let get = serde_json::json!({"featureSet": "editor"});
+/// #             match ctx.peer().request("state/get", Some(get), options()).await {
+/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport) = mcpl_server().await?;
+/// // A host in "do not disturb" mode.
+/// let host = McplHost::new(HostPolicy::default())
+///     .on_push_event(|_event| async { PushOutcome::declined("do not disturb") });
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// client.connect(transport).await?;
+/// // The server's `alert` tool reports what the host answered.
+/// let result = client.call_tool("alert", Default::default()).await?;
+/// assert_eq!(result.content, [ContentBlock::text("accepted: false")]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PushOutcome {
@@ -47,17 +249,140 @@ pub enum PushOutcome {
 
 impl PushOutcome {
     /// [`PushOutcome::Accepted`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::PushOutcome;
+    ///
+    /// // The event started an inference of the host's.
+    /// let outcome = PushOutcome::accepted(Some("inf-42".into()));
+    /// assert_eq!(outcome, PushOutcome::Accepted { inference_id: Some("inf-42".into()) });
+    /// ```
     pub fn accepted(inference_id: Option<String>) -> PushOutcome {
         PushOutcome::Accepted { inference_id }
     }
 
     /// [`PushOutcome::Declined`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::PushOutcome;
+    ///
+    /// let outcome = PushOutcome::declined("throttled: 10 events per minute");
+    /// assert!(matches!(outcome, PushOutcome::Declined { reason } if reason.starts_with("throttled")));
+    /// ```
     pub fn declined(reason: impl Into<String>) -> PushOutcome {
         PushOutcome::Declined { reason: reason.into() }
     }
 }
 
 /// The host's treatment of one admitted `channels/incoming` message.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, IncomingOutcome, McplHost};
+/// use mcpl_core::types::ContentBlock;
+/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_channels(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+/// #                 preferences: None, extra: Default::default(),
+/// #             };
+/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// #             let sink = chunks.clone();
+/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let general = ChannelDescriptor {
+/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+/// #             };
+/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+/// #             let message = IncomingMessage {
+/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+/// #                 content: vec![McplContent::text("@bot what's the weather?")],
+/// #                 metadata: None, tags: None, extra: Default::default(),
+/// #             };
+/// #             match mcpl.channels_incoming(vec![message]).await {
+/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+/// #             let options = mcpl_core::engine::RequestOptions::new;
+/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+/// #                 return Ok(ToolOutput::error(e.to_string()));
+/// #             }
+/// #             let get = serde_json::json!({"featureSet": "editor"});
+/// #             match ctx.peer().request("state/get", Some(get), options()).await {
+/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport) = mcpl_server().await?;
+/// let host = McplHost::new(HostPolicy::default()).on_channel_message(|message| async move {
+///     if message.author.name.is_empty() {
+///         return IncomingOutcome::Declined { reason: "anonymous".into() };
+///     }
+///     IncomingOutcome::Accepted { conversation_id: Some(format!("conv-{}", message.channel_id)) }
+/// });
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// client.connect(transport).await?;
+///
+/// // The server's `relay` tool registers `chat:general` and forwards a message from it.
+/// let result = client.call_tool("relay", Default::default()).await?;
+/// let expected = r#"[{"messageId":"m-7","accepted":true,"conversationId":"conv-chat:general"}]"#;
+/// assert_eq!(result.content, [ContentBlock::text(expected)]);
+/// assert_eq!(host.channels()[0].id, "chat:general");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IncomingOutcome {
@@ -74,6 +399,118 @@ pub enum IncomingOutcome {
 }
 
 /// An admitted `inference/request`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost};
+/// use mcpl_core::mcpl::hooks::Usage;
+/// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
+/// use mcpl_core::types::ContentBlock;
+/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_channels(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+/// #                 preferences: None, extra: Default::default(),
+/// #             };
+/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// #             let sink = chunks.clone();
+/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let general = ChannelDescriptor {
+/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+/// #             };
+/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+/// #             let message = IncomingMessage {
+/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+/// #                 content: vec![McplContent::text("@bot what's the weather?")],
+/// #                 metadata: None, tags: None, extra: Default::default(),
+/// #             };
+/// #             match mcpl.channels_incoming(vec![message]).await {
+/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+/// #             let options = mcpl_core::engine::RequestOptions::new;
+/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+/// #                 return Ok(ToolOutput::error(e.to_string()));
+/// #             }
+/// #             let get = serde_json::json!({"featureSet": "editor"});
+/// #             match ctx.peer().request("state/get", Some(get), options()).await {
+/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport) = mcpl_server().await?;
+/// let host = McplHost::new(HostPolicy::default()).on_inference(|call| async move {
+///     // The server asked for a stream: send the text as it is generated, then the whole.
+///     if let Some(chunks) = &call.chunks {
+///         for piece in ["Hel", "lo"] {
+///             chunks.send(piece).await.ok();
+///         }
+///     }
+///     Ok(InferenceResult {
+///         content: "Hello".into(),
+///         model: "host-model".into(),
+///         finish_reason: FinishReason::EndTurn,
+///         usage: Usage { input_tokens: 3, output_tokens: 2 },
+///         extra: Default::default(),
+///     })
+/// });
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// client.connect(transport).await?;
+/// // The server's `stream` tool reports the chunks it received and the result.
+/// let result = client.call_tool("stream", Default::default()).await?;
+/// assert_eq!(result.content, [ContentBlock::text("Hel|lo => Hello")]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct InferenceCall {
@@ -85,6 +522,120 @@ pub struct InferenceCall {
 }
 
 /// A server's request about state the host keeps (the unmerged MCPL 0.5 state branch).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use std::sync::{Arc, Mutex};
+///
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost, StateCall};
+/// use mcpl_core::types::ContentBlock;
+/// use serde_json::{Value, json};
+/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_channels(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+/// #                 preferences: None, extra: Default::default(),
+/// #             };
+/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// #             let sink = chunks.clone();
+/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let general = ChannelDescriptor {
+/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+/// #             };
+/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+/// #             let message = IncomingMessage {
+/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+/// #                 content: vec![McplContent::text("@bot what's the weather?")],
+/// #                 metadata: None, tags: None, extra: Default::default(),
+/// #             };
+/// #             match mcpl.channels_incoming(vec![message]).await {
+/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+/// #             let options = mcpl_core::engine::RequestOptions::new;
+/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+/// #                 return Ok(ToolOutput::error(e.to_string()));
+/// #             }
+/// #             let get = serde_json::json!({"featureSet": "editor"});
+/// #             match ctx.peer().request("state/get", Some(get), options()).await {
+/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport) = mcpl_server().await?;
+/// // The host keeps each feature set's latest state for the server.
+/// let kept: Arc<Mutex<BTreeMap<String, Value>>> = Arc::default();
+/// let host = McplHost::new(HostPolicy::default()).on_state(move |call| {
+///     let kept = kept.clone();
+///     async move {
+///         let mut kept = kept.lock().unwrap();
+///         Ok(match call {
+///             StateCall::Update { feature_set, params } => {
+///                 kept.insert(feature_set, params["data"].clone());
+///                 json!({})
+///             }
+///             StateCall::Get { feature_set } => json!({"data": kept.get(&feature_set)}),
+///         })
+///     }
+/// });
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// client.connect(transport).await?;
+/// // The server's `save` tool stores a draft, then reads it back.
+/// let result = client.call_tool("save", Default::default()).await?;
+/// assert_eq!(result.content, [ContentBlock::text(r#"{"data":{"draft":"v1"}}"#)]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum StateCall {
     /// `state/update {featureSet, checkpoint, parent, data?, patch?}`: the params, admitted.
@@ -103,6 +654,125 @@ pub enum StateCall {
 
 /// Sends the `inference/chunk` notifications of one streamed `inference/request`: `requestId`
 /// is the request's JSON-RPC id, `index` counts from 0.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost};
+/// use mcpl_core::jsonrpc::ErrorObject;
+/// use mcpl_core::mcpl::hooks::Usage;
+/// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
+/// use mcpl_core::types::ContentBlock;
+/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_channels(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+/// #                 preferences: None, extra: Default::default(),
+/// #             };
+/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+/// #             let sink = chunks.clone();
+/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let general = ChannelDescriptor {
+/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+/// #             };
+/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+/// #             let message = IncomingMessage {
+/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+/// #                 content: vec![McplContent::text("@bot what's the weather?")],
+/// #                 metadata: None, tags: None, extra: Default::default(),
+/// #             };
+/// #             match mcpl.channels_incoming(vec![message]).await {
+/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+/// #             let options = mcpl_core::engine::RequestOptions::new;
+/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+/// #                 return Ok(ToolOutput::error(e.to_string()));
+/// #             }
+/// #             let get = serde_json::json!({"featureSet": "editor"});
+/// #             match ctx.peer().request("state/get", Some(get), options()).await {
+/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     Ok((server.serve(theirs).await?, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (_session, transport) = mcpl_server().await?;
+/// let indexes = Arc::new(Mutex::new(Vec::new()));
+/// let seen = indexes.clone();
+/// let host = McplHost::new(HostPolicy::default()).on_inference(move |call| {
+///     let seen = seen.clone();
+///     async move {
+///         let chunks = call.chunks.ok_or_else(|| ErrorObject::invalid_params("expected a stream"))?;
+///         for piece in ["a", "b", "c"] {
+///             let index = chunks.send(piece).await.map_err(ErrorObject::internal)?;
+///             seen.lock().unwrap().push(index);
+///         }
+///         Ok(InferenceResult {
+///             content: "abc".into(),
+///             model: "host-model".into(),
+///             finish_reason: FinishReason::EndTurn,
+///             usage: Usage { input_tokens: 1, output_tokens: 3 },
+///             extra: Default::default(),
+///         })
+///     }
+/// });
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// client.connect(transport).await?;
+/// let result = client.call_tool("stream", Default::default()).await?;
+/// assert_eq!(result.content, [ContentBlock::text("a|b|c => abc")]);
+/// assert_eq!(*indexes.lock().unwrap(), [0, 1, 2]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ChunkSender {
     peer: Peer,
@@ -116,6 +786,118 @@ impl ChunkSender {
     /// # Errors
     ///
     /// `ConnectionClosed` if the connection is gone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::hooks::Usage;
+    /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
+    /// use mcpl_core::types::ContentBlock;
+    /// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+    /// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+    /// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::types::{Tool, ToolSchema};
+    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+    /// #     use mcpl_server::ToolOutput;
+    /// #     let manifest = Manifest::new()
+    /// #         .with_push_events(true)
+    /// #         .with_inference_request(Capability::Flag(true))
+    /// #         .with_channels(Capability::Flag(true))
+    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+    /// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+    /// #         .mcpl(Mcpl::new(manifest))
+    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+    /// #             match mcpl.push_event(event).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let params = InferenceRequestParams {
+    /// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+    /// #                 preferences: None, extra: Default::default(),
+    /// #             };
+    /// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    /// #             let sink = chunks.clone();
+    /// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let general = ChannelDescriptor {
+    /// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+    /// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+    /// #             let message = IncomingMessage {
+    /// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+    /// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+    /// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+    /// #                 content: vec![McplContent::text("@bot what's the weather?")],
+    /// #                 metadata: None, tags: None, extra: Default::default(),
+    /// #             };
+    /// #             match mcpl.channels_incoming(vec![message]).await {
+    /// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+    /// #             let options = mcpl_core::engine::RequestOptions::new;
+    /// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+    /// #                 return Ok(ToolOutput::error(e.to_string()));
+    /// #             }
+    /// #             let get = serde_json::json!({"featureSet": "editor"});
+    /// #             match ctx.peer().request("state/get", Some(get), options()).await {
+    /// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport) = mcpl_server().await?;
+    /// let host = McplHost::new(HostPolicy::default()).on_inference(|call| async move {
+    ///     let mut text = String::new();
+    ///     for word in ["streamed ", "words"] {
+    ///         if let Some(chunks) = &call.chunks {
+    ///             chunks.send(word).await.ok(); // `Err` only if the connection is gone
+    ///         }
+    ///         text.push_str(word);
+    ///     }
+    ///     Ok(InferenceResult {
+    ///         content: text,
+    ///         model: "host-model".into(),
+    ///         finish_reason: FinishReason::EndTurn,
+    ///         usage: Usage { input_tokens: 1, output_tokens: 2 },
+    ///         extra: Default::default(),
+    ///     })
+    /// });
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+    /// client.connect(transport).await?;
+    /// let result = client.call_tool("stream", Default::default()).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("streamed |words => streamed words")]);
+    /// # Ok(()) }
+    /// ```
     pub async fn send(&self, delta: impl Into<String>) -> mcpl_core::Result<u64> {
         let index = self.next.fetch_add(1, Ordering::SeqCst);
         let params = InferenceChunkParams {
@@ -129,6 +911,120 @@ impl ChunkSender {
     }
 
     /// The request this stream belongs to.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::hooks::Usage;
+    /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
+    /// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
+    /// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
+    /// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
+    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
+    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::types::{Tool, ToolSchema};
+    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+    /// #     use mcpl_server::ToolOutput;
+    /// #     let manifest = Manifest::new()
+    /// #         .with_push_events(true)
+    /// #         .with_inference_request(Capability::Flag(true))
+    /// #         .with_channels(Capability::Flag(true))
+    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
+    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+    /// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
+    /// #         .mcpl(Mcpl::new(manifest))
+    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+    /// #             match mcpl.push_event(event).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let params = InferenceRequestParams {
+    /// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
+    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
+    /// #                 preferences: None, extra: Default::default(),
+    /// #             };
+    /// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    /// #             let sink = chunks.clone();
+    /// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let general = ChannelDescriptor {
+    /// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
+    /// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
+    /// #             };
+    /// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
+    /// #             let message = IncomingMessage {
+    /// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
+    /// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
+    /// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
+    /// #                 content: vec![McplContent::text("@bot what's the weather?")],
+    /// #                 metadata: None, tags: None, extra: Default::default(),
+    /// #             };
+    /// #             match mcpl.channels_incoming(vec![message]).await {
+    /// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
+    /// #             let options = mcpl_core::engine::RequestOptions::new;
+    /// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
+    /// #                 return Ok(ToolOutput::error(e.to_string()));
+    /// #             }
+    /// #             let get = serde_json::json!({"featureSet": "editor"});
+    /// #             match ctx.peer().request("state/get", Some(get), options()).await {
+    /// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     Ok((server.serve(theirs).await?, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_session, transport) = mcpl_server().await?;
+    /// let ids = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = ids.clone();
+    /// let host = McplHost::new(HostPolicy::default()).on_inference(move |call| {
+    ///     // Key the host's own bookkeeping (cancellation, logs) by the request being answered.
+    ///     if let Some(chunks) = &call.chunks {
+    ///         seen.lock().unwrap().push(chunks.request_id().clone());
+    ///     }
+    ///     async {
+    ///         Ok(InferenceResult {
+    ///             content: "ok".into(),
+    ///             model: "host-model".into(),
+    ///             finish_reason: FinishReason::EndTurn,
+    ///             usage: Usage { input_tokens: 1, output_tokens: 1 },
+    ///             extra: Default::default(),
+    ///         })
+    ///     }
+    /// });
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+    /// client.connect(transport).await?;
+    /// client.call_tool("stream", Default::default()).await?;
+    /// assert_eq!(ids.lock().unwrap().len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn request_id(&self) -> &RequestId {
         &self.request_id
     }

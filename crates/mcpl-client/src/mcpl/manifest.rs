@@ -18,6 +18,93 @@ use super::session::intersect_derived;
 use super::{Diagnostic, McplError, McplHost, McplStatus, read};
 
 /// One line of a [`ChangeReceipt`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+/// use mcpl_core::mcpl::changes::{ChangeImpact, Disposition};
+/// use mcpl_core::mcpl::manifest::Manifest;
+/// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
+/// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
+/// # /// ask the host to run an inference.
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_model_info(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+/// #                 .event_id("disk-1")
+/// #                 .tags(["acme:disk", "urgent"]);
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             match mcpl.model_info().await {
+/// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(),
+/// #                 conversation_id: None,
+/// #                 stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
+/// #                 preferences: None,
+/// #                 extra: Default::default(),
+/// #             };
+/// #             match mcpl.request_inference(params).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     let session = server.serve(theirs).await?;
+/// #     Ok((server, session, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (server, _session, transport) = mcpl_server().await?;
+/// let host = McplHost::new(HostPolicy::default())
+///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+///     .refresh_on_change(false);
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// client.connect(transport).await?;
+///
+/// // The server stops pushing events.
+/// let mut map = server.mcpl_manifest().expect("an MCPL server").into_map();
+/// map.remove("pushEvents");
+/// server.set_mcpl_manifest(Manifest::from_map(map))?;
+/// let receipt = host.refresh_manifest().await?.expect("a change");
+/// for entry in &receipt.entries {
+///     println!("{:?} {:?} {}", entry.impact, entry.disposition, entry.subject);
+/// }
+/// let revoked = receipt.entries.iter().find(|e| e.subject == "pushEvents").expect("an entry");
+/// assert_eq!(revoked.impact, ChangeImpact::CapabilityRevoked);
+/// assert_eq!(revoked.disposition, Disposition::Applied);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ChangeEntry {
@@ -31,6 +118,93 @@ pub struct ChangeEntry {
 
 /// The host's record of one applied manifest change (host-derived: nothing in it is the
 /// server's prose).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+/// use mcpl_core::mcpl::capability::paths;
+/// use mcpl_core::mcpl::changes::ChangeDomain;
+/// use mcpl_core::mcpl::manifest::Manifest;
+/// use mcpl_core::mcpl::policy::PolicyReceipt;
+/// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
+/// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
+/// # /// ask the host to run an inference.
+/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+/// #     use mcpl_server::ToolOutput;
+/// #     let manifest = Manifest::new()
+/// #         .with_push_events(true)
+/// #         .with_model_info(true)
+/// #         .with_inference_request(Capability::Flag(true))
+/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
+/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+/// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
+/// #         .mcpl(Mcpl::new(manifest))
+/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+/// #                 .event_id("disk-1")
+/// #                 .tags(["acme:disk", "urgent"]);
+/// #             match mcpl.push_event(event).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             match mcpl.model_info().await {
+/// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+/// #             let params = InferenceRequestParams {
+/// #                 feature_set: "summaries".into(),
+/// #                 conversation_id: None,
+/// #                 stream: None,
+/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
+/// #                 preferences: None,
+/// #                 extra: Default::default(),
+/// #             };
+/// #             match mcpl.request_inference(params).await {
+/// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
+/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+/// #             }
+/// #         })
+/// #         .build();
+/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+/// #     let session = server.serve(theirs).await?;
+/// #     Ok((server, session, ours))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (server, _session, transport) = mcpl_server().await?;
+/// let host = McplHost::new(HostPolicy::default())
+///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+///     .refresh_on_change(false);
+/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// client.connect(transport).await?;
+///
+/// let mut map = server.mcpl_manifest().expect("an MCPL server").into_map();
+/// map.remove("pushEvents");
+/// let revision = server.set_mcpl_manifest(Manifest::from_map(map))?;
+/// let receipt = host.refresh_manifest().await?.expect("a change");
+/// assert_eq!(receipt.revision, Some(revision.to_string()));
+/// assert!(receipt.domains.contains(&ChangeDomain::Capabilities));
+/// // The revocation applied at once, and the reduced grant went to the server.
+/// assert!(matches!(receipt.policy_receipt, Some(PolicyReceipt::Accepted(_))));
+/// assert!(!host.grant().is_some_and(|g| g.is_granted(paths::PUSH_EVENTS)));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ChangeReceipt {
@@ -101,6 +275,92 @@ impl McplHost {
     /// [`McplError::RateLimited`] past the fetch budget (dropped, with a diagnostic);
     /// [`McplError::NotActive`]; [`McplError::InvalidManifest`] (the previous manifest
     /// stands); the exchange's error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
+    /// use mcpl_core::mcpl::manifest::FeatureSet;
+    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
+    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
+    /// # /// ask the host to run an inference.
+    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::types::{Tool, ToolSchema};
+    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+    /// #     use mcpl_server::ToolOutput;
+    /// #     let manifest = Manifest::new()
+    /// #         .with_push_events(true)
+    /// #         .with_model_info(true)
+    /// #         .with_inference_request(Capability::Flag(true))
+    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
+    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
+    /// #         .mcpl(Mcpl::new(manifest))
+    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+    /// #                 .event_id("disk-1")
+    /// #                 .tags(["acme:disk", "urgent"]);
+    /// #             match mcpl.push_event(event).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             match mcpl.model_info().await {
+    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let params = InferenceRequestParams {
+    /// #                 feature_set: "summaries".into(),
+    /// #                 conversation_id: None,
+    /// #                 stream: None,
+    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
+    /// #                 preferences: None,
+    /// #                 extra: Default::default(),
+    /// #             };
+    /// #             match mcpl.request_inference(params).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     let session = server.serve(theirs).await?;
+    /// #     Ok((server, session, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (server, _session, transport) = mcpl_server().await?;
+    /// let host = McplHost::new(HostPolicy::default())
+    ///     .refresh_on_change(false) // fetch when the host decides to
+    ///     .with_fetch_limit(2, Duration::from_secs(60));
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    ///
+    /// let next = server.mcpl_manifest().expect("an MCPL server");
+    /// server.set_mcpl_manifest(next.with_feature_set("digest", FeatureSet::new("Digest", ["tools"])))?;
+    /// let receipt = host.refresh_manifest().await?;
+    /// assert!(receipt.is_some());
+    /// assert!(host.manifest().and_then(|m| m.feature_sets()?.ok()?.get("digest").cloned()).is_some());
+    /// // Nothing new since: no receipt.
+    /// assert!(host.refresh_manifest().await?.is_none());
+    /// // The budget (2 per minute) is spent.
+    /// assert!(matches!(host.refresh_manifest().await, Err(McplError::RateLimited)));
+    /// # Ok(()) }
+    /// ```
     pub async fn refresh_manifest(&self) -> Result<Option<ChangeReceipt>, McplError> {
         let options = self.options();
         let peer = self

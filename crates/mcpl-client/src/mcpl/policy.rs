@@ -47,11 +47,37 @@ impl Default for HostPolicy {
 
 impl HostPolicy {
     /// A policy that grants nothing (MCPL in force, every capability denied).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// // A host that speaks MCPL but grants this server nothing (it stays plain MCP in practice).
+    /// let policy = HostPolicy::deny_all();
+    /// assert!(paths::VOCABULARY.iter().all(|path| !policy.permits(path)));
+    /// let host = McplHost::new(policy);
+    /// # drop(host);
+    /// ```
     pub fn deny_all() -> HostPolicy {
         HostPolicy { allow: Vec::new(), ..HostPolicy::default() }
     }
 
     /// Also allows the paths `pattern` matches (one-segment `*`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// // Only push events and the channel capabilities (one-segment `*`).
+    /// let policy = HostPolicy::deny_all().allow(paths::PUSH_EVENTS).allow("channels.*");
+    /// assert!(policy.permits(paths::PUSH_EVENTS));
+    /// assert!(policy.permits(paths::CHANNELS_PUBLISH));
+    /// assert!(!policy.permits(paths::TOOLS));
+    /// ```
     #[must_use]
     pub fn allow(mut self, pattern: impl Into<String>) -> HostPolicy {
         self.allow.push(pattern.into());
@@ -59,6 +85,18 @@ impl HostPolicy {
     }
 
     /// Never grants the paths `pattern` matches (wins over [`allow`](Self::allow)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// // Deny wins over allow.
+    /// let policy = HostPolicy::default().allow("channels.*").deny(paths::CHANNELS_PUBLISH);
+    /// assert!(policy.permits(paths::CHANNELS_INCOMING));
+    /// assert!(!policy.permits(paths::CHANNELS_PUBLISH));
+    /// ```
     #[must_use]
     pub fn deny(mut self, pattern: impl Into<String>) -> HostPolicy {
         self.deny.push(pattern.into());
@@ -67,6 +105,16 @@ impl HostPolicy {
 
     /// Enables only the named feature sets (an allowlist; call once per name). Without any
     /// call, every set whose `uses` are granted is enabled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    ///
+    /// // Only these two feature sets, whatever else the server declares.
+    /// let policy = HostPolicy::default().enable("mail").enable("calendar");
+    /// assert_eq!(policy.enabled(), Some(&["mail".to_owned(), "calendar".to_owned()][..]));
+    /// ```
     #[must_use]
     pub fn enable(mut self, feature_set: impl Into<String>) -> HostPolicy {
         self.enabled.get_or_insert_with(Vec::new).push(feature_set.into());
@@ -74,6 +122,80 @@ impl HostPolicy {
     }
 
     /// Disables a feature set (always subtracts).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
+    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
+    /// # /// ask the host to run an inference.
+    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::types::{Tool, ToolSchema};
+    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+    /// #     use mcpl_server::ToolOutput;
+    /// #     let manifest = Manifest::new()
+    /// #         .with_push_events(true)
+    /// #         .with_model_info(true)
+    /// #         .with_inference_request(Capability::Flag(true))
+    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
+    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
+    /// #         .mcpl(Mcpl::new(manifest))
+    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+    /// #                 .event_id("disk-1")
+    /// #                 .tags(["acme:disk", "urgent"]);
+    /// #             match mcpl.push_event(event).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             match mcpl.model_info().await {
+    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let params = InferenceRequestParams {
+    /// #                 feature_set: "summaries".into(),
+    /// #                 conversation_id: None,
+    /// #                 stream: None,
+    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
+    /// #                 preferences: None,
+    /// #                 extra: Default::default(),
+    /// #             };
+    /// #             match mcpl.request_inference(params).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     let session = server.serve(theirs).await?;
+    /// #     Ok((server, session, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_server, _session, transport) = mcpl_server().await?; // feature sets `alerts`, `editor`, ...
+    /// let policy = HostPolicy::default().disable("alerts");
+    /// assert_eq!(policy.disabled(), ["alerts"]);
+    /// let host = McplHost::new(policy).on_push_event(|_event| async { PushOutcome::accepted(None) });
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// assert_eq!(host.enabled_feature_sets(), Some(vec!["editor".to_owned()]));
+    /// # Ok(()) }
+    /// ```
     #[must_use]
     pub fn disable(mut self, feature_set: impl Into<String>) -> HostPolicy {
         self.disabled.push(feature_set.into());
@@ -82,6 +204,17 @@ impl HostPolicy {
 
     /// Accepts only channels whose id matches one of these globs (`*` matches any run of
     /// characters: `discord:acme/*`). Without any call, every channel id is acceptable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    ///
+    /// let policy = HostPolicy::default().allow_channel("discord:acme/*").allow_channel("email:support");
+    /// assert!(policy.permits_channel("discord:acme/general"));
+    /// assert!(policy.permits_channel("email:support"));
+    /// assert!(!policy.permits_channel("discord:other/general"));
+    /// ```
     #[must_use]
     pub fn allow_channel(mut self, glob: impl Into<String>) -> HostPolicy {
         self.channels.get_or_insert_with(Vec::new).push(glob.into());
@@ -89,28 +222,90 @@ impl HostPolicy {
     }
 
     /// Whether this policy lets the host grant `path`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// let policy = HostPolicy::default();
+    /// assert!(policy.permits(paths::TOOLS));
+    /// assert!(policy.permits(paths::INJECT_AFTER_USER));
+    /// // The system prompt is off limits unless allowed explicitly.
+    /// assert!(!policy.permits(paths::INJECT_SYSTEM));
+    /// ```
     pub fn permits(&self, path: &str) -> bool {
         self.allow.iter().any(|p| pattern_matches(p, path))
             && !self.deny.iter().any(|p| pattern_matches(p, path))
     }
 
     /// Whether this policy accepts a channel with this id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    ///
+    /// // Without any `allow_channel`, every id is acceptable.
+    /// assert!(HostPolicy::default().permits_channel("slack:team/random"));
+    /// let strict = HostPolicy::default().allow_channel("slack:team/*");
+    /// assert!(strict.permits_channel("slack:team/random"));
+    /// assert!(!strict.permits_channel("slack:elsewhere/random"));
+    /// ```
     pub fn permits_channel(&self, channel_id: &str) -> bool {
         self.channels.as_ref().is_none_or(|globs| globs.iter().any(|g| glob(g, channel_id)))
     }
 
     /// The feature-set allowlist, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    ///
+    /// assert_eq!(HostPolicy::default().enabled(), None); // every set whose uses are granted
+    /// assert_eq!(HostPolicy::default().enable("mail").enabled(), Some(&["mail".to_owned()][..]));
+    /// ```
     pub fn enabled(&self) -> Option<&[String]> {
         self.enabled.as_deref()
     }
 
     /// The disabled feature sets.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::HostPolicy;
+    ///
+    /// assert!(HostPolicy::default().disabled().is_empty());
+    /// let policy = HostPolicy::default().disable("memory").disable("telemetry");
+    /// assert_eq!(policy.disabled(), ["memory", "telemetry"]);
+    /// ```
     pub fn disabled(&self) -> &[String] {
         &self.disabled
     }
 
     /// The grant for a server that advertises (as understood) `understood`, on a host that
     /// supports `supported`: every path in both that this policy permits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeSet;
+    ///
+    /// use mcpl_client::mcpl::HostPolicy;
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// // What the server advertises, and what this host supports.
+    /// let understood: BTreeSet<String> =
+    ///     [paths::PUSH_EVENTS, paths::TOOLS, paths::INJECT_SYSTEM].map(String::from).into();
+    /// let supported: BTreeSet<&'static str> = [paths::TOOLS, paths::INJECT_SYSTEM].into();
+    ///
+    /// let grant = HostPolicy::default().grant_for(&understood, &supported);
+    /// // `pushEvents` is not supported here; `inject.system` is not permitted by the policy.
+    /// assert_eq!(grant.entries(), [paths::TOOLS]);
+    /// ```
     pub fn grant_for(
         &self,
         understood: &BTreeSet<String>,
@@ -126,6 +321,25 @@ impl HostPolicy {
 
     /// The `featureSets/update` params carrying `grant` (concrete paths), the paths of
     /// `understood` it leaves out (diagnostic only) and this policy's feature-set selection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::BTreeSet;
+    ///
+    /// use mcpl_client::mcpl::HostPolicy;
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// let understood: BTreeSet<String> = [paths::PUSH_EVENTS, paths::TOOLS].map(String::from).into();
+    /// let supported: BTreeSet<&'static str> = [paths::PUSH_EVENTS, paths::TOOLS].into();
+    /// let policy = HostPolicy::default().deny(paths::PUSH_EVENTS).disable("telemetry");
+    /// let grant = policy.grant_for(&understood, &supported);
+    ///
+    /// let params = policy.update_params(&grant, &understood);
+    /// assert_eq!(params.effective_capabilities, Some(vec![paths::TOOLS.to_owned()]));
+    /// assert_eq!(params.denied_capabilities, Some(vec![paths::PUSH_EVENTS.to_owned()]));
+    /// assert_eq!(params.disabled, Some(vec!["telemetry".to_owned()]));
+    /// ```
     pub fn update_params(
         &self,
         grant: &CapabilityGrant,

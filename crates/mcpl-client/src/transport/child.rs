@@ -51,6 +51,24 @@ pub struct ChildProcess {
 
 impl ChildProcess {
     /// A child running `program` (looked up on `PATH`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::ErrorKind;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = Client::new("my-app", "1.0.0");
+    /// // The program is spawned when the client connects; one that cannot be is a transport error.
+    /// let err = client.connect(ChildProcess::new("/nonexistent/mcp-server")).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Transport);
+    /// assert!(err.to_string().contains("could not spawn"));
+    /// assert!(!client.is_connected());
+    /// # }
+    /// ```
     pub fn new(program: impl Into<OsString>) -> Self {
         ChildProcess {
             program: program.into(),
@@ -63,18 +81,64 @@ impl ChildProcess {
     }
 
     /// Adds an argument.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::Transport;
+    ///
+    /// let server = ChildProcess::new("node").arg("server.js").arg("--stdio");
+    /// // The endpoint identity (what the response cache partitions by) is the command line.
+    /// assert_eq!(server.endpoint().as_deref(), Some(r#"stdio:["node","server.js","--stdio"]"#));
+    /// ```
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
     }
 
     /// Adds arguments.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::Transport;
+    ///
+    /// let server = ChildProcess::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]);
+    /// assert_eq!(
+    ///     server.endpoint().as_deref(),
+    ///     Some(r#"stdio:["npx","-y","@modelcontextprotocol/server-everything"]"#)
+    /// );
+    /// ```
     pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
     /// Sets an environment variable for the child.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::jsonrpc::Message;
+    /// use mcpl_core::transport::{Transport, TransportReceiver};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A child that writes the message it finds in its environment.
+    /// let child = ChildProcess::new("sh")
+    ///     .args(["-c", r#"printf '%s\n' "$MESSAGE""#])
+    ///     .env("MESSAGE", r#"{"jsonrpc":"2.0","method":"hello"}"#);
+    /// // Variables often carry secrets: they stay out of the endpoint identity.
+    /// assert_eq!(child.endpoint().as_deref(), Some(r#"stdio:["sh","-c","printf '%s\\n' \"$MESSAGE\""]"#));
+    ///
+    /// let (_tx, mut rx) = child.start().await?;
+    /// let Some(Message::Notification(hello)) = rx.recv().await? else { panic!("no message") };
+    /// assert_eq!(hello.method, "hello");
+    /// # Ok(()) }
+    /// ```
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.insert(key.into(), value.into());
         self
@@ -82,18 +146,75 @@ impl ChildProcess {
 
     /// Starts the child with only the variables set with [`env`](Self::env). Default: the
     /// child inherits this process's environment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::jsonrpc::Message;
+    /// use mcpl_core::transport::{Transport, TransportReceiver};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A child that reports whether it sees `HOME` and `MODE`.
+    /// let script = r#"printf '{"jsonrpc":"2.0","method":"env","params":{"home":"%s","mode":"%s"}}\n' "${HOME:-unset}" "$MODE""#;
+    /// let child = ChildProcess::new("/bin/sh").args(["-c", script]).env_clear().env("MODE", "sandbox");
+    ///
+    /// let (_tx, mut rx) = child.start().await?;
+    /// let Some(Message::Notification(env)) = rx.recv().await? else { panic!("no message") };
+    /// let params = env.params.unwrap_or_default();
+    /// assert_eq!(params["home"], "unset");
+    /// assert_eq!(params["mode"], "sandbox");
+    /// # Ok(()) }
+    /// ```
     pub fn env_clear(mut self) -> Self {
         self.env_clear = true;
         self
     }
 
     /// Sets the child's working directory. Default: this process's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::Transport;
+    ///
+    /// let server = ChildProcess::new("node").arg("server.js").current_dir("/srv/mcp");
+    /// // The same command in another directory is another server.
+    /// assert_eq!(server.endpoint().as_deref(), Some(r#"stdio:["node","server.js"]@/srv/mcp"#));
+    /// ```
     pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
         self
     }
 
     /// The largest message accepted from the child. Default: 4 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    /// use mcpl_core::ErrorKind;
+    /// use mcpl_core::jsonrpc::{Message, Notification};
+    /// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // `cat` sends every line back: a stand-in for a server with a very long answer.
+    /// let (mut tx, mut rx) = ChildProcess::new("cat").max_message_size(1024).start().await?;
+    /// let long = Notification::new("long", Some(json!({"text": "x".repeat(2000)})));
+    /// tx.send(Message::Notification(long)).await?;
+    /// let short = Notification::new("short", None);
+    /// tx.send(Message::Notification(short)).await?;
+    ///
+    /// // The long line is refused, and reading goes on with the next one.
+    /// assert_eq!(rx.recv().await.unwrap_err().kind(), ErrorKind::MessageTooLarge);
+    /// assert_eq!(rx.recv().await?.and_then(|m| m.method().map(str::to_owned)).as_deref(), Some("short"));
+    /// tx.close().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes;
         self
@@ -171,6 +292,26 @@ impl Transport for ChildProcess {
 }
 
 /// The sending half of a [`ChildProcess`]: writes to the child's stdin.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::ChildProcess;
+/// use mcpl_core::jsonrpc::{Message, Notification};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// // `cat` echoes what it reads: what the sender writes comes back to the receiver.
+/// let (mut tx, mut rx) = ChildProcess::new("cat").start().await?;
+/// let ping = Message::Notification(Notification::new("notifications/ping", None));
+/// tx.send(ping.clone()).await?;
+/// assert_eq!(rx.recv().await?, Some(ping));
+/// // Closing stdin lets the child exit (or kills it after a grace period).
+/// tx.close().await?;
+/// assert_eq!(rx.recv().await?, None);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ChildSender {
     lines: LineSender<ChildStdin>,
@@ -201,6 +342,27 @@ impl TransportSender for ChildSender {
 }
 
 /// The receiving half of a [`ChildProcess`]: reads the child's stdout.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::ChildProcess;
+/// use mcpl_core::ErrorKind;
+/// use mcpl_core::transport::{Transport, TransportReceiver};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// // A child that fails: its end is reported with its exit status.
+/// let (_tx, mut rx) = ChildProcess::new("sh").args(["-c", "exit 3"]).start().await?;
+/// let err = rx.recv().await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Transport);
+/// assert!(err.to_string().contains("exit status: 3"));
+///
+/// // A child that exits with status 0 ends the receiver cleanly.
+/// let (_tx, mut rx) = ChildProcess::new("true").start().await?;
+/// assert_eq!(rx.recv().await?, None);
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct ChildReceiver {
     lines: LineReceiver<BufReader<ChildStdout>>,

@@ -16,6 +16,55 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 /// The prefix of a mirrored argument's header.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::headers::MCP_PARAM_PREFIX;
+/// use serde_json::json;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<axum::http::HeaderMap>>>;
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_core::types::{Tool, ToolSchema};
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let schema = ToolSchema::object()
+/// #         .with_property("region", json!({"type": "string", "x-mcp-header": "Region"}));
+/// #     let server = mcpl_server::Server::builder("regional", "1.0.0")
+/// #         .tool(Tool::new("deploy", schema), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("deployed"))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push(request.headers().clone());
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // The `deploy` tool's `region` property says `"x-mcp-header": "Region"`.
+/// let (url, seen) = serve_recording().await?;
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.list_tools().await?; // the transport learns the annotations here
+/// let args = json!({"region": "eu-west"}).as_object().cloned().unwrap_or_default();
+/// client.call_tool("deploy", args).await?;
+///
+/// let header = format!("{MCP_PARAM_PREFIX}region");
+/// let seen = seen.lock().unwrap();
+/// let sent = seen.last().and_then(|h| h.get(&header)?.to_str().ok());
+/// assert_eq!(sent, Some("eu-west"));
+/// # Ok(()) }
+/// ```
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
 /// One `x-mcp-header` annotation: where the argument is, and the header it goes to.

@@ -53,27 +53,319 @@ use tokio::task::AbortHandle;
 use super::headers::{ToolHeaders, header_text};
 
 /// The `Mcp-Session-Id` header.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::http::SESSION_ID;
+/// use mcpl_client::{Client, Negotiation};
+/// use mcpl_core::ProtocolVersion;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, seen) = serve_recording().await?;
+/// let client = Client::new("my-app", "1.0.0")
+///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.ping().await?;
+///
+/// // After `initialize`, every request carries the session id the server handed out.
+/// let id = client.session_snapshot().and_then(|s| s.session_id).expect("a 2025 session");
+/// let seen = seen.lock().unwrap();
+/// let last = &seen.last().expect("requests").1;
+/// assert_eq!(last.get(SESSION_ID).and_then(|v| v.to_str().ok()), Some(id.as_str()));
+/// # Ok(()) }
+/// ```
 pub const SESSION_ID: &str = "mcp-session-id";
 /// The `MCP-Protocol-Version` header.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::http::PROTOCOL_VERSION;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, seen) = serve_recording().await?;
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.list_tools().await?;
+///
+/// let seen = seen.lock().unwrap();
+/// let version = seen.last().and_then(|(_, h)| h.get(PROTOCOL_VERSION)?.to_str().ok());
+/// assert_eq!(version, Some("2026-07-28"));
+/// # Ok(()) }
+/// ```
 pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// The `Mcp-Method` header (2026 era).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::http::MCP_METHOD;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, seen) = serve_recording().await?;
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.list_tools().await?;
+///
+/// // 2026-era requests name their method in a header, for routers and gateways.
+/// let seen = seen.lock().unwrap();
+/// let methods: Vec<&str> =
+///     seen.iter().filter_map(|(_, h)| h.get(MCP_METHOD)?.to_str().ok()).collect();
+/// assert_eq!(methods, ["server/discover", "tools/list"]);
+/// # Ok(()) }
+/// ```
 pub const MCP_METHOD: &str = "mcp-method";
 /// The `Mcp-Name` header (2026 era).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::http::MCP_NAME;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, seen) = serve_recording().await?;
+/// let client = Client::new("my-app", "1.0.0");
+/// client.connect(HttpTransport::new(url)).await?;
+/// client.call_tool("echo", Default::default()).await?;
+///
+/// // A 2026-era `tools/call` names its tool in a header.
+/// let seen = seen.lock().unwrap();
+/// let name = seen.last().and_then(|(_, h)| h.get(MCP_NAME)?.to_str().ok());
+/// assert_eq!(name, Some("echo"));
+/// # Ok(()) }
+/// ```
 pub const MCP_NAME: &str = "mcp-name";
 /// The `Last-Event-ID` header.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::http::LAST_EVENT_ID;
+/// use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+///
+/// // The header a resumed SSE stream's `GET` carries: the id of the last event received.
+/// let mut headers = HeaderMap::new();
+/// headers.insert(HeaderName::from_static(LAST_EVENT_ID), HeaderValue::from_static("42"));
+/// assert_eq!(headers["Last-Event-ID"], "42");
+/// ```
 pub const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The value of `data.transport` on the error answering a request whose response exceeded the
 /// size limit.
+///
+/// # Examples
+///
+/// A raw engine over the transport sees the error as the transport made it ([`Client`](crate::Client)
+/// turns it into [`Error::MessageTooLarge`]):
+///
+/// ```
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::http::TOO_LARGE;
+/// use mcpl_core::types::{Meta, ClientCapabilities};
+/// use mcpl_core::{Engine, ProtocolVersion};
+/// use serde_json::json;
+/// # async fn serve_http() -> std::io::Result<String> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("big", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+/// #             Ok(mcpl_server::ToolOutput::text("x".repeat(8192)))
+/// #         })
+/// #         .build();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok(url)
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let url = serve_http().await?;
+/// let peer = Engine::new().connect(HttpTransport::new(url).max_response_size(4096)).await?;
+/// let meta = Meta::for_request(ProtocolVersion::V2026_07_28, &ClientCapabilities::default());
+/// let call = json!({"name": "big", "arguments": {}, "_meta": meta});
+/// let err = peer.request("tools/call", Some(call), Default::default()).await.unwrap_err();
+/// let data = err.rpc_error().and_then(|e| e.data.clone()).unwrap_or_default();
+/// assert_eq!(data["transport"], TOO_LARGE);
+/// assert_eq!(data["limit"], 4096);
+/// # Ok(()) }
+/// ```
 pub const TOO_LARGE: &str = "message-too-large";
 
 /// The method of the local notification (never sent on the wire) that the transport hands
 /// the client after it renewed an expired 2025 session; its params are the new `initialize`
 /// result, from which [`Client`](crate::Client) refreshes the server's details.
+///
+/// # Examples
+///
+/// A raw engine over the transport hears of a renewal with this notification ([`Client`](crate::Client)
+/// refreshes [`Client::server`](crate::Client::server) from it):
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_client::transport::http::SESSION_RENEWED;
+/// use mcpl_core::Engine;
+/// use mcpl_server::Server;
+/// use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // A server that forgets sessions idle for 100 ms.
+/// let config = HttpConfig::new().session_idle_timeout(Duration::from_millis(100));
+/// let http = StreamableHttp::new(Server::builder("forgetful", "1.0.0").build(), config);
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let url = format!("http://{}/mcp", listener.local_addr()?);
+/// tokio::spawn(mcpl_server::http::serve(listener, http.clone().into_router("/mcp")));
+///
+/// let engine = Engine::new();
+/// let (tx, mut renewed) = tokio::sync::mpsc::unbounded_channel();
+/// engine.on_notification(SESSION_RENEWED, move |_ctx, params| {
+///     tx.send(params).ok();
+///     async {}
+/// });
+/// let peer = engine.connect(HttpTransport::new(url).standalone_stream(false)).await?;
+/// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+///     "clientInfo": {"name": "raw", "version": "1"}});
+/// peer.request("initialize", Some(init), Default::default()).await?;
+/// peer.notify("notifications/initialized", None).await?;
+///
+/// // Wait until the server has forgotten the session; the next request renews it.
+/// let forgotten = async {
+///     while http.session_count() > 0 {
+///         tokio::time::sleep(Duration::from_millis(50)).await;
+///     }
+/// };
+/// tokio::time::timeout(Duration::from_secs(30), forgotten).await?;
+/// peer.request("ping", None, Default::default()).await?;
+/// let result = renewed.recv().await.flatten().expect("the new initialize result");
+/// assert_eq!(result["serverInfo"]["name"], "forgetful");
+/// # Ok(()) }
+/// ```
 pub const SESSION_RENEWED: &str = "mcpl/sessionRenewed";
 
 /// The value of `data.transport` on the error answering a `tools/call` that was not sent
 /// because the tool's `x-mcp-header` annotations are invalid (`data.tool`, `data.detail`).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::http::INVALID_TOOL_HEADERS;
+///
+/// // Data of the local error answering a `tools/call` that was never sent. The client
+/// // lifts it to `Error::InvalidToolHeaders` with the tool and the detail.
+/// assert_eq!(INVALID_TOOL_HEADERS, "invalid-tool-headers");
+/// ```
 pub const INVALID_TOOL_HEADERS: &str = "invalid-tool-headers";
 
 /// How long to wait before resuming a stream when the server did not say.
@@ -140,6 +432,50 @@ impl Clone for HttpTransport {
 
 impl HttpTransport {
     /// The endpoint at `url`, such as `http://127.0.0.1:3000/mcp`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::Transport;
+    /// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+    /// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+    /// # /// method and headers.
+    /// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let seen = Seen::default();
+    /// #     let log = seen.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+    /// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+    /// #             next.run(request)
+    /// #         }),
+    /// #     );
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, seen))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _seen) = serve_recording().await?;
+    /// let transport = HttpTransport::new(url.clone());
+    /// // The URL is the endpoint identity the response cache partitions by.
+    /// assert_eq!(transport.endpoint(), Some(url));
+    ///
+    /// let client = Client::new("my-app", "1.0.0");
+    /// let details = client.connect(transport).await?;
+    /// assert_eq!(details.server_info.name, "echo-server");
+    /// # Ok(()) }
+    /// ```
     pub fn new(url: impl Into<String>) -> Self {
         HttpTransport {
             url: url.into(),
@@ -157,6 +493,101 @@ impl HttpTransport {
     /// Authorizes with OAuth: every request carries the access token, and a `401` (or a `403`
     /// `insufficient_scope`) runs the authorization flow and sends the request again. See
     /// [`crate::auth`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::auth::OAuth;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # /// A protected MCP server (tool `hello`, scope `mcp:tools`) and its authorization server,
+    /// # /// on local ports; returns the MCP URL and the issuer. The authorization server registers
+    /// # /// every client as `dyn-client` / `dyn-secret`, authorizes at once (redirecting with a code)
+    /// # /// and issues a token to whoever presents `dyn-secret`.
+    /// # async fn protected_server() -> std::io::Result<(String, String)> {
+    /// #     use std::sync::{Arc, Mutex};
+    /// #     use axum::http::{StatusCode, Uri, header};
+    /// #     use axum::routing::{get, post};
+    /// #     use mcpl_server::http::auth::{AccessToken, BearerAuth, ProtectedResourceMetadata, TokenVerifier, VerifyError};
+    /// #     fn json(status: StatusCode, value: serde_json::Value) -> (StatusCode, [(header::HeaderName, &'static str); 1], String) {
+    /// #         (status, [(header::CONTENT_TYPE, "application/json")], value.to_string())
+    /// #     }
+    /// #     struct Verifier(Arc<Mutex<Vec<String>>>);
+    /// #     impl TokenVerifier for Verifier {
+    /// #         fn verify<'a>(&'a self, token: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #             let known = self.0.lock().unwrap().iter().any(|t| t == token);
+    /// #             Box::pin(async move {
+    /// #                 if known { Ok(AccessToken::new(vec!["mcp:tools".to_owned()])) } else { Err(VerifyError::Invalid("unknown token".into())) }
+    /// #             })
+    /// #         }
+    /// #     }
+    /// #     let issued: Arc<Mutex<Vec<String>>> = Arc::default();
+    /// #     let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let issuer = format!("http://{}", as_listener.local_addr()?);
+    /// #     let metadata = serde_json::json!({
+    /// #         "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+    /// #         "token_endpoint": format!("{issuer}/token"), "registration_endpoint": format!("{issuer}/register"),
+    /// #         "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"],
+    /// #         "token_endpoint_auth_methods_supported": ["client_secret_post"],
+    /// #     });
+    /// #     let (iss, tokens) = (issuer.clone(), issued.clone());
+    /// #     let auth_server = axum::Router::new()
+    /// #         .route("/.well-known/oauth-authorization-server", get(move || { let m = metadata.clone(); async move { json(StatusCode::OK, m) } }))
+    /// #         .route("/register", post(|| async { json(StatusCode::CREATED, serde_json::json!({"client_id": "dyn-client", "client_secret": "dyn-secret"})) }))
+    /// #         .route("/authorize", get(move |uri: Uri| { let iss = iss.clone(); async move {
+    /// #             let query: std::collections::HashMap<String, String> = reqwest::Url::parse(&format!("http://x/?{}", uri.query().unwrap_or_default())).unwrap().query_pairs().into_owned().collect();
+    /// #             let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+    /// #             back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &query["state"]).append_pair("iss", &iss);
+    /// #             (StatusCode::FOUND, [(header::LOCATION, back.to_string())])
+    /// #         } }))
+    /// #         .route("/token", post(move |body: String| { let tokens = tokens.clone(); async move {
+    /// #             if !body.contains("client_secret=dyn-secret") { return json(StatusCode::BAD_REQUEST, serde_json::json!({"error": "invalid_client"})); }
+    /// #             let mut issued = tokens.lock().unwrap();
+    /// #             let token = format!("tok-{}", issued.len());
+    /// #             issued.push(token.clone());
+    /// #             json(StatusCode::OK, serde_json::json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+    /// #         } }));
+    /// #     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let base = format!("http://{}", listener.local_addr()?);
+    /// #     let server = mcpl_server::Server::builder("protected", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("hello", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async { Ok(mcpl_server::ToolOutput::text("hi")) })
+    /// #         .build();
+    /// #     let mcp = mcpl_server::http::StreamableHttp::new(server, mcpl_server::http::HttpConfig::new()).into_router("/mcp");
+    /// #     let resource = ProtectedResourceMetadata::new(format!("{base}/mcp")).authorization_server(issuer.clone()).scopes_supported(["mcp:tools"]);
+    /// #     let app = BearerAuth::new(Verifier(issued), resource).required_scopes(["mcp:tools"]).protect(mcp);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((format!("{base}/mcp"), issuer))
+    /// # }
+    /// # /// Plays the user's browser: follows the authorization URL to the redirect.
+    /// # #[derive(Debug)]
+    /// # struct Browser;
+    /// # impl mcpl_client::auth::Authorizer for Browser {
+    /// #     fn authorize<'a>(&'a self, url: &'a str) -> futures::future::BoxFuture<'a, Result<String, mcpl_client::auth::AuthError>> {
+    /// #         Box::pin(async move {
+    /// #             let fail = |e: reqwest::Error| mcpl_client::auth::AuthError::Interaction(e.to_string());
+    /// #             let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(fail)?;
+    /// #             let response = http.get(url).send().await.map_err(fail)?;
+    /// #             let location = response.headers().get("location").and_then(|v| v.to_str().ok());
+    /// #             location.map(str::to_owned).ok_or_else(|| mcpl_client::auth::AuthError::Interaction("no redirect".into()))
+    /// #         })
+    /// #     }
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _issuer) = protected_server().await?;
+    /// // Without authorization the server refuses the connection.
+    /// let client = Client::new("my-app", "1.0.0");
+    /// assert!(client.connect(HttpTransport::new(url.clone())).await.is_err());
+    ///
+    /// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback"));
+    /// client.connect(HttpTransport::new(url).auth(oauth)).await?;
+    /// client.call_tool("hello", Default::default()).await?;
+    /// # Ok(()) }
+    /// ```
     #[cfg(feature = "auth")]
     pub fn auth(mut self, oauth: Arc<crate::auth::OAuth>) -> Self {
         self.auth = Some(oauth);
@@ -190,6 +621,52 @@ impl HttpTransport {
 
     /// Uses `client` for every HTTP request (for proxies, TLS settings, timeouts). Default: a
     /// client with reqwest's defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+    /// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+    /// # /// method and headers.
+    /// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let seen = Seen::default();
+    /// #     let log = seen.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+    /// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+    /// #             next.run(request)
+    /// #         }),
+    /// #     );
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, seen))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _seen) = serve_recording().await?;
+    /// // Proxies, TLS roots, connection limits: whatever reqwest offers.
+    /// let http = reqwest::Client::builder()
+    ///     .connect_timeout(Duration::from_secs(5))
+    ///     .user_agent("my-app/1.0.0")
+    ///     .build()?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url).http_client(http)).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -200,6 +677,43 @@ impl HttpTransport {
     /// # Errors
     ///
     /// `Transport` if the name or value is not a valid header.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use axum::http::StatusCode;
+    /// use axum::response::IntoResponse;
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A server behind a gateway that wants an API key.
+    /// let app = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new())
+    ///     .into_router("/mcp")
+    ///     .layer(axum::middleware::from_fn(
+    ///         |request: axum::extract::Request, next: axum::middleware::Next| async move {
+    ///             if request.headers().get("x-api-key").is_some_and(|key| key == "s3cret") {
+    ///                 next.run(request).await
+    ///             } else {
+    ///                 StatusCode::UNAUTHORIZED.into_response()
+    ///             }
+    ///         },
+    ///     ));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// tokio::spawn(mcpl_server::http::serve(listener, app));
+    ///
+    /// let client = Client::new("my-app", "1.0.0");
+    /// assert!(client.connect(HttpTransport::new(url.clone())).await.is_err());
+    /// client.connect(HttpTransport::new(url).header("x-api-key", "s3cret")?).await?;
+    ///
+    /// // A header that cannot be sent is refused up front.
+    /// assert!(HttpTransport::new("http://127.0.0.1/mcp").header("x-api-key", "line\nbreak").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn header(mut self, name: &str, value: &str) -> Result<Self> {
         let name = HeaderName::try_from(name)
             .map_err(|e| Error::transport(format!("invalid header name {name:?}"), e))?;
@@ -211,18 +725,137 @@ impl HttpTransport {
 
     /// The largest message accepted from the server (one JSON body, or one SSE event).
     /// Default: 4 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::ErrorKind;
+    /// # async fn serve_http() -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("big", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(8192)))
+    /// #         })
+    /// #         .tool(mcpl_core::types::Tool::new("small", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x"))
+    /// #         })
+    /// #         .build();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_http().await?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url).max_response_size(4096)).await?;
+    ///
+    /// let err = client.call_tool("big", Default::default()).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::MessageTooLarge);
+    /// // Only that call failed: the connection goes on.
+    /// client.call_tool("small", Default::default()).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn max_response_size(mut self, bytes: usize) -> Self {
         self.max_response_size = bytes;
         self
     }
 
     /// How many times a request's SSE stream that ended early is resumed. Default: 3.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+    /// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+    /// # /// method and headers.
+    /// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let seen = Seen::default();
+    /// #     let log = seen.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+    /// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+    /// #             next.run(request)
+    /// #         }),
+    /// #     );
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, seen))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, _seen) = serve_recording().await?;
+    /// // A flaky network: resume a broken response stream up to 10 times before giving up.
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url).max_resume_attempts(10)).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn max_resume_attempts(mut self, attempts: u32) -> Self {
         self.max_resume_attempts = attempts;
         self
     }
 
     /// Whether to open the standalone `GET` stream after the 2025 handshake. Default: `true`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_client::{Client, Negotiation};
+    /// use mcpl_core::ProtocolVersion;
+    /// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+    /// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+    /// # /// method and headers.
+    /// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .build();
+    /// #     let seen = Seen::default();
+    /// #     let log = seen.clone();
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+    /// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+    /// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+    /// #             next.run(request)
+    /// #         }),
+    /// #     );
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok((url, seen))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (url, seen) = serve_recording().await?;
+    /// let client = Client::new("my-app", "1.0.0")
+    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    /// // Only requests and their responses: no `GET` stream for server-initiated messages.
+    /// client.connect(HttpTransport::new(url).standalone_stream(false)).await?;
+    /// client.ping().await?;
+    /// assert!(seen.lock().unwrap().iter().all(|(method, _)| method == "POST"));
+    /// # Ok(()) }
+    /// ```
     pub fn standalone_stream(mut self, open: bool) -> Self {
         self.standalone_stream = open;
         self
@@ -349,6 +982,54 @@ impl Outgoing {
 }
 
 /// The sending half of an [`HttpTransport`]: one `POST` per message.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+/// use mcpl_core::types::{ClientCapabilities, Meta};
+/// use mcpl_core::ProtocolVersion;
+/// use serde_json::json;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, _seen) = serve_recording().await?;
+/// let (mut tx, mut rx) = HttpTransport::new(url).start().await?;
+/// // Each message the sender sends is one POST; its answer reaches the receiver.
+/// let meta = Meta::for_request(ProtocolVersion::V2026_07_28, &ClientCapabilities::default());
+/// let discover = Request::new(1, "server/discover", Some(json!({"_meta": meta})));
+/// tx.send(Message::Request(discover)).await?;
+/// let Some(Message::Response(response)) = rx.recv().await? else { panic!("no response") };
+/// assert!(response.result["supportedVersions"].is_array());
+/// tx.close().await?;
+/// # Ok(()) }
+/// ```
 pub struct HttpSender {
     shared: Arc<Shared>,
 }
@@ -505,6 +1186,52 @@ impl TransportSender for HttpSender {
 }
 
 /// The receiving half of an [`HttpTransport`]: every message from every response and stream.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+/// use serde_json::json;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, _seen) = serve_recording().await?;
+/// let (mut tx, mut rx) = HttpTransport::new(url).start().await?;
+/// // A 2025-era handshake, by hand.
+/// let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+///     "clientInfo": {"name": "raw", "version": "1"}});
+/// tx.send(Message::Request(Request::new(0, "initialize", Some(init)))).await?;
+/// let Some(Message::Response(response)) = rx.recv().await? else { panic!("no response") };
+/// assert_eq!(response.result["serverInfo"]["name"], "echo-server");
+/// tx.close().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct HttpReceiver {
     inbox: mpsc::UnboundedReceiver<Result<Message>>,

@@ -39,9 +39,43 @@ use std::str::FromStr;
 use url::Url;
 
 /// The scheme of MCPL URIs.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::McplUri;
+/// use mcpl_client::transport::mcpl_uri::SCHEME;
+///
+/// let uri: McplUri = "mcpl://example.com/agent".parse()?;
+/// assert_eq!(uri.canonical().split_once("://").map(|(scheme, _)| scheme), Some(SCHEME));
+/// # Ok::<(), mcpl_client::transport::McplUriError>(())
+/// ```
 pub const SCHEME: &str = "mcpl";
 
 /// A resolved `mcpl://` URI. See the [module documentation](self).
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashMap;
+///
+/// use mcpl_client::transport::{McplUri, WebSocketTransport};
+///
+/// // Spellings of one server share one identity.
+/// let a: McplUri = "MCPL://Example.com:443/agent".parse()?;
+/// let b: McplUri = "mcpl://example.com/agent".parse()?;
+/// assert_eq!(a.canonical(), b.canonical());
+/// assert_eq!(a.to_string(), "mcpl://example.com/agent");
+///
+/// let mut last_seen: HashMap<String, u64> = HashMap::new();
+/// last_seen.insert(a.canonical().to_owned(), 1);
+/// assert_eq!(last_seen.get(b.canonical()), Some(&1));
+///
+/// // Dial it.
+/// let transport = WebSocketTransport::mcpl(&b);
+/// # drop(transport);
+/// # Ok::<(), mcpl_client::transport::McplUriError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct McplUri {
     configured: String,
@@ -50,6 +84,21 @@ pub struct McplUri {
 }
 
 /// Why a string is not an acceptable `mcpl://` URI.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::{McplUri, McplUriError};
+///
+/// assert_eq!(McplUri::parse("wss://example.com/x"), Err(McplUriError::NotMcpl));
+/// assert_eq!(McplUri::parse("mcpl://example.com/x#top"), Err(McplUriError::Fragment));
+/// assert_eq!(McplUri::parse("mcpl://me:pw@example.com/x"), Err(McplUriError::Userinfo));
+/// assert_eq!(McplUri::parse("mcpl://example.com/a/../b"), Err(McplUriError::DotSegment));
+/// assert_eq!(McplUri::parse("mcpl://example.com:0/x"), Err(McplUriError::BadPort("0".into())));
+/// // The message says which rule was broken.
+/// let err = McplUri::parse("mcpl://example.com:99999/x").unwrap_err();
+/// assert_eq!(err.to_string(), r#"invalid port "99999" in mcpl:// URI"#);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum McplUriError {
@@ -77,6 +126,18 @@ pub enum McplUriError {
 }
 
 /// What kind of [`McplUriError`] happened, stable across releases.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::{McplUri, McplUriErrorKind};
+///
+/// // Match on the stable kind, not on the error's details.
+/// match McplUri::parse("mcpl://example.com:http/x") {
+///     Err(e) if e.kind() == McplUriErrorKind::BadPort => {}
+///     other => panic!("expected a bad port, got {other:?}"),
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum McplUriErrorKind {
@@ -98,6 +159,18 @@ pub enum McplUriErrorKind {
 
 impl McplUriError {
     /// The stable kind of this error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::{McplUri, McplUriErrorKind};
+    ///
+    /// let kind = |uri: &str| McplUri::parse(uri).unwrap_err().kind();
+    /// assert_eq!(kind("https://example.com/"), McplUriErrorKind::NotMcpl);
+    /// assert_eq!(kind("mcpl:///x"), McplUriErrorKind::EmptyAuthority);
+    /// assert_eq!(kind("mcpl://example.com/%2E%2E/x"), McplUriErrorKind::DotSegment);
+    /// assert_eq!(kind("mcpl://example.com:65536/"), McplUriErrorKind::BadPort);
+    /// ```
     pub fn kind(&self) -> McplUriErrorKind {
         match self {
             McplUriError::NotMcpl => McplUriErrorKind::NotMcpl,
@@ -209,16 +282,57 @@ impl McplUri {
     }
 
     /// The URI as configured, unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::McplUri;
+    ///
+    /// let uri: McplUri = "MCPL://Example.COM:443".parse()?;
+    /// // As the user wrote it: for messages and settings screens.
+    /// assert_eq!(uri.configured(), "MCPL://Example.COM:443");
+    /// assert_eq!(uri.canonical(), "mcpl://example.com/");
+    /// # Ok::<(), mcpl_client::transport::McplUriError>(())
+    /// ```
     pub fn configured(&self) -> &str {
         &self.configured
     }
 
     /// The canonical `mcpl://` form: the identity of the server (to key caches and state by).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::McplUri;
+    ///
+    /// // Host lowercased, `:443` dropped, an empty path made `/`; the query kept verbatim.
+    /// let uri: McplUri = "mcpl://Agents.Example.com:443?b=2&a=1".parse()?;
+    /// assert_eq!(uri.canonical(), "mcpl://agents.example.com/?b=2&a=1");
+    /// // Percent-encoding is kept as written: these are two servers.
+    /// let tilde: McplUri = "mcpl://example.com/~user".parse()?;
+    /// let encoded: McplUri = "mcpl://example.com/%7Euser".parse()?;
+    /// assert_ne!(tilde.canonical(), encoded.canonical());
+    /// # Ok::<(), mcpl_client::transport::McplUriError>(())
+    /// ```
     pub fn canonical(&self) -> &str {
         &self.canonical
     }
 
     /// The `wss://` URL the transport dials.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::McplUri;
+    ///
+    /// let uri: McplUri = "mcpl://example.com:8443/agent".parse()?;
+    /// let url = uri.resolved();
+    /// assert_eq!(url.scheme(), "wss");
+    /// assert_eq!(url.host_str(), Some("example.com"));
+    /// assert_eq!(url.port_or_known_default(), Some(8443));
+    /// assert_eq!(url.path(), "/agent");
+    /// # Ok::<(), mcpl_client::transport::McplUriError>(())
+    /// ```
     pub fn resolved(&self) -> &Url {
         &self.resolved
     }

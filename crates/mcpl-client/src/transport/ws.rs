@@ -42,10 +42,51 @@ use url::Url;
 use super::mcpl_uri::McplUri;
 
 /// How often the client pings by default: 30 s.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcpl_client::transport::WebSocketTransport;
+/// use mcpl_client::transport::ws::DEFAULT_PING_INTERVAL;
+///
+/// assert_eq!(DEFAULT_PING_INTERVAL, Duration::from_secs(30));
+/// // Behind a proxy that drops connections idle for 20 s: ping more often.
+/// let transport = WebSocketTransport::new("ws://127.0.0.1:8080/ws")
+///     .ping_every(Some(DEFAULT_PING_INTERVAL / 3));
+/// # drop(transport);
+/// ```
 pub const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(30);
 /// How long a silent connection lives by default: 60 s.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcpl_client::transport::ws::{DEFAULT_IDLE_TIMEOUT, DEFAULT_PING_INTERVAL};
+///
+/// assert_eq!(DEFAULT_IDLE_TIMEOUT, Duration::from_secs(60));
+/// // Two pings go unanswered before a connection counts as dead.
+/// assert_eq!(DEFAULT_IDLE_TIMEOUT, 2 * DEFAULT_PING_INTERVAL);
+/// ```
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long opening the connection (TCP, TLS, upgrade) may take by default: 30 s.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcpl_client::transport::WebSocketTransport;
+/// use mcpl_client::transport::ws::DEFAULT_CONNECT_TIMEOUT;
+///
+/// assert_eq!(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs(30));
+/// let impatient = WebSocketTransport::new("wss://mcp.example.com/ws")
+///     .connect_timeout(DEFAULT_CONNECT_TIMEOUT / 6);
+/// # drop(impatient);
+/// ```
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A WebSocket connection to a server, not yet opened. See the [module documentation](self).
@@ -104,6 +145,48 @@ enum Target {
 impl WebSocketTransport {
     /// A transport to `url`: `ws://`, `wss://` or `mcpl://`. The address is checked when the
     /// transport starts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// use mcpl_core::types::ContentBlock;
+    /// use mcpl_core::{ErrorKind, Transport};
+    /// use serde_json::json;
+    /// # async fn serve_ws() -> std::io::Result<String> {
+    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
+    /// #         })
+    /// #         .build();
+    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_ws().await?; // ws://127.0.0.1:<port>/ws
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(WebSocketTransport::new(url)).await?;
+    /// let args = json!({"text": "over a socket"}).as_object().cloned().unwrap_or_default();
+    /// let result = client.call_tool("echo", args).await?;
+    /// assert_eq!(result.content, [ContentBlock::text("over a socket")]);
+    ///
+    /// // The address is checked when the transport starts, before anything is dialled.
+    /// let err = WebSocketTransport::new("http://example.com/ws").start().await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Transport);
+    /// assert!(err.to_string().contains("invalid websocket address"));
+    /// # Ok(()) }
+    /// ```
     pub fn new(url: impl Into<String>) -> Self {
         WebSocketTransport {
             url: url.into(),
@@ -136,6 +219,44 @@ impl WebSocketTransport {
 
     /// Adds a header to the upgrade request (for example `Authorization`). Invalid names or
     /// values fail the start of the transport.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use axum::http::StatusCode;
+    /// use axum::response::IntoResponse;
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// use mcpl_core::ErrorKind;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A server that wants a bearer token on the upgrade request.
+    /// let app = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new())
+    ///     .into_router("/ws")
+    ///     .layer(axum::middleware::from_fn(
+    ///         |request: axum::extract::Request, next: axum::middleware::Next| async move {
+    ///             let authorized = request.headers().get("authorization");
+    ///             if authorized.is_some_and(|value| value == "Bearer 3xampl3") {
+    ///                 next.run(request).await
+    ///             } else {
+    ///                 StatusCode::UNAUTHORIZED.into_response()
+    ///             }
+    ///         },
+    ///     ));
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// let client = Client::new("my-app", "1.0.0");
+    /// let refused = client.connect(WebSocketTransport::new(url.clone())).await.unwrap_err();
+    /// assert_eq!(refused.kind(), ErrorKind::Transport);
+    /// client.connect(WebSocketTransport::new(url).header("authorization", "Bearer 3xampl3")).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -143,6 +264,40 @@ impl WebSocketTransport {
 
     /// Offers a subprotocol (`Sec-WebSocket-Protocol`), such as `"mcp"`. The server must then
     /// select one of those offered. Default: none offered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// # async fn serve_ws() -> std::io::Result<String> {
+    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
+    /// #         })
+    /// #         .build();
+    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_ws().await?;
+    /// // An mcpl-server selects "mcp" when it is offered.
+    /// let transport = WebSocketTransport::new(url).subprotocol(mcpl_server::ws::SUBPROTOCOL);
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn subprotocol(mut self, protocol: impl Into<String>) -> Self {
         self.subprotocols.push(protocol.into());
         self
@@ -150,12 +305,84 @@ impl WebSocketTransport {
 
     /// The largest message accepted from the server, in bytes; a larger one ends the
     /// connection. Default: 4 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// use mcpl_core::ErrorKind;
+    /// # async fn serve_ws() -> std::io::Result<String> {
+    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
+    /// #         })
+    /// #         .build();
+    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_ws().await?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(WebSocketTransport::new(url).max_message_size(16 * 1024)).await?;
+    ///
+    /// // The `big` tool answers 64 KiB: over the limit, which ends the connection.
+    /// let err = client.call_tool("big", Default::default()).await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::ConnectionClosed);
+    /// # Ok(()) }
+    /// ```
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = bytes.max(1);
         self
     }
 
     /// How often to ping the server; `None` never does. Default: 30 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// # async fn serve_ws() -> std::io::Result<String> {
+    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
+    /// #         })
+    /// #         .build();
+    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_ws().await?;
+    /// // Keep the connection warm through proxies that drop idle ones after 20 s.
+    /// let transport = WebSocketTransport::new(url).ping_every(Some(Duration::from_secs(10)));
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(transport).await?;
+    /// client.ping().await?;
+    /// # Ok(()) }
+    /// ```
     pub fn ping_every(mut self, period: Option<Duration>) -> Self {
         self.ping_every = period;
         self
@@ -163,12 +390,73 @@ impl WebSocketTransport {
 
     /// Ends the connection after this long without any frame from the server (pongs
     /// included); `None` never does. Default: 60 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// # async fn serve_ws() -> std::io::Result<String> {
+    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+    /// #             Ok(mcpl_server::ToolOutput::text(text))
+    /// #         })
+    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
+    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
+    /// #         })
+    /// #         .build();
+    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_ws().await?; // a server that never pings
+    /// // No pings of our own (whose pongs would count), and little patience.
+    /// let transport =
+    ///     WebSocketTransport::new(url).ping_every(None).idle_timeout(Some(Duration::from_secs(1)));
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(transport).await?;
+    ///
+    /// // After a second of silence the client leaves the connection.
+    /// tokio::time::timeout(Duration::from_secs(30), client.closed()).await?;
+    /// assert!(!client.is_connected());
+    /// # Ok(()) }
+    /// ```
     pub fn idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.idle_timeout = timeout;
         self
     }
 
     /// How long opening the connection may take. Default: 30 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// use mcpl_core::{ErrorKind, Transport};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A listener that takes TCP connections but never answers the upgrade.
+    /// let stuck = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let url = format!("ws://{}/ws", stuck.local_addr()?);
+    ///
+    /// let transport = WebSocketTransport::new(url).connect_timeout(Duration::from_millis(200));
+    /// let err = transport.start().await.unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::Transport);
+    /// # drop(stuck);
+    /// # Ok(()) }
+    /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -176,6 +464,70 @@ impl WebSocketTransport {
 
     /// The TLS settings for `wss://` and `mcpl://` (for example to trust a private CA).
     /// Default: rustls with the Mozilla root certificates.
+    ///
+    /// # Examples
+    ///
+    /// Trusting a private certificate authority (here a self-signed certificate made on the spot):
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::WebSocketTransport;
+    /// use rustls::RootCertStore;
+    /// # struct TlsListener { tcp: tokio::net::TcpListener, acceptor: tokio_rustls::TlsAcceptor }
+    /// # impl axum::serve::Listener for TlsListener {
+    /// #     type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    /// #     type Addr = std::net::SocketAddr;
+    /// #     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+    /// #         loop {
+    /// #             let Ok((tcp, addr)) = self.tcp.accept().await else { continue };
+    /// #             if let Ok(tls) = self.acceptor.accept(tcp).await { return (tls, addr) }
+    /// #         }
+    /// #     }
+    /// #     fn local_addr(&self) -> std::io::Result<Self::Addr> { self.tcp.local_addr() }
+    /// # }
+    /// # /// An MCP server over `wss://` with a self-signed certificate for `localhost`.
+    /// # async fn serve_wss() -> Result<(u16, rustls::pki_types::CertificateDer<'static>), Box<dyn std::error::Error>> {
+    /// #     use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    /// #     let issued = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
+    /// #     let cert = issued.cert.der().clone();
+    /// #     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der()));
+    /// #     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    /// #     let server_tls = rustls::ServerConfig::builder_with_provider(provider)
+    /// #         .with_safe_default_protocol_versions()?
+    /// #         .with_no_client_auth()
+    /// #         .with_single_cert(vec![cert.clone()], key)?;
+    /// #     let server = mcpl_server::Server::builder("private", "1.0.0").build();
+    /// #     let app = mcpl_server::ws::WebSocketEndpoint::new(server, Default::default()).into_router("/ws");
+    /// #     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let port = tcp.local_addr()?.port();
+    /// #     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls));
+    /// #     tokio::spawn(async move { axum::serve(TlsListener { tcp, acceptor }, app).await });
+    /// #     Ok((port, cert))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (port, private_ca) = serve_wss().await?;
+    /// let url = format!("wss://localhost:{port}/ws");
+    ///
+    /// let mut roots = RootCertStore::empty();
+    /// roots.add(private_ca)?;
+    /// let provider = Arc::new(rustls::crypto::ring::default_provider());
+    /// let tls = rustls::ClientConfig::builder_with_provider(provider)
+    ///     .with_safe_default_protocol_versions()?
+    ///     .with_root_certificates(roots)
+    ///     .with_no_client_auth();
+    /// let client = Client::new("my-app", "1.0.0");
+    /// let details = client.connect(WebSocketTransport::new(&url).tls_config(Arc::new(tls))).await?;
+    /// assert_eq!(details.server_info.name, "private");
+    ///
+    /// // With the default (public) roots the certificate is not trusted.
+    /// let other = Client::new("my-app", "1.0.0");
+    /// assert!(other.connect(WebSocketTransport::new(&url)).await.is_err());
+    /// # Ok(()) }
+    /// ```
     #[cfg(feature = "tls")]
     pub fn tls_config(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);

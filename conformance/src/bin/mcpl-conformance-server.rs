@@ -11,7 +11,7 @@ mod fixture;
 
 use std::process::ExitCode;
 
-use mcpl_server::http::{HttpConfig, StreamableHttp, serve};
+use mcpl_server::http::{HttpConfig, StreamableHttp};
 
 const DEFAULT_PORT: u16 = 3000;
 
@@ -41,7 +41,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    let endpoint = StreamableHttp::new(server, HttpConfig::new());
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(l) => l,
         Err(e) => {
@@ -50,7 +50,8 @@ async fn main() -> ExitCode {
         }
     };
     eprintln!("mcpl-conformance-server: listening on http://127.0.0.1:{port}/mcp");
-    match serve(listener, app).await {
+    // The endpoint alone, straight on hyper: no router in between (see `serve_at`).
+    match endpoint.serve_at(listener, "/mcp").await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("mcpl-conformance-server: {e}");

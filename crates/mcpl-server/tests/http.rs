@@ -164,6 +164,53 @@ async fn a_session_from_initialize_to_delete() {
 }
 
 #[tokio::test]
+async fn the_endpoint_served_alone_serves_both_eras_and_only_its_path() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new());
+    tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+
+    // A 2025 session: progress on the request's SSE stream, then DELETE ends it.
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    let slow = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": "p"}}});
+    let (status, msgs) = http.call(slow).await;
+    assert_eq!(status, 200);
+    assert_eq!(msgs.len(), 4, "three progress notifications, then the result: {msgs:?}");
+    assert_eq!(msgs[0]["method"], "notifications/progress");
+    assert_eq!(msgs[3]["result"]["content"][0]["text"], "slow done");
+    let session = http.session.clone().unwrap();
+    let resp =
+        http.client.delete(&http.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(resp.status(), 204);
+
+    // A stateless request on the same endpoint.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"b": 2}, "_meta": meta}});
+    let resp = Http::new(addr)
+        .post(&call)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let answer: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "{\"b\":2}");
+    assert_eq!(answer["result"]["resultType"], "complete");
+
+    // The guards run as behind a router; other paths are not served.
+    let resp = http.post(&call).header("host", "evil.example").send().await.unwrap();
+    assert_eq!(resp.status(), 403);
+    let resp = http.client.post(format!("http://{addr}/other")).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+}
+
+#[tokio::test]
 async fn progress_rides_on_the_request_stream_with_event_ids() {
     let addr = start(HttpConfig::new()).await;
     let mut http = Http::new(addr);

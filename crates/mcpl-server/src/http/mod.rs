@@ -32,7 +32,9 @@
 //! project's 2-core benchmark, stateless `tools/call` at 32 concurrent clients runs at about
 //! 0.9x of a bare hyper server answering with precomputed bodies on a current-thread runtime,
 //! and at about 0.6x on the default multi-threaded one (`docs/performance.md`). Keep the
-//! multi-threaded runtime for handlers that do heavy work of their own.
+//! multi-threaded runtime for handlers that do heavy work of their own. A standalone server
+//! saves a little more per request with [`StreamableHttp::serve_at`], which hands each
+//! connection to hyper with no router in between.
 //!
 //! # Examples
 //!
@@ -426,6 +428,94 @@ pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io
         }
     });
     axum::serve(listener, router).await
+}
+
+impl StreamableHttp {
+    /// Serves this endpoint alone at `path` on `listener`: each connection goes straight to
+    /// hyper (HTTP/1.1, `TCP_NODELAY` set), and each request to the endpoint without a router
+    /// in between; any other path gets `404`. The fastest way to run a standalone server: it
+    /// saves the routing and the boxing a `Router` does for every request. To mount the
+    /// endpoint in an application, or to wrap it in layers (such as
+    /// [`auth::BearerAuth`]), use [`into_router`](Self::into_router) and [`serve`] instead.
+    ///
+    /// # Errors
+    ///
+    /// None so far: it serves until dropped. A failed accept is logged and the next one tried
+    /// (after 100 ms when the listener itself failed, as when file descriptors run out).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let endpoint = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), HttpConfig::new());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+    /// // Served at /mcp (a GET without a session is 405 in the stateless era) and nowhere else.
+    /// let client = reqwest::Client::new();
+    /// let at_mcp = client.get(format!("http://{addr}/mcp")).send().await?;
+    /// assert_eq!(at_mcp.status(), 405);
+    /// let elsewhere = client.get(format!("http://{addr}/other")).send().await?;
+    /// assert_eq!(elsewhere.status(), 404);
+    /// # Ok(()) }
+    /// ```
+    pub async fn serve_at(
+        self,
+        listener: tokio::net::TcpListener,
+        path: &str,
+    ) -> std::io::Result<()> {
+        let path: Arc<str> = Arc::from(path);
+        loop {
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) if is_connection_error(&e) => {
+                    tracing::debug!(error = %e, "a connection failed before it was accepted");
+                    continue;
+                }
+                Err(e) => {
+                    // Such as running out of file descriptors: wait for some to close.
+                    tracing::error!(error = %e, "accepting a connection failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+            let (http, path) = (self.clone(), path.clone());
+            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+                let (http, path) = (http.clone(), path.clone());
+                async move {
+                    if request.uri().path() != &*path {
+                        return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
+                    }
+                    Ok(handle(State(http), request.map(axum::body::Body::new)).await)
+                }
+            });
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                if let Err(e) =
+                    hyper::server::conn::http1::Builder::new().serve_connection(io, service).await
+                {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+    }
+}
+
+/// Whether an accept error concerns the one connection (the listener itself is fine).
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
 }
 
 fn new_session_id() -> Result<String, getrandom::Error> {

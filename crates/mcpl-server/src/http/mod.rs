@@ -16,8 +16,9 @@
 //! `_meta` says who the client is, served inline on the HTTP task by a fresh single-use
 //! transport that serving consumes; what the handler sends as it goes (progress, log messages)
 //! streams through the sending half of a [`stateless::StatelessTransport`]
-//! ([`stateless::StatelessSender`]); `GET` and `DELETE` get `405`. Results carry `resultType`, the server's identity in `_meta`,
-//! and cache hints on lists, reads and `server/discover` (see [`crate::cache`]).
+//! ([`stateless::StatelessSender`]); `GET` and `DELETE` get `405`. Results carry
+//! `resultType`, the server's identity in `_meta`, and cache hints on lists, reads and
+//! `server/discover` (see [`crate::cache`]).
 //!
 //! Every request is checked first: `Host` and `Origin` against allow-lists (DNS-rebinding
 //! protection, on by default), `Accept`, `Content-Type`, `MCP-Protocol-Version`, and the body
@@ -254,7 +255,9 @@ impl StreamableHttp {
         events: Arc<dyn EventStore>,
         store: Option<Arc<dyn SessionStore>>,
     ) -> Self {
-        let stateless = stateless::stateless_engine();
+        // Each stateless request runs on a connection of its own from this engine
+        // (`Engine::run_request`); the endpoint itself answers it.
+        let stateless = mcpl_core::Engine::new();
         let session_engine = crate::session::shared_engine(&server);
         let server_info = serde_json::to_value(server.info()).unwrap_or_default();
         let server_info_json = server_info.to_string();

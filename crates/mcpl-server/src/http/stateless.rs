@@ -407,13 +407,6 @@ impl TransportSender for Discard {
     }
 }
 
-/// The engine that serves stateless requests: one per endpoint. Each request runs through
-/// [`Engine::run_request`], which gives it a connection of its own (for what its handler sends
-/// as it goes) and hands the router's answer back to the endpoint.
-pub(crate) fn stateless_engine() -> Engine {
-    Engine::new()
-}
-
 /// Adds what every stateless-era result carries.
 struct Decorator {
     http: StreamableHttp,
@@ -502,26 +495,15 @@ fn wire(message: &Message, server_info: &str) -> serde_json::Result<Vec<u8>> {
     }
     if !result.contains_key("_meta") {
         comma(&mut out);
-        out.extend_from_slice(br#""_meta":{"#);
-        write_server_info(&mut out, server_info)?;
-        out.push(b'}');
+        out.extend_from_slice(br#""_meta":"#);
+        write_meta(&mut out, &Map::new(), server_info)?;
     }
     for (key, value) in result {
         comma(&mut out);
         serde_json::to_writer(&mut out, key)?;
         out.push(b':');
         match value {
-            Value::Object(meta) if key == "_meta" && !meta.contains_key(meta_keys::SERVER_INFO) => {
-                out.push(b'{');
-                for (key, value) in meta {
-                    serde_json::to_writer(&mut out, key)?;
-                    out.push(b':');
-                    serde_json::to_writer(&mut out, value)?;
-                    out.push(b',');
-                }
-                write_server_info(&mut out, server_info)?;
-                out.push(b'}');
-            }
+            Value::Object(meta) if key == "_meta" => write_meta(&mut out, meta, server_info)?,
             _ => serde_json::to_writer(&mut out, value)?,
         }
     }
@@ -557,22 +539,8 @@ fn wire_reply(id: &RequestId, reply: Reply, server_info: &str) -> serde_json::Re
         Some(t) => serde_json::to_writer(&mut out, t)?,
         None => out.extend_from_slice(br#""complete""#),
     }
-    out.extend_from_slice(br#","_meta":{"#);
-    for (i, (key, value)) in meta.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, key)?;
-        out.push(b':');
-        serde_json::to_writer(&mut out, value)?;
-    }
-    if !meta.contains_key(meta_keys::SERVER_INFO) {
-        if !meta.is_empty() {
-            out.push(b',');
-        }
-        write_server_info(&mut out, server_info)?;
-    }
-    out.push(b'}');
+    out.extend_from_slice(br#","_meta":"#);
+    write_meta(&mut out, &meta, server_info)?;
     // The rest of the result is an object whose members follow the two above: its opening
     // brace becomes a comma (or, if it has no members, it goes).
     let at = out.len();
@@ -589,11 +557,31 @@ fn wire_reply(id: &RequestId, reply: Reply, server_info: &str) -> serde_json::Re
     Ok(out)
 }
 
-/// Writes `"<serverInfo key>":<server_info>` (`server_info` is JSON already).
-fn write_server_info(out: &mut Vec<u8>, server_info: &str) -> serde_json::Result<()> {
-    serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
-    out.push(b':');
-    out.extend_from_slice(server_info.as_bytes());
+/// Writes a result's `_meta` object: its members, then the server's identity
+/// (`server_info`, JSON already) unless the handler set one.
+fn write_meta(
+    out: &mut Vec<u8>,
+    meta: &Map<String, Value>,
+    server_info: &str,
+) -> serde_json::Result<()> {
+    out.push(b'{');
+    for (i, (key, value)) in meta.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.push(b':');
+        serde_json::to_writer(&mut *out, value)?;
+    }
+    if !meta.contains_key(meta_keys::SERVER_INFO) {
+        if !meta.is_empty() {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
+        out.push(b':');
+        out.extend_from_slice(server_info.as_bytes());
+    }
+    out.push(b'}');
     Ok(())
 }
 

@@ -43,6 +43,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "auth")]
 pub mod auth;
@@ -67,3 +68,8 @@ pub use self::input::InputRequiredMode;
 pub use self::notify::Subscription;
 #[doc(inline)]
 pub use self::resume::SessionSnapshot;
+
+// The examples of this crate's README are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

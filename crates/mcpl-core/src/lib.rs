@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod engine;
 pub mod era;
@@ -47,3 +48,8 @@ pub use self::error::{Error, ErrorKind, Result};
 pub use self::jsonrpc::Message;
 #[doc(inline)]
 pub use self::transport::Transport;
+
+// The examples of this crate's README are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

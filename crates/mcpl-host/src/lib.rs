@@ -29,6 +29,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod alerts;
 pub mod checkpoint;
@@ -43,3 +44,8 @@ pub mod tools;
 pub use self::host::{Host, HostBuilder, HostError, HostEvent, Injections, ToolCall};
 #[doc(inline)]
 pub use self::prefix::prefixes_meet;
+
+// The examples of this crate's README are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -47,6 +47,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod builder;
 pub mod cache;
@@ -82,3 +83,8 @@ pub use self::events::ServerEvent;
 pub use self::session::Session;
 #[doc(inline)]
 pub use self::tool::ToolOutput;
+
+// The examples of this crate's README are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -3,12 +3,11 @@
 //! JCS is `JSON.stringify` of ECMAScript with object members sorted by their UTF-16 code units:
 //! no whitespace, strings escaped only where JSON requires it, numbers written the way
 //! ECMAScript's `Number::toString` writes a double. `serde_json`'s own output differs in member
-//! order (for non-ASCII names), in escapes and in numbers, hence this serializer.
+//! order (for non-ASCII names), in escapes and in numbers; the maintained
+//! `serde_json_canonicalizer` crate writes JCS (its numbers through `ryu-js`), and the tests
+//! below pin the rules the manifest digest depends on (every digest vector passes through it).
 
-use std::cmp::Ordering;
-use std::fmt::Write as _;
-
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
 /// Writes `value` in RFC 8785 canonical form.
 ///
@@ -21,85 +20,8 @@ use serde_json::{Map, Number, Value};
 /// assert_eq!(canonical_json(&v), "{\"a\":\"\u{7f}é\",\"b\":[1,1e+21,0]}");
 /// ```
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_value(&mut out, value);
-    out
-}
-
-fn write_value(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_value(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => write_object(out, map),
-    }
-}
-
-fn write_object(out: &mut String, map: &Map<String, Value>) {
-    let mut members: Vec<(&String, &Value)> = map.iter().collect();
-    members.sort_by(|a, b| utf16_cmp(a.0, b.0));
-    out.push('{');
-    for (i, (name, value)) in members.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_string(out, name);
-        out.push(':');
-        write_value(out, value);
-    }
-    out.push('}');
-}
-
-/// Orders strings by their UTF-16 code units (RFC 8785 §3.2.3 member order).
-pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
-}
-
-fn write_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if u32::from(c) < 0x20 => {
-                // Infallible: writing to a String.
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-fn write_number(out: &mut String, n: &Number) {
-    // Every JSON number is a double in ECMAScript; integers too (u64/i64 -> f64 rounds to
-    // nearest, exactly as parsing the decimal digits would).
-    #[allow(clippy::cast_precision_loss)]
-    let x = if let Some(i) = n.as_i64() {
-        i as f64
-    } else if let Some(u) = n.as_u64() {
-        u as f64
-    } else {
-        n.as_f64().unwrap_or(0.0)
-    };
-    out.push_str(&es_number(x));
+    // Infallible for a `Value`: its map keys are strings and its numbers finite.
+    serde_json_canonicalizer::to_string(value).unwrap_or_default()
 }
 
 /// Formats a finite double as ECMAScript's `Number::toString` does (ECMA-262 §6.1.6.1.20):
@@ -119,53 +41,11 @@ pub fn es_number_checked(x: f64) -> Option<String> {
 }
 
 /// [`es_number_checked`] for a value known to be finite (a non-finite one yields `null`).
-pub(crate) fn es_number(x: f64) -> String {
+fn es_number(x: f64) -> String {
     if !x.is_finite() {
         return "null".to_owned();
     }
-    if x == 0.0 {
-        return "0".to_owned();
-    }
-    // Rust's `{:e}` prints the shortest digit string that round-trips (ties resolved to the
-    // closest), which is the `k`, `s` of ECMA-262's Number::toString.
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = digits.trim_end_matches('0');
-    let digits = if digits.is_empty() { "0" } else { digits };
-    let k = i32::try_from(digits.len()).unwrap_or(i32::MAX);
-    // The value is 0.digits × 10^n.
-    let n = exponent + 1;
-    let mut out = String::with_capacity(32);
-    if x < 0.0 {
-        out.push('-');
-    }
-    if k <= n && n <= 21 {
-        out.push_str(digits);
-        out.extend(std::iter::repeat_n('0', usize::try_from(n - k).unwrap_or(0)));
-    } else if 0 < n && n <= 21 {
-        let (int, frac) = digits.split_at(usize::try_from(n).unwrap_or(0));
-        out.push_str(int);
-        out.push('.');
-        out.push_str(frac);
-    } else if -6 < n && n <= 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', usize::try_from(-n).unwrap_or(0)));
-        out.push_str(digits);
-    } else {
-        let (first, rest) = digits.split_at(1);
-        out.push_str(first);
-        if !rest.is_empty() {
-            out.push('.');
-            out.push_str(rest);
-        }
-        let e = n - 1;
-        out.push('e');
-        out.push(if e < 0 { '-' } else { '+' });
-        let _ = write!(out, "{}", e.unsigned_abs());
-    }
-    out
+    ryu_js::Buffer::new().format_finite(x).to_owned()
 }
 
 #[cfg(test)]

@@ -1089,3 +1089,25 @@ async fn state_requests_are_admitted_for_enabled_sets_and_reach_the_handler() {
     assert_eq!(code(&e), -32601);
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_malformed_feature_set_is_ignored_and_the_others_work() {
+    let diags = diagnostics();
+    let (host, _) = host_with_handlers(diags.clone());
+    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let mut manifest = full_manifest();
+    manifest["featureSets"]["described"] = json!({"description": 5, "uses": ["pushEvents"]});
+    let server = connected(&client, Some(manifest)).await;
+    assert_eq!(host.status(), Some(McplStatus::Ready));
+    let enabled = host.enabled_feature_sets().unwrap();
+    assert!(enabled.contains(&"mail".to_owned()), "{enabled:?}");
+    assert_eq!(server.ask("push/event", push("e1", "mail")).await.unwrap()["accepted"], true);
+    // The malformed set alone is undeclared, with a diagnostic naming it.
+    let e = server.ask("push/event", push("e2", "described")).await.unwrap_err();
+    assert_eq!(code(&e), -32003);
+    let named = diags.lock().unwrap().iter().any(
+        |d| matches!(d, Diagnostic::ManifestDefect { detail } if detail.contains("\"described\"")),
+    );
+    assert!(named, "{:?}", diags.lock().unwrap());
+    client.close().await.unwrap();
+}

@@ -203,7 +203,11 @@ fn host_engine(tx: mpsc::UnboundedSender<(String, Value)>) -> Engine {
 
 async fn connect(mcpl: bool) -> (Host, Value) {
     let seen: Seen = Arc::default();
-    let server = server(seen.clone());
+    connect_to(server(seen.clone()), seen, mcpl).await
+}
+
+/// Connects a raw host to `server` over a line transport and runs `initialize`.
+async fn connect_to(server: Server, seen: Seen, mcpl: bool) -> (Host, Value) {
     let (ours, theirs) = tokio::io::duplex(1 << 20);
     let (r, w) = tokio::io::split(theirs);
     let session = server.serve(LineTransport::new(r, w)).await.unwrap();
@@ -634,4 +638,55 @@ async fn manifest_changes_are_announced_once_per_revision_and_never_after_the_ha
     let bad = Manifest::new().with_feature_set("bad name", FeatureSet::new("x", ["tools"]));
     assert_eq!(host.server.set_mcpl_manifest(bad).unwrap_err().kind(), "identifier_charset");
     assert_eq!(host.server.mcpl_manifest().unwrap().revision(), Some(revision));
+}
+
+/// A manifest whose `notes` set does not parse (`rollback` is not a boolean).
+fn manifest_with_a_malformed_set() -> Manifest {
+    let mut map = Manifest::new()
+        .with_push_events(true)
+        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+        .into_map();
+    map["featureSets"]["notes"] =
+        json!({"description": "Notes", "uses": ["tools"], "rollback": "yes"});
+    Manifest::from_map(map)
+}
+
+#[tokio::test]
+async fn the_builder_refuses_a_feature_set_it_cannot_serve_and_serves_the_rest() {
+    // `try_build` names the set it cannot use.
+    let refused = Server::builder("s", "1")
+        .mcpl(Mcpl::new(manifest_with_a_malformed_set()))
+        .try_build()
+        .unwrap_err();
+    assert_eq!(refused.problems.len(), 1, "{refused}");
+    assert!(refused.to_string().contains("\"notes\""), "{refused}");
+    // So is a set whose `uses` is not a list of capability paths.
+    let manifest = Manifest::new()
+        .with_feature_set("later", FeatureSet::new("State updates", ["stateUpdate"]))
+        .with_feature_set("none", FeatureSet::new("Nothing", Vec::<String>::new()));
+    let refused = Server::builder("s", "1").mcpl(Mcpl::new(manifest)).try_build().unwrap_err();
+    assert_eq!(refused.problems.len(), 2, "{refused}");
+
+    // `build` leaves the set out; every other set works, and the receipt tells the truth.
+    let server = Server::builder("s", "1").mcpl(Mcpl::new(manifest_with_a_malformed_set())).build();
+    let (host, init) = connect_to(server, Seen::default(), true).await;
+    let served = &init["capabilities"]["experimental"]["mcpl"];
+    assert_eq!(served["featureSets"].as_object().unwrap().len(), 1, "{served}");
+    assert!(served["featureSets"]["alerts"].is_object());
+    let receipt = host.policy(&["pushEvents", "tools"]).await;
+    assert_eq!(receipt["accepted"], true);
+    let conn = host.conn();
+    assert!(conn.is_enabled("alerts"));
+    let pushed = conn.push_event(PushEvent::new("alerts", vec![McplContent::text("x")])).await;
+    assert!(pushed.unwrap().accepted);
+    let refused = conn.push_event(PushEvent::new("notes", vec![McplContent::text("x")])).await;
+    assert_eq!(kind(refused), SendErrorKind::FeatureSetUndeclared);
+
+    // At run time, such a manifest is refused and the installed one stays.
+    let before = host.server.mcpl_manifest().unwrap();
+    let e = host.server.set_mcpl_manifest(manifest_with_a_malformed_set()).unwrap_err();
+    assert_eq!(e.kind(), "invalid_feature_set");
+    let cause = std::error::Error::source(&e).expect("the set is the cause");
+    assert!(cause.to_string().contains("\"notes\""), "{cause}");
+    assert_eq!(host.server.mcpl_manifest().unwrap(), before);
 }

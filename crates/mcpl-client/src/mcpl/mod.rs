@@ -64,7 +64,7 @@ use mcpl_core::mcpl::channels::{ChannelDescriptor, IncomingMessage};
 use mcpl_core::mcpl::hooks::ModelInfo;
 use mcpl_core::mcpl::inference::InferenceResult;
 use mcpl_core::mcpl::manifest::{
-    Capability, ChannelsCapability, ContextHooksCapability, HostAdvertisement,
+    Capability, ChannelsCapability, ContextHooksCapability, FeatureSetError, HostAdvertisement,
     InferenceRequestCapability, Manifest, McplCapabilities,
 };
 use mcpl_core::mcpl::methods::UpdateFeatureSets;
@@ -2209,11 +2209,21 @@ impl McplHost {
         }
     }
 
-    /// The declared feature sets of `manifest`, with defects reported (malformed ⇒ none).
+    /// The declared feature sets of `manifest`, with defects reported: each declaration that
+    /// does not parse is left out (the others stand); an unreadable `featureSets` declares none.
     pub(crate) fn declared(&self, manifest: &Manifest) -> mcpl_core::mcpl::manifest::FeatureSets {
-        let declared = match manifest.feature_sets() {
+        let declared = match manifest.read_feature_sets() {
             None => Default::default(),
-            Some(Ok(sets)) => sets,
+            Some(Ok(read)) => {
+                for invalid in &read.invalid {
+                    let detail = match &invalid.error {
+                        FeatureSetError::Malformed(e) => format!("{invalid}: {e}"),
+                        other => format!("{invalid}: {other}"),
+                    };
+                    self.diagnose(Diagnostic::ManifestDefect { detail });
+                }
+                read.sets
+            }
             Some(Err(e)) => {
                 self.diagnose(Diagnostic::ManifestDefect {
                     detail: format!("featureSets is malformed ({e}); no feature set is enabled"),

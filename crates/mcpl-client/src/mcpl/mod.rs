@@ -1109,7 +1109,9 @@ impl McplHost {
     }
 
     /// The `mcpl/manifest` fetch budget per connection: `burst` fetches per `window`
-    /// (default 3 per minute). Fetches beyond it are dropped with a diagnostic.
+    /// (default 3 per minute). Fetches beyond it are dropped, with one diagnostic per burst of
+    /// drops; a change announced (`mcpl/manifestChanged`) while the budget is spent is fetched
+    /// once the window has room again (one trailing fetch, however many announcements).
     ///
     /// # Examples
     ///
@@ -2246,24 +2248,6 @@ impl McplHost {
             }
         }
         declared
-    }
-
-    /// Sends a `featureSets/update` request and waits for its receipt. A refusal or a
-    /// failure is reported as a diagnostic.
-    pub(crate) async fn exchange_policy(
-        &self,
-        peer: &Peer,
-        params: mcpl_core::mcpl::policy::FeatureSetsUpdateParams,
-    ) -> Result<PolicyReceipt, mcpl_core::Error> {
-        let timeout = self.options().policy_timeout;
-        let options = RequestOptions::new().timeout(timeout);
-        let receipt = peer.send::<UpdateFeatureSets>(params, options).await;
-        match &receipt {
-            Ok(PolicyReceipt::Accepted(_)) => {}
-            Ok(refused) => self.diagnose(Diagnostic::PolicyRefused { receipt: refused.clone() }),
-            Err(e) => self.diagnose(Diagnostic::PolicyUnanswered { reason: e.to_string() }),
-        }
-        receipt
     }
 
     /// Changes the policy. The reducing part applies host-side at once (before the request

@@ -690,3 +690,101 @@ async fn the_builder_refuses_a_feature_set_it_cannot_serve_and_serves_the_rest()
     assert!(cause.to_string().contains("\"notes\""), "{cause}");
     assert_eq!(host.server.mcpl_manifest().unwrap(), before);
 }
+
+/// A server that records each `inference/lifecycle` it hands to its handler, as
+/// `("lifecycle", [inferenceId, phase])`.
+fn lifecycle_server(seen: Seen, configure: impl FnOnce(Mcpl) -> Mcpl) -> Server {
+    let manifest = Manifest::new().with_inference_lifecycle(true).with_feature_set(
+        "activity",
+        FeatureSet::new("Inference activity", ["inferenceLifecycle"]),
+    );
+    let mcpl = Mcpl::new(manifest).on_inference_lifecycle(move |_conn, params| {
+        let seen = seen.clone();
+        async move {
+            let phase = serde_json::to_value(params.phase).unwrap();
+            seen.lock().unwrap().push(("lifecycle".into(), json!([params.inference_id, phase])));
+        }
+    });
+    Server::builder("activity", "1").mcpl(configure(mcpl)).try_build().unwrap()
+}
+
+impl Host {
+    async fn lifecycle(&self, inference_id: &str, phase: &str) {
+        let params = json!({"inferenceId": inference_id, "phase": phase});
+        self.peer.notify("inference/lifecycle", Some(params)).await.unwrap();
+    }
+
+    /// Waits until the handler saw `[inference_id, phase]` (notifications are handled in
+    /// order: everything sent before it was judged by then).
+    async fn lifecycle_seen(&self, inference_id: &str, phase: &str) {
+        let wanted = json!([inference_id, phase]);
+        tokio::time::timeout(WAIT, async {
+            while !self.seen.lock().unwrap().iter().any(|(_, v)| *v == wanted) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the handler never saw {wanted}"));
+    }
+
+    fn lifecycles(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().iter().map(|(_, v)| v.clone()).collect()
+    }
+}
+
+#[tokio::test]
+async fn the_handler_gets_one_terminal_phase_per_inference() {
+    let seen = Seen::default();
+    let (host, _) = connect_to(lifecycle_server(seen.clone(), |m| m), seen, true).await;
+    host.policy(&["inferenceLifecycle"]).await;
+    for (id, phase) in [
+        ("i1", "started"),
+        ("i1", "completed"),
+        // A retried terminal, and a contradicting one: both dropped.
+        ("i1", "completed"),
+        ("i1", "aborted"),
+        // A terminal without `started` is tolerated, once.
+        ("i2", "failed"),
+        ("i2", "failed"),
+        // A duplicated `started` is dropped; the inference stays in flight.
+        ("i3", "started"),
+        ("i3", "started"),
+        ("i4", "completed"),
+    ] {
+        host.lifecycle(id, phase).await;
+    }
+    host.lifecycle_seen("i4", "completed").await;
+    assert_eq!(
+        host.lifecycles(),
+        [
+            json!(["i1", "started"]),
+            json!(["i1", "completed"]),
+            json!(["i2", "failed"]),
+            json!(["i3", "started"]),
+            json!(["i4", "completed"]),
+        ]
+    );
+    assert_eq!(host.conn().inferences_in_flight(), ["i3"]);
+}
+
+#[tokio::test]
+async fn an_inference_without_a_terminal_phase_leaves_flight_after_the_safety_timeout() {
+    let seen = Seen::default();
+    let server =
+        lifecycle_server(seen.clone(), |m| m.lifecycle_timeout(Duration::from_millis(200)));
+    let (host, _) = connect_to(server, seen, true).await;
+    host.policy(&["inferenceLifecycle"]).await;
+    host.lifecycle("lost", "started").await;
+    host.lifecycle_seen("lost", "started").await;
+    // The host never says how it ended: the server stops waiting.
+    host.until("the safety timeout", |conn| conn.inferences_in_flight().is_empty()).await;
+    // A terminal arriving after all is still handed over once.
+    host.lifecycle("lost", "completed").await;
+    host.lifecycle("lost", "completed").await;
+    host.lifecycle("next", "started").await;
+    host.lifecycle_seen("next", "started").await;
+    assert_eq!(
+        host.lifecycles(),
+        [json!(["lost", "started"]), json!(["lost", "completed"]), json!(["next", "started"])]
+    );
+}

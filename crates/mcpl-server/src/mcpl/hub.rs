@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::connection::{ConnInner, McplConnection};
 use super::error::ManifestError;
 use super::handlers::{Mcpl, NotificationFn, ReadyFn, RequestFn};
+use super::lifecycle::Limits;
 
 /// The MCPL side of a server.
 pub(crate) struct McplHub {
@@ -20,6 +21,7 @@ pub(crate) struct McplHub {
     pub(crate) requests: HashMap<&'static str, RequestFn>,
     pub(crate) notifications: HashMap<&'static str, NotificationFn>,
     pub(crate) on_ready: Option<ReadyFn>,
+    pub(crate) lifecycle: Limits,
     connections: Mutex<Vec<Weak<ConnInner>>>,
 }
 
@@ -94,6 +96,7 @@ impl McplHub {
             requests: mcpl.requests,
             notifications: mcpl.notifications,
             on_ready: mcpl.on_ready,
+            lifecycle: mcpl.lifecycle,
             connections: Mutex::new(Vec::new()),
         };
         Ok((hub, problems))

@@ -1097,6 +1097,9 @@ async fn a_malformed_feature_set_is_ignored_and_the_others_work() {
     let client = Client::new("host", "1").with_mcpl(host.clone());
     let mut manifest = full_manifest();
     manifest["featureSets"]["described"] = json!({"description": 5, "uses": ["pushEvents"]});
+    for i in 0..20 {
+        manifest["featureSets"][format!("junk-{i:02}")] = json!({"description": [], "uses": 1});
+    }
     let server = connected(&client, Some(manifest)).await;
     assert_eq!(host.status(), Some(McplStatus::Ready));
     let enabled = host.enabled_feature_sets().unwrap();
@@ -1109,6 +1112,16 @@ async fn a_malformed_feature_set_is_ignored_and_the_others_work() {
         |d| matches!(d, Diagnostic::ManifestDefect { detail } if detail.contains("\"described\"")),
     );
     assert!(named, "{:?}", diags.lock().unwrap());
+    // A few are named; the rest make one more diagnostic, not one each.
+    let left_out = diags
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(
+            |d| matches!(d, Diagnostic::ManifestDefect { detail } if detail.contains("left out")),
+        )
+        .count();
+    assert_eq!(left_out, 9, "{:?}", diags.lock().unwrap());
     client.close().await.unwrap();
 }
 

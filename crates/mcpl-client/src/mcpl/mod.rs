@@ -2217,11 +2217,18 @@ impl McplHost {
         let declared = match manifest.read_feature_sets() {
             None => Default::default(),
             Some(Ok(read)) => {
-                for invalid in &read.invalid {
+                // A few by name; a manifest full of them is one more diagnostic, not thousands.
+                const NAMED: usize = 8;
+                for invalid in read.invalid.iter().take(NAMED) {
                     let detail = match &invalid.error {
                         FeatureSetError::Malformed(e) => format!("{invalid}: {e}"),
                         other => format!("{invalid}: {other}"),
                     };
+                    self.diagnose(Diagnostic::ManifestDefect { detail });
+                }
+                if read.invalid.len() > NAMED {
+                    let more = read.invalid.len() - NAMED;
+                    let detail = format!("{more} more malformed feature sets are left out");
                     self.diagnose(Diagnostic::ManifestDefect { detail });
                 }
                 read.sets

@@ -324,7 +324,8 @@ impl Mcpl {
     ///
     /// The SDK hands `handler` one terminal phase per inference: a second terminal for the
     /// same `inferenceId` (a retry, or a contradicting one) is dropped, as is a repeated
-    /// `started`. A terminal without `started` is tolerated. The ids are remembered per
+    /// `started` and a phase whose `inferenceId` is longer than 512 bytes. A terminal without
+    /// `started` is tolerated. The ids are remembered per
     /// connection, bounded ([`lifecycle_capacity`](Self::lifecycle_capacity)); an inference
     /// whose terminal never comes stops counting as in flight after
     /// [`lifecycle_timeout`](Self::lifecycle_timeout) (see

@@ -14,6 +14,10 @@ pub(crate) const DEFAULT_REMEMBERED: usize = 4096;
 /// default.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The longest `inferenceId` accepted, in bytes: the ids are remembered, so a peer must not
+/// make each entry arbitrarily large. Host-made ids (UUIDs and the like) are far shorter.
+pub(crate) const MAX_INFERENCE_ID: usize = 512;
+
 /// The bounds of the bookkeeping.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
@@ -71,6 +75,9 @@ impl Inferences {
         now: Instant,
     ) -> Verdict {
         self.expire(now);
+        if inference_id.len() > MAX_INFERENCE_ID {
+            return Verdict::Drop("an inferenceId longer than 512 bytes");
+        }
         if self.ended.contains(inference_id) {
             return Verdict::Drop(if phase.is_terminal() {
                 "a second terminal phase"
@@ -175,6 +182,11 @@ mod tests {
         // Tolerated: a terminal without started, once.
         assert_eq!(l.observe("b", LifecyclePhase::Failed, now), Verdict::Deliver);
         assert!(matches!(l.observe("b", LifecyclePhase::Failed, now), Verdict::Drop(_)));
+        // An id too long to remember is refused.
+        let long = "x".repeat(MAX_INFERENCE_ID + 1);
+        assert!(matches!(l.observe(&long, STARTED, now), Verdict::Drop(_)));
+        assert!(l.in_flight(now).is_empty());
+        assert_eq!(l.observe(&long[1..], STARTED, now), Verdict::Deliver);
     }
 
     #[test]

@@ -295,6 +295,40 @@ async fn the_memory_server_end_to_end() {
 }
 
 #[tokio::test]
+async fn the_memory_server_counts_one_inference_once() {
+    let (host, _) = start(env!("CARGO_BIN_EXE_mcpl-memory-server")).await;
+    host.call("featureSets/update", json!({"effectiveCapabilities": ["inferenceLifecycle"]}))
+        .await
+        .unwrap();
+    let phase = |id: &str, conversation: &str, phase: &str| json!({"inferenceId": id, "conversationId": conversation, "turnIndex": 0, "phase": phase});
+    // A terminal phase sent twice for one inference.
+    for params in [
+        phase("i1", "c1", "started"),
+        phase("i1", "c1", "completed"),
+        phase("i1", "c1", "completed"),
+    ] {
+        host.peer.notify("inference/lifecycle", Some(params)).await.unwrap();
+    }
+    // Notifications are handled in order, apart from requests: once a later inference is
+    // counted, the three above were judged.
+    for params in [phase("i2", "c2", "started"), phase("i2", "c2", "completed")] {
+        host.peer.notify("inference/lifecycle", Some(params)).await.unwrap();
+    }
+    let activity = tokio::time::timeout(WAIT, async {
+        loop {
+            let text = host.tool("activity", json!({})).await["content"][0]["text"].clone();
+            if text.as_str().is_some_and(|t| t.contains("c2: 1")) {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the later inference was not counted");
+    assert!(activity.as_str().unwrap().contains("c1: 1"), "{activity}");
+}
+
+#[tokio::test]
 async fn the_channel_server_end_to_end() {
     let (mut host, init) = start(env!("CARGO_BIN_EXE_mcpl-channel-server")).await;
     assert_eq!(init["capabilities"]["experimental"]["mcpl"]["channels"], true);

@@ -648,7 +648,8 @@ impl Client {
         }
     }
 
-    /// What the server said about itself, while connected.
+    /// What the server said about itself, while connected: `None` once the connection ended,
+    /// whichever side ended it.
     ///
     /// # Examples
     ///
@@ -671,6 +672,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn server(&self) -> Option<ServerDetails> {
+        // A connection the server ended is not one: its details are gone with it.
+        if !self.engine.is_connected() {
+            return None;
+        }
         self.server.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 

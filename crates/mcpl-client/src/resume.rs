@@ -8,7 +8,8 @@
 //! [`Client::resume`] restores all of it, so getters return the server's data, strict
 //! capability checks keep working, and the cache keeps using that server's entries. Resuming
 //! sends nothing: in the 2026 era the saved discover result stands in for `server/discover`;
-//! in the 2025 era the transport continues the session by its id.
+//! in the 2025 era the transport continues the session by its id. (An MCPL host is the one
+//! exception: it sends its initial `featureSets/update` again, see [`Client::resume`].)
 //!
 //! ```no_run
 //! use mcpl_client::Client;
@@ -156,7 +157,8 @@ impl SessionSnapshot {
 }
 
 impl Client {
-    /// The snapshot of the current connection, or `None` when unconnected.
+    /// The snapshot of the current connection, or `None` when unconnected (also once the
+    /// server ended the connection).
     ///
     /// # Examples
     ///
@@ -210,10 +212,14 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// - `ConnectionClosed` if the client is not connected.
+    /// - `ConnectionClosed` if the client is not connected (the server may have ended the
+    ///   connection).
     /// - `Transport` if the connection cannot be resumed (a 2025-era connection without a
     ///   session id, such as one over stdio); the connection is left open.
-    /// - The transport's close error (the client is unconnected regardless).
+    ///
+    /// A transport whose close fails does not fail the suspend: the server-side session was
+    /// kept, so the snapshot is returned (the client is unconnected) and the failure logged
+    /// as a warning.
     ///
     /// # Examples
     ///
@@ -264,7 +270,10 @@ impl Client {
                 source: None,
             });
         }
-        self.close_keeping_session(true).await?;
+        if let Err(e) = self.close_keeping_session(true).await {
+            // The session lives on the server; without its snapshot it would be orphaned.
+            tracing::warn!(error = %e, "the transport's close failed while suspending; the session is kept");
+        }
         Ok(snapshot)
     }
 
@@ -318,7 +327,13 @@ impl Client {
     /// Connects over `transport` by continuing the connection `snapshot` saved, without a
     /// handshake: nothing is sent. The server details, the session id (seeded into the
     /// transport's [`SessionHandle`] unless the transport already continues one) and the cache
-    /// partition all come from the snapshot.
+    /// partition all come from the snapshot; a transport that names no endpoint (an in-memory
+    /// pipe) is not cached, whatever the snapshot says.
+    ///
+    /// With an MCPL host ([`with_mcpl`](Client::with_mcpl)), a snapshot of an MCPL session
+    /// re-attaches it: the host's grant is not part of the snapshot, so the host sends its
+    /// initial `featureSets/update` again and MCPL is in force once the server's receipt
+    /// arrives (the server keeps its side of the session).
     ///
     /// # Errors
     ///
@@ -383,13 +398,13 @@ impl Client {
         if !snapshot.is_resumable() {
             return refuse("the snapshot is of a stateful-era connection without a session".into());
         }
-        let mut link = Link::of(&transport);
-        match (&link.endpoint, &snapshot.endpoint) {
-            (Some(now), Some(then)) if now != then => {
+        let link = Link::of(&transport);
+        // A transport naming no endpoint is never cached: the snapshot's endpoint cannot tell
+        // where this one leads.
+        if let (Some(now), Some(then)) = (&link.endpoint, &snapshot.endpoint) {
+            if now != then {
                 return refuse(format!("the snapshot is of {then:?}, not of {now:?}"));
             }
-            (None, Some(then)) => link.endpoint = Some(then.clone()),
-            _ => {}
         }
         if let Some(id) = &snapshot.session_id {
             match &link.session {
@@ -407,8 +422,12 @@ impl Client {
         }
         let details = snapshot.server;
         let restored = details.clone();
-        self.engine.connect_with(transport, |_peer| async move { Ok(restored) }).await?;
+        let (peer, _) =
+            self.engine.connect_with(transport, |_peer| async move { Ok(restored) }).await?;
         self.established(details.clone(), link);
+        if let Some(host) = &self.mcpl {
+            host.attach(peer, &details).await;
+        }
         Ok(details)
     }
 }

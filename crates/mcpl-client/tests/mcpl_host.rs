@@ -1089,3 +1089,124 @@ async fn state_requests_are_admitted_for_enabled_sets_and_reach_the_handler() {
     assert_eq!(code(&e), -32601);
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_malformed_feature_set_is_ignored_and_the_others_work() {
+    let diags = diagnostics();
+    let (host, _) = host_with_handlers(diags.clone());
+    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let mut manifest = full_manifest();
+    manifest["featureSets"]["described"] = json!({"description": 5, "uses": ["pushEvents"]});
+    for i in 0..20 {
+        manifest["featureSets"][format!("junk-{i:02}")] = json!({"description": [], "uses": 1});
+    }
+    let server = connected(&client, Some(manifest)).await;
+    assert_eq!(host.status(), Some(McplStatus::Ready));
+    let enabled = host.enabled_feature_sets().unwrap();
+    assert!(enabled.contains(&"mail".to_owned()), "{enabled:?}");
+    assert_eq!(server.ask("push/event", push("e1", "mail")).await.unwrap()["accepted"], true);
+    // The malformed set alone is undeclared, with a diagnostic naming it.
+    let e = server.ask("push/event", push("e2", "described")).await.unwrap_err();
+    assert_eq!(code(&e), -32003);
+    let named = diags.lock().unwrap().iter().any(
+        |d| matches!(d, Diagnostic::ManifestDefect { detail } if detail.contains("\"described\"")),
+    );
+    assert!(named, "{:?}", diags.lock().unwrap());
+    // A few are named; the rest make one more diagnostic, not one each.
+    let left_out = diags
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(
+            |d| matches!(d, Diagnostic::ManifestDefect { detail } if detail.contains("left out")),
+        )
+        .count();
+    assert_eq!(left_out, 9, "{:?}", diags.lock().unwrap());
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refused_grant_after_a_manifest_change_turns_mcpl_off_as_set_policy_does() {
+    for by_manifest_change in [true, false] {
+        let diags = diagnostics();
+        let (host, _) = host_with_handlers(diags.clone());
+        let host = host.refresh_on_change(false);
+        let client = Client::new("host", "1").with_mcpl(host.clone());
+        let server = connected(&client, Some(full_manifest())).await;
+        assert_eq!(host.status(), Some(McplStatus::Ready));
+        // From now on the server refuses any policy, falling back to plain MCP.
+        *server.receipt.lock().unwrap() =
+            json!({"accepted": false, "fallback": "mcp-only", "reason": "narrowed"});
+        if by_manifest_change {
+            // The server stops pushing events: the narrowed grant goes out, and is refused.
+            let mut next = full_manifest();
+            next.as_object_mut().unwrap().remove("pushEvents");
+            *server.manifest.lock().unwrap() = next;
+            let receipt = host.refresh_manifest().await.unwrap().unwrap();
+            assert!(matches!(
+                receipt.policy_receipt,
+                Some(mcpl_core::mcpl::policy::PolicyReceipt::Refused(_))
+            ));
+        } else {
+            let receipt = host.set_policy(HostPolicy::default().deny("pushEvents")).await;
+            assert!(matches!(receipt, Ok(mcpl_core::mcpl::policy::PolicyReceipt::Refused(_))));
+        }
+        assert_eq!(
+            host.status(),
+            Some(McplStatus::Refused),
+            "by manifest change: {by_manifest_change}"
+        );
+        assert!(!host.is_ready());
+        assert!(kinds(&diags).contains(&"policy_refused"));
+        let e = server.ask("channels/list", json!({})).await.unwrap_err();
+        assert_eq!(code(&e), -32002);
+        client.close().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn announcements_over_the_fetch_budget_get_one_trailing_fetch_and_one_warning() {
+    let diags = diagnostics();
+    let (host, _) = host_with_handlers(diags.clone());
+    let host = host.with_fetch_limit(1, Duration::from_secs(2));
+    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let server = connected(&client, Some(full_manifest())).await;
+    let declares = |name: &str| {
+        host.manifest().and_then(|m| m.feature_sets()?.ok()?.get(name).cloned()).is_some()
+    };
+    let announce = || async {
+        let changed = json!({"revision": "sha256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "domains": ["featureSets"]});
+        server.peer.notify("mcpl/manifestChanged", Some(changed)).await.unwrap();
+    };
+    // The first announcement is fetched at once: it spends the budget.
+    let mut next = full_manifest();
+    next["featureSets"]["first"] = json!({"description": "f", "uses": ["tools"]});
+    *server.manifest.lock().unwrap() = next.clone();
+    announce().await;
+    tokio::time::timeout(GUARD, async {
+        while !declares("first") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the first announcement was not fetched");
+    // A burst while the window is full: the change it announces is fetched once the window
+    // reopens, and the dropped burst is reported once.
+    next["featureSets"]["late"] = json!({"description": "l", "uses": ["tools"]});
+    *server.manifest.lock().unwrap() = next;
+    for _ in 0..400 {
+        announce().await;
+    }
+    tokio::time::timeout(GUARD, async {
+        while !declares("late") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the change announced while the window was full was never fetched");
+    assert_eq!(server.params_of("mcpl/manifest").len(), 2);
+    let dropped = kinds(&diags).iter().filter(|k| **k == "manifest_fetch_dropped").count();
+    assert_eq!(dropped, 1);
+    client.close().await.unwrap();
+}

@@ -244,3 +244,162 @@ async fn a_renewed_session_is_the_one_a_snapshot_holds() {
     assert_eq!(client.session_snapshot().unwrap().session_id.as_deref(), Some(renewed.as_str()));
     client.terminate().await.unwrap();
 }
+
+const WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// An MCPL server whose `alert` tool pushes an event to the host and reports its answer.
+fn mcpl_server() -> Server {
+    use mcpl_core::mcpl::content::McplContent;
+    use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    use mcpl_server::mcpl::{Mcpl, PushEvent};
+    let manifest = Manifest::new()
+        .with_push_events(true)
+        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    Server::builder("mcpl-resume", "1")
+        .mcpl(Mcpl::new(manifest))
+        .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+            let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+            let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
+            match mcpl.push_event(event).await {
+                Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+                Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+            }
+        })
+        .try_build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn resuming_an_mcpl_session_reattaches_the_mcpl_host() {
+    use mcpl_client::mcpl::{HostPolicy, McplHost, McplStatus, PushOutcome};
+    tokio::time::timeout(WAIT, async {
+        let s = start(mcpl_server(), HttpConfig::new()).await;
+        let host = McplHost::new(HostPolicy::default())
+            .on_push_event(|_event| async { PushOutcome::accepted(None) });
+        let client = stateful().with_mcpl(host.clone());
+        client.connect(s.transport()).await.unwrap();
+        assert_eq!(host.status(), Some(McplStatus::Ready));
+        let snapshot = client.suspend().await.unwrap();
+        assert_eq!(host.status(), None, "no connection, no MCPL");
+
+        client.resume(s.transport(), saved(&snapshot)).await.unwrap();
+        // The host speaks MCPL again, with the server's grant in force on both sides.
+        assert_eq!(host.status(), Some(McplStatus::Ready));
+        assert!(host.grant().is_some_and(|g| g.is_granted("pushEvents")));
+        assert!(host.enabled_feature_sets().unwrap().contains(&"alerts".to_owned()));
+        let conns = s.server.mcpl_connections();
+        assert_eq!(conns.len(), 1, "the same server-side MCPL session");
+        assert!(conns[0].is_enabled("alerts"));
+        // A push from the server reaches the host's handler.
+        let result = client.call_tool("alert", Map::new()).await.unwrap();
+        assert_eq!(text(&result), "accepted: true");
+        client.terminate().await.unwrap();
+    })
+    .await
+    .expect("hang");
+}
+
+#[tokio::test]
+async fn a_transport_without_an_endpoint_is_never_cached_even_when_resumed() {
+    tokio::time::timeout(WAIT, async {
+        let s = serve().await;
+        let store = Arc::new(MemoryStore::new());
+        let client = Client::new("c", "1").with_cache(ResponseCache::new(store.clone()));
+        client.connect(s.transport()).await.unwrap();
+        assert_eq!(client.list_tools().await.unwrap()[0].name, "echo");
+        assert_eq!(store.len(), 1);
+        let snapshot = client.suspend().await.unwrap();
+
+        // Resumed over an in-memory pipe to another server: that pipe names no endpoint, so
+        // the snapshot's cannot stand in for it.
+        let other = Server::builder("other", "1")
+            .tool(Tool::new("other-tool", ToolSchema::object()), |_ctx, _args| async move {
+                Ok(ToolOutput::text("other"))
+            })
+            .build();
+        let (ours, theirs) = mcpl_core::transport::memory::pair();
+        let _session = other.serve(theirs).await.unwrap();
+        client.resume(ours, saved(&snapshot)).await.unwrap();
+        assert_eq!(client.list_tools().await.unwrap()[0].name, "other-tool");
+        assert_eq!(client.session_snapshot().unwrap().endpoint, None);
+        assert_eq!(store.len(), 1, "nothing of the pipe was cached");
+        client.close().await.unwrap();
+    })
+    .await
+    .expect("hang");
+}
+
+/// A transport whose close fails (the connection itself works), with an endpoint.
+struct FailingClose(mcpl_core::transport::memory::MemoryTransport);
+
+struct FailingCloseSender<S>(S);
+
+impl mcpl_core::Transport for FailingClose {
+    type Sender = FailingCloseSender<
+        <mcpl_core::transport::memory::MemoryTransport as mcpl_core::Transport>::Sender,
+    >;
+    type Receiver =
+        <mcpl_core::transport::memory::MemoryTransport as mcpl_core::Transport>::Receiver;
+
+    async fn start(self) -> mcpl_core::Result<(Self::Sender, Self::Receiver)> {
+        let (sender, receiver) = self.0.start().await?;
+        Ok((FailingCloseSender(sender), receiver))
+    }
+
+    fn endpoint(&self) -> Option<String> {
+        Some("test:failing-close".into())
+    }
+}
+
+impl<S: mcpl_core::transport::TransportSender> mcpl_core::transport::TransportSender
+    for FailingCloseSender<S>
+{
+    async fn send(&mut self, message: mcpl_core::jsonrpc::Message) -> mcpl_core::Result<()> {
+        self.0.send(message).await
+    }
+
+    async fn close(self) -> mcpl_core::Result<()> {
+        let _ = self.0.close().await;
+        Err(mcpl_core::Error::Transport { context: "close failed".into(), source: None })
+    }
+}
+
+#[tokio::test]
+async fn suspend_returns_the_snapshot_even_when_the_close_fails() {
+    tokio::time::timeout(WAIT, async {
+        let server = Server::builder("s", "1").build();
+        let (ours, theirs) = mcpl_core::transport::memory::pair();
+        let _session = server.serve(theirs).await.unwrap();
+        let client = Client::new("c", "1");
+        let details = client.connect(FailingClose(ours)).await.unwrap();
+        assert!(details.is_stateless());
+        // The session is kept on the server; losing its snapshot would orphan it.
+        let snapshot = client.suspend().await.expect("the snapshot, whatever the close did");
+        assert_eq!(snapshot.server, details);
+        assert_eq!(snapshot.endpoint.as_deref(), Some("test:failing-close"));
+        assert!(!client.is_connected());
+    })
+    .await
+    .expect("hang");
+}
+
+#[tokio::test]
+async fn after_the_server_ends_the_connection_the_client_holds_nothing_of_it() {
+    tokio::time::timeout(WAIT, async {
+        for client in [Client::new("c", "1"), stateful()] {
+            let server = Server::builder("s", "1").build();
+            let (ours, theirs) = mcpl_core::transport::memory::pair();
+            let session = server.serve(theirs).await.unwrap();
+            client.connect(ours).await.unwrap();
+            assert!(client.server().is_some() && client.session_snapshot().is_some());
+            session.close().await.unwrap();
+            client.closed().await;
+            assert!(client.server().is_none());
+            assert!(client.session_snapshot().is_none());
+            let e = client.suspend().await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::ConnectionClosed);
+        }
+    })
+    .await
+    .expect("hang");
+}

@@ -103,3 +103,26 @@ async fn a_stateful_child_cannot_be_suspended_and_stays_connected() {
     assert_eq!(client.list_tools().await.unwrap().len(), 1);
     client.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn children_differing_only_in_their_environment_keep_apart_in_the_cache() {
+    let (first, second) = (Log::new("env-first"), Log::new("env-second"));
+    let store = std::sync::Arc::new(MemoryStore::new());
+    let cache = ResponseCache::new(store.clone());
+    // The same command line and directory; only `MCP_LOG` differs (a token would, too).
+    let a = Client::new("c", "1").with_cache(cache.clone());
+    a.connect(first.child()).await.unwrap();
+    assert_eq!(a.list_tools().await.unwrap().len(), 1);
+    let b = Client::new("c", "1").with_cache(cache);
+    b.connect(second.child()).await.unwrap();
+    assert_eq!(b.list_tools().await.unwrap().len(), 1);
+    // Each child was asked for its own list: the second was not answered from the first's.
+    assert_eq!(first.methods(), ["server/discover", "tools/list"]);
+    assert_eq!(second.methods(), ["server/discover", "tools/list"]);
+    assert_eq!(store.len(), 2);
+    // The identity holds a digest of the environment, not its values.
+    let endpoint = a.session_snapshot().unwrap().endpoint.unwrap();
+    assert!(endpoint.contains("#env=sha256:") && !endpoint.contains("env-first"), "{endpoint}");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+}

@@ -511,7 +511,9 @@ impl Server {
     /// # Errors
     ///
     /// [`ManifestError::NotEnabled`] without MCPL; [`ManifestError::Digest`] for a manifest
-    /// that has no revision (the installed one stays).
+    /// that has no revision, [`ManifestError::FeatureSet`], [`ManifestError::InvalidUses`] or
+    /// [`ManifestError::FeatureSetsNotAnObject`] for one declaring a feature set the server
+    /// cannot serve (the installed one stays).
     ///
     /// # Examples
     ///
@@ -668,7 +670,8 @@ pub enum RegistrationError {
         /// Its name or URI.
         key: String,
     },
-    /// The MCPL manifest has no revision (an identifier breaks the charset rule).
+    /// The MCPL manifest has no revision (an identifier breaks the charset rule), or declares a
+    /// feature set the server cannot serve.
     #[error("MCPL manifest: {0}")]
     InvalidMcplManifest(String),
     /// A completer names a prompt argument or template variable that does not exist.
@@ -1027,7 +1030,10 @@ impl ServerBuilder {
     /// Serves MCPL 0.5 (see [`crate::mcpl`]): `mcpl` holds the manifest, whose `revision` is
     /// computed here, and the handlers of the host-to-server methods.
     /// [`try_build`](Self::try_build) reports a manifest that has no revision (an identifier
-    /// breaking the charset rule); [`build`](Self::build) then serves no MCPL.
+    /// breaking the charset rule), and each feature set the server cannot serve (a declaration
+    /// that does not parse, or whose `uses` is not a non-empty list of capability paths).
+    /// [`build`](Self::build) then serves no MCPL for the former, and leaves such sets out of
+    /// the served manifest for the latter (the other sets work).
     ///
     /// # Examples
     ///
@@ -1042,8 +1048,13 @@ impl ServerBuilder {
     /// ```
     pub fn mcpl(mut self, mcpl: Mcpl) -> Self {
         match McplHub::new(mcpl) {
-            Ok(hub) => self.mcpl = Some(Arc::new(hub)),
-            Err(e) => self.errors.push(RegistrationError::InvalidMcplManifest(e.to_string())),
+            Ok((hub, problems)) => {
+                for problem in problems {
+                    self.errors.push(RegistrationError::InvalidMcplManifest(error_chain(&problem)));
+                }
+                self.mcpl = Some(Arc::new(hub));
+            }
+            Err(e) => self.errors.push(RegistrationError::InvalidMcplManifest(error_chain(&e))),
         }
         self
     }
@@ -1310,4 +1321,16 @@ impl ServerBuilder {
             }),
         }
     }
+}
+
+/// `e` and its causes, `: `-separated: a problem kept as text keeps its cause.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }

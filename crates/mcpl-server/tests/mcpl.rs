@@ -203,7 +203,11 @@ fn host_engine(tx: mpsc::UnboundedSender<(String, Value)>) -> Engine {
 
 async fn connect(mcpl: bool) -> (Host, Value) {
     let seen: Seen = Arc::default();
-    let server = server(seen.clone());
+    connect_to(server(seen.clone()), seen, mcpl).await
+}
+
+/// Connects a raw host to `server` over a line transport and runs `initialize`.
+async fn connect_to(server: Server, seen: Seen, mcpl: bool) -> (Host, Value) {
     let (ours, theirs) = tokio::io::duplex(1 << 20);
     let (r, w) = tokio::io::split(theirs);
     let session = server.serve(LineTransport::new(r, w)).await.unwrap();
@@ -634,4 +638,153 @@ async fn manifest_changes_are_announced_once_per_revision_and_never_after_the_ha
     let bad = Manifest::new().with_feature_set("bad name", FeatureSet::new("x", ["tools"]));
     assert_eq!(host.server.set_mcpl_manifest(bad).unwrap_err().kind(), "identifier_charset");
     assert_eq!(host.server.mcpl_manifest().unwrap().revision(), Some(revision));
+}
+
+/// A manifest whose `notes` set does not parse (`rollback` is not a boolean).
+fn manifest_with_a_malformed_set() -> Manifest {
+    let mut map = Manifest::new()
+        .with_push_events(true)
+        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+        .into_map();
+    map["featureSets"]["notes"] =
+        json!({"description": "Notes", "uses": ["tools"], "rollback": "yes"});
+    Manifest::from_map(map)
+}
+
+#[tokio::test]
+async fn the_builder_refuses_a_feature_set_it_cannot_serve_and_serves_the_rest() {
+    // `try_build` names the set it cannot use.
+    let refused = Server::builder("s", "1")
+        .mcpl(Mcpl::new(manifest_with_a_malformed_set()))
+        .try_build()
+        .unwrap_err();
+    assert_eq!(refused.problems.len(), 1, "{refused}");
+    assert!(refused.to_string().contains("\"notes\""), "{refused}");
+    // So is a set whose `uses` is not a list of capability paths.
+    let manifest = Manifest::new()
+        .with_feature_set("later", FeatureSet::new("State updates", ["stateUpdate"]))
+        .with_feature_set("none", FeatureSet::new("Nothing", Vec::<String>::new()));
+    let refused = Server::builder("s", "1").mcpl(Mcpl::new(manifest)).try_build().unwrap_err();
+    assert_eq!(refused.problems.len(), 2, "{refused}");
+
+    // `build` leaves the set out; every other set works, and the receipt tells the truth.
+    let server = Server::builder("s", "1").mcpl(Mcpl::new(manifest_with_a_malformed_set())).build();
+    let (host, init) = connect_to(server, Seen::default(), true).await;
+    let served = &init["capabilities"]["experimental"]["mcpl"];
+    assert_eq!(served["featureSets"].as_object().unwrap().len(), 1, "{served}");
+    assert!(served["featureSets"]["alerts"].is_object());
+    let receipt = host.policy(&["pushEvents", "tools"]).await;
+    assert_eq!(receipt["accepted"], true);
+    let conn = host.conn();
+    assert!(conn.is_enabled("alerts"));
+    let pushed = conn.push_event(PushEvent::new("alerts", vec![McplContent::text("x")])).await;
+    assert!(pushed.unwrap().accepted);
+    let refused = conn.push_event(PushEvent::new("notes", vec![McplContent::text("x")])).await;
+    assert_eq!(kind(refused), SendErrorKind::FeatureSetUndeclared);
+
+    // At run time, such a manifest is refused and the installed one stays.
+    let before = host.server.mcpl_manifest().unwrap();
+    let e = host.server.set_mcpl_manifest(manifest_with_a_malformed_set()).unwrap_err();
+    assert_eq!(e.kind(), "invalid_feature_set");
+    let cause = std::error::Error::source(&e).expect("the set is the cause");
+    assert!(cause.to_string().contains("\"notes\""), "{cause}");
+    assert_eq!(host.server.mcpl_manifest().unwrap(), before);
+}
+
+/// A server that records each `inference/lifecycle` it hands to its handler, as
+/// `("lifecycle", [inferenceId, phase])`.
+fn lifecycle_server(seen: Seen, configure: impl FnOnce(Mcpl) -> Mcpl) -> Server {
+    let manifest = Manifest::new().with_inference_lifecycle(true).with_feature_set(
+        "activity",
+        FeatureSet::new("Inference activity", ["inferenceLifecycle"]),
+    );
+    let mcpl = Mcpl::new(manifest).on_inference_lifecycle(move |_conn, params| {
+        let seen = seen.clone();
+        async move {
+            let phase = serde_json::to_value(params.phase).unwrap();
+            seen.lock().unwrap().push(("lifecycle".into(), json!([params.inference_id, phase])));
+        }
+    });
+    Server::builder("activity", "1").mcpl(configure(mcpl)).try_build().unwrap()
+}
+
+impl Host {
+    async fn lifecycle(&self, inference_id: &str, phase: &str) {
+        let params = json!({"inferenceId": inference_id, "phase": phase});
+        self.peer.notify("inference/lifecycle", Some(params)).await.unwrap();
+    }
+
+    /// Waits until the handler saw `[inference_id, phase]` (notifications are handled in
+    /// order: everything sent before it was judged by then).
+    async fn lifecycle_seen(&self, inference_id: &str, phase: &str) {
+        let wanted = json!([inference_id, phase]);
+        tokio::time::timeout(WAIT, async {
+            while !self.seen.lock().unwrap().iter().any(|(_, v)| *v == wanted) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the handler never saw {wanted}"));
+    }
+
+    fn lifecycles(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().iter().map(|(_, v)| v.clone()).collect()
+    }
+}
+
+#[tokio::test]
+async fn the_handler_gets_one_terminal_phase_per_inference() {
+    let seen = Seen::default();
+    let (host, _) = connect_to(lifecycle_server(seen.clone(), |m| m), seen, true).await;
+    host.policy(&["inferenceLifecycle"]).await;
+    for (id, phase) in [
+        ("i1", "started"),
+        ("i1", "completed"),
+        // A retried terminal, and a contradicting one: both dropped.
+        ("i1", "completed"),
+        ("i1", "aborted"),
+        // A terminal without `started` is tolerated, once.
+        ("i2", "failed"),
+        ("i2", "failed"),
+        // A duplicated `started` is dropped; the inference stays in flight.
+        ("i3", "started"),
+        ("i3", "started"),
+        ("i4", "completed"),
+    ] {
+        host.lifecycle(id, phase).await;
+    }
+    host.lifecycle_seen("i4", "completed").await;
+    assert_eq!(
+        host.lifecycles(),
+        [
+            json!(["i1", "started"]),
+            json!(["i1", "completed"]),
+            json!(["i2", "failed"]),
+            json!(["i3", "started"]),
+            json!(["i4", "completed"]),
+        ]
+    );
+    assert_eq!(host.conn().inferences_in_flight(), ["i3"]);
+}
+
+#[tokio::test]
+async fn an_inference_without_a_terminal_phase_leaves_flight_after_the_safety_timeout() {
+    let seen = Seen::default();
+    let server =
+        lifecycle_server(seen.clone(), |m| m.lifecycle_timeout(Duration::from_millis(200)));
+    let (host, _) = connect_to(server, seen, true).await;
+    host.policy(&["inferenceLifecycle"]).await;
+    host.lifecycle("lost", "started").await;
+    host.lifecycle_seen("lost", "started").await;
+    // The host never says how it ended: the server stops waiting.
+    host.until("the safety timeout", |conn| conn.inferences_in_flight().is_empty()).await;
+    // A terminal arriving after all is still handed over once.
+    host.lifecycle("lost", "completed").await;
+    host.lifecycle("lost", "completed").await;
+    host.lifecycle("next", "started").await;
+    host.lifecycle_seen("next", "started").await;
+    assert_eq!(
+        host.lifecycles(),
+        [json!(["lost", "started"]), json!(["lost", "completed"]), json!(["next", "started"])]
+    );
 }

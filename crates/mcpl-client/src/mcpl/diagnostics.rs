@@ -198,7 +198,9 @@ pub enum Diagnostic {
         /// Why.
         reason: String,
     },
-    /// An `mcpl/manifest` fetch over the per-connection budget, dropped.
+    /// `mcpl/manifest` fetches over the per-connection budget were dropped: reported once per
+    /// burst (the first dropped fetch), not once per fetch. A dropped fetch after
+    /// `mcpl/manifestChanged` is made up by one fetch when the budget has room again.
     ManifestFetchDropped,
     /// A manifest (at `initialize` or fetched) with a defect: unparseable, a wrong revision,
     /// invalid `uses`, extra members in `mcpl/manifestChanged`, ...

@@ -1233,11 +1233,7 @@ impl McplHost {
         tracing::debug!(revision = %params.revision, domains = ?params.domains, "manifest changed");
         if self.options().refresh_on_change {
             let host = self.clone();
-            tokio::spawn(async move {
-                if let Err(e) = host.refresh_manifest().await {
-                    tracing::debug!(error = %e, "manifest refresh after mcpl/manifestChanged");
-                }
-            });
+            tokio::spawn(async move { host.refresh_announced().await });
         }
     }
 }

@@ -4,7 +4,9 @@
 //! [`ChangeReceipt`] per change.
 
 use std::collections::BTreeSet;
+use std::time::Instant;
 
+use mcpl_core::Peer;
 use mcpl_core::engine::RequestOptions;
 use mcpl_core::mcpl::changes::{
     ChangeDomain, ChangeImpact, Disposition, ManifestParams, changed_domains,
@@ -14,7 +16,7 @@ use mcpl_core::mcpl::methods::GetManifest;
 use mcpl_core::mcpl::policy::PolicyReceipt;
 use serde_json::{Map, Value};
 
-use super::session::intersect_derived;
+use super::session::{PendingPolicy, intersect_derived};
 use super::{Diagnostic, McplError, McplHost, McplStatus, read};
 
 /// One line of a [`ChangeReceipt`].
@@ -262,12 +264,82 @@ fn entry(
     ChangeEntry { impact, disposition, subject: subject.into() }
 }
 
+/// Why a fetch cannot go now.
+enum Fetch {
+    /// MCPL is not in force.
+    Inactive,
+    /// The budget is spent until `reopens`.
+    Spent { peer: Peer, reopens: Instant },
+}
+
 impl McplHost {
+    /// Takes a fetch from the connection's budget. Over budget, the first dropped fetch of a
+    /// burst is reported (one diagnostic per burst, not one per fetch).
+    fn take_fetch(&self) -> Result<Peer, Fetch> {
+        let options = self.options();
+        let taken = self.with_session_mut(|s| {
+            if s.status != McplStatus::Ready {
+                return Err((Fetch::Inactive, false));
+            }
+            match s.take_fetch(options.fetch_burst, options.fetch_window) {
+                Ok(()) => Ok(s.peer.clone()),
+                Err(reopens) => {
+                    let first = !std::mem::replace(&mut s.fetch_drops_reported, true);
+                    Err((Fetch::Spent { peer: s.peer.clone(), reopens }, first))
+                }
+            }
+        });
+        match taken.unwrap_or(Err((Fetch::Inactive, false))) {
+            Ok(peer) => Ok(peer),
+            Err((spent, first)) => {
+                if first {
+                    self.diagnose(Diagnostic::ManifestFetchDropped);
+                } else {
+                    tracing::trace!("manifest fetch over the budget dropped");
+                }
+                Err(spent)
+            }
+        }
+    }
+
+    /// Fetches the manifest after `mcpl/manifestChanged`. Over budget, one fetch is scheduled
+    /// for when the budget has room again (announcements meanwhile ride on it), so a change
+    /// announced while the window was full is still fetched.
+    pub(crate) async fn refresh_announced(&self) {
+        loop {
+            let (peer, reopens) = match self.take_fetch() {
+                Ok(peer) => {
+                    if let Err(e) = self.fetch_and_apply(peer).await {
+                        tracing::debug!(error = %e, "manifest refresh after mcpl/manifestChanged");
+                    }
+                    return;
+                }
+                Err(Fetch::Inactive) => return,
+                Err(Fetch::Spent { peer, reopens }) => (peer, reopens),
+            };
+            let scheduled =
+                self.with_session_mut(|s| !std::mem::replace(&mut s.trailing_fetch, true));
+            if scheduled != Some(true) {
+                // Another announcement's fetch is already scheduled.
+                return;
+            }
+            tokio::select! {
+                () = peer.closed() => return,
+                () = tokio::time::sleep_until(reopens.into()) => {}
+            }
+            if self.with_session_mut(|s| s.trailing_fetch = false).is_none() {
+                return;
+            }
+        }
+    }
+
     /// Fetches `mcpl/manifest` and applies the change: validated as at `initialize`, diffed
     /// against the manifest in force, capabilities and feature sets that went away revoked
     /// host-side at once (then a `featureSets/update` request), additions left pending
     /// (`capability-expansion-pending`: [`renegotiate`](Self::renegotiate) activates them
-    /// through the receipt). Returns the [`ChangeReceipt`] (also handed to
+    /// through the receipt). The server's answer to that request applies as for
+    /// [`set_policy`](Self::set_policy): a refusal (`accepted: false`) turns MCPL off
+    /// ([`McplStatus::Refused`]). Returns the [`ChangeReceipt`] (also handed to
     /// [`on_change_receipt`](Self::on_change_receipt)), or `None` if nothing changed.
     ///
     /// # Errors
@@ -362,25 +434,16 @@ impl McplHost {
     /// # Ok(()) }
     /// ```
     pub async fn refresh_manifest(&self) -> Result<Option<ChangeReceipt>, McplError> {
-        let options = self.options();
-        let peer = self
-            .with_session_mut(|s| {
-                if s.status != McplStatus::Ready {
-                    return Err(McplError::NotActive);
-                }
-                if !s.take_fetch(options.fetch_burst, options.fetch_window) {
-                    return Err(McplError::RateLimited);
-                }
-                Ok(s.peer.clone())
-            })
-            .unwrap_or(Err(McplError::NotActive));
-        let peer = match peer {
-            Err(McplError::RateLimited) => {
-                self.diagnose(Diagnostic::ManifestFetchDropped);
-                return Err(McplError::RateLimited);
-            }
-            other => other?,
-        };
+        match self.take_fetch() {
+            Ok(peer) => self.fetch_and_apply(peer).await,
+            Err(Fetch::Inactive) => Err(McplError::NotActive),
+            Err(Fetch::Spent { .. }) => Err(McplError::RateLimited),
+        }
+    }
+
+    /// Fetches `mcpl/manifest` through `peer` (the fetch already taken from the budget) and
+    /// applies the change.
+    async fn fetch_and_apply(&self, peer: Peer) -> Result<Option<ChangeReceipt>, McplError> {
         let next = match peer
             .send::<GetManifest>(ManifestParams::default(), RequestOptions::new())
             .await
@@ -462,25 +525,33 @@ impl McplHost {
                 ));
             }
             let narrowed = grant != s.grant || derived_now != before;
-            s.install(grant.clone(), derived_now);
-            let update =
-                narrowed.then(|| (s.peer.clone(), policy.update_params(&grant, &s.understood)));
-            Some((domains, entries, update))
+            s.install(grant.clone(), derived_now.clone());
+            // The reduction is in force host-side; the server is told as any policy change
+            // is, and its answer applies the same way (a refusal turns MCPL off).
+            let exchange = narrowed.then(|| {
+                let params = policy.update_params(&grant, &s.understood);
+                let exchange = self.start_exchange(s.peer.clone(), params);
+                s.pending = Some(PendingPolicy {
+                    exchange: exchange.clone(),
+                    target: grant,
+                    derived: derived_now,
+                    initial: false,
+                });
+                exchange
+            });
+            Some((domains, entries, exchange))
         });
-        let (domains, entries, update) = match applied {
+        let (domains, entries, exchange) = match applied {
             None => return Err(McplError::NotActive),
             Some(None) => return Ok(None),
             Some(Some(change)) => change,
         };
-        // The reduction is in force host-side; now tell the server.
-        let policy_receipt = match update {
-            Some((peer, params)) => match self.exchange_policy(&peer, params).await {
-                Ok(receipt) => {
-                    self.with_session_mut(|s| s.receipt = Some(receipt.clone()));
-                    Some(receipt)
-                }
-                Err(_) => None,
-            },
+        let policy_receipt = match exchange {
+            Some(exchange) => {
+                let outcome = exchange.await;
+                self.settle();
+                outcome.ok()
+            }
             None => None,
         };
         let receipt = ChangeReceipt {

@@ -64,7 +64,7 @@ use mcpl_core::mcpl::channels::{ChannelDescriptor, IncomingMessage};
 use mcpl_core::mcpl::hooks::ModelInfo;
 use mcpl_core::mcpl::inference::InferenceResult;
 use mcpl_core::mcpl::manifest::{
-    Capability, ChannelsCapability, ContextHooksCapability, HostAdvertisement,
+    Capability, ChannelsCapability, ContextHooksCapability, FeatureSetError, HostAdvertisement,
     InferenceRequestCapability, Manifest, McplCapabilities,
 };
 use mcpl_core::mcpl::methods::UpdateFeatureSets;
@@ -1109,7 +1109,9 @@ impl McplHost {
     }
 
     /// The `mcpl/manifest` fetch budget per connection: `burst` fetches per `window`
-    /// (default 3 per minute). Fetches beyond it are dropped with a diagnostic.
+    /// (default 3 per minute). Fetches beyond it are dropped, with one diagnostic per burst of
+    /// drops; a change announced (`mcpl/manifestChanged`) while the budget is spent is fetched
+    /// once the window has room again (one trailing fetch, however many announcements).
     ///
     /// # Examples
     ///
@@ -2209,11 +2211,28 @@ impl McplHost {
         }
     }
 
-    /// The declared feature sets of `manifest`, with defects reported (malformed ⇒ none).
+    /// The declared feature sets of `manifest`, with defects reported: each declaration that
+    /// does not parse is left out (the others stand); an unreadable `featureSets` declares none.
     pub(crate) fn declared(&self, manifest: &Manifest) -> mcpl_core::mcpl::manifest::FeatureSets {
-        let declared = match manifest.feature_sets() {
+        let declared = match manifest.read_feature_sets() {
             None => Default::default(),
-            Some(Ok(sets)) => sets,
+            Some(Ok(read)) => {
+                // A few by name; a manifest full of them is one more diagnostic, not thousands.
+                const NAMED: usize = 8;
+                for invalid in read.invalid.iter().take(NAMED) {
+                    let detail = match &invalid.error {
+                        FeatureSetError::Malformed(e) => format!("{invalid}: {e}"),
+                        other => format!("{invalid}: {other}"),
+                    };
+                    self.diagnose(Diagnostic::ManifestDefect { detail });
+                }
+                if read.invalid.len() > NAMED {
+                    let more = read.invalid.len() - NAMED;
+                    let detail = format!("{more} more malformed feature sets are left out");
+                    self.diagnose(Diagnostic::ManifestDefect { detail });
+                }
+                read.sets
+            }
             Some(Err(e)) => {
                 self.diagnose(Diagnostic::ManifestDefect {
                     detail: format!("featureSets is malformed ({e}); no feature set is enabled"),
@@ -2236,24 +2255,6 @@ impl McplHost {
             }
         }
         declared
-    }
-
-    /// Sends a `featureSets/update` request and waits for its receipt. A refusal or a
-    /// failure is reported as a diagnostic.
-    pub(crate) async fn exchange_policy(
-        &self,
-        peer: &Peer,
-        params: mcpl_core::mcpl::policy::FeatureSetsUpdateParams,
-    ) -> Result<PolicyReceipt, mcpl_core::Error> {
-        let timeout = self.options().policy_timeout;
-        let options = RequestOptions::new().timeout(timeout);
-        let receipt = peer.send::<UpdateFeatureSets>(params, options).await;
-        match &receipt {
-            Ok(PolicyReceipt::Accepted(_)) => {}
-            Ok(refused) => self.diagnose(Diagnostic::PolicyRefused { receipt: refused.clone() }),
-            Err(e) => self.diagnose(Diagnostic::PolicyUnanswered { reason: e.to_string() }),
-        }
-        receipt
     }
 
     /// Changes the policy. The reducing part applies host-side at once (before the request

@@ -133,6 +133,10 @@ pub(crate) struct Session {
     pub(crate) lifecycle: Lifecycle,
     pub(crate) outgoing: Outgoing,
     pub(crate) fetches: VecDeque<Instant>,
+    /// Whether the fetches dropped since the budget last had room were reported (once).
+    pub(crate) fetch_drops_reported: bool,
+    /// Whether a fetch is scheduled for when the budget has room again.
+    pub(crate) trailing_fetch: bool,
     pub(crate) state: StateTracker,
     /// The `featureSets/update` exchange in flight whose receipt activates a grant.
     pub(crate) pending: Option<PendingPolicy>,
@@ -187,6 +191,8 @@ impl Session {
             lifecycle: Lifecycle::default(),
             outgoing: Outgoing::default(),
             fetches: VecDeque::new(),
+            fetch_drops_reported: false,
+            trailing_fetch: false,
             state: StateTracker::new(),
             pending: None,
         }
@@ -224,17 +230,20 @@ impl Session {
         self.derived = derived;
     }
 
-    /// Takes one fetch from the budget of `burst` per `window`; `false` if spent.
-    pub(crate) fn take_fetch(&mut self, burst: usize, window: Duration) -> bool {
+    /// Takes one fetch from the budget of `burst` per `window`; if it is spent, `Err` with
+    /// when it has room again.
+    pub(crate) fn take_fetch(&mut self, burst: usize, window: Duration) -> Result<(), Instant> {
         let now = Instant::now();
         while self.fetches.front().is_some_and(|t| now.duration_since(*t) >= window) {
             self.fetches.pop_front();
         }
         if self.fetches.len() >= burst {
-            return false;
+            let oldest = self.fetches.front().copied().unwrap_or(now);
+            return Err(oldest + window);
         }
         self.fetches.push_back(now);
-        true
+        self.fetch_drops_reported = false;
+        Ok(())
     }
 }
 

@@ -131,8 +131,10 @@ impl ChildProcess {
     /// let child = ChildProcess::new("sh")
     ///     .args(["-c", r#"printf '%s\n' "$MESSAGE""#])
     ///     .env("MESSAGE", r#"{"jsonrpc":"2.0","method":"hello"}"#);
-    /// // Variables often carry secrets: they stay out of the endpoint identity.
-    /// assert_eq!(child.endpoint().as_deref(), Some(r#"stdio:["sh","-c","printf '%s\\n' \"$MESSAGE\""]"#));
+    /// // Variables often carry secrets: the endpoint identity holds only their digest.
+    /// let endpoint = child.endpoint().unwrap_or_default();
+    /// assert!(endpoint.starts_with(r#"stdio:["sh","-c","printf '%s\\n' \"$MESSAGE\""]#env=sha256:"#));
+    /// assert!(!endpoint.contains("hello"));
     ///
     /// let (_tx, mut rx) = child.start().await?;
     /// let Some(Message::Notification(hello)) = rx.recv().await? else { panic!("no message") };
@@ -238,14 +240,38 @@ impl ChildProcess {
     }
 }
 
+impl ChildProcess {
+    /// The hex SHA-256 of the environment this transport sets, if it sets any: the clear flag,
+    /// then each variable (in key order) as length-prefixed key and value bytes.
+    fn environment_digest(&self) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        if self.env.is_empty() && !self.env_clear {
+            return None;
+        }
+        let mut hash = Sha256::new();
+        hash.update([u8::from(self.env_clear)]);
+        for (key, value) in &self.env {
+            for part in [key, value] {
+                let bytes = part.as_encoded_bytes();
+                hash.update((bytes.len() as u64).to_be_bytes());
+                hash.update(bytes);
+            }
+        }
+        Some(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
 impl Transport for ChildProcess {
     type Sender = ChildSender;
     type Receiver = ChildReceiver;
 
     /// The command line: `stdio:` and a JSON array of the program and its arguments, plus
-    /// `@` and the working directory when one is set (`stdio:["node","server.js"]@/srv`).
-    /// Environment variables are left out: they often carry secrets, and who the client acts
-    /// for is the cache principal's business, not the endpoint's.
+    /// `@` and the working directory when one is set (`stdio:["node","server.js"]@/srv`), plus
+    /// `#env=` and a SHA-256 digest of the environment this transport sets (the variables
+    /// given with [`env`](ChildProcess::env), and [`env_clear`](ChildProcess::env_clear)) when
+    /// it sets any: two children differing only in a variable are different servers to the
+    /// response cache. The variables are hashed, never written out (they often carry secrets).
+    /// The environment the child inherits from this process is not part of it.
     fn endpoint(&self) -> Option<String> {
         let words: Vec<String> = std::iter::once(&self.program)
             .chain(&self.args)
@@ -255,6 +281,10 @@ impl Transport for ChildProcess {
         if let Some(dir) = &self.cwd {
             identity.push('@');
             identity.push_str(&dir.to_string_lossy());
+        }
+        if let Some(digest) = self.environment_digest() {
+            identity.push_str("#env=sha256:");
+            identity.push_str(&digest);
         }
         Some(identity)
     }
@@ -403,7 +433,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn endpoint_is_the_command_line_and_working_dir_not_the_environment() {
+    fn endpoint_is_the_command_line_working_dir_and_hashed_environment() {
         let a = ChildProcess::new("node").args(["server.js", "--port", "1"]);
         assert_eq!(a.endpoint().as_deref(), Some(r#"stdio:["node","server.js","--port","1"]"#));
         // Arguments cannot run together: ["a b"] is not ["a", "b"].
@@ -414,6 +444,22 @@ mod tests {
             elsewhere.endpoint().as_deref(),
             Some(r#"stdio:["node","server.js","--port","1"]@/srv"#)
         );
-        assert_eq!(a.clone().env("TOKEN", "secret").endpoint(), a.endpoint());
+        // The environment it sets is part of it, hashed.
+        let with_token = |token: &str| a.clone().env("TOKEN", token).endpoint().unwrap();
+        assert_ne!(with_token("secret"), a.endpoint().unwrap());
+        assert_ne!(with_token("secret"), with_token("other"));
+        assert_eq!(with_token("secret"), with_token("secret"));
+        assert!(
+            with_token("secret")
+                .starts_with(r#"stdio:["node","server.js","--port","1"]#env=sha256:"#)
+        );
+        assert!(
+            !with_token("secret").contains("secret") && !with_token("secret").contains("TOKEN")
+        );
+        assert_eq!(with_token("secret").len(), a.endpoint().unwrap().len() + 12 + 64);
+        // Keys and values cannot run together, and a cleared environment counts.
+        let ab = a.clone().env("A", "BC").endpoint();
+        assert_ne!(ab, a.clone().env("AB", "C").endpoint());
+        assert_ne!(a.clone().env_clear().endpoint(), a.endpoint());
     }
 }

@@ -381,7 +381,7 @@ impl Connection {
             id: id.clone(),
             method,
             meta,
-            peer: Peer { conn: self.clone(), related: Some(id) },
+            peer: Peer { conn: self.clone(), related: Some(id), served: Some(self.closed.clone()) },
             cancel: self.closed.clone(),
             after_answer: None,
         };
@@ -441,7 +441,11 @@ impl Connection {
                 Some(Value::Object(m)) => MetaSlot::Tree(Arc::new(m.clone())),
                 _ => MetaSlot::Absent,
             },
-            peer: Peer { conn: self.clone(), related: Some(id.clone()) },
+            peer: Peer {
+                conn: self.clone(),
+                related: Some(id.clone()),
+                served: Some(cancel.clone()),
+            },
             cancel,
             after_answer: None,
         }
@@ -642,7 +646,7 @@ impl Connection {
             Some(handler) => {
                 let ctx = NotificationContext {
                     method,
-                    peer: Peer { conn: self.clone(), related: None },
+                    peer: Peer { conn: self.clone(), related: None, served: None },
                 };
                 handler.handle(ctx, params).await;
             }
@@ -655,13 +659,18 @@ impl Connection {
 ///
 /// Cheap to clone. A `Peer` stays bound to the connection it came from: once that connection
 /// closes, every send through it fails with `ConnectionClosed`, even if the engine has connected
-/// again since.
+/// again since. The handle a request handler gets ([`RequestContext::peer`]) is also bound to
+/// that request: once the peer cancels it, every send through the handle (and its clones)
+/// fails with `Cancelled` and nothing reaches the wire; [`Peer::unrelated`] gives a handle
+/// for messages meant to outlive the request.
 #[derive(Clone)]
 pub struct Peer {
     pub(crate) conn: Arc<Connection>,
     /// The incoming request this peer handle was given for, if any: what it sends is related
     /// to that request (Streamable HTTP sends it on that request's stream).
     pub(crate) related: Option<RequestId>,
+    /// The cancellation token of that request: once it fires, this handle sends nothing.
+    pub(crate) served: Option<CancellationToken>,
 }
 
 impl fmt::Debug for Peer {
@@ -712,7 +721,9 @@ impl Peer {
     /// - `ConnectionClosed` if the connection is closed or closes before the response.
     /// - `RequestTimeout` after the timeout (see [`RequestOptions`]); the peer is sent
     ///   `notifications/cancelled`.
-    /// - `Cancelled` when the options' cancellation token fires.
+    /// - `Cancelled` when the options' cancellation token fires, or when this handle belongs
+    ///   to a request handler whose request was cancelled (before the request is sent, or
+    ///   while it waits: the peer is then sent `notifications/cancelled`).
     /// - The peer's JSON-RPC error, lifted to a typed variant where MCP defines one.
     ///
     /// # Cancel safety
@@ -726,9 +737,7 @@ impl Peer {
         options: RequestOptions,
     ) -> Result<Value> {
         let conn = &self.conn;
-        if conn.is_closed() {
-            return Err(Error::ConnectionClosed);
-        }
+        self.check_open()?;
         let id = RequestId::Number(conn.next_id.fetch_add(1, Ordering::Relaxed));
         let RequestOptions {
             timeout,
@@ -775,6 +784,7 @@ impl Peer {
         let sleep = tokio::time::sleep_until(deadline_after(start));
         tokio::pin!(sleep);
         let cancel = cancel.unwrap_or_default();
+        let served = self.served.clone().unwrap_or_default();
         loop {
             tokio::select! {
                 biased;
@@ -802,6 +812,12 @@ impl Peer {
                     guard.cancel("The caller cancelled the request");
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
+                _ = served.cancelled() => {
+                    // The served request's token also fires when the connection closes.
+                    guard.cancel("The request it was sent for was cancelled");
+                    let closed = conn.is_closed();
+                    return Err(if closed { Error::ConnectionClosed } else { served_cancelled() });
+                }
                 Some(update) = recv_opt(&mut progress_rx) => {
                     if let Some(f) = &on_progress {
                         f(update);
@@ -822,13 +838,28 @@ impl Peer {
     ///
     /// # Errors
     ///
-    /// `ConnectionClosed` if the connection is closed.
+    /// `ConnectionClosed` if the connection is closed; `Cancelled` (the notification dropped)
+    /// if this handle belongs to a request handler whose request was cancelled.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: the notification is queued before the first await point.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        self.check_open()?;
         self.conn.send_related(Notification::new(method, params).into(), self.related.clone())
+    }
+
+    /// `ConnectionClosed` once the connection closed, `Cancelled` once the request this
+    /// handle serves was cancelled.
+    fn check_open(&self) -> Result<()> {
+        if self.conn.is_closed() {
+            return Err(Error::ConnectionClosed);
+        }
+        if self.served.as_ref().is_some_and(CancellationToken::is_cancelled) {
+            tracing::debug!(request = ?self.related, "send from a cancelled request's handler dropped");
+            return Err(served_cancelled());
+        }
+        Ok(())
     }
 
     /// The data the owner of this connection attached to it, if it is a `T` (see
@@ -846,7 +877,7 @@ impl Peer {
     /// they go on the session's standalone stream rather than a request's stream): for
     /// messages that outlive the request being served.
     pub fn unrelated(&self) -> Peer {
-        Peer { conn: self.conn.clone(), related: None }
+        Peer { conn: self.conn.clone(), related: None, served: None }
     }
 
     /// Whether this peer's connection has closed.
@@ -872,6 +903,11 @@ impl Peer {
     pub fn inflight_requests(&self) -> usize {
         lock(&self.conn.inflight).len()
     }
+}
+
+/// The error of a send from the handler of a cancelled request.
+fn served_cancelled() -> Error {
+    Error::Cancelled { reason: Some("the request this handler serves was cancelled".into()) }
 }
 
 async fn recv_unbounded<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {

@@ -215,7 +215,7 @@ impl Driven {
 
     /// A handle for sending requests and notifications to the peer.
     pub fn peer(&self) -> Peer {
-        Peer { conn: self.conn.clone(), related: None }
+        Peer { conn: self.conn.clone(), related: None, served: None }
     }
 
     /// The data attached with [`Engine::drive_with`](super::Engine::drive_with), if it is a `T`.

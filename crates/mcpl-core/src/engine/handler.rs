@@ -163,7 +163,9 @@ impl RequestContext {
     }
 
     /// The peer that sent the request; use it to send requests and notifications back on the
-    /// same connection. After that connection closed, sends fail with `ConnectionClosed`.
+    /// same connection. After that connection closed, sends fail with `ConnectionClosed`; once
+    /// the request is cancelled, sends through this handle and its clones fail with
+    /// `Cancelled` (see [`Peer::unrelated`] for messages that outlive the request).
     pub fn peer(&self) -> &Peer {
         &self.peer
     }
@@ -193,7 +195,8 @@ impl RequestContext {
     ///
     /// # Errors
     ///
-    /// `ConnectionClosed` if the connection has closed.
+    /// `ConnectionClosed` if the connection has closed; `Cancelled` (nothing sent) once the
+    /// request was cancelled.
     pub async fn progress(
         &self,
         progress: f64,

@@ -314,7 +314,9 @@ impl Engine {
     /// The peer of the established connection, if any.
     pub fn peer(&self) -> Option<Peer> {
         match &*lock(&self.shared.state) {
-            State::Connected(conn) => Some(Peer { conn: conn.clone(), related: None }),
+            State::Connected(conn) => {
+                Some(Peer { conn: conn.clone(), related: None, served: None })
+            }
             _ => None,
         }
     }
@@ -414,7 +416,7 @@ impl Engine {
             let _ = conn.teardown(CloseReason::Local).await;
             return Err(Error::ConnectionClosed);
         }
-        let peer = Peer { conn: conn.clone(), related: None };
+        let peer = Peer { conn: conn.clone(), related: None, served: None };
         let Some(setup) = setup else {
             attempt.done = true;
             return Ok((peer, None));

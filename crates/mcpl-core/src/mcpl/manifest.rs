@@ -282,10 +282,81 @@ impl FeatureSet {
 /// The feature sets a server declares, keyed by name.
 ///
 /// On the wire this is an object keyed by name. On input the array-of-`{name, ...}` form other
-/// libraries send is accepted too (a duplicate name there is an error: fail closed rather than
-/// guess which declaration counts); it is always written as an object.
+/// libraries send is accepted too; it is always written as an object.
+///
+/// Each declaration is read on its own ([`FeatureSets::read`]): one that does not parse is
+/// left out and reported, and the others stand. Deserializing a `FeatureSets` with serde is the
+/// strict form: any unusable declaration fails it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FeatureSets(pub BTreeMap<String, FeatureSet>);
+
+/// Why a feature-set declaration was left out when `featureSets` was read.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::manifest::{FeatureSetError, FeatureSets};
+/// use serde_json::json;
+///
+/// let read = FeatureSets::read(&json!({
+///     "alerts": {"description": "Alerts", "uses": ["pushEvents"]},
+///     "notes": {"description": "Notes", "uses": ["tools"], "rollback": "yes"}
+/// }))
+/// .unwrap();
+/// assert!(read.sets.get("alerts").is_some());
+/// let left_out = &read.invalid[0];
+/// assert_eq!(left_out.name, "notes");
+/// assert!(matches!(left_out.error, FeatureSetError::Malformed(_)));
+/// assert_eq!(left_out.error.kind(), "malformed");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FeatureSetError {
+    /// The declaration does not parse: not an object, or a member of the wrong type
+    /// (`"description": 5`, `"rollback": "yes"`).
+    #[error("the declaration does not parse")]
+    Malformed(#[source] serde_json::Error),
+    /// The array form declares the name more than once: every declaration of it is left out
+    /// (fail closed rather than guess which one counts).
+    #[error("the name is declared more than once")]
+    Duplicate,
+    /// An item of the array form has no string `name`.
+    #[error("an item of the array form has no name")]
+    Nameless,
+}
+
+impl FeatureSetError {
+    /// A short stable name: `malformed`, `duplicate` or `nameless`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FeatureSetError::Malformed(_) => "malformed",
+            FeatureSetError::Duplicate => "duplicate",
+            FeatureSetError::Nameless => "nameless",
+        }
+    }
+}
+
+/// A feature-set declaration left out when `featureSets` was read, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("feature set {name:?} is left out")]
+#[non_exhaustive]
+pub struct InvalidFeatureSet {
+    /// The set's name; for an array-form item without one, `#` and its index.
+    pub name: String,
+    /// Why it was left out.
+    #[source]
+    pub error: FeatureSetError,
+}
+
+/// `featureSets` read declaration by declaration: see [`FeatureSets::read`].
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct FeatureSetsRead {
+    /// The declarations that parse.
+    pub sets: FeatureSets,
+    /// The ones left out, in the order they appeared.
+    pub invalid: Vec<InvalidFeatureSet>,
+}
 
 impl FeatureSets {
     /// The declaration named `name`.
@@ -296,6 +367,85 @@ impl FeatureSets {
     /// The names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
+    }
+
+    /// Reads a `featureSets` value one declaration at a time: a declaration that does not
+    /// parse is left out (reported in [`FeatureSetsRead::invalid`]) and the others stand.
+    ///
+    /// # Errors
+    ///
+    /// When `value` is neither an object keyed by name nor the array form.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::FeatureSets;
+    /// use serde_json::json;
+    ///
+    /// let read = FeatureSets::read(&json!({
+    ///     "alerts": {"description": "Alerts", "uses": ["pushEvents"]},
+    ///     "broken": {"description": 5, "uses": ["tools"]}
+    /// }))
+    /// .unwrap();
+    /// assert_eq!(read.sets.names().collect::<Vec<_>>(), ["alerts"]);
+    /// assert_eq!(read.invalid[0].name, "broken");
+    /// assert!(FeatureSets::read(&json!("alerts")).is_err());
+    /// ```
+    pub fn read(value: &Value) -> Result<FeatureSetsRead, serde_json::Error> {
+        use serde::de::Error;
+        let mut read = FeatureSetsRead::default();
+        let parse = |name: String, v: &Value, read: &mut FeatureSetsRead| {
+            match FeatureSet::deserialize(v) {
+                Ok(set) => {
+                    read.sets.0.insert(name, set);
+                }
+                Err(e) => read
+                    .invalid
+                    .push(InvalidFeatureSet { name, error: FeatureSetError::Malformed(e) }),
+            }
+        };
+        match value {
+            Value::Object(map) => {
+                for (name, v) in map {
+                    parse(name.clone(), v, &mut read);
+                }
+            }
+            Value::Array(items) => {
+                let mut seen = BTreeMap::<&str, usize>::new();
+                for item in items {
+                    if let Some(name) = item.get("name").and_then(Value::as_str) {
+                        *seen.entry(name).or_default() += 1;
+                    }
+                }
+                for (index, item) in items.iter().enumerate() {
+                    let name = item.get("name").and_then(Value::as_str);
+                    let Some(name) = name else {
+                        let name = format!("#{index}");
+                        read.invalid
+                            .push(InvalidFeatureSet { name, error: FeatureSetError::Nameless });
+                        continue;
+                    };
+                    if seen.get(name).is_some_and(|n| *n > 1) {
+                        if !read.invalid.iter().any(|i| i.name == name) {
+                            let error = FeatureSetError::Duplicate;
+                            read.invalid.push(InvalidFeatureSet { name: name.to_owned(), error });
+                        }
+                        continue;
+                    }
+                    let mut set = item.clone();
+                    if let Some(map) = set.as_object_mut() {
+                        map.remove("name");
+                    }
+                    parse(name.to_owned(), &set, &mut read);
+                }
+            }
+            _ => {
+                return Err(serde_json::Error::custom(
+                    "featureSets must be an object keyed by name",
+                ));
+            }
+        }
+        Ok(read)
     }
 }
 
@@ -308,32 +458,16 @@ impl Serialize for FeatureSets {
 impl<'de> Deserialize<'de> for FeatureSets {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        match Value::deserialize(d)? {
-            Value::Object(map) => {
-                let mut out = BTreeMap::new();
-                for (name, v) in map {
-                    out.insert(name, FeatureSet::deserialize(v).map_err(D::Error::custom)?);
-                }
-                Ok(FeatureSets(out))
+        let read = FeatureSets::read(&Value::deserialize(d)?).map_err(D::Error::custom)?;
+        match read.invalid.into_iter().next() {
+            None => Ok(read.sets),
+            Some(invalid) => {
+                let detail = match &invalid.error {
+                    FeatureSetError::Malformed(e) => format!("{invalid}: {e}"),
+                    other => format!("{invalid}: {other}"),
+                };
+                Err(D::Error::custom(detail))
             }
-            Value::Array(items) => {
-                let mut out = BTreeMap::new();
-                for item in items {
-                    let Value::Object(mut map) = item else {
-                        return Err(D::Error::custom("featureSets array item is not an object"));
-                    };
-                    let Some(Value::String(name)) = map.remove("name") else {
-                        return Err(D::Error::custom("featureSets array item without a `name`"));
-                    };
-                    let set =
-                        FeatureSet::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
-                    if out.insert(name.clone(), set).is_some() {
-                        return Err(D::Error::custom(format!("duplicate feature set {name:?}")));
-                    }
-                }
-                Ok(FeatureSets(out))
-            }
-            _ => Err(D::Error::custom("featureSets must be an object keyed by name")),
         }
     }
 }
@@ -414,9 +548,36 @@ impl Manifest {
         McplCapabilities::from_map_lenient(&self.0)
     }
 
-    /// The feature sets: `None` if absent, an error if present but malformed.
+    /// The feature sets that parse: `None` if `featureSets` is absent, an error if it is
+    /// neither an object nor the array form. A declaration that does not parse is left out and
+    /// the others stand; [`read_feature_sets`](Self::read_feature_sets) also says which were
+    /// left out, and why.
     pub fn feature_sets(&self) -> Option<Result<FeatureSets, serde_json::Error>> {
-        self.0.get("featureSets").map(FeatureSets::deserialize)
+        self.read_feature_sets().map(|read| read.map(|read| read.sets))
+    }
+
+    /// `featureSets` read declaration by declaration ([`FeatureSets::read`]): `None` if
+    /// absent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use serde_json::json;
+    ///
+    /// let manifest = Manifest::from_value(json!({"version": "0.5", "featureSets": {
+    ///     "alerts": {"description": "Alerts", "uses": ["pushEvents"]},
+    ///     "notes": {"description": "Notes", "uses": ["tools"], "rollback": "yes"}
+    /// }}))
+    /// .unwrap();
+    /// let read = manifest.read_feature_sets().unwrap().unwrap();
+    /// assert_eq!(read.sets.names().collect::<Vec<_>>(), ["alerts"]);
+    /// assert_eq!(read.invalid[0].name, "notes");
+    /// // The sets that parse, alone.
+    /// assert!(manifest.feature_sets().unwrap().unwrap().get("alerts").is_some());
+    /// ```
+    pub fn read_feature_sets(&self) -> Option<Result<FeatureSetsRead, serde_json::Error>> {
+        self.0.get("featureSets").map(FeatureSets::read)
     }
 
     /// The capability paths of the vocabulary this manifest advertises (generic walk, `tools`
@@ -614,6 +775,49 @@ mod tests {
         assert!(serde_json::from_value::<FeatureSets>(json!("x")).is_err());
         let m = Manifest::from_value(json!({"version": "0.5", "featureSets": [{"name": "f", "description": "d", "uses": ["tools"]}]})).unwrap();
         assert_eq!(m.feature_sets().unwrap().unwrap().names().collect::<Vec<_>>(), ["f"]);
+    }
+
+    #[test]
+    fn one_malformed_set_leaves_the_others_standing() {
+        let m = Manifest::from_value(json!({"version": "0.5", "featureSets": {
+            "alerts": {"description": "Alerts", "uses": ["pushEvents"]},
+            "described": {"description": 5, "uses": ["tools"]},
+            "notes": {"description": "Notes", "uses": ["tools"], "rollback": "yes"},
+            "scalar": true,
+            "store": {"description": "Store", "uses": ["tools"], "rollback": true}
+        }}))
+        .unwrap();
+        let read = m.read_feature_sets().unwrap().unwrap();
+        assert_eq!(read.sets.names().collect::<Vec<_>>(), ["alerts", "store"]);
+        let invalid: Vec<(&str, &str)> =
+            read.invalid.iter().map(|i| (i.name.as_str(), i.error.kind())).collect();
+        assert_eq!(
+            invalid,
+            [("described", "malformed"), ("notes", "malformed"), ("scalar", "malformed")]
+        );
+        // The cause is the source, not the text.
+        let first = &read.invalid[0];
+        assert_eq!(first.to_string(), r#"feature set "described" is left out"#);
+        let cause = std::error::Error::source(first).unwrap();
+        assert!(std::error::Error::source(cause).unwrap().to_string().contains("invalid type"));
+        assert_eq!(m.feature_sets().unwrap().unwrap(), read.sets);
+        // The strict serde form refuses the whole value.
+        assert!(serde_json::from_value::<FeatureSets>(m.as_map()["featureSets"].clone()).is_err());
+
+        // The array form: a duplicated name is left out entirely, a nameless item too.
+        let read = FeatureSets::read(&json!([
+            {"name": "a", "description": "d", "uses": ["tools"]},
+            {"name": "b", "description": "first", "uses": ["tools"]},
+            {"name": "b", "description": "second", "uses": ["tools"]},
+            {"description": "nameless", "uses": ["tools"]},
+            {"name": "c", "description": "d", "rollback": 1}
+        ]))
+        .unwrap();
+        assert_eq!(read.sets.names().collect::<Vec<_>>(), ["a"]);
+        let invalid: Vec<(&str, &str)> =
+            read.invalid.iter().map(|i| (i.name.as_str(), i.error.kind())).collect();
+        assert_eq!(invalid, [("b", "duplicate"), ("#3", "nameless"), ("c", "malformed")]);
+        assert!(FeatureSets::read(&json!(5)).is_err());
     }
 
     #[test]

@@ -509,3 +509,82 @@ async fn after_answer_runs_once_the_response_is_queued() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_cancelled_requests_context_sends_nothing_more() {
+    let server = Engine::new();
+    let kept: Arc<Mutex<Option<RequestContext>>> = Arc::default();
+    let started = Arc::new(Notify::new());
+    let (k, s) = (kept.clone(), started.clone());
+    server.on_request("hang", move |ctx: RequestContext, _p: Params| {
+        // A clone of the context outlives the handler, as in a sub-task.
+        *k.lock().unwrap() = Some(ctx.clone());
+        s.notify_one();
+        async move {
+            ctx.cancelled().await;
+            Ok(json!({}))
+        }
+    });
+    server.on_request("ping", |_ctx: RequestContext, _p: Params| async move { Ok(json!({})) });
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    let peer = server.connect(transport).await.unwrap();
+    let send = |m: Message| script.inject.send(Ok(Some(m))).unwrap();
+    let meta = json!({"_meta": {"progressToken": "p-1"}});
+    send(Request::new(7, "hang", Some(meta)).into());
+    tokio::time::timeout(Duration::from_secs(10), started.notified()).await.unwrap();
+    let ctx = kept.lock().unwrap().clone().unwrap();
+    send(Notification::new("notifications/cancelled", Some(json!({"requestId": 7}))).into());
+    tokio::time::timeout(Duration::from_secs(10), ctx.cancelled()).await.unwrap();
+
+    // Notifications, progress and requests from the cancelled context fail with `Cancelled`.
+    let e = ctx.peer().notify("notifications/message", Some(json!({}))).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    let e = ctx.progress(0.5, None, None).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    let options = RequestOptions::new().timeout(Duration::from_secs(10));
+    let e = ctx.peer().clone().request("sampling/createMessage", None, options).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    assert_eq!(peer.pending_requests(), 0);
+    // Nothing of it reached the wire: the next message is the answer to a later ping.
+    send(Request::new(8, "ping", None).into());
+    let first = tokio::time::timeout(Duration::from_secs(10), script.sent.recv()).await.unwrap();
+    assert_eq!(first.unwrap().id(), Some(&RequestId::Number(8)));
+    // Messages meant to outlive the request still go out, unrelated to it.
+    ctx.peer().unrelated().notify("notifications/message", None).await.unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(10), script.sent.recv()).await.unwrap();
+    assert!(matches!(next, Some(Message::Notification(n)) if n.method == "notifications/message"));
+}
+
+#[tokio::test]
+async fn a_request_sent_for_a_request_ends_when_that_request_is_cancelled() {
+    let server = Engine::new();
+    let (tx, mut outcome) = tokio::sync::mpsc::unbounded_channel();
+    server.on_request("ask", move |ctx: RequestContext, _p: Params| {
+        let tx = tx.clone();
+        // A sub-task asks the peer something on the request's behalf.
+        let peer = ctx.peer().clone();
+        tokio::spawn(async move {
+            let options = RequestOptions::new().timeout(Duration::from_secs(30));
+            let _ = tx.send(peer.request("elicitation/create", None, options).await);
+        });
+        async move {
+            ctx.cancelled().await;
+            Ok(json!({}))
+        }
+    });
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    server.connect(transport).await.unwrap();
+    script.inject.send(Ok(Some(Request::new(3, "ask", None).into()))).unwrap();
+    let wait = Duration::from_secs(10);
+    let asked = tokio::time::timeout(wait, script.sent.recv()).await.unwrap().unwrap();
+    let Message::Request(asked) = asked else { panic!("expected a request, got {asked:?}") };
+    let cancel = Notification::new("notifications/cancelled", Some(json!({"requestId": 3})));
+    script.inject.send(Ok(Some(cancel.into()))).unwrap();
+    let e = tokio::time::timeout(wait, outcome.recv()).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    // The peer is told the request it was asked is cancelled.
+    let told = tokio::time::timeout(wait, script.sent.recv()).await.unwrap().unwrap();
+    let Message::Notification(told) = told else { panic!("expected a notification, got {told:?}") };
+    assert_eq!(told.method, "notifications/cancelled");
+    assert_eq!(told.params.unwrap()["requestId"], json!(asked.id));
+}

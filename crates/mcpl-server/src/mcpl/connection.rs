@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use mcpl_core::Peer;
 use mcpl_core::engine::RequestOptions;
@@ -13,7 +13,7 @@ use mcpl_core::mcpl::channels::{
     IncomingResult, ListChannelsParams, ListChannelsResult, RegisterChannelsParams,
 };
 use mcpl_core::mcpl::content::McplContent;
-use mcpl_core::mcpl::hooks::ModelInfo;
+use mcpl_core::mcpl::hooks::{LifecycleParams, ModelInfo};
 use mcpl_core::mcpl::inference::{
     InferenceChunkParams, InferenceRequestParams, InferenceResult, ModelInfoParams,
 };
@@ -28,6 +28,7 @@ use tokio::sync::watch;
 
 use super::error::SendError;
 use super::hub::McplHub;
+use super::lifecycle::{Inferences, Verdict};
 
 /// The policy the host set with `featureSets/update`.
 #[derive(Debug, Default, Clone)]
@@ -44,6 +45,8 @@ pub(crate) struct ConnInner {
     pub(crate) host: HostAdvertisement,
     pub(crate) hub: Arc<McplHub>,
     pub(crate) policy: Mutex<Policy>,
+    /// The `inference/lifecycle` bookkeeping.
+    inferences: Mutex<Inferences>,
 }
 
 /// One MCPL connection: the host's advertisement and policy, and the one gated path for
@@ -274,7 +277,27 @@ impl From<PushEventParams> for PushEvent {
 
 impl McplConnection {
     pub(crate) fn new(peer: Peer, host: HostAdvertisement, hub: Arc<McplHub>) -> Self {
-        McplConnection(Arc::new(ConnInner { peer, host, hub, policy: Mutex::default() }))
+        let inferences = Mutex::new(Inferences::new(hub.lifecycle));
+        McplConnection(Arc::new(ConnInner {
+            peer,
+            host,
+            hub,
+            policy: Mutex::default(),
+            inferences,
+        }))
+    }
+
+    /// Judges an `inference/lifecycle` phase before it reaches the handler: `false` drops it
+    /// (a second terminal phase, a repeated `started`).
+    pub(crate) fn admit_lifecycle(&self, params: &LifecycleParams) -> bool {
+        let mut inferences = self.0.inferences.lock().unwrap_or_else(PoisonError::into_inner);
+        match inferences.observe(&params.inference_id, params.phase, Instant::now()) {
+            Verdict::Deliver => true,
+            Verdict::Drop(why) => {
+                tracing::debug!(inference_id = %params.inference_id, phase = ?params.phase, why, "inference/lifecycle dropped");
+                false
+            }
+        }
     }
 
     pub(crate) fn policy(&self) -> MutexGuard<'_, Policy> {
@@ -552,6 +575,52 @@ impl McplConnection {
     /// ```
     pub fn is_enabled(&self, name: &str) -> bool {
         self.is_ready() && self.feature_sets().get(name).is_some_and(Result::is_ok)
+    }
+
+    /// The inferences the host reported `started` (`inference/lifecycle`) and not yet ended,
+    /// oldest first. One whose terminal phase did not come within
+    /// [`Mcpl::lifecycle_timeout`](super::Mcpl::lifecycle_timeout) is no longer listed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::Server;
+    /// use mcpl_server::mcpl::Mcpl;
+    /// use serde_json::json;
+    /// use tokio::sync::mpsc;
+    ///
+    /// let (phases, mut seen) = mpsc::unbounded_channel();
+    /// let mcpl = Mcpl::new(Manifest::new().with_inference_lifecycle(true))
+    ///     .on_inference_lifecycle(move |_conn, params| {
+    ///         let _ = phases.send(params.inference_id);
+    ///         async {}
+    ///     });
+    /// let server = Server::builder("activity", "1").mcpl(mcpl).build();
+    /// # use mcpl_core::{Engine, transport::memory};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
+    /// # let (host_side, server_side) = memory::pair();
+    /// # let session = server.serve(server_side).await?;
+    /// # let host = Engine::new().connect(host_side).await?;
+    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
+    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
+    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # host.notify("notifications/initialized", None).await?;
+    /// # let grant = json!({"effectiveCapabilities": ["inferenceLifecycle"]});
+    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// let conn = session.mcpl().expect("the host speaks MCPL");
+    /// let started = json!({"inferenceId": "inf-1", "phase": "started"});
+    /// host.notify("inference/lifecycle", Some(started)).await?;
+    /// assert_eq!(seen.recv().await.as_deref(), Some("inf-1"));
+    /// assert_eq!(conn.inferences_in_flight(), ["inf-1"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).await
+    /// # }).unwrap().unwrap();
+    /// ```
+    pub fn inferences_in_flight(&self) -> Vec<String> {
+        let mut inferences = self.0.inferences.lock().unwrap_or_else(PoisonError::into_inner);
+        inferences.in_flight(Instant::now())
     }
 
     /// Resolves when the connection closes.

@@ -2,6 +2,7 @@
 
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::mcpl::digest::DigestError;
+use mcpl_core::mcpl::manifest::InvalidFeatureSet;
 
 /// A server-to-host MCPL message the gate refused to send, or whose exchange failed.
 ///
@@ -231,6 +232,12 @@ impl SendError {
 /// let e = server.set_mcpl_manifest(bad).unwrap_err();
 /// assert!(matches!(e, ManifestError::Digest(_)));
 /// assert_eq!(server.mcpl_manifest().unwrap().revision(), before);
+///
+/// // So is a feature set no host could enable.
+/// let unusable = Manifest::new().with_feature_set("later", FeatureSet::new("Later", ["stateUpdate"]));
+/// let e = server.set_mcpl_manifest(unusable).unwrap_err();
+/// assert!(matches!(e, ManifestError::InvalidUses { .. }));
+/// assert_eq!(server.mcpl_manifest().unwrap().revision(), before);
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -241,10 +248,25 @@ pub enum ManifestError {
     /// The manifest has no revision: an identifier breaks the charset rule.
     #[error("the manifest has no revision")]
     Digest(#[from] DigestError),
+    /// A feature-set declaration does not parse (a member of the wrong type, such as
+    /// `"rollback": "yes"`): the server could not serve it.
+    #[error("the manifest declares a feature set the server cannot read")]
+    FeatureSet(#[source] InvalidFeatureSet),
+    /// A feature set's `uses` is absent, empty or names something outside the capability
+    /// vocabulary: every host would disable it (`invalid_uses`).
+    #[error("feature set {feature_set:?} has no valid uses")]
+    InvalidUses {
+        /// The feature set.
+        feature_set: String,
+    },
+    /// `featureSets` is not an object keyed by feature-set name.
+    #[error("featureSets is not an object keyed by name")]
+    FeatureSetsNotAnObject,
 }
 
 impl ManifestError {
-    /// A short stable name: `not_enabled`, or the digest error's code.
+    /// A short stable name: `not_enabled`, `invalid_feature_set`, `invalid_uses`,
+    /// `feature_sets_not_an_object`, or the digest error's code.
     ///
     /// # Examples
     ///
@@ -267,6 +289,9 @@ impl ManifestError {
         match self {
             ManifestError::NotEnabled => "not_enabled",
             ManifestError::Digest(e) => e.code(),
+            ManifestError::FeatureSet(_) => "invalid_feature_set",
+            ManifestError::InvalidUses { .. } => "invalid_uses",
+            ManifestError::FeatureSetsNotAnObject => "feature_sets_not_an_object",
         }
     }
 }

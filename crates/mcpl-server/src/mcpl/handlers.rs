@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mcpl_core::engine::HandlerResult;
@@ -22,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::connection::McplConnection;
+use super::lifecycle;
 use crate::router::{decode, encode};
 
 pub(crate) type RequestFn =
@@ -74,6 +76,7 @@ pub struct Mcpl {
     pub(crate) requests: HashMap<&'static str, RequestFn>,
     pub(crate) notifications: HashMap<&'static str, NotificationFn>,
     pub(crate) on_ready: Option<ReadyFn>,
+    pub(crate) lifecycle: lifecycle::Limits,
 }
 
 impl fmt::Debug for Mcpl {
@@ -87,6 +90,7 @@ impl fmt::Debug for Mcpl {
             .field("requests", &requests)
             .field("notifications", &notifications)
             .field("on_ready", &self.on_ready.is_some())
+            .field("lifecycle", &self.lifecycle)
             .finish()
     }
 }
@@ -151,7 +155,13 @@ impl Mcpl {
     /// assert_eq!(served, manifest.compute_revision().unwrap());
     /// ```
     pub fn new(manifest: Manifest) -> Self {
-        Mcpl { manifest, requests: HashMap::new(), notifications: HashMap::new(), on_ready: None }
+        Mcpl {
+            manifest,
+            requests: HashMap::new(),
+            notifications: HashMap::new(),
+            on_ready: None,
+            lifecycle: lifecycle::Limits::default(),
+        }
     }
 
     fn request<P, R, F, Fut>(mut self, method: &'static str, handler: F) -> Self
@@ -312,6 +322,15 @@ impl Mcpl {
 
     /// Receives `inference/lifecycle` notifications (needs `inferenceLifecycle`).
     ///
+    /// The SDK hands `handler` one terminal phase per inference: a second terminal for the
+    /// same `inferenceId` (a retry, or a contradicting one) is dropped, as is a repeated
+    /// `started` and a phase whose `inferenceId` is longer than 512 bytes. A terminal without
+    /// `started` is tolerated. The ids are remembered per
+    /// connection, bounded ([`lifecycle_capacity`](Self::lifecycle_capacity)); an inference
+    /// whose terminal never comes stops counting as in flight after
+    /// [`lifecycle_timeout`](Self::lifecycle_timeout) (see
+    /// [`McplConnection::inferences_in_flight`]).
+    ///
     /// # Examples
     ///
     /// ```
@@ -359,6 +378,48 @@ impl Mcpl {
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.notification(names::INFERENCE_LIFECYCLE, handler)
+    }
+
+    /// How long an inference the host reported `started` counts as in flight without a
+    /// terminal phase (the host may never send one after losing control of it). Default: 10
+    /// minutes. A terminal arriving later is still handed over, once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// // Inferences here are short: stop waiting for a terminal phase after two minutes.
+    /// let mcpl = Mcpl::new(Manifest::new().with_inference_lifecycle(true))
+    ///     .lifecycle_timeout(Duration::from_secs(120));
+    /// # drop(mcpl);
+    /// ```
+    pub fn lifecycle_timeout(mut self, timeout: Duration) -> Self {
+        self.lifecycle.timeout = timeout;
+        self
+    }
+
+    /// How many inferences per connection the `inference/lifecycle` bookkeeping remembers:
+    /// this many in flight, and this many ended (the oldest forgotten first; a terminal for an
+    /// inference forgotten that long ago would be handed over again). Default: 4096; at least
+    /// 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::manifest::Manifest;
+    /// use mcpl_server::mcpl::Mcpl;
+    ///
+    /// // A host running many inferences at once.
+    /// let mcpl = Mcpl::new(Manifest::new().with_inference_lifecycle(true)).lifecycle_capacity(16_384);
+    /// # drop(mcpl);
+    /// ```
+    pub fn lifecycle_capacity(mut self, inferences: usize) -> Self {
+        self.lifecycle.remembered = inferences.max(1);
+        self
     }
 
     /// Serves `state/rollback`, for feature sets that declare `rollback: true` (others are

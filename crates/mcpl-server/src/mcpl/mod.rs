@@ -55,6 +55,7 @@ mod connection;
 mod error;
 mod handlers;
 mod hub;
+mod lifecycle;
 mod route;
 mod tool;
 

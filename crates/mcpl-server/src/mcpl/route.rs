@@ -5,7 +5,7 @@ use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::mcpl::capability::CapabilityGrant;
 use mcpl_core::mcpl::errors;
-use mcpl_core::mcpl::hooks::BeforeInferenceResult;
+use mcpl_core::mcpl::hooks::{BeforeInferenceResult, LifecycleParams};
 use mcpl_core::mcpl::manifest::{EXPERIMENTAL_KEY, HostAdvertisement};
 use mcpl_core::mcpl::methods::{self, names};
 use mcpl_core::mcpl::policy::{FeatureSetsUpdateParams, accepted_receipt, derive_feature_sets};
@@ -196,16 +196,25 @@ pub(crate) async fn notification(client: &SharedClientState, method: &str, param
         narrow(&conn, params);
         return;
     }
-    let Some(handler) = conn.hub().notifications.get(method).cloned() else {
-        tracing::trace!(method, "MCPL notification without a handler ignored");
-        return;
-    };
     if let Some(capability) = methods::required_capability(method) {
         if !conn.is_granted(capability) {
             tracing::warn!(method, capability, "MCPL notification dropped: capability not granted");
             return;
         }
     }
+    if method == names::INFERENCE_LIFECYCLE {
+        // One terminal phase per inference reaches the handler. Params that do not decode are
+        // the handler's to refuse (with its diagnostic).
+        if let Ok(lifecycle) = decode::<LifecycleParams>(params.clone()) {
+            if !conn.admit_lifecycle(&lifecycle) {
+                return;
+            }
+        }
+    }
+    let Some(handler) = conn.hub().notifications.get(method).cloned() else {
+        tracing::trace!(method, "MCPL notification without a handler ignored");
+        return;
+    };
     handler(conn, params).await;
 }
 

@@ -109,8 +109,8 @@ pub enum HostError {
     /// The tool is filtered out by the server's allow/deny lists.
     #[error("tool {0:?} is not allowed")]
     ToolNotAllowed(String),
-    /// A connect was cancelled: the server was disconnected, or the host shut down, while its
-    /// handshake ran. Nothing of it remains.
+    /// A connect was cancelled by a disconnect or a shutdown while its handshake ran; its
+    /// connection was closed and it changed nothing.
     #[error("connecting server {0:?} was cancelled")]
     Cancelled(String),
     /// The call failed at the protocol level.
@@ -700,12 +700,12 @@ impl HostBuilder {
         self
     }
 
-    /// Opens the checkpoint store, then connects every configured server concurrently (see
-    /// [`Host::start`]).
+    /// Checks the whole configuration, opens the checkpoint store, then connects every
+    /// configured server concurrently (see [`Host::start`]).
     ///
     /// # Errors
     ///
-    /// The checkpoint store cannot be opened.
+    /// As [`Host::start`].
     ///
     /// # Examples
     ///
@@ -864,13 +864,18 @@ fn policy_of(config: &ServerConfig) -> HostPolicy {
 }
 
 impl Host {
-    /// Opens the checkpoint store, then connects every configured server concurrently. A
-    /// server that fails to connect is logged (and retried in the background when its
-    /// reconnect policy says so); the others go on. Returns the host and its event stream.
+    /// Checks the whole configuration, however it was assembled (parsed, built in code, or
+    /// merged from several files), then opens the checkpoint store and connects every
+    /// configured server concurrently. A server that fails to connect is logged (and retried
+    /// in the background when its reconnect policy says so); the others go on. Returns the
+    /// host and its event stream.
     ///
     /// # Errors
     ///
-    /// The checkpoint store cannot be opened.
+    /// [`HostError::Registry`] before anything starts: two prefixes that meet (the same
+    /// [`PrefixConflict`](crate::prefix::PrefixConflict) as [`HostConfig::from_json`] reports),
+    /// a prefix equal to a reserved name, an id configured twice, an invalid server. Else the
+    /// checkpoint store cannot be opened.
     ///
     /// # Examples
     ///

@@ -478,6 +478,29 @@ impl FailuresLog {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         FailuresLog { path: path.into(), clock: Arc::new(SystemClock) }
     }
+
+    /// The log with `clock` for its `at` stamps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_host::alerts::{AlertSink, FailuresLog, ManualClock, OpsAlert};
+    ///
+    /// let path = std::env::temp_dir()
+    ///     .join(format!("mcpl-host-doc-log-clock-{}.jsonl", std::process::id()));
+    /// let log = FailuresLog::new(&path).with_clock(Arc::new(ManualClock::default()));
+    /// log.deliver(&OpsAlert::new("mcpl-down", "notes", "down"));
+    /// let line: serde_json::Value =
+    ///     serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+    /// assert_eq!(line["at"], 1_800_000_000_000u64); // the manual clock's start
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
 }
 
 impl AlertSink for FailuresLog {

@@ -559,12 +559,10 @@ impl HostConfig {
         }
         let prefixes: Vec<(String, String)> =
             servers.iter().map(|s| (s.id.clone(), s.prefix())).collect();
+        // Each server against the ones before it, as the host reserves them in id order: the
+        // same conflict as `Host::start` reports for this configuration.
         for (i, (id, prefix)) in prefixes.iter().enumerate() {
-            check_prefix(
-                id,
-                prefix,
-                prefixes[i + 1..].iter().map(|(a, b)| (a.as_str(), b.as_str())),
-            )?;
+            check_prefix(id, prefix, prefixes[..i].iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
         }
         let state = StateConfig {
             dir: raw.state.dir,

@@ -23,13 +23,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use mcpl_client::Client;
+use mcpl_client::handlers::HandlerResult;
 use mcpl_client::mcpl::{
-    Diagnostic, HostPolicy, InferenceCall, McplError, McplHost, PushEvent, PushOutcome, StateCall,
+    DEFAULT_PUSH_DEDUPE, Diagnostic, HostPolicy, InferenceCall, McplError, McplHost, McplStatus,
+    PushEvent, PushOutcome, StateCall,
 };
 use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
 use mcpl_core::engine::{BoxFuture, RequestOptions};
@@ -39,17 +40,22 @@ use mcpl_core::mcpl::hooks::{
     BeforeInferenceParams, ContextInjection, LifecycleParams, ModelInfo, Position,
 };
 use mcpl_core::mcpl::inference::InferenceResult;
-use mcpl_core::types::CallToolRequestParams;
+use mcpl_core::mcpl::policy::PolicyReceipt;
+use mcpl_core::types::{
+    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Root,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use crate::alerts::{Alerts, FailuresLog, OpsAlert, SystemClock, WebhookSink, kinds};
+use crate::alerts::{Alerts, Clock, FailuresLog, OpsAlert, SystemClock, WebhookSink, kinds};
 use crate::checkpoint::{
     CheckpointManager, FileStore, MemoryStore, RecordOutcome, RollbackError, StateMode, StoreError,
 };
-use crate::config::{HostConfig, ServerConfig, Transport};
-use crate::registry::{Phase, Registry, RegistryError, Reservation};
-use crate::tools::{ToolIndex, listing};
+use crate::config::{ConfigError, HostConfig, ServerConfig, Transport};
+use crate::dedupe::SeenEvents;
+use crate::registry::{Lease, Phase, Registry, RegistryError, Reservation};
+use crate::tools::{Listing, ToolIndex, listing};
 
 /// How long a handshake (initialize and the initial policy) may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -103,6 +109,10 @@ pub enum HostError {
     /// The tool is filtered out by the server's allow/deny lists.
     #[error("tool {0:?} is not allowed")]
     ToolNotAllowed(String),
+    /// A connect was cancelled by a disconnect or a shutdown while its handshake ran; its
+    /// connection was closed and it changed nothing.
+    #[error("connecting server {0:?} was cancelled")]
+    Cancelled(String),
     /// The call failed at the protocol level.
     #[error("server {server:?}: {source}")]
     Call {
@@ -146,6 +156,7 @@ impl HostError {
             HostError::Registry(e) => e.kind(),
             HostError::Store(e) => e.kind(),
             HostError::Connect { .. } => "connect",
+            HostError::Cancelled(_) => "cancelled",
             HostError::UnknownTool(_) => "unknown_tool",
             HostError::NotConnected(_) => "not_connected",
             HostError::ToolNotAllowed(_) => "tool_not_allowed",
@@ -207,7 +218,8 @@ impl HostError {
 /// ```
 #[derive(Debug, Clone)]
 pub enum HostEvent {
-    /// A server pushed an event (admitted and deduplicated per connection).
+    /// A server pushed an event (admitted, and deduplicated per server and `eventId` across
+    /// reconnects).
     Push {
         /// The server.
         server: String,
@@ -304,8 +316,17 @@ pub struct ToolCall {
 struct Link {
     client: Client,
     mcpl: McplHost,
-    /// Set when the host itself ends this connection (no reconnect).
-    retired: Arc<AtomicBool>,
+    /// The registry generation of the connect that opened it.
+    generation: u64,
+}
+
+/// Why a connect did not finish.
+enum Failed {
+    /// A disconnect, restart or shutdown cancelled it.
+    Cancelled,
+    /// The handshake failed; `reconnect` if the configuration the server stays registered
+    /// with asks for reconnects.
+    Handshake { detail: String, reconnect: bool },
 }
 
 type InferenceHandler = Arc<
@@ -313,6 +334,21 @@ type InferenceHandler = Arc<
         + Send
         + Sync,
 >;
+type ServerHandler<P, R> =
+    Arc<dyn Fn(String, P) -> BoxFuture<'static, HandlerResult<R>> + Send + Sync>;
+type RootsHandler =
+    Arc<dyn Fn(String) -> BoxFuture<'static, HandlerResult<Vec<Root>>> + Send + Sync>;
+
+/// The embedder's handlers, each called with the id of the server that asked.
+#[derive(Clone, Default)]
+struct Handlers {
+    inference: Option<InferenceHandler>,
+    model: Option<ModelInfo>,
+    sampling: Option<ServerHandler<CreateMessageRequestParams, CreateMessageResult>>,
+    elicitation: Option<ServerHandler<ElicitRequestFormParams, ElicitResult>>,
+    url_elicitation: Option<ServerHandler<ElicitRequestURLParams, ElicitResult>>,
+    roots: Option<RootsHandler>,
+}
 
 /// Builds a [`Host`]: the configuration plus the host's own handlers.
 ///
@@ -339,16 +375,26 @@ type InferenceHandler = Arc<
 #[derive(Clone)]
 pub struct HostBuilder {
     config: HostConfig,
-    inference: Option<InferenceHandler>,
-    model: Option<ModelInfo>,
+    handlers: Handlers,
+    reserved: Vec<String>,
+    clock: Option<Arc<dyn Clock>>,
+    push_dedupe: usize,
 }
 
 impl std::fmt::Debug for HostBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let h = &self.handlers;
         f.debug_struct("HostBuilder")
             .field("config", &self.config)
-            .field("inference", &self.inference.is_some())
-            .field("model", &self.model)
+            .field("inference", &h.inference.is_some())
+            .field("model", &h.model)
+            .field("sampling", &h.sampling.is_some())
+            .field("elicitation", &h.elicitation.is_some())
+            .field("url_elicitation", &h.url_elicitation.is_some())
+            .field("roots", &h.roots.is_some())
+            .field("reserved", &self.reserved)
+            .field("clock", &self.clock)
+            .field("push_dedupe", &self.push_dedupe)
             .finish()
     }
 }
@@ -389,7 +435,8 @@ impl HostBuilder {
         F: Fn(String, InferenceCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<InferenceResult, ErrorObject>> + Send + 'static,
     {
-        self.inference = Some(Arc::new(move |server, call| Box::pin(handler(server, call))));
+        self.handlers.inference =
+            Some(Arc::new(move |server, call| Box::pin(handler(server, call))));
         self
     }
 
@@ -418,16 +465,247 @@ impl HostBuilder {
     /// ```
     #[must_use]
     pub fn model_info(mut self, model: ModelInfo) -> HostBuilder {
-        self.model = Some(model);
+        self.handlers.model = Some(model);
         self
     }
 
-    /// Opens the checkpoint store, then connects every configured server concurrently (see
-    /// [`Host::start`]).
+    /// Answers servers' `sampling/createMessage` (and declares `sampling` to them): the
+    /// handler gets the server id and the request, and runs the embedder's model. Plain MCP
+    /// servers whose tools sample (such as the reference "everything" server) need it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{
+    ///     ContentBlock, CreateMessageRequestParams, CreateMessageResult, Role, SamplingContent,
+    ///     SamplingMessage, SamplingMessageContentBlock, TextContent, Tool, ToolSchema,
+    /// };
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_server::input::ToolReply;
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = Server::builder("writer", "1.0.0")
+    /// #     .tool(Tool::new("title", ToolSchema::object()), |ctx, _args| async move {
+    /// #         if let Some(answer) = ctx.sampling_response("ask") {
+    /// #             let SamplingContent::Single(SamplingMessageContentBlock::Text(t)) = &answer.content
+    /// #             else { return Ok(ToolOutput::error("not text").into()) };
+    /// #             return Ok(ToolOutput::text(t.text.clone()).into());
+    /// #         }
+    /// #         let ask = TextContent::new("A title for my essay?");
+    /// #         let message = SamplingMessage::new(Role::User, SamplingMessageContentBlock::Text(ask));
+    /// #         let params = CreateMessageRequestParams::new(vec![message], 20);
+    /// #         Ok::<ToolReply, _>(ctx.input_required().sample("ask", params).into())
+    /// #     })
+    /// #     .build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A writer server whose `title` tool asks the host's model for a title listens at `url`.
+    /// let config = HostConfig::from_json(&json!({"servers": {"writer": {"url": url}}}).to_string())?;
+    /// let builder = Host::builder(config).on_sampling(|server, params| async move {
+    ///     // Run the embedder's model on `params.messages` here.
+    ///     let reply = TextContent::new(format!("{server}: {} message(s) seen", params.messages.len()));
+    ///     let reply = SamplingMessageContentBlock::Text(reply);
+    ///     Ok(CreateMessageResult::new(Role::Assistant, reply, "example-model"))
+    /// });
+    /// let (host, _events) = builder.start().await?;
+    /// let call = host.call_tool("mcpl--writer--title", json!({})).await?;
+    /// assert_eq!(call.result["content"][0]["text"], "writer: 1 message(s) seen");
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn on_sampling<F, Fut>(mut self, handler: F) -> HostBuilder
+    where
+        F: Fn(String, CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<CreateMessageResult>> + Send + 'static,
+    {
+        self.handlers.sampling = Some(Arc::new(move |server, p| Box::pin(handler(server, p))));
+        self
+    }
+
+    /// Answers servers' form-mode `elicitation/create` (and declares `elicitation.form`): the
+    /// handler gets the server id and the form to show the user.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{ElicitAction, ElicitResult};
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = Host::builder(HostConfig::default()).on_elicitation(|server, form| async move {
+    ///     // Show `form.message` and `form.requested_schema` to the user, naming `server`.
+    ///     eprintln!("{server} asks: {}", form.message);
+    ///     Ok(ElicitResult::new(ElicitAction::Decline))
+    /// });
+    /// let (host, _events) = builder.start().await?;
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> HostBuilder
+    where
+        F: Fn(String, ElicitRequestFormParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<ElicitResult>> + Send + 'static,
+    {
+        self.handlers.elicitation = Some(Arc::new(move |server, p| Box::pin(handler(server, p))));
+        self
+    }
+
+    /// Answers servers' URL-mode `elicitation/create` (and declares `elicitation.url`): the
+    /// handler gets the server id and the URL to send the user to, once they agree.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{ElicitAction, ElicitResult};
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = Host::builder(HostConfig::default()).on_url_elicitation(|server, request| async move {
+    ///     eprintln!("{server} wants the user at {}", request.url);
+    ///     Ok(ElicitResult::new(ElicitAction::Cancel))
+    /// });
+    /// let (host, _events) = builder.start().await?;
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn on_url_elicitation<F, Fut>(mut self, handler: F) -> HostBuilder
+    where
+        F: Fn(String, ElicitRequestURLParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<ElicitResult>> + Send + 'static,
+    {
+        self.handlers.url_elicitation =
+            Some(Arc::new(move |server, p| Box::pin(handler(server, p))));
+        self
+    }
+
+    /// Answers servers' `roots/list` (and declares `roots`): the handler gets the server id
+    /// and returns the roots that server may see.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::Root;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let builder = Host::builder(HostConfig::default()).on_roots(|server| async move {
+    ///     // Each server sees its own workspace.
+    ///     Ok(vec![Root::new(format!("file:///workspaces/{server}"))])
+    /// });
+    /// let (host, _events) = builder.start().await?;
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> HostBuilder
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HandlerResult<Vec<Root>>> + Send + 'static,
+    {
+        self.handlers.roots = Some(Arc::new(move |server| Box::pin(handler(server))));
+        self
+    }
+
+    /// Reserves names for the embedder's own modules (tool namespaces such as `notes`, whose
+    /// tools reach the model as `notes--<tool>`): a server whose prefix equals one is refused
+    /// at start, connect and restart, like prefixes that meet ([`RegistryError::ReservedPrefix`]).
+    /// Names are compared by equality only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = HostConfig::from_json(
+    ///     r#"{"servers": {"n": {"command": "mcpl-notes", "toolPrefix": "notes"}}}"#,
+    /// )?;
+    /// let err = Host::builder(config).reserved_prefixes(["notes"]).start().await.unwrap_err();
+    /// assert_eq!(err.kind(), "reserved_prefix"); // refused before anything started
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn reserved_prefixes<I, S>(mut self, names: I) -> HostBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.reserved.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// The clock of the alert pipeline (the webhook's throttle window, the failures log's
+    /// timestamps); the system clock by default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::alerts::ManualClock;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Tests move the 15-minute webhook window by hand.
+    /// let clock = Arc::new(ManualClock::default());
+    /// let (host, _events) = Host::builder(HostConfig::default()).clock(clock.clone()).start().await?;
+    /// clock.advance(std::time::Duration::from_secs(15 * 60));
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> HostBuilder {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// How many push event ids the host remembers per server (default 1024, at least 1): a
+    /// repeated `eventId`, on the same connection or after a reconnect, is answered but not
+    /// delivered again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _events) = Host::builder(HostConfig::default()).push_dedupe(4096).start().await?;
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn push_dedupe(mut self, entries: usize) -> HostBuilder {
+        self.push_dedupe = entries.max(1);
+        self
+    }
+
+    /// Checks the whole configuration, opens the checkpoint store, then connects every
+    /// configured server concurrently (see [`Host::start`]).
     ///
     /// # Errors
     ///
-    /// The checkpoint store cannot be opened.
+    /// As [`Host::start`].
     ///
     /// # Examples
     ///
@@ -488,14 +766,27 @@ pub struct Injections {
 }
 
 struct Inner {
-    inference: Option<InferenceHandler>,
-    model: Option<ModelInfo>,
+    handlers: Handlers,
     registry: Mutex<Registry<Link>>,
     tools: RwLock<ToolIndex>,
     checkpoints: CheckpointManager,
     alerts: Alerts,
     events: mpsc::UnboundedSender<HostEvent>,
     refreshing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Orders each server's commits and removals (a disconnect during a connect wins).
+    lifecycle: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The push events already delivered, per server, across reconnects.
+    pushes: Mutex<SeenEvents>,
+    /// Servers whose last `tools/list` failed (an `mcpl-tools-stale` is open).
+    stale: Mutex<BTreeSet<String>>,
+}
+
+/// The namespaced names `server` offers.
+fn names_in(tools: &ToolIndex, server: &str) -> Vec<String> {
+    tools
+        .listing(server)
+        .map(|l| l.tools.iter().map(|t| t.namespaced.clone()).collect())
+        .unwrap_or_default()
 }
 
 /// The agent host. Cheap to clone.
@@ -573,13 +864,18 @@ fn policy_of(config: &ServerConfig) -> HostPolicy {
 }
 
 impl Host {
-    /// Opens the checkpoint store, then connects every configured server concurrently. A
-    /// server that fails to connect is logged (and retried in the background when its
-    /// reconnect policy says so); the others go on. Returns the host and its event stream.
+    /// Checks the whole configuration, however it was assembled (parsed, built in code, or
+    /// merged from several files), then opens the checkpoint store and connects every
+    /// configured server concurrently. A server that fails to connect is logged (and retried
+    /// in the background when its reconnect policy says so); the others go on. Returns the
+    /// host and its event stream.
     ///
     /// # Errors
     ///
-    /// The checkpoint store cannot be opened.
+    /// [`HostError::Registry`] before anything starts: two prefixes that meet (the same
+    /// [`PrefixConflict`](crate::prefix::PrefixConflict) as [`HostConfig::from_json`] reports),
+    /// a prefix equal to a reserved name, an id configured twice, an invalid server. Else the
+    /// checkpoint store cannot be opened.
     ///
     /// # Examples
     ///
@@ -640,47 +936,67 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub fn builder(config: HostConfig) -> HostBuilder {
-        HostBuilder { config, inference: None, model: None }
+        HostBuilder {
+            config,
+            handlers: Handlers::default(),
+            reserved: Vec::new(),
+            clock: None,
+            push_dedupe: DEFAULT_PUSH_DEDUPE,
+        }
     }
 
     async fn start_with(
         builder: HostBuilder,
     ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
-        let HostBuilder { config, inference, model } = builder;
+        let HostBuilder { config, handlers, reserved, clock, push_dedupe } = builder;
+        // The whole configuration is checked before anything starts, in id order and through
+        // the registry's one rule (the same refusals as a runtime connect).
+        let mut servers = config.servers;
+        servers.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut registry = Registry::with_reserved(reserved);
+        let mut reservations = Vec::with_capacity(servers.len());
+        for server in &servers {
+            match registry.reserve(server.clone()) {
+                Ok(reservation) => reservations.push(reservation),
+                Err(RegistryError::Busy(id, _)) => {
+                    return Err(RegistryError::Config(ConfigError::DuplicateId(id)).into());
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         let retention = config.state.retention;
         let checkpoints = match &config.state.dir {
             Some(dir) => CheckpointManager::open(FileStore::new(dir)?, retention)?,
             None => CheckpointManager::open(MemoryStore::new(), retention)?,
         };
+        let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
         let mut alerts = Alerts::new();
         if let Some(path) = &config.failures_log {
-            alerts = alerts.with_sink(Arc::new(FailuresLog::new(path)));
+            alerts = alerts.with_sink(Arc::new(FailuresLog::new(path).with_clock(clock.clone())));
         }
         if let Some(url) = &config.ops_webhook {
-            alerts = alerts.with_throttled(
-                Arc::new(WebhookSink::new(url)),
-                WEBHOOK_WINDOW,
-                Arc::new(SystemClock),
-            );
+            alerts = alerts.with_throttled(Arc::new(WebhookSink::new(url)), WEBHOOK_WINDOW, clock);
         }
         let (events, rx) = mpsc::unbounded_channel();
         let host = Host {
             inner: Arc::new(Inner {
-                inference,
-                model,
-                registry: Mutex::new(Registry::default()),
+                handlers,
+                registry: Mutex::new(registry),
                 tools: RwLock::new(ToolIndex::default()),
                 checkpoints,
                 alerts,
                 events,
                 refreshing: Mutex::new(HashMap::new()),
+                lifecycle: Mutex::new(HashMap::new()),
+                pushes: Mutex::new(SeenEvents::new(push_dedupe)),
+                stale: Mutex::new(BTreeSet::new()),
             }),
         };
-        let connects = config.servers.into_iter().map(|server| {
+        let connects = reservations.into_iter().zip(servers).map(|(reservation, server)| {
             let host = host.clone();
             async move {
                 let id = server.id.clone();
-                if let Err(e) = host.connect(server).await {
+                if let Err(e) = host.drive(reservation, server).await {
                     tracing::warn!(server = %id, error = %e, "server did not connect at startup");
                 }
             }
@@ -699,13 +1015,16 @@ impl Host {
     }
 
     /// Connects a server at run time. Every check runs first: an id that is connecting or
-    /// registered, or a prefix meeting another server's, is refused at once and nothing
-    /// changes. A failed handshake releases the id (or, with reconnect on, keeps the server
-    /// registered and retries in the background).
+    /// registered, or a prefix meeting another server's (or equal to a reserved name), is
+    /// refused at once and nothing changes. A failed handshake releases the id (or, with
+    /// reconnect on, keeps the server registered and retries in the background). A
+    /// [`Host::disconnect`] or [`Host::shutdown`] during the handshake wins: the connect is
+    /// cancelled, its connection closed, and it returns [`HostError::Cancelled`].
     ///
     /// # Errors
     ///
-    /// [`HostError::Registry`] for a refusal, [`HostError::Connect`] for a failed handshake.
+    /// [`HostError::Registry`] for a refusal, [`HostError::Connect`] for a failed handshake,
+    /// [`HostError::Cancelled`].
     ///
     /// # Examples
     ///
@@ -733,12 +1052,15 @@ impl Host {
     /// ```
     pub async fn connect(&self, config: ServerConfig) -> Result<(), HostError> {
         let reservation = lock(&self.inner.registry).reserve(config.clone())?;
-        self.finish(reservation, config).await
+        self.drive(reservation, config).await
     }
 
     /// Restarts a server, optionally with a new configuration: validated against every other
     /// server first (a refused restart leaves the server running), then the old connection is
-    /// closed and a new one opened. Checkpoint trees are kept.
+    /// closed and a new one opened. Checkpoint trees are kept. A restart whose handshake fails
+    /// puts the server back exactly as it was registered: its previous configuration and
+    /// prefix (held for it while the handshake ran), its tools (stale), and its reconnects
+    /// under that configuration when it enables them.
     ///
     /// # Errors
     ///
@@ -765,6 +1087,10 @@ impl Host {
     /// let err = host.restart("a", Some(missing("a", "beta--x")?)).await.unwrap_err();
     /// assert_eq!(err.kind(), "prefix_conflict");
     /// assert_eq!(host.servers()[0].1, "alpha");
+    /// // A restart under a new prefix whose handshake fails puts "alpha" back.
+    /// let err = host.restart("a", Some(missing("a", "gamma")?)).await.unwrap_err();
+    /// assert_eq!(err.kind(), "connect");
+    /// assert_eq!(host.servers()[0].1, "alpha");
     /// let err = host.restart("nobody", None).await.unwrap_err();
     /// assert_eq!(err.kind(), "unknown_server");
     /// # Ok(()) }
@@ -772,16 +1098,16 @@ impl Host {
     pub async fn restart(&self, id: &str, config: Option<ServerConfig>) -> Result<(), HostError> {
         let (reservation, old) = lock(&self.inner.registry).reserve_again(id, config)?;
         if let Some(old) = old {
-            old.retired.store(true, Ordering::SeqCst);
             let _ = old.client.close().await;
         }
+        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
         let config = lock(&self.inner.registry).config(id).cloned();
-        let Some(config) = config else { return Err(RegistryError::Unknown(id.to_owned()).into()) };
-        self.finish(reservation, config).await
+        let Some(config) = config else { return Err(HostError::Cancelled(id.to_owned())) };
+        self.drive(reservation, config).await
     }
 
-    /// Removes a server permanently: closes it, forgets its tools and deletes its checkpoint
-    /// trees. Unknown ids are a no-op.
+    /// Removes a server permanently: cancels its connect or reconnects, closes it, forgets its
+    /// tools and deletes its checkpoint trees. Unknown ids are a no-op.
     ///
     /// # Errors
     ///
@@ -825,13 +1151,19 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn disconnect(&self, id: &str) -> Result<(), HostError> {
-        let removed = lock(&self.inner.registry).remove(id);
+        let gate = self.lifecycle_gate(id);
+        let _one_at_a_time = gate.lock().await;
+        let (removed, before) = {
+            let mut registry = lock(&self.inner.registry);
+            let removed = registry.remove(id);
+            let mut tools = self.inner.tools.write().unwrap_or_else(PoisonError::into_inner);
+            let before = names_in(&tools, id);
+            tools.remove(id);
+            (removed, before)
+        };
         if let Some((_, Some(link))) = &removed {
-            link.retired.store(true, Ordering::SeqCst);
             let _ = link.client.close().await;
         }
-        let before = self.names_of(id);
-        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).remove(id);
         if !before.is_empty() {
             self.emit(HostEvent::ToolsChanged {
                 server: id.to_owned(),
@@ -839,55 +1171,148 @@ impl Host {
                 removed: before,
             });
         }
+        lock(&self.inner.pushes).forget(id);
+        lock(&self.inner.stale).remove(id);
         self.inner.checkpoints.remove_server(id)?;
         Ok(())
     }
 
-    async fn finish(
-        &self,
-        reservation: Reservation,
-        config: ServerConfig,
-    ) -> Result<(), HostError> {
+    /// The one connect path of first connects, restarts and [`Host::start`]: establishes the
+    /// reservation, and on a failed handshake starts the reconnects the server's (restored)
+    /// configuration asks for.
+    async fn drive(&self, reservation: Reservation, config: ServerConfig) -> Result<(), HostError> {
+        let lease = reservation.lease().clone();
         let id = config.id.clone();
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.open(&config)).await {
-            Ok(Ok(link)) => {
-                lock(&self.inner.registry).complete(reservation, link.clone());
-                self.inner
-                    .tools
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .set_prefix(&id, &config.prefix());
-                self.established(&id, &link).await;
-                Ok(())
-            }
-            outcome => {
-                let detail = match outcome {
-                    Ok(Err(e)) => e,
-                    _ => "the handshake timed out".to_owned(),
-                };
-                let keep = config.reconnect.enabled;
-                lock(&self.inner.registry).release(reservation, keep);
-                if keep {
-                    self.spawn_reconnect(id.clone(), 1);
+        match self.establish(reservation, &config).await {
+            Ok(()) => Ok(()),
+            Err(Failed::Cancelled) => Err(HostError::Cancelled(id)),
+            Err(Failed::Handshake { detail, reconnect }) => {
+                if reconnect {
+                    self.spawn_reconnect(lease, 1);
                 }
                 Err(HostError::Connect { server: id, detail })
             }
         }
     }
 
-    /// Opens one connection: the MCPL host side wired to this host, the transport from the
-    /// configuration.
-    async fn open(&self, config: &ServerConfig) -> Result<Link, String> {
+    /// Runs one handshake for `reservation` (racing its cancellation) and commits it, or gives
+    /// the reservation back. Used by every connect: first connects, restarts, reconnects.
+    async fn establish(
+        &self,
+        reservation: Reservation,
+        config: &ServerConfig,
+    ) -> Result<(), Failed> {
+        let link = self.link(config, reservation.lease().generation());
+        let cancelled = reservation.lease().cancelled();
+        let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.handshake(&link, config));
+        let outcome = tokio::select! {
+            biased;
+            () = cancelled => None,
+            outcome = handshake => Some(match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => Err("the handshake timed out".to_owned()),
+            }),
+        };
+        match outcome {
+            Some(Ok(())) => self.commit(reservation, config, link).await,
+            outcome => {
+                // Whatever the transport got to (a child process, a socket) is closed.
+                let _ = link.client.close().await;
+                let cancelled = reservation.lease().is_cancelled();
+                // A cancelled first connect leaves nothing; a restart or reconnect puts the
+                // previous configuration back.
+                let keep = config.reconnect.enabled && !cancelled;
+                let kept = lock(&self.inner.registry).release(reservation, keep);
+                match outcome {
+                    Some(Err(detail)) if !cancelled => {
+                        let reconnect = kept.is_some_and(|c| c.reconnect.enabled);
+                        Err(Failed::Handshake { detail, reconnect })
+                    }
+                    _ => Err(Failed::Cancelled),
+                }
+            }
+        }
+    }
+
+    /// A finished handshake: the registry entry, the prefix routing and the checkpoint trees
+    /// change together, unless the connect was cancelled meanwhile (then the connection is
+    /// closed and nothing changes). Then the tools are listed and the connection watched.
+    async fn commit(
+        &self,
+        reservation: Reservation,
+        config: &ServerConfig,
+        link: Link,
+    ) -> Result<(), Failed> {
+        let id = config.id.clone();
+        let prefix = config.prefix();
+        let gate = self.lifecycle_gate(&id);
+        let one_at_a_time = gate.lock().await;
+        let committed = {
+            let mut registry = lock(&self.inner.registry);
+            match registry.complete(reservation, link.clone()) {
+                Ok(lease) => {
+                    let mut tools =
+                        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner);
+                    // Under a new prefix the old names go at once (the listing follows).
+                    let renamed = tools.prefix(&id).is_some_and(|p| p != prefix);
+                    let gone = if renamed { names_in(&tools, &id) } else { Vec::new() };
+                    if renamed {
+                        tools.replace(&id, Listing::default());
+                    }
+                    tools.set_prefix(&id, &prefix);
+                    Ok((lease, gone))
+                }
+                Err(link) => Err(link),
+            }
+        };
+        let (lease, gone) = match committed {
+            Ok(committed) => committed,
+            Err(link) => {
+                drop(one_at_a_time);
+                let _ = link.client.close().await;
+                return Err(Failed::Cancelled);
+            }
+        };
+        if !gone.is_empty() {
+            self.emit(HostEvent::ToolsChanged {
+                server: id.clone(),
+                added: Vec::new(),
+                removed: gone,
+            });
+        }
+        self.register_feature_sets(&id, &link);
+        drop(one_at_a_time);
+        if link.mcpl.status() == Some(McplStatus::Refused) {
+            self.policy_refused(&id, link.mcpl.receipt().as_ref());
+        }
+        self.emit(HostEvent::Connected { server: id.clone() });
+        self.refresh_tools(&id).await;
+        self.watch(lease, link);
+        Ok(())
+    }
+
+    /// Builds one connection: the MCPL host side and the client wired to this host.
+    fn link(&self, config: &ServerConfig, generation: u64) -> Link {
         let id = config.id.clone();
         let weak = Arc::downgrade(&self.inner);
-        let events = self.inner.events.clone();
+        let handlers = &self.inner.handlers;
         let push_server = id.clone();
+        let push_host = weak.clone();
         let diag_server = id.clone();
-        let diag_events = events.clone();
+        let diag_events = self.inner.events.clone();
         let state_server = id.clone();
+        let receipt_server = id.clone();
+        let receipt_host = weak.clone();
         let mcpl = McplHost::new(policy_of(config))
             .on_push_event(move |event| {
-                let _ = events.send(HostEvent::Push { server: push_server.clone(), event });
+                // Deduplicated per (server, eventId) across reconnects too: a server that
+                // retries an event on its next connection is answered, not delivered twice.
+                if let Some(inner) = push_host.upgrade()
+                    && lock(&inner.pushes).first_time(&push_server, &event.event_id)
+                {
+                    let _ =
+                        inner.events.send(HostEvent::Push { server: push_server.clone(), event });
+                }
                 async { PushOutcome::accepted(None) }
             })
             .on_state(move |call| {
@@ -902,8 +1327,15 @@ impl Host {
                     server: diag_server.clone(),
                     diagnostic: d.clone(),
                 });
+            })
+            .on_change_receipt(move |receipt| {
+                if let (Some(inner), Some(refused @ PolicyReceipt::Refused(_))) =
+                    (receipt_host.upgrade(), &receipt.policy_receipt)
+                {
+                    (Host { inner }).policy_refused(&receipt_server, Some(refused));
+                }
             });
-        let mcpl = match &self.inner.inference {
+        let mcpl = match &handlers.inference {
             Some(handler) => {
                 let handler = handler.clone();
                 let server = id.clone();
@@ -911,7 +1343,7 @@ impl Host {
             }
             None => mcpl,
         };
-        let mcpl = match &self.inner.model {
+        let mcpl = match &handlers.model {
             Some(model) => {
                 let model = model.clone();
                 mcpl.on_model_info(move || {
@@ -923,7 +1355,7 @@ impl Host {
         };
         let refresh = self.clone();
         let refresh_id = id.clone();
-        let client = Client::new("mcpl-host", env!("CARGO_PKG_VERSION"))
+        let mut client = Client::new("mcpl-host", env!("CARGO_PKG_VERSION"))
             .with_mcpl(mcpl.clone())
             .on_tools_list_changed(move || {
                 let host = refresh.clone();
@@ -932,6 +1364,28 @@ impl Host {
                     tokio::spawn(async move { host.refresh_tools(&id).await });
                 }
             });
+        if let Some(handler) = &handlers.sampling {
+            let (handler, server) = (handler.clone(), id.clone());
+            client = client.on_sampling(move |params| handler(server.clone(), params));
+        }
+        if let Some(handler) = &handlers.elicitation {
+            let (handler, server) = (handler.clone(), id.clone());
+            client = client.on_elicitation(move |form| handler(server.clone(), form));
+        }
+        if let Some(handler) = &handlers.url_elicitation {
+            let (handler, server) = (handler.clone(), id.clone());
+            client = client.on_url_elicitation(move |request| handler(server.clone(), request));
+        }
+        if let Some(handler) = &handlers.roots {
+            let (handler, server) = (handler.clone(), id.clone());
+            client = client.on_roots(move || handler(server.clone()));
+        }
+        Link { client, mcpl, generation }
+    }
+
+    /// Opens `link`'s transport from the configuration and runs the handshake.
+    async fn handshake(&self, link: &Link, config: &ServerConfig) -> Result<(), String> {
+        let client = &link.client;
         let connected = match &config.transport {
             Transport::Stdio { command, args, env, cwd } => {
                 let mut child = ChildProcess::new(command).args(args);
@@ -960,13 +1414,12 @@ impl Host {
                 client.connect(ws).await
             }
         };
-        connected.map_err(|e| e.to_string())?;
-        Ok(Link { client, mcpl, retired: Arc::new(AtomicBool::new(false)) })
+        connected.map(drop).map_err(|e| e.to_string())
     }
 
-    /// After a handshake: register the stateful feature sets, list the tools, watch the
-    /// connection.
-    async fn established(&self, id: &str, link: &Link) {
+    /// Registers the stateful feature sets the server declares (idempotent: existing trees
+    /// are resumed).
+    fn register_feature_sets(&self, id: &str, link: &Link) {
         if let Some(Ok(sets)) = link.mcpl.manifest().and_then(|m| m.feature_sets()) {
             for (name, set) in &sets.0 {
                 let host_state = set.extra.get("hostState") == Some(&Value::Bool(true));
@@ -981,33 +1434,60 @@ impl Host {
                 }
             }
         }
-        self.emit(HostEvent::Connected { server: id.to_owned() });
-        self.refresh_tools(id).await;
-        let host = self.clone();
-        let id = id.to_owned();
-        let link = link.clone();
-        tokio::spawn(async move {
-            link.client.closed().await;
-            if link.retired.load(Ordering::SeqCst) {
-                return;
+    }
+
+    /// Raises `mcpl-policy-refused`: the server answered the host's policy `accepted: false`.
+    fn policy_refused(&self, id: &str, receipt: Option<&PolicyReceipt>) {
+        let mut alert = OpsAlert::new(
+            kinds::POLICY_REFUSED,
+            id,
+            format!("server {id} refused the host policy"),
+        );
+        if let Some(PolicyReceipt::Refused(refused)) = receipt {
+            alert = alert.with("fallback", refused.fallback.as_str());
+            if let Some(reason) = &refused.reason {
+                alert = alert.with("reason", reason.as_str());
             }
-            tracing::warn!(server = %id, "server connection ended");
+            if let Some(missing) = &refused.missing_capabilities {
+                alert = alert.with("missingCapabilities", missing.clone());
+            }
+        }
+        self.alert(alert);
+    }
+
+    /// Watches a committed connection: when its transport closes (and it is still the
+    /// server's current connection), the server is marked down and reconnects start.
+    fn watch(&self, lease: Lease, link: Link) {
+        let host = self.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                () = lease.cancelled() => return,
+                () = link.client.closed() => {}
+            }
+            let id = lease.id().to_owned();
             let reconnect = {
                 let mut registry = lock(&host.inner.registry);
-                registry.mark_down(&id);
-                registry.config(&id).map(|c| c.reconnect.enabled)
+                if !registry.lost(&lease) {
+                    return; // removed, restarted or shut down meanwhile
+                }
+                host.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(&id);
+                registry.config(&id).is_some_and(|c| c.reconnect.enabled)
             };
-            host.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(&id);
-            host.emit(HostEvent::Disconnected { server: id.clone() });
-            if reconnect == Some(true) {
-                host.spawn_reconnect(id, 0);
+            tracing::warn!(server = %id, "server connection ended");
+            host.emit(HostEvent::Disconnected { server: id });
+            if reconnect {
+                host.spawn_reconnect(lease, 0);
             }
         });
     }
 
-    fn spawn_reconnect(&self, id: String, first_attempt: u32) {
+    /// Reconnects in the background with backoff, through the one connect path, until
+    /// connected or until the work is cancelled (a disconnect, a restart, a shutdown).
+    fn spawn_reconnect(&self, lease: Lease, first_attempt: u32) {
         let host = self.clone();
         tokio::spawn(async move {
+            let id = lease.id().to_owned();
             let mut attempt = first_attempt;
             let mut alerted = false;
             loop {
@@ -1015,16 +1495,21 @@ impl Host {
                 else {
                     return;
                 };
-                tokio::time::sleep(policy.delay(attempt)).await;
-                let Ok((reservation, old)) = lock(&host.inner.registry).reserve_again(&id, None)
-                else {
-                    return; // removed, or someone else is connecting it
+                tokio::select! {
+                    biased;
+                    () = lease.cancelled() => return,
+                    () = tokio::time::sleep(policy.delay(attempt)) => {}
+                }
+                let (reservation, config) = {
+                    let mut registry = lock(&host.inner.registry);
+                    let Some(reservation) = registry.retry(&lease) else { return };
+                    match registry.config(&id).cloned() {
+                        Some(config) => (reservation, config),
+                        None => return,
+                    }
                 };
-                drop(old);
-                let Some(config) = lock(&host.inner.registry).config(&id).cloned() else { return };
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, host.open(&config)).await {
-                    Ok(Ok(link)) => {
-                        lock(&host.inner.registry).complete(reservation, link.clone());
+                match host.establish(reservation, &config).await {
+                    Ok(()) => {
                         if alerted {
                             host.alert(OpsAlert::new(
                                 kinds::SERVER_UP,
@@ -1032,12 +1517,11 @@ impl Host {
                                 format!("server {id} is back"),
                             ));
                         }
-                        host.established(&id, &link).await;
                         return;
                     }
-                    _ => {
-                        lock(&host.inner.registry).release(reservation, true);
-                        attempt += 1;
+                    Err(Failed::Cancelled) => return,
+                    Err(Failed::Handshake { .. }) => {
+                        attempt = attempt.saturating_add(1);
                         if attempt == DOWN_AFTER {
                             alerted = true;
                             host.alert(
@@ -1055,12 +1539,9 @@ impl Host {
         });
     }
 
-    fn names_of(&self, id: &str) -> Vec<String> {
-        let tools = self.inner.tools.read().unwrap_or_else(PoisonError::into_inner);
-        tools
-            .listing(id)
-            .map(|l| l.tools.iter().map(|t| t.namespaced.clone()).collect())
-            .unwrap_or_default()
+    /// The gate that orders a server's commits and removals.
+    fn lifecycle_gate(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.inner.lifecycle).entry(id.to_owned()).or_default().clone()
     }
 
     /// Lists a server's tools again (one refresh at a time per server). A failure keeps the
@@ -1118,6 +1599,11 @@ impl Host {
         };
         let (Some(link), Some(config)) = (link, config) else { return };
         let listed = tokio::time::timeout(LIST_TIMEOUT, link.client.list_tools()).await;
+        // What the listing changes is written only while `link` is still the server's
+        // connection (a disconnect or restart meanwhile wins).
+        let current = |registry: &Registry<Link>| {
+            registry.connection(id).is_some_and(|l| l.generation == link.generation)
+        };
         let tools = match listed {
             Ok(Ok(tools)) => tools,
             outcome => {
@@ -1125,7 +1611,14 @@ impl Host {
                     Ok(Err(e)) => e.to_string(),
                     _ => "tools/list timed out".to_owned(),
                 };
-                self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
+                {
+                    let registry = lock(&self.inner.registry);
+                    if !current(&registry) {
+                        return;
+                    }
+                    self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
+                }
+                lock(&self.inner.stale).insert(id.to_owned());
                 self.alert(OpsAlert::new(
                     kinds::TOOLS_STALE,
                     id,
@@ -1137,22 +1630,35 @@ impl Host {
         let values: Vec<Value> =
             tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
         let listing = listing(&config.prefix(), values, &config.tools);
-        if !listing.repeats.is_empty() {
+        let repeats = listing.repeats.clone();
+        let after: BTreeSet<String> = listing.tools.iter().map(|t| t.namespaced.clone()).collect();
+        let before: BTreeSet<String> = {
+            let registry = lock(&self.inner.registry);
+            if !current(&registry) {
+                return;
+            }
+            let mut tools = self.inner.tools.write().unwrap_or_else(PoisonError::into_inner);
+            let before = names_in(&tools, id).into_iter().collect();
+            tools.replace(id, listing);
+            before
+        };
+        if lock(&self.inner.stale).remove(id) {
+            self.alert(OpsAlert::new(
+                kinds::TOOLS_FRESH,
+                id,
+                format!("tools/list of {id} works again"),
+            ));
+        }
+        if !repeats.is_empty() {
             self.alert(
                 OpsAlert::new(
                     kinds::DUPLICATE_TOOLS,
                     id,
-                    format!(
-                        "server {id} lists tools more than once: {}",
-                        listing.repeats.join(", ")
-                    ),
+                    format!("server {id} lists tools more than once: {}", repeats.join(", ")),
                 )
-                .with("tools", listing.repeats.clone()),
+                .with("tools", repeats),
             );
         }
-        let before: BTreeSet<String> = self.names_of(id).into_iter().collect();
-        let after: BTreeSet<String> = listing.tools.iter().map(|t| t.namespaced.clone()).collect();
-        self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).replace(id, listing);
         let added: Vec<String> = after.difference(&before).cloned().collect();
         let removed: Vec<String> = before.difference(&after).cloned().collect();
         if !added.is_empty() || !removed.is_empty() {
@@ -1597,7 +2103,10 @@ impl Host {
         refused
     }
 
-    /// Closes every connection (checkpoint trees stay in the store).
+    /// Closes every connection and stops every connect and reconnect: a handshake in flight
+    /// is cancelled and its connection closed, background reconnects end, and later connects
+    /// and restarts are refused ([`RegistryError::ShutDown`]). Checkpoint trees stay in the
+    /// store.
     ///
     /// # Examples
     ///
@@ -1616,13 +2125,16 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn shutdown(&self) {
-        let links: Vec<Link> = {
-            let registry = lock(&self.inner.registry);
-            let ids: Vec<String> = registry.ids().map(str::to_owned).collect();
-            ids.iter().filter_map(|id| registry.connection(id).cloned()).collect()
+        let links = {
+            let mut registry = lock(&self.inner.registry);
+            let links = registry.shutdown();
+            let mut tools = self.inner.tools.write().unwrap_or_else(PoisonError::into_inner);
+            for id in registry.ids() {
+                tools.mark_stale(id);
+            }
+            links
         };
         for link in links {
-            link.retired.store(true, Ordering::SeqCst);
             let _ = link.client.close().await;
         }
     }

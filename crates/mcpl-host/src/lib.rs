@@ -34,6 +34,7 @@
 pub mod alerts;
 pub mod checkpoint;
 pub mod config;
+mod dedupe;
 pub mod host;
 pub mod naming;
 pub mod prefix;

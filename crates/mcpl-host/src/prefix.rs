@@ -165,6 +165,51 @@ pub fn check_prefix<'a>(
     Ok(())
 }
 
+/// A server prefix equal to a name the host reserved for a module of its own (the embedder's
+/// tool namespaces, such as `notes`). Reserved names are compared by equality only.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::prefix::check_reserved;
+///
+/// let reserved = ["notes", "shell"];
+/// assert!(check_reserved("files", "mcpl--files", reserved).is_ok());
+/// assert!(check_reserved("n", "notes-v2", reserved).is_ok()); // equality only
+/// let err = check_reserved("n", "notes", reserved).unwrap_err();
+/// assert_eq!((err.server.as_str(), err.prefix.as_str()), ("n", "notes"));
+/// assert_eq!(err.to_string(), r#"server "n": the prefix "notes" is reserved by the host"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("server {server:?}: the prefix {prefix:?} is reserved by the host")]
+pub struct ReservedPrefix {
+    /// The server.
+    pub server: String,
+    /// Its prefix, equal to a reserved name.
+    pub prefix: String,
+}
+
+/// Checks `(server, prefix)` against the host's reserved names (equality only).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::prefix::check_reserved;
+///
+/// assert!(check_reserved("notes", "mcpl--notes", ["notes"]).is_ok());
+/// assert!(check_reserved("notes", "notes", ["notes"]).is_err());
+/// ```
+pub fn check_reserved<'a>(
+    server: &str,
+    prefix: &str,
+    reserved: impl IntoIterator<Item = &'a str>,
+) -> Result<(), ReservedPrefix> {
+    if reserved.into_iter().any(|name| name == prefix) {
+        return Err(ReservedPrefix { server: server.to_owned(), prefix: prefix.to_owned() });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -320,6 +320,22 @@ impl ToolIndex {
         self.prefixes.insert(server.to_owned(), prefix.to_owned());
     }
 
+    /// `server`'s prefix, if set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::tools::ToolIndex;
+    ///
+    /// let mut index = ToolIndex::default();
+    /// index.set_prefix("notes", "mcpl--notes");
+    /// assert_eq!(index.prefix("notes"), Some("mcpl--notes"));
+    /// assert_eq!(index.prefix("web"), None);
+    /// ```
+    pub fn prefix(&self, server: &str) -> Option<&str> {
+        self.prefixes.get(server).map(String::as_str)
+    }
+
     /// Replaces `server`'s listing.
     ///
     /// # Examples

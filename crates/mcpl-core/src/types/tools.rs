@@ -125,6 +125,9 @@ pub struct Tool {
     /// Extra metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
+    /// Members this SDK does not know, preserved (e.g. MCPL's top-level `featureSet` tag).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl Tool {
@@ -140,6 +143,7 @@ impl Tool {
             execution: None,
             icons: None,
             meta: None,
+            extra: Map::new(),
         }
     }
 }
@@ -324,3 +328,27 @@ impl CallToolResult {
 }
 
 impl_result_type!(ListToolsResult, CallToolResult);
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_keeps_members_it_does_not_know() {
+        let wire = json!({
+            "name": "add",
+            "inputSchema": {"type": "object"},
+            "featureSet": "notes.store",
+            "x-vendor": {"weight": 3},
+            "_meta": {"featureSet": "notes.other"}
+        });
+        let tool: Tool = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(tool.extra.get("featureSet"), Some(&json!("notes.store")));
+        assert!(!tool.extra.contains_key("_meta") && !tool.extra.contains_key("name"));
+        assert_eq!(serde_json::to_value(&tool).unwrap(), wire, "a round trip loses nothing");
+        let plain = serde_json::to_value(Tool::new("t", ToolSchema::object())).unwrap();
+        assert_eq!(plain, json!({"name": "t", "inputSchema": {"type": "object"}}));
+    }
+}

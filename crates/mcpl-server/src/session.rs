@@ -81,6 +81,11 @@ impl SessionState {
     pub(crate) fn is_initialized(&self) -> bool {
         self.phase.load(Ordering::SeqCst) != NEW
     }
+
+    /// Whether the handshake finished (`notifications/initialized` received).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.phase.load(Ordering::SeqCst) == READY
+    }
 }
 
 /// An engine serving stateful-era connections driven by their transport (see
@@ -446,4 +451,15 @@ fn initialize(
     let mut result = InitializeResult::new(version.as_str(), capabilities, server.info().clone());
     result.instructions = server.inner.instructions.clone();
     encode(result)
+}
+
+/// Waits until `peer` has no request in flight, for at most `grace`: how a graceful shutdown
+/// lets a connection's handlers finish before it is closed.
+pub(crate) async fn drain(peer: &Peer, grace: std::time::Duration) {
+    let idle = async {
+        while peer.inflight_requests() > 0 && !peer.is_closed() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    let _ = tokio::time::timeout(grace, idle).await;
 }

@@ -75,9 +75,12 @@ use self::sse::SseEvent;
 use crate::builder::Server;
 
 pub mod auth;
+mod body;
 mod config;
 pub mod event_store;
 pub(crate) mod guard;
+mod refusal;
+pub(crate) mod serving;
 mod session;
 pub mod session_store;
 mod sse;
@@ -85,6 +88,8 @@ pub mod stateless;
 mod stateless_body;
 
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
+pub use self::refusal::{RefusalEvent, RefusalKind, Refusals};
+pub use self::serving::{ConnectionConfig, DEFAULT_MAX_CONNECTIONS};
 
 /// The session header.
 ///
@@ -163,6 +168,8 @@ struct Inner {
     /// Where sessions are recorded for other endpoints to continue; `None`: nowhere.
     store: Option<Arc<dyn SessionStore>>,
     sessions: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
+    /// Session slots taken by handshakes under way (changed with `sessions` locked).
+    reserved: std::sync::atomic::AtomicUsize,
     stateless: mcpl_core::Engine,
     /// The engine every stateful-era session is a driven connection of.
     session_engine: mcpl_core::Engine,
@@ -272,6 +279,7 @@ impl StreamableHttp {
                 server_info,
                 server_info_json,
                 sessions: RwLock::new(HashMap::new()),
+                reserved: std::sync::atomic::AtomicUsize::new(0),
                 reaper: std::sync::Once::new(),
             }),
         }
@@ -308,6 +316,59 @@ impl StreamableHttp {
         self.inner.sessions.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 
+    /// The refusals counted so far: those of this endpoint and of every entry point sharing
+    /// its [`HttpConfig::connections`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, RefusalKind, StreamableHttp};
+    ///
+    /// let endpoint = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new());
+    /// assert_eq!(endpoint.refusals().count(RefusalKind::BodyTooLarge), 0);
+    /// ```
+    pub fn refusals(&self) -> &Refusals {
+        &self.inner.config.connections.refusals
+    }
+
+    /// Logs once and counts a refused request (see [`Refusals`]).
+    pub(crate) fn refuse(
+        &self,
+        kind: RefusalKind,
+        peer: Option<std::net::SocketAddr>,
+        detail: &str,
+    ) {
+        self.refusals().record(kind, peer, detail);
+    }
+
+    /// The answer to a body that could not be read, logged and counted.
+    fn body_refused(&self, peer: Option<std::net::SocketAddr>, error: body::BodyError) -> Response {
+        let limit = self.inner.config.max_body;
+        let (kind, status, message) = match error {
+            body::BodyError::TooLarge => (
+                RefusalKind::BodyTooLarge,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body exceeds {limit} bytes"),
+            ),
+            body::BodyError::TimedOut => (
+                RefusalKind::BodyTimeout,
+                StatusCode::REQUEST_TIMEOUT,
+                "request body not received in time".to_owned(),
+            ),
+            body::BodyError::Malformed => (
+                RefusalKind::BadRequest,
+                StatusCode::BAD_REQUEST,
+                "malformed request body".to_owned(),
+            ),
+        };
+        self.refuse(kind, peer, &message);
+        let mut response = rpc_error(status, ErrorCode::INVALID_REQUEST, message);
+        // What is left of the body is unread: the connection cannot carry another request.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    }
+
     fn stateless_engine(&self) -> mcpl_core::Engine {
         self.inner.stateless.clone()
     }
@@ -325,14 +386,49 @@ impl StreamableHttp {
         self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id)
     }
 
+    /// Takes a session slot for a handshake, atomically: at the cap, the idle session that
+    /// never finished its handshake, else the least recently used idle one, is evicted (and
+    /// returned, to be closed). `None`: the cap is reached and every session is busy.
+    fn reserve_session(&self) -> Option<(SessionSlot<'_>, Option<Arc<HttpSession>>)> {
+        use std::sync::atomic::Ordering;
+        let inner = &*self.inner;
+        let mut sessions =
+            inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let taken = sessions.len() + inner.reserved.load(Ordering::SeqCst);
+        let evicted = if taken < inner.config.max_sessions {
+            None
+        } else {
+            let victim = sessions
+                .values()
+                .filter(|s| !s.is_busy())
+                .min_by_key(|s| (s.is_ready(), s.idle_since()))
+                .map(|s| s.id.clone())?;
+            sessions.remove(&victim)
+        };
+        inner.reserved.fetch_add(1, Ordering::SeqCst);
+        Some((SessionSlot(inner), evicted))
+    }
+
     fn start_reaper(&self) {
         let weak = Arc::downgrade(&self.inner);
-        let period = (self.inner.config.session_idle_timeout / 4).max(Duration::from_millis(100));
+        let config = &self.inner.config;
+        let period = (config.session_idle_timeout.min(config.handshake_timeout) / 4)
+            .max(Duration::from_millis(100));
         self.inner.reaper.call_once(|| {
             let changes = self.inner.server.subscribe_changes();
             tokio::spawn(forward_changes(weak.clone(), changes));
             tokio::spawn(reap(weak, period));
         });
+    }
+}
+
+/// A session slot reserved for a handshake under way; freed when dropped (by then the
+/// session is in the table, or failed).
+struct SessionSlot<'a>(&'a Inner);
+
+impl Drop for SessionSlot<'_> {
+    fn drop(&mut self) {
+        self.0.reserved.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -381,13 +477,23 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         let Some(inner) = inner.upgrade() else { return };
-        let timeout = inner.config.session_idle_timeout;
+        let (idle, handshake) = (inner.config.session_idle_timeout, inner.config.handshake_timeout);
         let expired: Vec<Arc<HttpSession>> = {
             let mut sessions =
                 inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let ids: Vec<Arc<str>> = sessions
                 .iter()
-                .filter(|(_, s)| s.idle_since().elapsed() > timeout)
+                .filter(|(_, s)| {
+                    if s.is_busy() {
+                        // In-flight requests and open streams are activity.
+                        s.touch();
+                        false
+                    } else if !s.is_ready() {
+                        s.created().elapsed() > handshake
+                    } else {
+                        s.idle_since().elapsed() > idle
+                    }
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
             ids.iter().filter_map(|id| sessions.remove(id)).collect()
@@ -402,12 +508,13 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
     }
 }
 
-/// Serves `router` on `listener` with `TCP_NODELAY` set on every accepted connection (without
-/// it, small SSE writes can stall for tens of milliseconds).
+/// Serves `router` on `listener` under the default [`ConnectionConfig`] (`TCP_NODELAY` set on
+/// every connection, the default caps and timeouts); see [`serve_with`] to set them or to
+/// shut down gracefully.
 ///
 /// # Errors
 ///
-/// An I/O error of the listener.
+/// None so far: it serves until dropped. A failed accept is retried after a growing pause.
 ///
 /// # Examples
 ///
@@ -424,13 +531,54 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
 /// }
 /// ```
 pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, router).await
+    serve_with(listener, router, ConnectionConfig::default()).await
+}
+
+/// Serves `router` on `listener` under `connections`: its connection cap, header and body
+/// timeouts, and shutdown signal. Once that signal fires, no connection is accepted, open
+/// connections finish their requests within the grace period, and this returns. Give the
+/// endpoints in `router` the same `connections` (with [`HttpConfig::connections`] and
+/// [`WsConfig::connections`](crate::ws::WsConfig::connections)), so they end their streams and
+/// sessions on the same signal and count refusals in the same place.
+///
+/// # Errors
+///
+/// None so far. A failed accept is retried after a growing pause, logged once per burst.
+///
+/// # Examples
+///
+/// Shut down gracefully on a signal (here a token cancelled by hand):
+///
+/// ```
+/// use mcpl_server::Server;
+/// use mcpl_server::http::{ConnectionConfig, HttpConfig, StreamableHttp};
+/// use tokio_util::sync::CancellationToken;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let shutdown = CancellationToken::new();
+/// let connections = ConnectionConfig::new().shutdown_on(shutdown.clone());
+/// let endpoint = StreamableHttp::new(
+///     Server::builder("demo", "1.0.0").build(),
+///     HttpConfig::new().connections(connections.clone()),
+/// );
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let serving = tokio::spawn(mcpl_server::http::serve_with(
+///     listener,
+///     endpoint.into_router("/mcp"),
+///     connections,
+/// ));
+/// shutdown.cancel(); // on SIGTERM, say
+/// serving.await??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    connections: ConnectionConfig,
+) -> std::io::Result<()> {
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    serving::serve_connections(listener, connections, service).await
 }
 
 impl StreamableHttp {
@@ -443,8 +591,11 @@ impl StreamableHttp {
     ///
     /// # Errors
     ///
-    /// None so far: it serves until dropped. A failed accept is logged and the next one tried
-    /// (after 100 ms when the listener itself failed, as when file descriptors run out).
+    /// None so far: it serves until dropped, or until the shutdown signal of
+    /// [`HttpConfig::connections`] fires, and then returns once in-flight requests finished
+    /// (within the grace period) and every session is closed. A failed accept is retried
+    /// after a growing pause, logged once per burst. The connections' caps and timeouts are
+    /// those of [`HttpConfig::connections`].
     ///
     /// # Examples
     ///
@@ -472,53 +623,19 @@ impl StreamableHttp {
         path: &str,
     ) -> std::io::Result<()> {
         let path: Arc<str> = Arc::from(path);
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) if is_connection_error(&e) => {
-                    tracing::debug!(error = %e, "a connection failed before it was accepted");
-                    continue;
+        let http = self.clone();
+        let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+            let (http, path) = (http.clone(), path.clone());
+            async move {
+                if request.uri().path() != &*path {
+                    return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
                 }
-                Err(e) => {
-                    // Such as running out of file descriptors: wait for some to close.
-                    tracing::error!(error = %e, "accepting a connection failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+                Ok(handle(State(http), request.map(axum::body::Body::new)).await)
             }
-            let (http, path) = (self.clone(), path.clone());
-            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
-                let (http, path) = (http.clone(), path.clone());
-                async move {
-                    if request.uri().path() != &*path {
-                        return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
-                    }
-                    Ok(handle(State(http), request.map(axum::body::Body::new)).await)
-                }
-            });
-            tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                if let Err(e) =
-                    hyper::server::conn::http1::Builder::new().serve_connection(io, service).await
-                {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                }
-            });
-        }
+        });
+        let connections = self.inner.config.connections.clone();
+        serving::serve_connections(listener, connections, service).await
     }
-}
-
-/// Whether an accept error concerns the one connection (the listener itself is fine).
-fn is_connection_error(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::ConnectionRefused
-            | std::io::ErrorKind::ConnectionAborted
-            | std::io::ErrorKind::ConnectionReset
-    )
 }
 
 fn new_session_id() -> Result<String, getrandom::Error> {
@@ -550,6 +667,13 @@ impl Reject {
     }
 }
 
+impl Reject {
+    /// The response, its JSON-RPC error naming the request `id` refused.
+    fn respond(self, id: Option<RequestId>) -> Response {
+        rpc_error_for(id, self.status, self.code, self.message)
+    }
+}
+
 impl IntoResponse for Reject {
     fn into_response(self) -> Response {
         rpc_error(self.status, self.code, self.message)
@@ -558,8 +682,36 @@ impl IntoResponse for Reject {
 
 /// An HTTP error carrying a JSON-RPC error body.
 fn rpc_error(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
-    let error = ErrorResponse::new(None, ErrorObject::new(code, message));
+    rpc_error_for(None, status, code, message)
+}
+
+/// An HTTP error carrying a JSON-RPC error body that answers request `id`.
+fn rpc_error_for(
+    id: Option<RequestId>,
+    status: StatusCode,
+    code: ErrorCode,
+    message: impl Into<String>,
+) -> Response {
+    let error = ErrorResponse::new(id, ErrorObject::new(code, message));
     json_body(status, &Message::Error(error))
+}
+
+/// The id of `message`, if it is a request.
+fn request_id(message: &Message) -> Option<RequestId> {
+    match message {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    }
+}
+
+/// The request a `notifications/cancelled` names.
+fn cancelled_request(message: &Message) -> Option<RequestId> {
+    let Message::Notification(n) = message else { return None };
+    if n.method != names::NOTIFICATIONS_CANCELLED {
+        return None;
+    }
+    let id = n.params.as_ref()?.get("requestId")?;
+    serde_json::from_value(id.clone()).ok()
 }
 
 fn refused(r: Refusal) -> Response {
@@ -572,6 +724,11 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 async fn handle(State(http): State<StreamableHttp>, request: Request) -> Response {
     if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, request.headers()) {
+        let kind = match r.status {
+            StatusCode::FORBIDDEN => RefusalKind::Forbidden,
+            _ => RefusalKind::BadRequest,
+        };
+        http.refuse(kind, serving::peer_of(&request), &r.message);
         return refused(r);
     }
     match *request.method() {
@@ -690,22 +847,19 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
 }
 
 async fn post(http: StreamableHttp, request: Request) -> Response {
+    let peer = serving::peer_of(&request);
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     if let Err(r) =
         guard::check_post_accept(&headers).and_then(|()| guard::check_content_type(&headers))
     {
+        http.refuse(RefusalKind::BadRequest, peer, &r.message);
         return refused(r);
     }
-    let body = match axum::body::to_bytes(body, http.inner.config.max_body).await {
+    let limits = &http.inner.config;
+    let body = match body::read(body, limits.max_body, limits.connections.body_timeout).await {
         Ok(body) => body,
-        Err(_) => {
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorCode::INVALID_REQUEST,
-                format!("request body exceeds {} bytes", http.inner.config.max_body),
-            );
-        }
+        Err(e) => return http.body_refused(peer, e),
     };
     // A well-formed stateless-era request is read straight from the body; anything else, and
     // every other request, goes through the general decoder.
@@ -730,15 +884,16 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
                     "initialize must not carry Mcp-Session-Id",
                 );
             }
-            return initialize(http, message).await;
+            return initialize(http, message, peer).await;
         }
     }
+    let id = request_id(&message);
     let session = match find_session(&http, &headers).await {
         Ok(s) => s,
-        Err(reject) => return reject.into_response(),
+        Err(reject) => return reject.respond(id),
     };
     if let Err(reject) = check_version_header(&headers, &session) {
-        return reject.into_response();
+        return reject.respond(id);
     }
     match message {
         Message::Request(req) => {
@@ -756,7 +911,8 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
                     );
                 }
                 Err(_) => {
-                    return rpc_error(
+                    return rpc_error_for(
+                        Some(id),
                         StatusCode::NOT_FOUND,
                         ErrorCode(-32001),
                         "session not found",
@@ -765,7 +921,12 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
             };
             if session.deliver(Message::Request(req)).await.is_err() {
                 session.abandon_request_stream(&id);
-                return rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended");
+                return rpc_error_for(
+                    Some(id),
+                    StatusCode::NOT_FOUND,
+                    ErrorCode(-32001),
+                    "session ended",
+                );
             }
             if json {
                 json_reply(rx, &session.id).await
@@ -773,20 +934,45 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
                 sse_reply(&http, &session, stream, Vec::new(), Some(rx), true)
             }
         }
-        other => match session.deliver(other).await {
-            Ok(()) => StatusCode::ACCEPTED.into_response(),
-            Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended"),
-        },
+        other => {
+            let cancelled = cancelled_request(&other);
+            match session.deliver(other).await {
+                Ok(()) => {
+                    if let Some(id) = cancelled {
+                        // The handler stops and sends nothing more: end the request's stream.
+                        session.end_request_stream(&id).await;
+                    }
+                    StatusCode::ACCEPTED.into_response()
+                }
+                Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended"),
+            }
+        }
     }
 }
 
-async fn initialize(http: StreamableHttp, message: Message) -> Response {
-    if http.session_count() >= http.inner.config.max_sessions {
-        return rpc_error(
+async fn initialize(
+    http: StreamableHttp,
+    message: Message,
+    peer: Option<std::net::SocketAddr>,
+) -> Response {
+    let request_id = request_id(&message);
+    let Some((_slot, evicted)) = http.reserve_session() else {
+        http.refuse(RefusalKind::SessionLimit, peer, "session cap reached, none idle");
+        let mut response = rpc_error_for(
+            request_id,
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::INTERNAL_ERROR,
             "too many sessions",
         );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    if let Some(evicted) = evicted {
+        tracing::debug!(session = %evicted.id, "closing an idle session to make room for a new one");
+        if let Some(store) = &http.inner.store {
+            store.remove(&evicted.id).await;
+        }
+        evicted.close().await;
     }
     let Message::Request(req) = message else {
         return rpc_error(

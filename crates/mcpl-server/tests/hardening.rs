@@ -1,0 +1,426 @@
+//! The HTTP and WebSocket entry points under hostile networks, over real sockets on loopback:
+//! slow and half-sent requests, floods, caps, cancels and shutdown. Every wait is bounded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_server::http::{ConnectionConfig, HttpConfig, RefusalKind, StreamableHttp};
+use mcpl_server::{Server, ToolOutput};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The longest any single step of these tests may take.
+const BOUND: Duration = Duration::from_secs(10);
+
+fn server() -> Server {
+    Server::builder("hardening", "0.0.1")
+        .tool(Tool::new("echo", ToolSchema::object()), |_ctx, args| async move {
+            Ok(ToolOutput::text(Value::Object(args).to_string()))
+        })
+        .tool(Tool::new("sleep", ToolSchema::object()), |_ctx, args| async move {
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(ToolOutput::text("slept"))
+        })
+        .build()
+}
+
+async fn start(config: HttpConfig) -> (SocketAddr, StreamableHttp) {
+    let endpoint = StreamableHttp::new(server(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    (addr, endpoint)
+}
+
+/// A stateless-era `tools/call` of `echo`, as a body.
+fn echo_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"x": 1},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string()
+}
+
+/// The head of a POST to `/mcp` of the 2026 era, with `extra` header lines.
+fn post_head(extra: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n\
+         mcp-method: tools/call\r\nmcp-name: echo\r\n{extra}\r\n"
+    )
+}
+
+/// Reads from `stream` until it closes (or `BOUND` passes, which fails the test).
+async fn read_to_close(stream: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    tokio::time::timeout(BOUND, stream.read_to_end(&mut out))
+        .await
+        .expect("the server did not close the connection in time")
+        .ok();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Reads until `needle` shows up in what was read.
+async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(BOUND, async {
+        while !String::from_utf8_lossy(&out).contains(needle) {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed before {needle:?}: {}", String::from_utf8_lossy(&out));
+            out.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {needle:?} in time: {}", String::from_utf8_lossy(&out)));
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+// Item 1: bodies are read into one bounded buffer.
+
+#[tokio::test]
+async fn a_body_announcing_more_than_the_limit_is_refused_before_it_is_sent() {
+    let (addr, endpoint) = start(HttpConfig::new().max_body(1000)).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    // 2000 bytes announced, none sent: the answer must not wait for them.
+    tcp.write_all(post_head("content-length: 2000\r\n").as_bytes()).await.unwrap();
+    let answer = read_until(&mut tcp, "\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert_eq!(endpoint.refusals().count(RefusalKind::BodyTooLarge), 1);
+}
+
+#[tokio::test]
+async fn a_body_dribbled_one_byte_at_a_time_is_read_whole() {
+    let (addr, _endpoint) = start(HttpConfig::new()).await;
+    let body = echo_body();
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    tcp.write_all(post_head(&format!("content-length: {}\r\n", body.len())).as_bytes())
+        .await
+        .unwrap();
+    for byte in body.as_bytes() {
+        tcp.write_all(std::slice::from_ref(byte)).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    let answer = read_until(&mut tcp, "\"result\"").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_is_refused_as_it_arrives() {
+    let (addr, endpoint) = start(HttpConfig::new().max_body(1000)).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(post_head("transfer-encoding: chunked\r\n").as_bytes()).await.unwrap();
+    // Small chunks, more than the limit in all, and no end: refused once over the limit.
+    for _ in 0..120 {
+        if tcp.write_all(b"a\r\n0123456789\r\n").await.is_err() {
+            break;
+        }
+    }
+    let answer = read_until(&mut tcp, "\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert_eq!(endpoint.refusals().count(RefusalKind::BodyTooLarge), 1);
+}
+
+// Item 2: timeouts, the connection cap.
+
+fn quick() -> ConnectionConfig {
+    ConnectionConfig::new()
+        .header_read_timeout(Some(Duration::from_millis(300)))
+        .body_timeout(Some(Duration::from_millis(300)))
+}
+
+#[tokio::test]
+async fn a_half_sent_head_is_closed_after_the_header_timeout() {
+    let (addr, endpoint) = start(HttpConfig::new().connections(quick())).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"POST /mcp HTTP/1.1\r\nhost: local").await.unwrap();
+    let answer = read_to_close(&mut tcp).await;
+    assert!(!answer.contains("200 OK"), "{answer}");
+    // Counted once the connection task noticed.
+    tokio::time::timeout(BOUND, async {
+        while endpoint.refusals().count(RefusalKind::HeaderTimeout) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed() {
+    let (addr, _endpoint) = start(HttpConfig::new().connections(quick())).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(read_to_close(&mut tcp).await, "");
+}
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_closed() {
+    let (addr, _endpoint) = start(HttpConfig::new().connections(quick())).await;
+    let body = echo_body();
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let request = format!("{}{body}", post_head(&format!("content-length: {}\r\n", body.len())));
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let answer = read_to_close(&mut tcp).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_half_sent_body_gets_408_after_the_body_timeout() {
+    let (addr, endpoint) = start(HttpConfig::new().connections(quick())).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(post_head("content-length: 100\r\n").as_bytes()).await.unwrap();
+    tcp.write_all(b"{\"jsonrpc\":").await.unwrap();
+    let answer = read_to_close(&mut tcp).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert_eq!(endpoint.refusals().count(RefusalKind::BodyTimeout), 1);
+}
+
+#[tokio::test]
+async fn connections_over_the_cap_get_503_and_the_cap_frees_up() {
+    let connections = ConnectionConfig::new().max_connections(2);
+    let (addr, endpoint) = start(HttpConfig::new().connections(connections)).await;
+    let first = TcpStream::connect(addr).await.unwrap();
+    let _second = TcpStream::connect(addr).await.unwrap();
+    // Give the accept loop time to take both (it serves in accept order).
+    tokio::time::timeout(BOUND, async {
+        loop {
+            let mut third = TcpStream::connect(addr).await.unwrap();
+            let answer = read_to_close(&mut third).await;
+            if answer.starts_with("HTTP/1.1 503") {
+                assert!(answer.to_ascii_lowercase().contains("retry-after: 1"), "{answer}");
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert!(endpoint.refusals().count(RefusalKind::ConnectionLimit) >= 1);
+    drop(first);
+    // A slot frees once the server notices the close; then a request is served.
+    let body = echo_body();
+    let request = format!("{}{body}", post_head(&format!("content-length: {}\r\n", body.len())));
+    tokio::time::timeout(BOUND, async {
+        loop {
+            let mut next = TcpStream::connect(addr).await.unwrap();
+            next.write_all(request.as_bytes()).await.ok();
+            let mut head = [0u8; 12];
+            if next.read_exact(&mut head).await.is_ok() && &head == b"HTTP/1.1 200" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+}
+
+// A 2025 session over reqwest.
+
+struct Session {
+    client: reqwest::Client,
+    url: String,
+    id: Option<String>,
+}
+
+impl Session {
+    fn new(addr: SocketAddr) -> Self {
+        Session { client: reqwest::Client::new(), url: format!("http://{addr}/mcp"), id: None }
+    }
+
+    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .timeout(BOUND)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(id) = &self.id {
+            request = request.header("mcp-session-id", id);
+        }
+        request
+    }
+
+    /// `initialize` alone (no `notifications/initialized`): the status, and the session id.
+    async fn open(&mut self) -> reqwest::Response {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}});
+        let response = self.post(&init).send().await.unwrap();
+        if let Some(id) = response.headers().get("mcp-session-id") {
+            self.id = Some(id.to_str().unwrap().to_owned());
+        }
+        response
+    }
+
+    /// The whole handshake.
+    async fn initialize(&mut self) {
+        let response = self.open().await;
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap();
+        let ready = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(self.post(&ready).send().await.unwrap().status(), 202);
+    }
+
+    fn call(&self, id: u64, tool: &str, arguments: Value) -> reqwest::RequestBuilder {
+        self.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}))
+    }
+}
+
+/// Waits until `done` holds.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    tokio::time::timeout(BOUND, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("not in time: {what}"));
+}
+
+// Item 3: the session cap.
+
+#[tokio::test]
+async fn an_initialize_flood_neither_overshoots_the_cap_nor_locks_out_a_real_client() {
+    let (addr, endpoint) = start(HttpConfig::new().max_sessions(20)).await;
+    let flood = (0..60).map(|_| async move {
+        let mut session = Session::new(addr);
+        let response = session.open().await;
+        let status = response.status();
+        response.text().await.unwrap();
+        status
+    });
+    // At once: handshakes under way hold their slots (the rest get 503), none beyond the cap.
+    let statuses = futures::future::join_all(flood).await;
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+    assert!(statuses.iter().filter(|s| **s == 200).count() >= 20, "{statuses:?}");
+    assert!(endpoint.session_count() <= 20, "cap overshot: {}", endpoint.session_count());
+    // One after another: each takes the place of an idle one.
+    for _ in 0..30 {
+        let mut session = Session::new(addr);
+        assert_eq!(session.open().await.status(), 200);
+    }
+    assert!(endpoint.session_count() <= 20, "cap overshot: {}", endpoint.session_count());
+    // A real client still gets in, and works.
+    let mut client = Session::new(addr);
+    client.initialize().await;
+    let response = client.call(1, "echo", json!({"a": 1})).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("\"result\""));
+    assert!(endpoint.session_count() <= 20);
+}
+
+#[tokio::test]
+async fn with_every_session_busy_initialize_gets_503_with_retry_after_and_its_id() {
+    let (addr, endpoint) = start(HttpConfig::new().max_sessions(1)).await;
+    let mut busy = Session::new(addr);
+    busy.initialize().await;
+    let call = tokio::spawn(busy.call(1, "sleep", json!({"ms": 1500})).send());
+    eventually("the call is in flight", || endpoint.session_count() == 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let init = json!({"jsonrpc": "2.0", "id": "init-7", "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    let refused = Session::new(addr).post(&init).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    assert_eq!(body["id"], "init-7", "{body}");
+    assert_eq!(endpoint.refusals().count(RefusalKind::SessionLimit), 1);
+    let answered = call.await.unwrap().unwrap();
+    assert!(answered.text().await.unwrap().contains("slept"));
+}
+
+#[tokio::test]
+async fn sessions_that_never_finish_the_handshake_are_closed_soon() {
+    let config = HttpConfig::new().handshake_timeout(Duration::from_millis(300));
+    let (addr, endpoint) = start(config).await;
+    let mut left = Session::new(addr);
+    left.open().await.text().await.unwrap();
+    let mut kept = Session::new(addr);
+    kept.initialize().await;
+    assert_eq!(endpoint.session_count(), 2);
+    eventually("the half-open session is closed", || endpoint.session_count() == 1).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 5, "method": "ping"});
+    assert_eq!(kept.post(&ping).send().await.unwrap().status(), 200);
+    let gone = left.post(&ping).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
+    let body: Value = serde_json::from_str(&gone.text().await.unwrap()).unwrap();
+    assert_eq!(body["id"], 5, "the 404 names the request: {body}");
+}
+
+// Item 5: the idle reaper spares live work.
+
+#[tokio::test]
+async fn a_call_longer_than_the_idle_timeout_is_answered() {
+    let config = HttpConfig::new().session_idle_timeout(Duration::from_millis(300));
+    let (addr, endpoint) = start(config).await;
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let response = session.call(1, "sleep", json!({"ms": 1500})).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.text().await.unwrap().contains("slept"));
+    // And once idle, the session does go.
+    eventually("the idle session is closed", || endpoint.session_count() == 0).await;
+}
+
+#[tokio::test]
+async fn a_session_holding_only_its_get_stream_is_not_reaped() {
+    let config = HttpConfig::new().session_idle_timeout(Duration::from_millis(300));
+    let (addr, endpoint) = start(config).await;
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let get = session
+        .client
+        .get(&session.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session.id.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(endpoint.session_count(), 1, "the session was reaped under its open stream");
+    drop(get);
+    eventually("the session is closed once idle", || endpoint.session_count() == 0).await;
+}
+
+// Item 6: a cancelled request's stream ends.
+
+#[tokio::test]
+async fn a_cancelled_request_ends_its_stream() {
+    let (addr, _endpoint) = start(HttpConfig::new()).await;
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let mut stream = session
+        .post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"ms": 60_000}}}))
+        .timeout(Duration::from_secs(120))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    // The priming event: the call is under way.
+    let first = tokio::time::timeout(BOUND, stream.chunk()).await.unwrap().unwrap();
+    assert!(first.is_some());
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 9, "reason": "user gave up"}});
+    assert_eq!(session.post(&cancel).send().await.unwrap().status(), 202);
+    let rest = tokio::time::timeout(BOUND, async {
+        let mut rest = Vec::new();
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            rest.extend_from_slice(&chunk);
+        }
+        rest
+    })
+    .await
+    .expect("the cancelled request's stream stayed open");
+    assert!(!String::from_utf8_lossy(&rest).contains("slept"));
+}

@@ -21,6 +21,10 @@ fn server() -> Server {
         .tool(Tool::new("echo", ToolSchema::object()), |_ctx, args| async move {
             Ok(ToolOutput::text(Value::Object(args).to_string()))
         })
+        .tool(Tool::new("slow_echo", ToolSchema::object()), |_ctx, args| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(ToolOutput::text(Value::Object(args).to_string()))
+        })
         .tool(Tool::new("sleep", ToolSchema::object()), |_ctx, args| async move {
             let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(100);
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -423,4 +427,258 @@ async fn a_cancelled_request_ends_its_stream() {
     .await
     .expect("the cancelled request's stream stayed open");
     assert!(!String::from_utf8_lossy(&rest).contains("slept"));
+}
+
+// Item 8: graceful shutdown.
+
+#[tokio::test]
+async fn serve_at_shuts_down_gracefully_under_traffic() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connections = ConnectionConfig::new()
+        .shutdown_on(shutdown.clone())
+        .shutdown_grace(Duration::from_secs(5));
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    // The standalone stream, and a call under way.
+    let mut get = session
+        .client
+        .get(&session.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session.id.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    let call = tokio::spawn(session.call(1, "sleep", json!({"ms": 700})).send());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    shutdown.cancel();
+    // The GET stream ends at once, advising a retry.
+    let rest = tokio::time::timeout(BOUND, async {
+        let mut rest = Vec::new();
+        while let Ok(Some(chunk)) = get.chunk().await {
+            rest.extend_from_slice(&chunk);
+        }
+        String::from_utf8_lossy(&rest).into_owned()
+    })
+    .await
+    .expect("the GET stream stayed open at shutdown");
+    assert!(rest.contains("retry: "), "{rest}");
+    // The call in flight is answered.
+    let answered = call.await.unwrap().unwrap();
+    assert!(answered.text().await.unwrap().contains("slept"));
+    // Serving returns, every session closed; nothing is accepted any more.
+    tokio::time::timeout(BOUND, serving).await.expect("serve_at did not return").unwrap().unwrap();
+    assert_eq!(endpoint.session_count(), 0);
+    assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+}
+
+#[tokio::test]
+async fn a_websocket_endpoint_shuts_down_gracefully_under_traffic() {
+    use futures::{SinkExt, StreamExt};
+    use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    use tokio_tungstenite::tungstenite::Message as Ws;
+
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connections = ConnectionConfig::new().shutdown_on(shutdown.clone());
+    let endpoint =
+        WebSocketEndpoint::new(server(), WsConfig::new().connections(connections.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(mcpl_server::ws::serve_with(
+        listener,
+        endpoint.clone().into_router("/ws"),
+        connections,
+    ));
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await.unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    ws.send(Ws::text(init.to_string())).await.unwrap();
+    ws.send(Ws::text(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()))
+        .await
+        .unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 500}}});
+    ws.send(Ws::text(call.to_string())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    shutdown.cancel();
+    let mut answered = false;
+    let ended = tokio::time::timeout(BOUND, async {
+        while let Some(Ok(frame)) = ws.next().await {
+            if let Ws::Text(text) = frame {
+                let reply: Value = serde_json::from_str(&text).unwrap();
+                answered |= reply["id"] == 1 && reply["result"].is_object();
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection stayed open at shutdown");
+    assert!(answered, "the call in flight was not answered");
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("serve_with did not return")
+        .unwrap()
+        .unwrap();
+    eventually("the connection is gone", || endpoint.connection_count() == 0).await;
+}
+
+// Item 9: refusals are counted with their peer, and handed to a hook.
+
+#[tokio::test]
+async fn refusals_reach_the_hook_with_the_peer_address() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let refusals = mcpl_server::http::Refusals::new().on_refusal(move |r| {
+        sink.lock().unwrap().push((r.kind, r.peer));
+    });
+    let config = HttpConfig::new()
+        .max_body(100)
+        .connections(ConnectionConfig::new().refusals(refusals.clone()));
+    let (addr, _endpoint) = start(config).await;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let local = tcp.local_addr().unwrap();
+    tcp.write_all(post_head("content-length: 5000\r\n").as_bytes()).await.unwrap();
+    read_until(&mut tcp, "\r\n\r\n").await;
+    let mut rebound = TcpStream::connect(addr).await.unwrap();
+    rebound
+        .write_all(b"POST /mcp HTTP/1.1\r\nhost: attacker.example\r\ncontent-length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_until(&mut rebound, "\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0], (RefusalKind::BodyTooLarge, Some(local)));
+    assert_eq!(seen[1].0, RefusalKind::Forbidden);
+    assert_eq!(refusals.total(), 2);
+}
+
+// Item 12: requests in flight per connection are bounded.
+
+#[tokio::test]
+async fn a_request_flood_on_one_websocket_is_refused_beyond_the_in_flight_limit() {
+    use futures::{SinkExt, StreamExt};
+    use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    use tokio_tungstenite::tungstenite::Message as Ws;
+
+    let endpoint = WebSocketEndpoint::new(server(), WsConfig::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await.unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    ws.send(Ws::text(init.to_string())).await.unwrap();
+    ws.send(Ws::text(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()))
+        .await
+        .unwrap();
+    let limit = mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS as u64;
+    let flood = limit + 100;
+    for id in 1..=flood {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"ms": 1000}}});
+        ws.send(Ws::text(call.to_string())).await.unwrap();
+    }
+    let (mut results, mut busy) = (0, 0);
+    tokio::time::timeout(BOUND, async {
+        while results + busy < flood {
+            let Some(Ok(Ws::Text(text))) = ws.next().await else { continue };
+            let reply: Value = serde_json::from_str(&text).unwrap();
+            if reply["id"] == 0 {
+                continue;
+            }
+            if reply["result"].is_object() {
+                results += 1;
+            } else {
+                assert_eq!(reply["error"]["code"], -32000, "{reply}");
+                assert_eq!(reply["error"]["data"]["maxInFlight"], limit);
+                busy += 1;
+            }
+        }
+    })
+    .await
+    .expect("not every request was answered");
+    assert!(busy >= 100, "{busy} refused");
+    assert!(results <= limit + 1, "{results} served");
+}
+
+// Item 13: what abandoned streams leave in the event store is bounded.
+
+#[tokio::test]
+async fn abandoned_response_streams_are_bounded_in_the_event_store() {
+    use mcpl_core::engine::BoxFuture;
+    use mcpl_core::jsonrpc::Message;
+    use mcpl_server::http::event_store::{EventPosition, EventStore, InMemoryEventStore};
+
+    struct Shared(std::sync::Arc<InMemoryEventStore>);
+    impl EventStore for Shared {
+        fn append<'a>(
+            &'a self,
+            s: &'a str,
+            at: EventPosition,
+            m: &'a Message,
+        ) -> BoxFuture<'a, ()> {
+            self.0.append(s, at, m)
+        }
+        fn replay_after<'a>(
+            &'a self,
+            s: &'a str,
+            after: EventPosition,
+        ) -> BoxFuture<'a, Option<Vec<(EventPosition, Message)>>> {
+            self.0.replay_after(s, after)
+        }
+        fn remove_session<'a>(&'a self, s: &'a str) -> BoxFuture<'a, ()> {
+            self.0.remove_session(s)
+        }
+        fn discard_stream<'a>(&'a self, s: &'a str, stream: u64) -> BoxFuture<'a, ()> {
+            self.0.discard_stream(s, stream)
+        }
+    }
+    let store = std::sync::Arc::new(InMemoryEventStore::default());
+    let endpoint =
+        StreamableHttp::with_event_store(server(), HttpConfig::new(), Shared(store.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let pad = "x".repeat(16 * 1024);
+    // 400 answers of 16 KB (6.4 MB), each abandoned: the client hangs up once the call is
+    // under way, before its answer.
+    let session_id = session.id.clone().unwrap();
+    for batch in 0..8 {
+        let abandon = (1..=50).map(|i| {
+            let body = json!({"jsonrpc": "2.0", "id": batch * 50 + i, "method": "tools/call",
+                "params": {"name": "slow_echo", "arguments": {"pad": pad}}})
+            .to_string();
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+                 accept: application/json, text/event-stream\r\nmcp-session-id: {session_id}\r\n\
+                 content-length: {}\r\n\r\n",
+                body.len()
+            );
+            async move {
+                let mut tcp = TcpStream::connect(addr).await.unwrap();
+                tcp.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+                // The priming event: the call is under way.
+                read_until(&mut tcp, "data: \n\n").await;
+            }
+        });
+        futures::future::join_all(abandon).await;
+    }
+    // Once the calls answered, into streams nobody reads.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The session's events stay within its limit, and the newest are kept.
+    let kept = store.stored_bytes();
+    assert!(kept > 1024 * 1024, "the answers were not kept: {kept}");
+    assert!(
+        kept <= mcpl_server::http::event_store::DEFAULT_BYTES_PER_SESSION,
+        "{kept} bytes kept for abandoned streams"
+    );
+    let ping = json!({"jsonrpc": "2.0", "id": "p", "method": "ping"});
+    assert_eq!(session.post(&ping).send().await.unwrap().status(), 200);
 }

@@ -386,6 +386,53 @@ impl StreamableHttp {
         self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id)
     }
 
+    /// Closes every session, once its in-flight requests finished (waiting at most the
+    /// shutdown grace period of [`HttpConfig::connections`]): their handlers and tasks stop,
+    /// their stored events are dropped. Recorded sessions stay in the session store for
+    /// other endpoints to continue. Done by itself once the shutdown signal fires; call it
+    /// to wait for it after [`serve_with`] returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let endpoint = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new());
+    /// endpoint.close().await;
+    /// assert_eq!(endpoint.session_count(), 0);
+    /// # });
+    /// ```
+    pub async fn close(&self) {
+        let grace = self.inner.config.connections.shutdown_grace;
+        let settled = async {
+            loop {
+                let busy = {
+                    let sessions = self
+                        .inner
+                        .sessions
+                        .read()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    sessions.values().any(|s| s.is_busy())
+                };
+                if !busy {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let _ = tokio::time::timeout(grace, settled).await;
+        let sessions: Vec<Arc<HttpSession>> = {
+            let mut sessions =
+                self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            sessions.drain().map(|(_, s)| s).collect()
+        };
+        for session in sessions {
+            session.close().await;
+        }
+    }
+
     /// Takes a session slot for a handshake, atomically: at the cap, the idle session that
     /// never finished its handshake, else the least recently used idle one, is evicted (and
     /// returned, to be closed). `None`: the cap is reached and every session is busy.
@@ -417,8 +464,20 @@ impl StreamableHttp {
         self.inner.reaper.call_once(|| {
             let changes = self.inner.server.subscribe_changes();
             tokio::spawn(forward_changes(weak.clone(), changes));
+            tokio::spawn(close_at_shutdown(
+                weak.clone(),
+                self.inner.config.connections.shutdown.clone(),
+            ));
             tokio::spawn(reap(weak, period));
         });
+    }
+}
+
+/// Closes every session once `shutdown` fires (see [`StreamableHttp::close`]).
+async fn close_at_shutdown(inner: Weak<Inner>, shutdown: tokio_util::sync::CancellationToken) {
+    shutdown.cancelled().await;
+    if let Some(inner) = inner.upgrade() {
+        StreamableHttp { inner }.close().await;
     }
 }
 
@@ -634,7 +693,9 @@ impl StreamableHttp {
             }
         });
         let connections = self.inner.config.connections.clone();
-        serving::serve_connections(listener, connections, service).await
+        serving::serve_connections(listener, connections, service).await?;
+        self.close().await;
+        Ok(())
     }
 }
 
@@ -730,6 +791,13 @@ async fn handle(State(http): State<StreamableHttp>, request: Request) -> Respons
         };
         http.refuse(kind, serving::peer_of(&request), &r.message);
         return refused(r);
+    }
+    if http.inner.config.connections.shutdown.is_cancelled() {
+        http.refuse(RefusalKind::ShuttingDown, serving::peer_of(&request), "shutting down");
+        let mut response =
+            rpc_error(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::INTERNAL_ERROR, "shutting down");
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
     }
     match *request.method() {
         Method::POST => post(http, request).await,
@@ -1083,6 +1151,7 @@ fn sse_reply(
     live: Option<mpsc::Receiver<Event>>,
     prime: bool,
 ) -> Response {
+    let live_request = prime && live.is_some() && session.is_request_stream(stream);
     // Clients of 2025-11-25 and later understand an event with an id and empty data, which
     // lets them resume a stream that closes before its first real event.
     let primes =
@@ -1124,7 +1193,20 @@ fn sse_reply(
         },
     );
     let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
-    let mut response = sse::response(events, http.inner.config.keep_alive);
+    // At shutdown, a request's stream gets the grace period to carry its response; any
+    // other ends at once. Either ends with a `retry` hint.
+    let connections = &http.inner.config.connections;
+    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
+    let stop = sse::Stop {
+        stop: Box::pin(async move {
+            token.cancelled().await;
+            if live_request {
+                tokio::time::sleep(grace).await;
+            }
+        }),
+        retry,
+    };
+    let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
     }

@@ -202,6 +202,11 @@ impl HttpSession {
         }
     }
 
+    /// Whether `stream` is the stream of a client request (not the standalone one).
+    pub(crate) fn is_request_stream(&self, stream: u64) -> bool {
+        lock(&self.routes).by_request.values().any(|s| *s == stream)
+    }
+
     /// Hands a client message to the session's connection.
     pub(crate) async fn deliver(&self, message: Message) -> Result<()> {
         self.driven.deliver(message).await

@@ -122,7 +122,10 @@ pub async fn serve(server: Server, listen: &Listen) -> Result<(), ServeError> {
     match listen {
         Listen::Stdio => {
             let grace = std::time::Duration::from_secs(10);
-            Ok(mcpl_server::stdio::serve_until(server, crate::shutdown_signal(), grace).await?)
+            mcpl_server::stdio::serve_until(server, crate::shutdown_signal(), grace).await?;
+            // The runtime would wait for its stdin reader (a blocking thread) until stdin
+            // closes.
+            std::process::exit(0)
         }
         Listen::WebSocket(addr) => {
             let failed = |source| ServeError::WebSocket { addr: addr.clone(), source };

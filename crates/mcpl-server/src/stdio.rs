@@ -48,6 +48,9 @@ pub async fn serve(server: Server) -> Result<()> {
 /// On shutdown, requests in flight get up to `grace` to finish and be answered; then the
 /// session closes (its handlers and tasks stop) and this returns.
 ///
+/// Tokio reads stdin on a blocking thread that its runtime waits for when it shuts down, so
+/// a process whose stdin is still open should exit once this returns (as below).
+///
 /// # Errors
 ///
 /// A failure to start the transport.
@@ -70,7 +73,8 @@ pub async fn serve(server: Server) -> Result<()> {
 ///         on_signal.cancel();
 ///     });
 ///     let server = Server::builder("echo", "1.0.0").build();
-///     mcpl_server::stdio::serve_until(server, shutdown, Duration::from_secs(10)).await
+///     mcpl_server::stdio::serve_until(server, shutdown, Duration::from_secs(10)).await?;
+///     std::process::exit(0)
 /// }
 /// ```
 pub async fn serve_until(

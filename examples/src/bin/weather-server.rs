@@ -11,5 +11,7 @@ async fn main() -> mcpl_core::Result<()> {
         mcpl_examples::shutdown_signal(),
         GRACE,
     )
-    .await
+    .await?;
+    // The runtime would wait for its stdin reader (a blocking thread) until stdin closes.
+    std::process::exit(0)
 }

@@ -81,7 +81,11 @@ fn memory(pid: u32) -> (u64, u64) {
 
 fn report(pid: u32, step: &str) {
     let (rss, hwm) = memory(pid);
-    println!("{step:<58} rss {:>8.1} MiB  peak {:>8.1} MiB", rss as f64 / 1024.0, hwm as f64 / 1024.0);
+    println!(
+        "{step:<58} rss {:>8.1} MiB  peak {:>8.1} MiB",
+        rss as f64 / 1024.0,
+        hwm as f64 / 1024.0
+    );
 }
 
 fn head(extra: &str) -> String {
@@ -95,10 +99,12 @@ fn head(extra: &str) -> String {
 /// Whether the server closed `tcp` (read returns 0 or fails without blocking long).
 async fn closed(tcp: &mut TcpStream) -> bool {
     let mut buf = [0u8; 512];
-    match tokio::time::timeout(Duration::from_millis(1), tcp.read(&mut buf)).await {
-        Ok(Ok(0) | Err(_)) => true,
-        Ok(Ok(_)) => closed(tcp).await,
-        Err(_) => false,
+    loop {
+        match tokio::time::timeout(Duration::from_millis(1), tcp.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => continue,
+            Err(_) => return false,
+        }
     }
 }
 
@@ -121,7 +127,10 @@ async fn bench() {
         assert!(Instant::now() < deadline, "the server did not listen");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    println!("server: {}", args.server.as_deref().unwrap_or("mcpl-server StreamableHttp::serve_at (this bench)"));
+    println!(
+        "server: {}",
+        args.server.as_deref().unwrap_or("mcpl-server StreamableHttp::serve_at (this bench)")
+    );
     report(pid, "idle");
 
     // 1. A body dribbled one byte per write.
@@ -150,7 +159,12 @@ async fn bench() {
     };
     report(
         pid,
-        &format!("after a {} B body in 1-byte writes ({:.1} s, {})", body.len(), started.elapsed().as_secs_f64(), status.trim()),
+        &format!(
+            "after a {} B body in 1-byte writes ({:.1} s, {})",
+            body.len(),
+            started.elapsed().as_secs_f64(),
+            status.trim()
+        ),
     );
     drop(tcp);
 

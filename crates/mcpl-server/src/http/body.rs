@@ -46,21 +46,37 @@ async fn read_all(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
         return Err(BodyError::TooLarge);
     }
     let announced = hint.exact().and_then(|n| usize::try_from(n).ok());
-    let mut buffer = BytesMut::with_capacity(announced.unwrap_or(UNANNOUNCED_RESERVE).min(limit));
+    // A body in one chunk (the usual case) is returned as it came; from a second chunk on,
+    // each is copied into one buffer and dropped.
+    let mut first: Option<Bytes> = None;
+    let mut buffer: Option<BytesMut> = None;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
-            let detail = std::error::Error::source(&e).map(ToString::to_string);
-            tracing::debug!(error = %e, ?detail, "request body failed");
+            tracing::debug!(error = %e, "request body failed");
             BodyError::Malformed
         })?;
-        if let Ok(data) = frame.into_data() {
-            if data.len() > limit - buffer.len() {
-                return Err(BodyError::TooLarge);
+        let Ok(data) = frame.into_data() else { continue };
+        let had = buffer.as_ref().map_or(0, BytesMut::len) + first.as_ref().map_or(0, Bytes::len);
+        if data.len() > limit - had {
+            return Err(BodyError::TooLarge);
+        }
+        match (&mut buffer, first.take()) {
+            (Some(buffer), _) => buffer.extend_from_slice(&data),
+            (None, None) => first = Some(data),
+            (None, Some(head)) => {
+                let reserve = announced.unwrap_or(UNANNOUNCED_RESERVE).max(had + data.len());
+                let mut joined = BytesMut::with_capacity(reserve.min(limit));
+                joined.extend_from_slice(&head);
+                joined.extend_from_slice(&data);
+                buffer = Some(joined);
             }
-            buffer.extend_from_slice(&data);
         }
     }
-    Ok(buffer.freeze())
+    Ok(match (buffer, first) {
+        (Some(buffer), _) => buffer.freeze(),
+        (None, Some(first)) => first,
+        (None, None) => Bytes::new(),
+    })
 }
 
 #[cfg(test)]

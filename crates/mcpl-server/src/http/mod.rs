@@ -637,7 +637,8 @@ pub async fn serve_with(
     connections: ConnectionConfig,
 ) -> std::io::Result<()> {
     let service = hyper_util::service::TowerToHyperService::new(router);
-    serving::serve_connections(listener, connections, service).await
+    let service_for = |peer| serving::WithPeer { inner: service.clone(), peer };
+    serving::serve_connections(listener, connections, service_for).await
 }
 
 impl StreamableHttp {
@@ -683,17 +684,21 @@ impl StreamableHttp {
     ) -> std::io::Result<()> {
         let path: Arc<str> = Arc::from(path);
         let http = self.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+        let service_for = move |peer| {
             let (http, path) = (http.clone(), path.clone());
-            async move {
-                if request.uri().path() != &*path {
-                    return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
+            hyper::service::service_fn(move |request: hyper::Request<_>| {
+                let (http, path) = (http.clone(), path.clone());
+                async move {
+                    if request.uri().path() != &*path {
+                        return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
+                    }
+                    let request = request.map(axum::body::Body::new);
+                    Ok(serve_request(http, request, Some(peer)).await)
                 }
-                Ok(handle(State(http), request.map(axum::body::Body::new)).await)
-            }
-        });
+            })
+        };
         let connections = self.inner.config.connections.clone();
-        serving::serve_connections(listener, connections, service).await?;
+        serving::serve_connections(listener, connections, service_for).await?;
         self.close().await;
         Ok(())
     }
@@ -784,23 +789,33 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 async fn handle(State(http): State<StreamableHttp>, request: Request) -> Response {
+    let peer = serving::peer_of(&request);
+    serve_request(http, request, peer).await
+}
+
+/// Serves one request from `peer` (its address, when known: for refusals' logs).
+async fn serve_request(
+    http: StreamableHttp,
+    request: Request,
+    peer: Option<std::net::SocketAddr>,
+) -> Response {
     if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, request.headers()) {
         let kind = match r.status {
             StatusCode::FORBIDDEN => RefusalKind::Forbidden,
             _ => RefusalKind::BadRequest,
         };
-        http.refuse(kind, serving::peer_of(&request), &r.message);
+        http.refuse(kind, peer, &r.message);
         return refused(r);
     }
     if http.inner.config.connections.shutdown.is_cancelled() {
-        http.refuse(RefusalKind::ShuttingDown, serving::peer_of(&request), "shutting down");
+        http.refuse(RefusalKind::ShuttingDown, peer, "shutting down");
         let mut response =
             rpc_error(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::INTERNAL_ERROR, "shutting down");
         response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     }
     match *request.method() {
-        Method::POST => post(http, request).await,
+        Method::POST => post(http, request, peer).await,
         Method::GET => get(http, request).await,
         Method::DELETE => delete(http, request).await,
         _ => {
@@ -914,8 +929,11 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     Ok(live)
 }
 
-async fn post(http: StreamableHttp, request: Request) -> Response {
-    let peer = serving::peer_of(&request);
+async fn post(
+    http: StreamableHttp,
+    request: Request,
+    peer: Option<std::net::SocketAddr>,
+) -> Response {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     if let Err(r) =

@@ -262,9 +262,9 @@ pub(crate) fn peer_of<B>(request: &hyper::Request<B>) -> Option<SocketAddr> {
 
 /// A service that tags each request with its connection's peer address.
 #[derive(Clone)]
-struct WithPeer<S> {
-    inner: S,
-    peer: SocketAddr,
+pub(crate) struct WithPeer<S> {
+    pub(crate) inner: S,
+    pub(crate) peer: SocketAddr,
 }
 
 impl<S> hyper::service::Service<hyper::Request<Incoming>> for WithPeer<S>
@@ -291,23 +291,22 @@ fn is_connection_error(e: &std::io::Error) -> bool {
     )
 }
 
-/// Accepts connections on `listener` and serves each with `service` (HTTP/1.1, upgrades
+/// Accepts connections on `listener` and serves each with `service_for(peer)` (HTTP/1.1, upgrades
 /// allowed, `TCP_NODELAY` set) under `config`, until `config`'s shutdown signal; then stops
 /// accepting, lets open connections finish their requests within the grace period, drops
 /// the rest and returns.
-pub(crate) async fn serve_connections<S, B>(
+pub(crate) async fn serve_connections<F, S, B>(
     listener: TcpListener,
     config: ConnectionConfig,
-    service: S,
+    service_for: F,
 ) -> std::io::Result<()>
 where
+    F: Fn(SocketAddr) -> S,
     S: hyper::service::Service<
             hyper::Request<Incoming>,
             Response = hyper::Response<B>,
             Error = Infallible,
-        > + Clone
-        + Send
-        + Sync
+        > + Send
         + 'static,
     S::Future: Send + 'static,
     B: hyper::body::Body + Send + 'static,
@@ -364,7 +363,7 @@ where
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let service = WithPeer { inner: service.clone(), peer };
+        let service = service_for(peer);
         let (config, shutdown) = (config.clone(), shutdown.clone());
         connections.spawn(async move {
             let mut http = hyper::server::conn::http1::Builder::new();

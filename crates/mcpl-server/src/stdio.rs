@@ -46,7 +46,8 @@ pub async fn serve(server: Server) -> Result<()> {
 
 /// Serves `server` on stdin/stdout until the client closes stdin or `shutdown` is cancelled.
 /// On shutdown, requests in flight get up to `grace` to finish and be answered; then the
-/// session closes (its handlers and tasks stop) and this returns.
+/// session closes (its handlers stop, and so do its task handlers, their tasks recorded
+/// `cancelled`) and this returns.
 ///
 /// Tokio reads stdin on a blocking thread that its runtime waits for when it shuts down, so
 /// a process whose stdin is still open should exit once this returns (as below).
@@ -91,5 +92,6 @@ pub async fn serve_until(
     if let Err(e) = session.close().await {
         tracing::debug!(error = %e, "closing the stdio session at shutdown failed");
     }
+    server.inner.tasks.shutdown().await;
     Ok(())
 }

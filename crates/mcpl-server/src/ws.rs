@@ -516,6 +516,7 @@ async fn serve_socket(endpoint: &WebSocketEndpoint, socket: WebSocket) {
                     if let Err(e) = session.close().await {
                         tracing::debug!(error = %e, "closing a websocket connection at shutdown failed");
                     }
+                    endpoint.server.inner.tasks.shutdown().await;
                 }
             }
             tracing::debug!("websocket connection closed");

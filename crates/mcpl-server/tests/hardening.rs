@@ -16,8 +16,27 @@ use tokio::net::TcpStream;
 /// The longest any single step of these tests may take.
 const BOUND: Duration = Duration::from_secs(10);
 
+/// Set once the handler of a `forever` task is dropped.
+static FOREVER_DROPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+struct SetOnDrop;
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        FOREVER_DROPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 fn server() -> Server {
     Server::builder("hardening", "0.0.1")
+        .task_tool(
+            Tool::new("forever", ToolSchema::object()),
+            mcpl_server::task::TaskOptions::optional(),
+            |_ctx, _args| async move {
+                let _guard = SetOnDrop;
+                tokio::time::sleep(Duration::from_secs(600)).await;
+                Ok(ToolOutput::text("never"))
+            },
+        )
         .tool(Tool::new("echo", ToolSchema::object()), |_ctx, args| async move {
             Ok(ToolOutput::text(Value::Object(args).to_string()))
         })
@@ -524,6 +543,46 @@ async fn a_websocket_endpoint_shuts_down_gracefully_under_traffic() {
         .unwrap()
         .unwrap();
     eventually("the connection is gone", || endpoint.connection_count() == 0).await;
+}
+
+#[tokio::test]
+async fn shutdown_stops_running_task_handlers() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connections = ConnectionConfig::new()
+        .shutdown_on(shutdown.clone())
+        .shutdown_grace(Duration::from_millis(200));
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "forever", "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities":
+                      {"extensions": {"io.modelcontextprotocol/tasks": {}}}}}});
+    let reply = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .timeout(BOUND)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "forever")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(reply.contains("\"resultType\":\"task\""), "{reply}");
+    assert!(!FOREVER_DROPPED.load(std::sync::atomic::Ordering::SeqCst));
+    shutdown.cancel();
+    tokio::time::timeout(BOUND, serving).await.expect("serve_at did not return").unwrap().unwrap();
+    eventually("the task handler is dropped", || {
+        FOREVER_DROPPED.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
 }
 
 // Item 9: refusals are counted with their peer, and handed to a hook.

@@ -387,8 +387,9 @@ impl StreamableHttp {
     }
 
     /// Closes every session, once its in-flight requests finished (waiting at most the
-    /// shutdown grace period of [`HttpConfig::connections`]): their handlers and tasks stop,
-    /// their stored events are dropped. Recorded sessions stay in the session store for
+    /// shutdown grace period of [`HttpConfig::connections`]): their handlers stop, their
+    /// stored events are dropped; once the shutdown signal fired, the server's running task
+    /// handlers stop too (their tasks recorded `cancelled`). Recorded sessions stay in the session store for
     /// other endpoints to continue. Done by itself once the shutdown signal fires; call it
     /// to wait for it after [`serve_with`] returned.
     ///
@@ -430,6 +431,10 @@ impl StreamableHttp {
         };
         for session in sessions {
             session.close().await;
+        }
+        if self.inner.config.connections.shutdown.is_cancelled() {
+            // Task handlers run apart from any request: they stop with the server.
+            self.inner.server.inner.tasks.shutdown().await;
         }
     }
 

@@ -172,7 +172,8 @@ impl ConnectionConfig {
     /// Shuts down gracefully once `token` is cancelled: the listener stops accepting,
     /// endpoints refuse new requests with `503`, end their SSE streams with a `retry` hint,
     /// let in-flight requests finish within [`shutdown_grace`](Self::shutdown_grace), then
-    /// close their sessions, and serving returns. Default: a token nobody cancels.
+    /// close their sessions and stop the server's running task handlers, and serving
+    /// returns. Default: a token nobody cancels.
     ///
     /// # Examples
     ///

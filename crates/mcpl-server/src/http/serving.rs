@@ -30,6 +30,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// What a connection over the cap is told before it is closed.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
+/// How long accepting must go without failing for a new failure to be logged as a new burst.
+const ACCEPT_QUIET: Duration = Duration::from_secs(5);
+
 /// The first and the longest pause after the listener failed to accept.
 const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(5), Duration::from_secs(1));
 
@@ -317,8 +320,11 @@ where
     let shutdown = config.shutdown.clone();
     let open = Arc::new(AtomicUsize::new(0));
     let mut connections = JoinSet::new();
-    // Accept failures in a row: logged when a burst starts and when it ends.
+    // Accept failures in a row, and when the last was: a burst is logged when it starts (not
+    // again for failures within `ACCEPT_QUIET` of the last) and when accepting works again.
     let mut failures = 0u32;
+    let mut last_failure: Option<tokio::time::Instant> = None;
+    let mut warned = false;
     loop {
         let accepted = tokio::select! {
             biased;
@@ -335,9 +341,12 @@ where
             Err(e) => {
                 // Such as running out of file descriptors: wait for some to close, longer
                 // each time, and say so once per burst.
-                if failures == 0 {
+                let quiet = last_failure.is_none_or(|at| at.elapsed() > ACCEPT_QUIET);
+                if failures == 0 && quiet {
                     tracing::warn!(error = %e, "accepting connections failed; backing off");
+                    warned = true;
                 }
+                last_failure = Some(tokio::time::Instant::now());
                 config.refusals.record(RefusalKind::AcceptFailed, None, &e.to_string());
                 failures = failures.saturating_add(1);
                 let pause = ACCEPT_BACKOFF.0.saturating_mul(1 << failures.min(8).saturating_sub(1));
@@ -348,7 +357,9 @@ where
             }
         };
         if failures > 0 {
-            tracing::info!(failures, "accepting connections again");
+            if std::mem::take(&mut warned) {
+                tracing::info!(failures, "accepting connections again");
+            }
             failures = 0;
         }
         let Some(slot) = ConnectionSlot::take(&open, config.max_connections) else {

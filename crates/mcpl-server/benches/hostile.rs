@@ -41,7 +41,48 @@ async fn serve(port: u16) {
         })
         .build();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
-    StreamableHttp::new(server, HttpConfig::new()).serve_at(listener, "/mcp").await.unwrap();
+    let ws =
+        mcpl_server::ws::WebSocketEndpoint::new(server.clone(), mcpl_server::ws::WsConfig::new());
+    let app = StreamableHttp::new(server, HttpConfig::new())
+        .into_router("/mcp")
+        .merge(ws.into_router("/ws"));
+    mcpl_server::http::serve(listener, app).await.unwrap();
+}
+
+/// Opens a WebSocket to `/ws` by hand (so that frames can be written byte by byte).
+async fn websocket(addr: std::net::SocketAddr) -> TcpStream {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    tcp.write_all(
+        b"GET /ws HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\nconnection: upgrade\r\n\
+          sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        tcp.read_exact(&mut byte).await.unwrap();
+        head.push(byte[0]);
+    }
+    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+    tcp
+}
+
+/// A `ping` request padded to about `size` bytes.
+fn ping(size: usize) -> String {
+    let pad = "x".repeat(size.saturating_sub(60));
+    format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{pad}"}}}}"#)
+}
+
+/// Whether the server answered on `tcp` within a few seconds (any bytes).
+async fn answered(tcp: &mut TcpStream) -> &'static str {
+    let mut buf = [0u8; 64];
+    match tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf)).await {
+        Ok(Ok(n)) if n > 0 => "answered",
+        Ok(_) => "closed",
+        Err(_) => "no answer",
+    }
 }
 
 struct Args {
@@ -167,6 +208,61 @@ async fn bench() {
         ),
     );
     drop(tcp);
+
+    if args.server.is_none() {
+        // 1b. A WebSocket message dribbled one byte per write, in one frame (masked with a
+        // zero key, so the payload goes as it is).
+        let message = ping(args.dribble);
+        let mut tcp = websocket(addr).await;
+        let mut frame = vec![0x81, 0x80 | 127];
+        frame.extend_from_slice(&(message.len() as u64).to_be_bytes());
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        tcp.write_all(&frame).await.unwrap();
+        let started = Instant::now();
+        for (i, byte) in message.as_bytes().iter().enumerate() {
+            tcp.write_all(std::slice::from_ref(byte)).await.unwrap();
+            if i % 4096 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let outcome = answered(&mut tcp).await;
+        report(
+            pid,
+            &format!(
+                "after a {} B WebSocket frame in 1-byte writes ({:.1} s, {outcome})",
+                message.len(),
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        drop(tcp);
+        // 1c. The same message in 1-byte continuation frames.
+        let mut tcp = websocket(addr).await;
+        let started = Instant::now();
+        let bytes = message.as_bytes();
+        for (i, byte) in bytes.iter().enumerate() {
+            let opcode = match (i, i + 1 == bytes.len()) {
+                (0, _) => 0x01,
+                (_, true) => 0x80,
+                _ => 0x00,
+            };
+            if tcp.write_all(&[opcode, 0x81, 0, 0, 0, 0, *byte]).await.is_err() {
+                break;
+            }
+            if i % 4096 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let outcome = answered(&mut tcp).await;
+        report(
+            pid,
+            &format!(
+                "after it again in {} 1-byte fragments ({:.1} s, {outcome})",
+                bytes.len(),
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        drop(tcp);
+    }
 
     // 2. N connections with a half-sent head, then N with a half-sent body.
     let mut slow = Vec::with_capacity(args.slow * 2);

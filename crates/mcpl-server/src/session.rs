@@ -92,7 +92,7 @@ impl SessionState {
 /// [`Engine::drive_with`]), each carrying its own [`SessionState`]: one engine, and one set of
 /// handlers, for every session of an endpoint.
 pub(crate) fn shared_engine(server: &Server) -> Engine {
-    let engine = Engine::new();
+    let engine = server.engine();
     let server = server.clone();
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
         let server = server.clone();
@@ -129,6 +129,13 @@ pub(crate) fn shared_engine(server: &Server) -> Engine {
 }
 
 impl Server {
+    /// A new engine with this server's settings (its in-flight limit).
+    pub(crate) fn engine(&self) -> Engine {
+        let config = mcpl_core::engine::EngineConfig::new()
+            .max_inflight_requests(self.inner.max_inflight_requests);
+        Engine::with_config(config)
+    }
+
     /// Serves this server on `transport` until the peer goes away or [`Session::close`] is
     /// called.
     ///
@@ -160,7 +167,7 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve<T: Transport>(&self, transport: T) -> Result<Session> {
-        let engine = Engine::new();
+        let engine = self.engine();
         let phase = Arc::new(AtomicU8::new(NEW));
         let client: SharedClientState = Arc::new(Mutex::new(ClientState::default()));
         let (server, ph, cl) = (self.clone(), phase.clone(), client.clone());

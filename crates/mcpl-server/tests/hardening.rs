@@ -741,3 +741,29 @@ async fn abandoned_response_streams_are_bounded_in_the_event_store() {
     let ping = json!({"jsonrpc": "2.0", "id": "p", "method": "ping"});
     assert_eq!(session.post(&ping).send().await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn a_2025_session_over_its_in_flight_limit_gets_errors_not_a_queue() {
+    let server = Server::builder("limited", "0")
+        .max_inflight_requests(4)
+        .tool(Tool::new("sleep", ToolSchema::object()), |_ctx, _args| async move {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            Ok(ToolOutput::text("slept"))
+        })
+        .build();
+    let endpoint = StreamableHttp::new(server, HttpConfig::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let calls = (1..=10).map(|id| {
+        let request = session.call(id, "sleep", json!({})).send();
+        async move { request.await.unwrap().text().await.unwrap() }
+    });
+    let answers = futures::future::join_all(calls).await;
+    let busy = answers.iter().filter(|a| a.contains("-32000")).count();
+    let served = answers.iter().filter(|a| a.contains("slept")).count();
+    assert_eq!(busy + served, 10, "{answers:?}");
+    assert!(busy >= 6 && served <= 4, "{busy} refused, {served} served");
+}

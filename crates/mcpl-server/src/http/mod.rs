@@ -24,6 +24,20 @@
 //! protection, on by default), `Accept`, `Content-Type`, `MCP-Protocol-Version`, and the body
 //! size (default limit 4 MiB).
 //!
+//! # On an open network
+//!
+//! Every limit a client can push against has a default safe for the open internet, set in
+//! [`ConnectionConfig`] (given to [`HttpConfig::connections`] and to [`serve_with`]) and
+//! [`HttpConfig`]: a connection cap (one more is answered `503` and closed), a deadline for a
+//! request's head (also the keep-alive idle timeout) and one for its body (`408`), bodies read
+//! into one buffer bounded by the body limit whatever their chunking, a session cap at which
+//! idle sessions yield to new ones, a short life for sessions that never finish their
+//! handshake, bounded event storage ([`event_store::InMemoryEventStore`]), and at most
+//! [`mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS`] requests of a session running at
+//! once. Each refusal is logged once at `debug` with the client's address and counted in
+//! [`Refusals`]. A cancelled [`ConnectionConfig::shutdown_on`] token shuts the endpoint down
+//! gracefully.
+//!
 //! # Throughput
 //!
 //! The endpoint serves every request on the task of the connection that carried it (a

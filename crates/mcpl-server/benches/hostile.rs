@@ -9,9 +9,12 @@
 //!
 //! With `--server PATH`, the server is that binary, started with `PORT` set (as the
 //! conformance fixture is); otherwise this binary re-runs itself as a server of one `echo`
-//! tool (`StreamableHttp::serve_at`, default settings). Options: `--dribble BYTES` (default
-//! 131072), `--slow N` (default 500), `--hold SECS` (how long the slow connections are held
-//! before the last reading, default 12).
+//! tool (`StreamableHttp` at `/mcp` and `WebSocketEndpoint` at `/ws` on `http::serve`, default
+//! settings; the WebSocket steps run only then). Options: `--dribble BYTES` (default
+//! 131072), `--every N` and `--pause-us US` (a pause of US µs, default 20, after every N
+//! one-byte writes, default 1, so that the server reads about one byte at a time),
+//! `--slow N` (default 500), `--hold SECS` (how long the slow connections are held before
+//! the last reading, default 12). Figures: `docs/performance.md`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -90,10 +93,15 @@ struct Args {
     dribble: usize,
     slow: usize,
     hold: u64,
+    /// Yield to the scheduler after this many 1-byte writes (1: after each).
+    every: usize,
+    /// How long each pause is, in microseconds.
+    pause_us: u64,
 }
 
 fn args() -> Args {
-    let mut args = Args { server: None, dribble: 128 * 1024, slow: 500, hold: 12 };
+    let mut args =
+        Args { server: None, dribble: 128 * 1024, slow: 500, hold: 12, every: 1, pause_us: 20 };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -101,10 +109,19 @@ fn args() -> Args {
             "--dribble" => args.dribble = it.next().unwrap().parse().unwrap(),
             "--slow" => args.slow = it.next().unwrap().parse().unwrap(),
             "--hold" => args.hold = it.next().unwrap().parse().unwrap(),
+            "--pause-us" => args.pause_us = it.next().unwrap().parse().unwrap(),
+            "--every" => args.every = it.next().unwrap().parse::<usize>().unwrap().max(1),
             _ => {} // `cargo bench` passes `--bench`
         }
     }
     args
+}
+
+/// A short pause between writes (blocking: the writer is the only thing this bench does then).
+fn pause(us: u64) {
+    if us > 0 {
+        std::thread::sleep(Duration::from_micros(us));
+    }
 }
 
 /// The server's `VmRSS` and `VmHWM`, in KiB.
@@ -170,7 +187,9 @@ async fn bench() {
     }
     println!(
         "server: {}",
-        args.server.as_deref().unwrap_or("mcpl-server StreamableHttp::serve_at (this bench)")
+        args.server.as_deref().unwrap_or(
+            "this bench: a StreamableHttp router and a WebSocket endpoint on http::serve"
+        )
     );
     report(pid, "idle");
 
@@ -188,8 +207,8 @@ async fn bench() {
             println!("  the server closed the connection after {i} bytes");
             break;
         }
-        if i % 4096 == 0 {
-            tokio::task::yield_now().await;
+        if i % args.every == 0 {
+            pause(args.pause_us);
         }
     }
     let mut answer = vec![0u8; 16];
@@ -221,8 +240,8 @@ async fn bench() {
         let started = Instant::now();
         for (i, byte) in message.as_bytes().iter().enumerate() {
             tcp.write_all(std::slice::from_ref(byte)).await.unwrap();
-            if i % 4096 == 0 {
-                tokio::task::yield_now().await;
+            if i % args.every == 0 {
+                pause(args.pause_us);
             }
         }
         let outcome = answered(&mut tcp).await;
@@ -248,8 +267,8 @@ async fn bench() {
             if tcp.write_all(&[opcode, 0x81, 0, 0, 0, 0, *byte]).await.is_err() {
                 break;
             }
-            if i % 4096 == 0 {
-                tokio::task::yield_now().await;
+            if i % args.every == 0 {
+                pause(args.pause_us);
             }
         }
         let outcome = answered(&mut tcp).await;

@@ -767,3 +767,33 @@ async fn a_2025_session_over_its_in_flight_limit_gets_errors_not_a_queue() {
     assert_eq!(busy + served, 10, "{answers:?}");
     assert!(busy >= 6 && served <= 4, "{busy} refused, {served} served");
 }
+
+#[tokio::test]
+async fn a_shut_down_endpoint_starts_nothing_new_but_takes_answers() {
+    // The endpoint shuts down while the listener it is mounted on keeps serving.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connections = ConnectionConfig::new().shutdown_on(shutdown.clone());
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, endpoint.clone().into_router("/mcp")));
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    shutdown.cancel();
+    let ping = json!({"jsonrpc": "2.0", "id": "late", "method": "ping"});
+    let refused = session.post(&ping).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    assert_eq!(body["id"], "late");
+    let get = session
+        .client
+        .get(&session.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session.id.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 503);
+    assert!(endpoint.refusals().count(RefusalKind::ShuttingDown) >= 2);
+}

@@ -356,6 +356,28 @@ impl StreamableHttp {
         self.refusals().record(kind, peer, detail);
     }
 
+    /// Whether the shutdown signal fired.
+    fn shutting_down(&self) -> bool {
+        self.inner.config.connections.shutdown.is_cancelled()
+    }
+
+    /// `503` for what would start at shutdown (request `id`, if it is one), logged and counted.
+    fn shutdown_refused(
+        &self,
+        peer: Option<std::net::SocketAddr>,
+        id: Option<RequestId>,
+    ) -> Response {
+        self.refuse(RefusalKind::ShuttingDown, peer, "shutting down");
+        let mut response = rpc_error_for(
+            id,
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            "shutting down",
+        );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response
+    }
+
     /// The answer to a body that could not be read, logged and counted.
     fn body_refused(&self, peer: Option<std::net::SocketAddr>, error: body::BodyError) -> Response {
         let limit = self.inner.config.max_body;
@@ -826,12 +848,10 @@ async fn serve_request(
         http.refuse(kind, peer, &r.message);
         return refused(r);
     }
-    if http.inner.config.connections.shutdown.is_cancelled() {
-        http.refuse(RefusalKind::ShuttingDown, peer, "shutting down");
-        let mut response =
-            rpc_error(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::INTERNAL_ERROR, "shutting down");
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+    // Shutting down, nothing new starts: no request and no stream (a client's answers and
+    // notifications still reach the requests in flight, and DELETE still ends sessions).
+    if request.method() == Method::GET && http.shutting_down() {
+        return http.shutdown_refused(peer, None);
     }
     match *request.method() {
         Method::POST => post(http, request, peer).await,
@@ -968,6 +988,9 @@ async fn post(
     };
     // A well-formed stateless-era request is read straight from the body; anything else, and
     // every other request, goes through the general decoder.
+    if stateless::stateless_header(&headers) && http.shutting_down() {
+        return http.shutdown_refused(peer, None);
+    }
     if stateless::stateless_header(&headers) {
         if let Some(read) = stateless_body::read(&body) {
             return stateless::serve_read(http, headers, read).await;
@@ -977,6 +1000,9 @@ async fn post(
         Ok(message) => message,
         Err(e) => return json_body(StatusCode::BAD_REQUEST, &Message::Error(e.to_response())),
     };
+    if let (Message::Request(req), true) = (&message, http.shutting_down()) {
+        return http.shutdown_refused(peer, Some(req.id.clone()));
+    }
     if stateless::is_stateless(&message, &headers) {
         return stateless::serve(http, headers, message).await;
     }

@@ -69,6 +69,37 @@ pub fn init_logging() {
         .try_init();
 }
 
+/// A token cancelled on the first SIGINT (Ctrl-C) or SIGTERM: what the example servers shut
+/// down gracefully on.
+pub fn shutdown_signal() -> mcpl_core::engine::CancellationToken {
+    let token = mcpl_core::engine::CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        signal_received().await;
+        tracing::info!("shutting down");
+        cancel.cancel();
+    });
+    token
+}
+
+#[cfg(unix)]
+async fn signal_received() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+#[cfg(not(unix))]
+async fn signal_received() {
+    let _ = tokio::signal::ctrl_c().await;
+}
+
 /// The README's code blocks, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

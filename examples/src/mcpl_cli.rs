@@ -23,6 +23,7 @@
 use std::process::ExitCode;
 
 use mcpl_server::Server;
+use mcpl_server::http::ConnectionConfig;
 use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
 
 /// The path the WebSocket endpoint is served at.
@@ -112,23 +113,32 @@ impl Args {
     }
 }
 
-/// Serves `server` on `listen` until stdin closes (stdio) or forever (WebSocket).
+/// Serves `server` on `listen` until stdin closes (stdio), or until SIGINT or SIGTERM (either).
 ///
 /// # Errors
 ///
 /// The stdio session could not start, or the WebSocket address could not be bound.
 pub async fn serve(server: Server, listen: &Listen) -> Result<(), ServeError> {
     match listen {
-        Listen::Stdio => Ok(mcpl_server::stdio::serve(server).await?),
+        Listen::Stdio => {
+            let grace = std::time::Duration::from_secs(10);
+            mcpl_server::stdio::serve_until(server, crate::shutdown_signal(), grace).await?;
+            // The runtime would wait for its stdin reader (a blocking thread) until stdin
+            // closes.
+            std::process::exit(0)
+        }
         Listen::WebSocket(addr) => {
             let failed = |source| ServeError::WebSocket { addr: addr.clone(), source };
             let listener = tokio::net::TcpListener::bind(addr.as_str()).await.map_err(failed)?;
             let url = format!("ws://{}{WS_PATH}", listener.local_addr().map_err(failed)?);
-            let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router(WS_PATH);
+            // On SIGINT or SIGTERM: stop accepting, close connections once their requests end.
+            let connections = ConnectionConfig::new().shutdown_on(crate::shutdown_signal());
+            let config = WsConfig::new().connections(connections.clone());
+            let app = WebSocketEndpoint::new(server, config).into_router(WS_PATH);
             // The socket already listens: a client reading this line can connect at once.
             println!("{url}");
             tracing::info!(%url, "listening");
-            mcpl_server::ws::serve(listener, app).await.map_err(failed)
+            mcpl_server::ws::serve_with(listener, app, connections).await.map_err(failed)
         }
     }
 }

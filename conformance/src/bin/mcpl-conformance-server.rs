@@ -11,7 +11,8 @@ mod fixture;
 
 use std::process::ExitCode;
 
-use mcpl_server::http::{HttpConfig, StreamableHttp};
+use mcpl_core::engine::CancellationToken;
+use mcpl_server::http::{ConnectionConfig, HttpConfig, StreamableHttp};
 
 const DEFAULT_PORT: u16 = 3000;
 
@@ -24,6 +25,15 @@ const DEFAULT_PORT: u16 = 3000;
 // real work would use the multi-threaded runtime: `mcpl-server` works on either.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // Logs to stderr (`RUST_LOG` to choose; refusals are at debug under
+    // `mcpl_server::refusal`).
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
     let port = match std::env::var("PORT") {
         Ok(p) => match p.parse::<u16>() {
             Ok(port) => port,
@@ -41,7 +51,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let endpoint = StreamableHttp::new(server, HttpConfig::new());
+    // SIGINT or SIGTERM: stop accepting, let requests finish, end streams and sessions.
+    let connections = ConnectionConfig::new().shutdown_on(shutdown_signal());
+    let endpoint = StreamableHttp::new(server, HttpConfig::new().connections(connections));
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(l) => l,
         Err(e) => {
@@ -58,4 +70,30 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A token cancelled on the first SIGINT or SIGTERM.
+fn shutdown_signal() -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                },
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("mcpl-conformance-server: shutting down");
+        cancel.cancel();
+    });
+    token
 }

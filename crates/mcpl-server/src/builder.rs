@@ -83,6 +83,8 @@ pub(crate) struct ServerInner {
     cache_hints: CacheHints,
     sealer: StateSealer,
     pub(crate) tasks: Tasks,
+    /// The most requests of one connection (or 2025 HTTP session) whose handlers run at once.
+    pub(crate) max_inflight_requests: usize,
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
     pub(crate) mcpl: Option<Arc<McplHub>>,
@@ -122,6 +124,7 @@ impl Server {
             task_store: None,
             task_ttl: None,
             task_poll_interval: None,
+            max_inflight_requests: mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
             registry: Registry::default(),
             mcpl: None,
             errors: Vec::new(),
@@ -613,6 +616,7 @@ pub struct ServerBuilder {
     task_store: Option<Arc<dyn TaskStore>>,
     task_ttl: Option<Option<Duration>>,
     task_poll_interval: Option<Duration>,
+    max_inflight_requests: usize,
     registry: Registry,
     mcpl: Option<Arc<McplHub>>,
     errors: Vec<RegistrationError>,
@@ -865,6 +869,23 @@ impl ServerBuilder {
     /// ```
     pub fn task_poll_interval(mut self, interval: Duration) -> Self {
         self.task_poll_interval = Some(interval);
+        self
+    }
+
+    /// The most requests of one client connection (a stdio or WebSocket connection, or a
+    /// 2025 HTTP session) whose handlers run at once; one more is answered at once with
+    /// `-32000` ("too many requests in flight"), never queued. Default:
+    /// [`DEFAULT_MAX_INFLIGHT_REQUESTS`](mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS)
+    /// (256).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").max_inflight_requests(32).build();
+    /// # drop(server);
+    /// ```
+    pub fn max_inflight_requests(mut self, max: usize) -> Self {
+        self.max_inflight_requests = max;
         self
     }
 
@@ -1315,6 +1336,7 @@ impl ServerBuilder {
                 cache_hints: self.cache_hints,
                 sealer,
                 tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
+                max_inflight_requests: self.max_inflight_requests,
                 registry: RwLock::new(self.registry),
                 events,
                 mcpl: self.mcpl,

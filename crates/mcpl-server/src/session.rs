@@ -81,13 +81,18 @@ impl SessionState {
     pub(crate) fn is_initialized(&self) -> bool {
         self.phase.load(Ordering::SeqCst) != NEW
     }
+
+    /// Whether the handshake finished (`notifications/initialized` received).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.phase.load(Ordering::SeqCst) == READY
+    }
 }
 
 /// An engine serving stateful-era connections driven by their transport (see
 /// [`Engine::drive_with`]), each carrying its own [`SessionState`]: one engine, and one set of
 /// handlers, for every session of an endpoint.
 pub(crate) fn shared_engine(server: &Server) -> Engine {
-    let engine = Engine::new();
+    let engine = server.engine();
     let server = server.clone();
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
         let server = server.clone();
@@ -124,6 +129,13 @@ pub(crate) fn shared_engine(server: &Server) -> Engine {
 }
 
 impl Server {
+    /// A new engine with this server's settings (its in-flight limit).
+    pub(crate) fn engine(&self) -> Engine {
+        let config = mcpl_core::engine::EngineConfig::new()
+            .max_inflight_requests(self.inner.max_inflight_requests);
+        Engine::with_config(config)
+    }
+
     /// Serves this server on `transport` until the peer goes away or [`Session::close`] is
     /// called.
     ///
@@ -155,7 +167,7 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve<T: Transport>(&self, transport: T) -> Result<Session> {
-        let engine = Engine::new();
+        let engine = self.engine();
         let phase = Arc::new(AtomicU8::new(NEW));
         let client: SharedClientState = Arc::new(Mutex::new(ClientState::default()));
         let (server, ph, cl) = (self.clone(), phase.clone(), client.clone());
@@ -446,4 +458,15 @@ fn initialize(
     let mut result = InitializeResult::new(version.as_str(), capabilities, server.info().clone());
     result.instructions = server.inner.instructions.clone();
     encode(result)
+}
+
+/// Waits until `peer` has no request in flight, for at most `grace`: how a graceful shutdown
+/// lets a connection's handlers finish before it is closed.
+pub(crate) async fn drain(peer: &Peer, grace: std::time::Duration) {
+    let idle = async {
+        while peer.inflight_requests() > 0 && !peer.is_closed() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    let _ = tokio::time::timeout(grace, idle).await;
 }

@@ -1,6 +1,9 @@
 //! Serving on this process's stdin and stdout.
 
 use mcpl_core::Result;
+use std::time::Duration;
+
+use mcpl_core::engine::CancellationToken;
 use mcpl_core::transport::stdio::stdio;
 
 use crate::builder::Server;
@@ -38,5 +41,57 @@ use crate::builder::Server;
 pub async fn serve(server: Server) -> Result<()> {
     let session = server.serve(stdio()).await?;
     session.closed().await;
+    Ok(())
+}
+
+/// Serves `server` on stdin/stdout until the client closes stdin or `shutdown` is cancelled.
+/// On shutdown, requests in flight get up to `grace` to finish and be answered; then the
+/// session closes (its handlers stop, and so do its task handlers, their tasks recorded
+/// `cancelled`) and this returns.
+///
+/// Tokio reads stdin on a blocking thread that its runtime waits for when it shuts down, so
+/// a process whose stdin is still open should exit once this returns (as below).
+///
+/// # Errors
+///
+/// A failure to start the transport.
+///
+/// # Examples
+///
+/// Stopping on SIGINT (Ctrl-C) or SIGTERM (`no_run`: it serves until then):
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use mcpl_core::engine::CancellationToken;
+/// use mcpl_server::Server;
+///
+/// #[tokio::main]
+/// async fn main() -> mcpl_core::Result<()> {
+///     let shutdown = CancellationToken::new();
+///     let on_signal = shutdown.clone();
+///     tokio::spawn(async move {
+///         let _ = tokio::signal::ctrl_c().await;
+///         on_signal.cancel();
+///     });
+///     let server = Server::builder("echo", "1.0.0").build();
+///     mcpl_server::stdio::serve_until(server, shutdown, Duration::from_secs(10)).await?;
+///     std::process::exit(0)
+/// }
+/// ```
+pub async fn serve_until(
+    server: Server,
+    shutdown: CancellationToken,
+    grace: Duration,
+) -> Result<()> {
+    let session = server.serve(stdio()).await?;
+    tokio::select! {
+        () = session.closed() => return Ok(()),
+        () = shutdown.cancelled() => {}
+    }
+    crate::session::drain(session.peer(), grace).await;
+    if let Err(e) = session.close().await {
+        tracing::debug!(error = %e, "closing the stdio session at shutdown failed");
+    }
+    server.inner.tasks.shutdown().await;
     Ok(())
 }

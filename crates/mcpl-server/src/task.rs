@@ -386,6 +386,33 @@ impl Tasks {
         self.live.lock().unwrap_or_else(PoisonError::into_inner).remove(task_id);
     }
 
+    /// Stops every task handler running in this process (the server shuts down): each
+    /// unfinished task is recorded `cancelled`.
+    pub(crate) async fn shutdown(&self) {
+        let live: Vec<Arc<LiveTask>> = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .map(|(_, t)| t)
+            .collect();
+        for task in live {
+            let mut state = task.state.lock().await;
+            task.cancel.cancel();
+            if !state.record.status.is_terminal() {
+                state.record.status = TaskStatus::Cancelled;
+                state.record.status_message = Some("The server shut down".into());
+                state.record.input_requests = None;
+                state.outstanding.clear();
+                state.waiter = None;
+                state.touch();
+                if let Err(e) = self.store.update(state.record.clone()).await {
+                    tracing::debug!(error = ?e, "recording a task cancelled at shutdown failed");
+                }
+            }
+        }
+    }
+
     async fn lookup(&self, task_id: &str) -> Result<DetailedTask, ErrorObject> {
         match self.store.get(task_id).await? {
             Some(task) => Ok(task),

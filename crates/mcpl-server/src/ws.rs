@@ -33,14 +33,15 @@
 //! # }
 //! ```
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{self, CloseFrame, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -51,12 +52,20 @@ use mcpl_core::transport::framed::{FramedTransport, Inbound, Outbound};
 use tokio_tungstenite::tungstenite;
 
 use crate::builder::Server;
+use crate::http::ConnectionConfig;
 use crate::http::guard::{HostPolicy, check_host_and_origin};
+use crate::http::serving::ConnectionSlot;
+use crate::http::{RefusalKind, Refusals};
 use crate::session::Session;
 
 /// Serves `router` on `listener`, with `TCP_NODELAY` on every connection: the same as
 /// [`crate::http::serve`], named here for WebSocket apps.
 pub use crate::http::serve;
+
+/// Serves `router` on `listener` under a [`ConnectionConfig`]: the same as
+/// [`crate::http::serve_with`], named here for WebSocket apps. Give the endpoint the same
+/// value ([`WsConfig::connections`]) so its connections close on the same shutdown signal.
+pub use crate::http::serve_with;
 
 /// The subprotocol the endpoint selects when a client offers it (`Sec-WebSocket-Protocol:
 /// mcp`). Clients need not offer it.
@@ -91,6 +100,7 @@ pub struct WsConfig {
     idle_timeout: Option<Duration>,
     ping_every: Option<Duration>,
     max_connections: usize,
+    connections: ConnectionConfig,
 }
 
 impl Default for WsConfig {
@@ -101,6 +111,7 @@ impl Default for WsConfig {
             idle_timeout: Some(Duration::from_secs(60)),
             ping_every: None,
             max_connections: 10_000,
+            connections: ConnectionConfig::default(),
         }
     }
 }
@@ -237,6 +248,27 @@ impl WsConfig {
     /// ```
     pub fn max_connections(mut self, max: usize) -> Self {
         self.max_connections = max;
+        self
+    }
+
+    /// The [`ConnectionConfig`] the endpoint follows: its shutdown signal closes every
+    /// connection (after its in-flight requests finish, within the grace period), and its
+    /// [`Refusals`] count the upgrades refused. Serving the endpoint's router with
+    /// [`serve_with`], pass the same value there. Default: [`ConnectionConfig::default`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::ConnectionConfig;
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// let shutdown = CancellationToken::new();
+    /// let connections = ConnectionConfig::new().shutdown_on(shutdown.clone());
+    /// let config = mcpl_server::ws::WsConfig::new().connections(connections);
+    /// # drop(config);
+    /// ```
+    pub fn connections(mut self, connections: ConnectionConfig) -> Self {
+        self.connections = connections;
         self
     }
 }
@@ -402,41 +434,53 @@ impl WebSocketEndpoint {
     pub fn connection_count(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
-}
 
-/// Counts one open connection while alive.
-struct ConnectionSlot(Arc<AtomicUsize>);
-
-impl ConnectionSlot {
-    fn take(counter: &Arc<AtomicUsize>, max: usize) -> Option<ConnectionSlot> {
-        counter
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
-            .ok()
-            .map(|_| ConnectionSlot(counter.clone()))
-    }
-}
-
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+    /// The refusals counted so far (those of [`WsConfig::connections`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    ///
+    /// let endpoint = WebSocketEndpoint::new(Server::builder("s", "1").build(), WsConfig::new());
+    /// assert_eq!(endpoint.refusals().total(), 0);
+    /// ```
+    pub fn refusals(&self) -> &Refusals {
+        &self.config.connections.refusals
     }
 }
 
 async fn upgrade(
     State(endpoint): State<WebSocketEndpoint>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    let peer = extensions.get::<ConnectInfo<SocketAddr>>().map(|p| p.0);
+    let refusals = endpoint.refusals();
     if let Err(refusal) = check_host_and_origin(&endpoint.config.hosts, &headers) {
-        tracing::debug!(message = %refusal.message, "websocket upgrade refused");
+        let kind = match refusal.status {
+            StatusCode::FORBIDDEN => RefusalKind::Forbidden,
+            _ => RefusalKind::BadRequest,
+        };
+        refusals.record(kind, peer, &refusal.message);
         return (refusal.status, refusal.message).into_response();
+    }
+    if endpoint.config.connections.shutdown.is_cancelled() {
+        refusals.record(RefusalKind::ShuttingDown, peer, "websocket upgrade while shutting down");
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
-        Err(rejection) => return rejection.into_response(),
+        Err(rejection) => {
+            refusals.record(RefusalKind::BadRequest, peer, &rejection.body_text());
+            return rejection.into_response();
+        }
     };
     let Some(slot) = ConnectionSlot::take(&endpoint.connections, endpoint.config.max_connections)
     else {
+        refusals.record(RefusalKind::ConnectionLimit, peer, "websocket connection cap reached");
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
     };
     let max = endpoint.config.max_message_size;
@@ -464,7 +508,17 @@ async fn serve_socket(endpoint: &WebSocketEndpoint, socket: WebSocket) {
             if let Some(hook) = &endpoint.on_session {
                 hook(session.clone());
             }
-            session.closed().await;
+            let connections = &config.connections;
+            tokio::select! {
+                () = session.closed() => {}
+                () = connections.shutdown.cancelled() => {
+                    crate::session::drain(session.peer(), connections.shutdown_grace).await;
+                    if let Err(e) = session.close().await {
+                        tracing::debug!(error = %e, "closing a websocket connection at shutdown failed");
+                    }
+                    endpoint.server.inner.tasks.shutdown().await;
+                }
+            }
             tracing::debug!("websocket connection closed");
         }
         Err(e) => tracing::debug!(error = %e, "websocket connection could not start"),

@@ -73,6 +73,10 @@ fn answer(id: RequestId, outcome: HandlerResult) -> Message {
     }
 }
 
+/// The code of a request refused because too many are in flight on its connection (a server
+/// error of JSON-RPC's implementation-defined range).
+const SERVER_BUSY: crate::jsonrpc::ErrorCode = crate::jsonrpc::ErrorCode(-32000);
+
 /// Method names the engine itself acts on.
 pub(crate) const CANCELLED: &str = "notifications/cancelled";
 pub(crate) const PROGRESS: &str = "notifications/progress";
@@ -121,6 +125,7 @@ pub(crate) struct Connection {
     next_id: Arc<AtomicI64>,
     request_timeout: Duration,
     close_timeout: Duration,
+    max_inflight: usize,
     handlers: Arc<HandlerTable>,
     shared: Weak<Shared>,
 }
@@ -168,6 +173,7 @@ impl Connection {
             next_id: shared.next_id.clone(),
             request_timeout: shared.config.request_timeout,
             close_timeout: shared.config.close_timeout,
+            max_inflight: shared.config.max_inflight_requests,
             handlers: shared.handlers.clone(),
             shared: Arc::downgrade(shared),
         })
@@ -293,6 +299,20 @@ impl Connection {
                 let error = ErrorObject::invalid_request(format_args!(
                     "request id {id} is already in flight"
                 ));
+                let _ = self.send(ErrorResponse::new(Some(id), error).into());
+                return;
+            }
+            if inflight.len() >= self.max_inflight {
+                // Refused at once, never queued: the peer may retry once answers come back.
+                drop(inflight);
+                tracing::debug!(
+                    refusal = "in_flight_limit",
+                    limit = self.max_inflight,
+                    %method,
+                    "request refused: too many in flight on this connection"
+                );
+                let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight")
+                    .with_data(serde_json::json!({ "maxInFlight": self.max_inflight }));
                 let _ = self.send(ErrorResponse::new(Some(id), error).into());
                 return;
             }

@@ -64,6 +64,9 @@ pub use self::lazy_meta::LazyMeta;
 pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
 pub use tokio_util::sync::CancellationToken;
 
+/// The default bound on the peer's requests in flight on one connection: 256.
+pub const DEFAULT_MAX_INFLIGHT_REQUESTS: usize = 256;
+
 /// The default bound on how long closing a transport may take: 5 seconds.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -77,6 +80,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct EngineConfig {
     request_timeout: Duration,
     close_timeout: Duration,
+    max_inflight_requests: usize,
 }
 
 impl Default for EngineConfig {
@@ -84,6 +88,7 @@ impl Default for EngineConfig {
         EngineConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
+            max_inflight_requests: DEFAULT_MAX_INFLIGHT_REQUESTS,
         }
     }
 }
@@ -103,6 +108,21 @@ impl EngineConfig {
     /// How long closing a transport may take before it is abandoned. Default: 5 s.
     pub fn close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
+        self
+    }
+
+    /// The most requests from the peer whose handlers run at once on one connection; one
+    /// more is answered at once with error `-32000` ("too many requests in flight", the limit
+    /// in `data.maxInFlight`), never queued. Default: [`DEFAULT_MAX_INFLIGHT_REQUESTS`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_core::engine::EngineConfig::new().max_inflight_requests(32);
+    /// # drop(config);
+    /// ```
+    pub fn max_inflight_requests(mut self, max: usize) -> Self {
+        self.max_inflight_requests = max;
         self
     }
 }

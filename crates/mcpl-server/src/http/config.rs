@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::guard::HostPolicy;
+use super::serving::ConnectionConfig;
 
 /// The default request body limit: 4 MiB.
 ///
@@ -37,8 +38,10 @@ pub struct HttpConfig {
     pub(crate) keep_alive: Duration,
     pub(crate) retry: Duration,
     pub(crate) session_idle_timeout: Duration,
+    pub(crate) handshake_timeout: Duration,
     pub(crate) max_sessions: usize,
     pub(crate) cache_ttl: Duration,
+    pub(crate) connections: ConnectionConfig,
 }
 
 impl Default for HttpConfig {
@@ -50,8 +53,10 @@ impl Default for HttpConfig {
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(1),
             session_idle_timeout: Duration::from_secs(30 * 60),
+            handshake_timeout: Duration::from_secs(10),
             max_sessions: 10_000,
             cache_ttl: Duration::ZERO,
+            connections: ConnectionConfig::default(),
         }
     }
 }
@@ -167,7 +172,9 @@ impl HttpConfig {
         self
     }
 
-    /// How long a session may go unused before it is closed. Default: 30 minutes.
+    /// How long a session may go unused before it is closed. A session with a request in
+    /// flight, or with a client connected to one of its SSE streams, is in use however long
+    /// that lasts. Default: 30 minutes.
     ///
     /// # Examples
     ///
@@ -178,6 +185,22 @@ impl HttpConfig {
     /// ```
     pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// How long a new session may take to finish its handshake (`initialize`, then
+    /// `notifications/initialized`) before it is closed, so that sessions opened and left
+    /// hold no slot for long. Default: 10 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_server::http::HttpConfig::new()
+    ///     .handshake_timeout(std::time::Duration::from_secs(30));
+    /// # drop(config);
+    /// ```
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
         self
     }
 
@@ -198,7 +221,9 @@ impl HttpConfig {
         self
     }
 
-    /// The most live sessions; an `initialize` beyond it gets `503`. Default: 10 000.
+    /// The most live sessions. At the cap, a new session takes the place of an idle one
+    /// (one that never finished its handshake first, then the least recently used); with
+    /// none idle, `initialize` gets `503` with `Retry-After`. Default: 10 000.
     ///
     /// # Examples
     ///
@@ -208,6 +233,26 @@ impl HttpConfig {
     /// ```
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max;
+        self
+    }
+
+    /// How connections are accepted, timed, capped and shut down ([`ConnectionConfig`]): used
+    /// by [`StreamableHttp::serve_at`](super::StreamableHttp::serve_at) for its listener, and
+    /// by the endpoint itself for the body deadline, the shutdown signal (which ends its SSE
+    /// streams and sessions) and where refusals are counted. Serving the endpoint's router
+    /// with [`serve_with`](super::serve_with), pass the same value there. Default:
+    /// [`ConnectionConfig::default`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::{ConnectionConfig, HttpConfig};
+    ///
+    /// let config = HttpConfig::new().connections(ConnectionConfig::new().max_connections(256));
+    /// # drop(config);
+    /// ```
+    pub fn connections(mut self, connections: ConnectionConfig) -> Self {
+        self.connections = connections;
         self
     }
 }

@@ -6,7 +6,10 @@
 //! events of that stream after that id, then continues the stream live if it is still open.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::Message;
@@ -136,10 +139,156 @@ pub trait EventStore: Send + Sync + 'static {
     }
 }
 
-/// Events by (session, stream): (sequence, message), oldest first.
-type StreamMap = HashMap<(String, u64), VecDeque<(u64, Message)>>;
+/// How many bytes of events the in-memory store keeps per session by default: 4 MiB.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::event_store::DEFAULT_BYTES_PER_SESSION, 4 * 1024 * 1024);
+/// ```
+pub const DEFAULT_BYTES_PER_SESSION: usize = 4 * 1024 * 1024;
 
-/// An [`EventStore`] in this process's memory, keeping the newest events of each stream.
+/// How many bytes of events the in-memory store keeps in all by default: 256 MiB.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::event_store::DEFAULT_TOTAL_BYTES, 256 * 1024 * 1024);
+/// ```
+pub const DEFAULT_TOTAL_BYTES: usize = 256 * 1024 * 1024;
+
+/// How long the in-memory store keeps an event by default: 5 minutes.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(mcpl_server::http::event_store::DEFAULT_EVENT_AGE, Duration::from_secs(300));
+/// ```
+pub const DEFAULT_EVENT_AGE: Duration = Duration::from_secs(5 * 60);
+
+/// One stored event.
+#[derive(Debug)]
+struct Stored {
+    seq: u64,
+    message: Message,
+    bytes: usize,
+    at: Instant,
+}
+
+#[derive(Debug, Default)]
+struct SessionEvents {
+    streams: HashMap<u64, VecDeque<Stored>>,
+    bytes: usize,
+}
+
+impl SessionEvents {
+    /// The stream whose oldest event is the session's oldest.
+    fn oldest_stream(&self) -> Option<u64> {
+        self.streams
+            .iter()
+            .filter_map(|(id, e)| e.front().map(|f| (f.at, *id)))
+            .min()
+            .map(|(_, id)| id)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Events {
+    sessions: HashMap<Arc<str>, SessionEvents>,
+    bytes: usize,
+    /// How many events are kept.
+    live: usize,
+    /// Every event appended, oldest first, for evicting across sessions; entries of events
+    /// already removed are skipped (and compacted away when they pile up).
+    order: VecDeque<(Arc<str>, u64, u64)>,
+}
+
+impl Events {
+    /// Removes the oldest event of `stream` of `session`, keeping the byte counts.
+    fn pop_front(&mut self, session: &str, stream: u64) {
+        let Some(events) = self.sessions.get_mut(session) else { return };
+        let Some(queue) = events.streams.get_mut(&stream) else { return };
+        if let Some(old) = queue.pop_front() {
+            events.bytes -= old.bytes;
+            self.bytes -= old.bytes;
+            self.live -= 1;
+        }
+        if queue.is_empty() {
+            events.streams.remove(&stream);
+        }
+    }
+
+    fn is_live(&self, (session, stream, seq): &(Arc<str>, u64, u64)) -> bool {
+        self.sessions
+            .get(session)
+            .and_then(|s| s.streams.get(stream))
+            .is_some_and(|q| q.binary_search_by_key(seq, |e| e.seq).is_ok())
+    }
+
+    /// Drops what the limits no longer allow: events older than `max_age`, the oldest events
+    /// of `session` past its byte limit, and the oldest of all past the total.
+    fn enforce(&mut self, session: &str, limits: &Limits, now: Instant) {
+        // The session's own: too old, or too many bytes.
+        while let Some(events) = self.sessions.get(session) {
+            let Some(stream) = events.oldest_stream() else { break };
+            let front_at = events.streams.get(&stream).and_then(|q| q.front()).map(|e| e.at);
+            let too_old = front_at.is_some_and(|at| now.duration_since(at) > limits.max_age);
+            if !too_old && events.bytes <= limits.per_session_bytes {
+                break;
+            }
+            self.pop_front(session, stream);
+        }
+        // Across sessions: oldest first, until under the total and nothing too old is left
+        // at the front.
+        while let Some(entry) = self.order.front().cloned() {
+            if !self.is_live(&entry) {
+                self.order.pop_front();
+                continue;
+            }
+            let (s, stream, _) = &entry;
+            let at = self
+                .sessions
+                .get(s)
+                .and_then(|e| e.streams.get(stream))
+                .and_then(|q| q.front())
+                .map(|e| e.at);
+            let too_old = at.is_some_and(|at| now.duration_since(at) > limits.max_age);
+            if !too_old && self.bytes <= limits.total_bytes {
+                break;
+            }
+            self.order.pop_front();
+            self.pop_front(s, *stream);
+            if self.sessions.get(s).is_some_and(|e| e.streams.is_empty()) {
+                self.sessions.remove(s);
+            }
+        }
+        // Entries of removed events: dropped once they outnumber the live ones.
+        let live: usize = self
+            .sessions
+            .values()
+            .map(|s| s.streams.values().map(VecDeque::len).sum::<usize>())
+            .sum();
+        if self.order.len() > 2 * live + 1024 {
+            let order = std::mem::take(&mut self.order);
+            self.order = order.into_iter().filter(|e| self.is_live(e)).collect();
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    per_stream: usize,
+    per_session_bytes: usize,
+    total_bytes: usize,
+    max_age: Duration,
+}
+
+/// An [`EventStore`] in this process's memory, bounded four ways: the newest `per_stream`
+/// events of each stream ([`DEFAULT_EVENTS_PER_STREAM`]), at most
+/// [`DEFAULT_BYTES_PER_SESSION`] of events per session and [`DEFAULT_TOTAL_BYTES`] in all
+/// (the oldest go first), and none older than [`DEFAULT_EVENT_AGE`]. A stream whose events
+/// were dropped cannot be resumed from before them. Sizes are those of the events' JSON.
 ///
 /// # Examples
 ///
@@ -163,8 +312,8 @@ type StreamMap = HashMap<(String, u64), VecDeque<(u64, Message)>>;
 /// ```
 #[derive(Debug)]
 pub struct InMemoryEventStore {
-    per_stream: usize,
-    streams: Mutex<StreamMap>,
+    limits: Limits,
+    events: Mutex<Events>,
 }
 
 impl Default for InMemoryEventStore {
@@ -174,7 +323,8 @@ impl Default for InMemoryEventStore {
 }
 
 impl InMemoryEventStore {
-    /// A store keeping the newest `per_stream` events of each stream.
+    /// A store keeping the newest `per_stream` events of each stream (and the default byte
+    /// and age limits).
     ///
     /// # Examples
     ///
@@ -183,22 +333,100 @@ impl InMemoryEventStore {
     /// # drop(store);
     /// ```
     pub fn new(per_stream: usize) -> Self {
-        InMemoryEventStore { per_stream: per_stream.max(1), streams: Mutex::new(HashMap::new()) }
-    }
-
-    fn streams(&self) -> std::sync::MutexGuard<'_, StreamMap> {
-        self.streams.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl InMemoryEventStore {
-    fn append_now(&self, session: &str, position: EventPosition, message: &Message) {
-        let mut streams = self.streams();
-        let events = streams.entry((session.to_owned(), position.stream)).or_default();
-        if events.len() == self.per_stream {
-            events.pop_front();
+        InMemoryEventStore {
+            limits: Limits {
+                per_stream: per_stream.max(1),
+                per_session_bytes: DEFAULT_BYTES_PER_SESSION,
+                total_bytes: DEFAULT_TOTAL_BYTES,
+                max_age: DEFAULT_EVENT_AGE,
+            },
+            events: Mutex::new(Events::default()),
         }
-        events.push_back((position.seq, message.clone()));
+    }
+
+    /// Keeps at most `bytes` of events per session (the oldest go first). Default:
+    /// [`DEFAULT_BYTES_PER_SESSION`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = mcpl_server::http::event_store::InMemoryEventStore::default().max_session_bytes(1 << 20);
+    /// # drop(store);
+    /// ```
+    #[must_use]
+    pub fn max_session_bytes(mut self, bytes: usize) -> Self {
+        self.limits.per_session_bytes = bytes;
+        self
+    }
+
+    /// Keeps at most `bytes` of events in all (the oldest go first). Default:
+    /// [`DEFAULT_TOTAL_BYTES`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = mcpl_server::http::event_store::InMemoryEventStore::default().max_total_bytes(64 << 20);
+    /// # drop(store);
+    /// ```
+    #[must_use]
+    pub fn max_total_bytes(mut self, bytes: usize) -> Self {
+        self.limits.total_bytes = bytes;
+        self
+    }
+
+    /// Keeps no event longer than `age`. Default: [`DEFAULT_EVENT_AGE`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = mcpl_server::http::event_store::InMemoryEventStore::default()
+    ///     .max_age(std::time::Duration::from_secs(60));
+    /// # drop(store);
+    /// ```
+    #[must_use]
+    pub fn max_age(mut self, age: Duration) -> Self {
+        self.limits.max_age = age;
+        self
+    }
+
+    /// How many bytes of events are kept now, in all.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(mcpl_server::http::event_store::InMemoryEventStore::default().stored_bytes(), 0);
+    /// ```
+    pub fn stored_bytes(&self) -> usize {
+        self.events().bytes
+    }
+
+    fn events(&self) -> std::sync::MutexGuard<'_, Events> {
+        self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn append_now(&self, session: &str, position: EventPosition, message: &Message) {
+        let bytes = json_size(message);
+        let now = Instant::now();
+        let mut events = self.events();
+        let key: Arc<str> = match events.sessions.get_key_value(session) {
+            Some((key, _)) => key.clone(),
+            None => Arc::from(session),
+        };
+        let state = &mut *events;
+        let own = state.sessions.entry(key.clone()).or_default();
+        let queue = own.streams.entry(position.stream).or_default();
+        let evicted = if queue.len() >= self.limits.per_stream { queue.pop_front() } else { None };
+        queue.push_back(Stored { seq: position.seq, message: message.clone(), bytes, at: now });
+        own.bytes += bytes;
+        state.bytes += bytes;
+        state.live += 1;
+        if let Some(old) = evicted {
+            own.bytes -= old.bytes;
+            state.bytes -= old.bytes;
+            state.live -= 1;
+        }
+        state.order.push_back((key, position.stream, position.seq));
+        state.enforce(session, &self.limits, now);
     }
 
     fn replay_now(
@@ -206,23 +434,42 @@ impl InMemoryEventStore {
         session: &str,
         after: EventPosition,
     ) -> Option<Vec<(EventPosition, Message)>> {
-        let streams = self.streams();
-        let Some(events) = streams.get(&(session.to_owned(), after.stream)) else {
+        let mut events = self.events();
+        events.enforce(session, &self.limits, Instant::now());
+        let Some(queue) = events.sessions.get(session).and_then(|s| s.streams.get(&after.stream))
+        else {
             // A stream with no events yet is only known if it was primed (seq 0).
             return (after.seq == 0).then(Vec::new);
         };
         // Events after `after` were evicted if the oldest kept one is beyond the next.
-        if events.front().is_some_and(|(first, _)| *first > after.seq + 1) {
+        if queue.front().is_some_and(|first| first.seq > after.seq + 1) {
             return None;
         }
         Some(
-            events
+            queue
                 .iter()
-                .filter(|(seq, _)| *seq > after.seq)
-                .map(|(seq, m)| (EventPosition { stream: after.stream, seq: *seq }, m.clone()))
+                .filter(|e| e.seq > after.seq)
+                .map(|e| (EventPosition { stream: after.stream, seq: e.seq }, e.message.clone()))
                 .collect(),
         )
     }
+}
+
+/// The length of `message` as JSON, without building it.
+fn json_size(message: &Message) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, message);
+    count.0
 }
 
 impl EventStore for InMemoryEventStore {
@@ -245,12 +492,28 @@ impl EventStore for InMemoryEventStore {
     }
 
     fn remove_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
-        self.streams().retain(|(s, _), _| s != session);
+        let mut events = self.events();
+        if let Some(gone) = events.sessions.remove(session) {
+            events.bytes -= gone.bytes;
+            events.live -= gone.streams.values().map(VecDeque::len).sum::<usize>();
+        }
         Box::pin(std::future::ready(()))
     }
 
     fn discard_stream<'a>(&'a self, session: &'a str, stream: u64) -> BoxFuture<'a, ()> {
-        self.streams().remove(&(session.to_owned(), stream));
+        let mut events = self.events();
+        let state = &mut *events;
+        if let Some(own) = state.sessions.get_mut(session) {
+            if let Some(queue) = own.streams.remove(&stream) {
+                let bytes: usize = queue.iter().map(|e| e.bytes).sum();
+                own.bytes -= bytes;
+                state.bytes -= bytes;
+                state.live -= queue.len();
+            }
+            if own.streams.is_empty() {
+                state.sessions.remove(session);
+            }
+        }
         Box::pin(std::future::ready(()))
     }
 }
@@ -294,6 +557,65 @@ mod tests {
             store.replay_after("s", EventPosition { stream: 2, seq: 0 }).await.unwrap().len(),
             1
         );
+    }
+
+    #[tokio::test]
+    async fn bytes_per_session_and_in_all_are_bounded_oldest_first() {
+        let big = |n: u64| -> Message {
+            Notification::new(format!("n{n}"), Some(serde_json::json!({"pad": "x".repeat(1000)})))
+                .into()
+        };
+        let store = InMemoryEventStore::new(1000).max_session_bytes(5_000).max_total_bytes(8_000);
+        // Many abandoned streams of one session: only the newest ~5 KB stay.
+        for stream in 1..=20 {
+            store.append("a", EventPosition { stream, seq: 1 }, &big(stream)).await;
+        }
+        assert!(store.stored_bytes() <= 5_000, "{}", store.stored_bytes());
+        assert!(
+            store.replay_after("a", EventPosition { stream: 1, seq: 0 }).await.unwrap().is_empty()
+        );
+        assert_eq!(
+            store.replay_after("a", EventPosition { stream: 20, seq: 0 }).await.unwrap().len(),
+            1
+        );
+        // Another session pushes the total over: the oldest of all go.
+        for stream in 1..=5 {
+            store.append("b", EventPosition { stream, seq: 1 }, &big(stream)).await;
+        }
+        assert!(store.stored_bytes() <= 8_000, "{}", store.stored_bytes());
+        assert_eq!(
+            store.replay_after("b", EventPosition { stream: 5, seq: 0 }).await.unwrap().len(),
+            1
+        );
+        store.remove_session("a").await;
+        store.remove_session("b").await;
+        assert_eq!(store.stored_bytes(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_older_than_the_age_limit_are_dropped() {
+        let store = InMemoryEventStore::default().max_age(Duration::from_secs(60));
+        store.append("s", EventPosition { stream: 1, seq: 1 }, &msg(1)).await;
+        tokio::time::advance(Duration::from_secs(61)).await;
+        store.append("s", EventPosition { stream: 2, seq: 1 }, &msg(2)).await;
+        assert!(
+            store.replay_after("s", EventPosition { stream: 1, seq: 0 }).await.unwrap().is_empty()
+        );
+        assert_eq!(
+            store.replay_after("s", EventPosition { stream: 2, seq: 0 }).await.unwrap().len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn discarded_streams_leave_no_bookkeeping_behind() {
+        let store = InMemoryEventStore::default();
+        for stream in 1..=5_000 {
+            store.append("s", EventPosition { stream, seq: 1 }, &msg(stream)).await;
+            store.discard_stream("s", stream).await;
+        }
+        assert_eq!(store.stored_bytes(), 0);
+        assert!(store.events().order.len() <= 1024 + 2, "{}", store.events().order.len());
     }
 
     #[test]

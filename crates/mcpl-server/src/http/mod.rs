@@ -24,6 +24,20 @@
 //! protection, on by default), `Accept`, `Content-Type`, `MCP-Protocol-Version`, and the body
 //! size (default limit 4 MiB).
 //!
+//! # On an open network
+//!
+//! Every limit a client can push against has a default safe for the open internet, set in
+//! [`ConnectionConfig`] (given to [`HttpConfig::connections`] and to [`serve_with`]) and
+//! [`HttpConfig`]: a connection cap (one more is answered `503` and closed), a deadline for a
+//! request's head (also the keep-alive idle timeout) and one for its body (`408`), bodies read
+//! into one buffer bounded by the body limit whatever their chunking, a session cap at which
+//! idle sessions yield to new ones, a short life for sessions that never finish their
+//! handshake, bounded event storage ([`event_store::InMemoryEventStore`]), and at most
+//! [`mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS`] requests of a session running at
+//! once. Each refusal is logged once at `debug` with the client's address and counted in
+//! [`Refusals`]. A cancelled [`ConnectionConfig::shutdown_on`] token shuts the endpoint down
+//! gracefully.
+//!
 //! # Throughput
 //!
 //! The endpoint serves every request on the task of the connection that carried it (a
@@ -75,9 +89,12 @@ use self::sse::SseEvent;
 use crate::builder::Server;
 
 pub mod auth;
+mod body;
 mod config;
 pub mod event_store;
 pub(crate) mod guard;
+mod refusal;
+pub(crate) mod serving;
 mod session;
 pub mod session_store;
 mod sse;
@@ -85,6 +102,8 @@ pub mod stateless;
 mod stateless_body;
 
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
+pub use self::refusal::{RefusalEvent, RefusalKind, Refusals};
+pub use self::serving::{ConnectionConfig, DEFAULT_MAX_CONNECTIONS};
 
 /// The session header.
 ///
@@ -163,6 +182,8 @@ struct Inner {
     /// Where sessions are recorded for other endpoints to continue; `None`: nowhere.
     store: Option<Arc<dyn SessionStore>>,
     sessions: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
+    /// Session slots taken by handshakes under way (changed with `sessions` locked).
+    reserved: std::sync::atomic::AtomicUsize,
     stateless: mcpl_core::Engine,
     /// The engine every stateful-era session is a driven connection of.
     session_engine: mcpl_core::Engine,
@@ -272,6 +293,7 @@ impl StreamableHttp {
                 server_info,
                 server_info_json,
                 sessions: RwLock::new(HashMap::new()),
+                reserved: std::sync::atomic::AtomicUsize::new(0),
                 reaper: std::sync::Once::new(),
             }),
         }
@@ -308,6 +330,81 @@ impl StreamableHttp {
         self.inner.sessions.read().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 
+    /// The refusals counted so far: those of this endpoint and of every entry point sharing
+    /// its [`HttpConfig::connections`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, RefusalKind, StreamableHttp};
+    ///
+    /// let endpoint = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new());
+    /// assert_eq!(endpoint.refusals().count(RefusalKind::BodyTooLarge), 0);
+    /// ```
+    pub fn refusals(&self) -> &Refusals {
+        &self.inner.config.connections.refusals
+    }
+
+    /// Logs once and counts a refused request (see [`Refusals`]).
+    pub(crate) fn refuse(
+        &self,
+        kind: RefusalKind,
+        peer: Option<std::net::SocketAddr>,
+        detail: &str,
+    ) {
+        self.refusals().record(kind, peer, detail);
+    }
+
+    /// Whether the shutdown signal fired.
+    fn shutting_down(&self) -> bool {
+        self.inner.config.connections.shutdown.is_cancelled()
+    }
+
+    /// `503` for what would start at shutdown (request `id`, if it is one), logged and counted.
+    fn shutdown_refused(
+        &self,
+        peer: Option<std::net::SocketAddr>,
+        id: Option<RequestId>,
+    ) -> Response {
+        self.refuse(RefusalKind::ShuttingDown, peer, "shutting down");
+        let mut response = rpc_error_for(
+            id,
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            "shutting down",
+        );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response
+    }
+
+    /// The answer to a body that could not be read, logged and counted.
+    fn body_refused(&self, peer: Option<std::net::SocketAddr>, error: body::BodyError) -> Response {
+        let limit = self.inner.config.max_body;
+        let (kind, status, message) = match error {
+            body::BodyError::TooLarge => (
+                RefusalKind::BodyTooLarge,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body exceeds {limit} bytes"),
+            ),
+            body::BodyError::TimedOut => (
+                RefusalKind::BodyTimeout,
+                StatusCode::REQUEST_TIMEOUT,
+                "request body not received in time".to_owned(),
+            ),
+            body::BodyError::Malformed => (
+                RefusalKind::BadRequest,
+                StatusCode::BAD_REQUEST,
+                "malformed request body".to_owned(),
+            ),
+        };
+        self.refuse(kind, peer, &message);
+        let mut response = rpc_error(status, ErrorCode::INVALID_REQUEST, message);
+        // What is left of the body is unread: the connection cannot carry another request.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    }
+
     fn stateless_engine(&self) -> mcpl_core::Engine {
         self.inner.stateless.clone()
     }
@@ -325,14 +422,113 @@ impl StreamableHttp {
         self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id)
     }
 
+    /// Closes every session, once its in-flight requests finished (waiting at most the
+    /// shutdown grace period of [`HttpConfig::connections`]): their handlers stop, their
+    /// stored events are dropped; once the shutdown signal fired, the server's running task
+    /// handlers stop too (their tasks recorded `cancelled`). Recorded sessions stay in the session store for
+    /// other endpoints to continue. Done by itself once the shutdown signal fires; call it
+    /// to wait for it after [`serve_with`] returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let endpoint = StreamableHttp::new(Server::builder("s", "1").build(), HttpConfig::new());
+    /// endpoint.close().await;
+    /// assert_eq!(endpoint.session_count(), 0);
+    /// # });
+    /// ```
+    pub async fn close(&self) {
+        let grace = self.inner.config.connections.shutdown_grace;
+        let settled = async {
+            loop {
+                let busy = {
+                    let sessions = self
+                        .inner
+                        .sessions
+                        .read()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    sessions.values().any(|s| s.is_busy())
+                };
+                if !busy {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        let _ = tokio::time::timeout(grace, settled).await;
+        let sessions: Vec<Arc<HttpSession>> = {
+            let mut sessions =
+                self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            sessions.drain().map(|(_, s)| s).collect()
+        };
+        for session in sessions {
+            session.close().await;
+        }
+        if self.inner.config.connections.shutdown.is_cancelled() {
+            // Task handlers run apart from any request: they stop with the server.
+            self.inner.server.inner.tasks.shutdown().await;
+        }
+    }
+
+    /// Takes a session slot for a handshake, atomically: at the cap, the idle session that
+    /// never finished its handshake, else the least recently used idle one, is evicted (and
+    /// returned, to be closed). `None`: the cap is reached and every session is busy.
+    fn reserve_session(&self) -> Option<(SessionSlot<'_>, Option<Arc<HttpSession>>)> {
+        use std::sync::atomic::Ordering;
+        let inner = &*self.inner;
+        let mut sessions =
+            inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let taken = sessions.len() + inner.reserved.load(Ordering::SeqCst);
+        let evicted = if taken < inner.config.max_sessions {
+            None
+        } else {
+            let victim = sessions
+                .values()
+                .filter(|s| !s.is_busy())
+                .min_by_key(|s| (s.is_ready(), s.idle_since()))
+                .map(|s| s.id.clone())?;
+            sessions.remove(&victim)
+        };
+        inner.reserved.fetch_add(1, Ordering::SeqCst);
+        Some((SessionSlot(inner), evicted))
+    }
+
     fn start_reaper(&self) {
         let weak = Arc::downgrade(&self.inner);
-        let period = (self.inner.config.session_idle_timeout / 4).max(Duration::from_millis(100));
+        let config = &self.inner.config;
+        let period = (config.session_idle_timeout.min(config.handshake_timeout) / 4)
+            .max(Duration::from_millis(100));
         self.inner.reaper.call_once(|| {
             let changes = self.inner.server.subscribe_changes();
             tokio::spawn(forward_changes(weak.clone(), changes));
+            tokio::spawn(close_at_shutdown(
+                weak.clone(),
+                self.inner.config.connections.shutdown.clone(),
+            ));
             tokio::spawn(reap(weak, period));
         });
+    }
+}
+
+/// Closes every session once `shutdown` fires (see [`StreamableHttp::close`]).
+async fn close_at_shutdown(inner: Weak<Inner>, shutdown: tokio_util::sync::CancellationToken) {
+    shutdown.cancelled().await;
+    if let Some(inner) = inner.upgrade() {
+        StreamableHttp { inner }.close().await;
+    }
+}
+
+/// A session slot reserved for a handshake under way; freed when dropped (by then the
+/// session is in the table, or failed).
+struct SessionSlot<'a>(&'a Inner);
+
+impl Drop for SessionSlot<'_> {
+    fn drop(&mut self) {
+        self.0.reserved.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -381,13 +577,23 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
     loop {
         tokio::time::sleep(period).await;
         let Some(inner) = inner.upgrade() else { return };
-        let timeout = inner.config.session_idle_timeout;
+        let (idle, handshake) = (inner.config.session_idle_timeout, inner.config.handshake_timeout);
         let expired: Vec<Arc<HttpSession>> = {
             let mut sessions =
                 inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let ids: Vec<Arc<str>> = sessions
                 .iter()
-                .filter(|(_, s)| s.idle_since().elapsed() > timeout)
+                .filter(|(_, s)| {
+                    if s.is_busy() {
+                        // In-flight requests and open streams are activity.
+                        s.touch();
+                        false
+                    } else if !s.is_ready() {
+                        s.created().elapsed() > handshake
+                    } else {
+                        s.idle_since().elapsed() > idle
+                    }
+                })
                 .map(|(id, _)| id.clone())
                 .collect();
             ids.iter().filter_map(|id| sessions.remove(id)).collect()
@@ -402,12 +608,13 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
     }
 }
 
-/// Serves `router` on `listener` with `TCP_NODELAY` set on every accepted connection (without
-/// it, small SSE writes can stall for tens of milliseconds).
+/// Serves `router` on `listener` under the default [`ConnectionConfig`] (`TCP_NODELAY` set on
+/// every connection, the default caps and timeouts); see [`serve_with`] to set them or to
+/// shut down gracefully.
 ///
 /// # Errors
 ///
-/// An I/O error of the listener.
+/// None so far: it serves until dropped. A failed accept is retried after a growing pause.
 ///
 /// # Examples
 ///
@@ -424,13 +631,55 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
 /// }
 /// ```
 pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, router).await
+    serve_with(listener, router, ConnectionConfig::default()).await
+}
+
+/// Serves `router` on `listener` under `connections`: its connection cap, header and body
+/// timeouts, and shutdown signal. Once that signal fires, no connection is accepted, open
+/// connections finish their requests within the grace period, and this returns. Give the
+/// endpoints in `router` the same `connections` (with [`HttpConfig::connections`] and
+/// [`WsConfig::connections`](crate::ws::WsConfig::connections)), so they end their streams and
+/// sessions on the same signal and count refusals in the same place.
+///
+/// # Errors
+///
+/// None so far. A failed accept is retried after a growing pause, logged once per burst.
+///
+/// # Examples
+///
+/// Shut down gracefully on a signal (here a token cancelled by hand):
+///
+/// ```
+/// use mcpl_server::Server;
+/// use mcpl_server::http::{ConnectionConfig, HttpConfig, StreamableHttp};
+/// use tokio_util::sync::CancellationToken;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let shutdown = CancellationToken::new();
+/// let connections = ConnectionConfig::new().shutdown_on(shutdown.clone());
+/// let endpoint = StreamableHttp::new(
+///     Server::builder("demo", "1.0.0").build(),
+///     HttpConfig::new().connections(connections.clone()),
+/// );
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let serving = tokio::spawn(mcpl_server::http::serve_with(
+///     listener,
+///     endpoint.into_router("/mcp"),
+///     connections,
+/// ));
+/// shutdown.cancel(); // on SIGTERM, say
+/// serving.await??;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    connections: ConnectionConfig,
+) -> std::io::Result<()> {
+    let service = hyper_util::service::TowerToHyperService::new(router);
+    let service_for = |peer| serving::WithPeer { inner: service.clone(), peer };
+    serving::serve_connections(listener, connections, service_for).await
 }
 
 impl StreamableHttp {
@@ -443,8 +692,11 @@ impl StreamableHttp {
     ///
     /// # Errors
     ///
-    /// None so far: it serves until dropped. A failed accept is logged and the next one tried
-    /// (after 100 ms when the listener itself failed, as when file descriptors run out).
+    /// None so far: it serves until dropped, or until the shutdown signal of
+    /// [`HttpConfig::connections`] fires, and then returns once in-flight requests finished
+    /// (within the grace period) and every session is closed. A failed accept is retried
+    /// after a growing pause, logged once per burst. The connections' caps and timeouts are
+    /// those of [`HttpConfig::connections`].
     ///
     /// # Examples
     ///
@@ -472,53 +724,25 @@ impl StreamableHttp {
         path: &str,
     ) -> std::io::Result<()> {
         let path: Arc<str> = Arc::from(path);
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) if is_connection_error(&e) => {
-                    tracing::debug!(error = %e, "a connection failed before it was accepted");
-                    continue;
-                }
-                Err(e) => {
-                    // Such as running out of file descriptors: wait for some to close.
-                    tracing::error!(error = %e, "accepting a connection failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            if let Err(e) = stream.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-            let (http, path) = (self.clone(), path.clone());
-            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+        let http = self.clone();
+        let service_for = move |peer| {
+            let (http, path) = (http.clone(), path.clone());
+            hyper::service::service_fn(move |request: hyper::Request<_>| {
                 let (http, path) = (http.clone(), path.clone());
                 async move {
                     if request.uri().path() != &*path {
                         return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
                     }
-                    Ok(handle(State(http), request.map(axum::body::Body::new)).await)
+                    let request = request.map(axum::body::Body::new);
+                    Ok(serve_request(http, request, Some(peer)).await)
                 }
-            });
-            tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                if let Err(e) =
-                    hyper::server::conn::http1::Builder::new().serve_connection(io, service).await
-                {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                }
-            });
-        }
+            })
+        };
+        let connections = self.inner.config.connections.clone();
+        serving::serve_connections(listener, connections, service_for).await?;
+        self.close().await;
+        Ok(())
     }
-}
-
-/// Whether an accept error concerns the one connection (the listener itself is fine).
-fn is_connection_error(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::ConnectionRefused
-            | std::io::ErrorKind::ConnectionAborted
-            | std::io::ErrorKind::ConnectionReset
-    )
 }
 
 fn new_session_id() -> Result<String, getrandom::Error> {
@@ -550,6 +774,13 @@ impl Reject {
     }
 }
 
+impl Reject {
+    /// The response, its JSON-RPC error naming the request `id` refused.
+    fn respond(self, id: Option<RequestId>) -> Response {
+        rpc_error_for(id, self.status, self.code, self.message)
+    }
+}
+
 impl IntoResponse for Reject {
     fn into_response(self) -> Response {
         rpc_error(self.status, self.code, self.message)
@@ -558,8 +789,36 @@ impl IntoResponse for Reject {
 
 /// An HTTP error carrying a JSON-RPC error body.
 fn rpc_error(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> Response {
-    let error = ErrorResponse::new(None, ErrorObject::new(code, message));
+    rpc_error_for(None, status, code, message)
+}
+
+/// An HTTP error carrying a JSON-RPC error body that answers request `id`.
+fn rpc_error_for(
+    id: Option<RequestId>,
+    status: StatusCode,
+    code: ErrorCode,
+    message: impl Into<String>,
+) -> Response {
+    let error = ErrorResponse::new(id, ErrorObject::new(code, message));
     json_body(status, &Message::Error(error))
+}
+
+/// The id of `message`, if it is a request.
+fn request_id(message: &Message) -> Option<RequestId> {
+    match message {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    }
+}
+
+/// The request a `notifications/cancelled` names.
+fn cancelled_request(message: &Message) -> Option<RequestId> {
+    let Message::Notification(n) = message else { return None };
+    if n.method != names::NOTIFICATIONS_CANCELLED {
+        return None;
+    }
+    let id = n.params.as_ref()?.get("requestId")?;
+    serde_json::from_value(id.clone()).ok()
 }
 
 fn refused(r: Refusal) -> Response {
@@ -571,11 +830,31 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 async fn handle(State(http): State<StreamableHttp>, request: Request) -> Response {
+    let peer = serving::peer_of(&request);
+    serve_request(http, request, peer).await
+}
+
+/// Serves one request from `peer` (its address, when known: for refusals' logs).
+async fn serve_request(
+    http: StreamableHttp,
+    request: Request,
+    peer: Option<std::net::SocketAddr>,
+) -> Response {
     if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, request.headers()) {
+        let kind = match r.status {
+            StatusCode::FORBIDDEN => RefusalKind::Forbidden,
+            _ => RefusalKind::BadRequest,
+        };
+        http.refuse(kind, peer, &r.message);
         return refused(r);
     }
+    // Shutting down, nothing new starts: no request and no stream (a client's answers and
+    // notifications still reach the requests in flight, and DELETE still ends sessions).
+    if request.method() == Method::GET && http.shutting_down() {
+        return http.shutdown_refused(peer, None);
+    }
     match *request.method() {
-        Method::POST => post(http, request).await,
+        Method::POST => post(http, request, peer).await,
         Method::GET => get(http, request).await,
         Method::DELETE => delete(http, request).await,
         _ => {
@@ -689,26 +968,29 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     Ok(live)
 }
 
-async fn post(http: StreamableHttp, request: Request) -> Response {
+async fn post(
+    http: StreamableHttp,
+    request: Request,
+    peer: Option<std::net::SocketAddr>,
+) -> Response {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     if let Err(r) =
         guard::check_post_accept(&headers).and_then(|()| guard::check_content_type(&headers))
     {
+        http.refuse(RefusalKind::BadRequest, peer, &r.message);
         return refused(r);
     }
-    let body = match axum::body::to_bytes(body, http.inner.config.max_body).await {
+    let limits = &http.inner.config;
+    let body = match body::read(body, limits.max_body, limits.connections.body_timeout).await {
         Ok(body) => body,
-        Err(_) => {
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorCode::INVALID_REQUEST,
-                format!("request body exceeds {} bytes", http.inner.config.max_body),
-            );
-        }
+        Err(e) => return http.body_refused(peer, e),
     };
     // A well-formed stateless-era request is read straight from the body; anything else, and
     // every other request, goes through the general decoder.
+    if stateless::stateless_header(&headers) && http.shutting_down() {
+        return http.shutdown_refused(peer, None);
+    }
     if stateless::stateless_header(&headers) {
         if let Some(read) = stateless_body::read(&body) {
             return stateless::serve_read(http, headers, read).await;
@@ -718,6 +1000,9 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
         Ok(message) => message,
         Err(e) => return json_body(StatusCode::BAD_REQUEST, &Message::Error(e.to_response())),
     };
+    if let (Message::Request(req), true) = (&message, http.shutting_down()) {
+        return http.shutdown_refused(peer, Some(req.id.clone()));
+    }
     if stateless::is_stateless(&message, &headers) {
         return stateless::serve(http, headers, message).await;
     }
@@ -730,15 +1015,16 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
                     "initialize must not carry Mcp-Session-Id",
                 );
             }
-            return initialize(http, message).await;
+            return initialize(http, message, peer).await;
         }
     }
+    let id = request_id(&message);
     let session = match find_session(&http, &headers).await {
         Ok(s) => s,
-        Err(reject) => return reject.into_response(),
+        Err(reject) => return reject.respond(id),
     };
     if let Err(reject) = check_version_header(&headers, &session) {
-        return reject.into_response();
+        return reject.respond(id);
     }
     match message {
         Message::Request(req) => {
@@ -756,7 +1042,8 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
                     );
                 }
                 Err(_) => {
-                    return rpc_error(
+                    return rpc_error_for(
+                        Some(id),
                         StatusCode::NOT_FOUND,
                         ErrorCode(-32001),
                         "session not found",
@@ -765,7 +1052,12 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
             };
             if session.deliver(Message::Request(req)).await.is_err() {
                 session.abandon_request_stream(&id);
-                return rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended");
+                return rpc_error_for(
+                    Some(id),
+                    StatusCode::NOT_FOUND,
+                    ErrorCode(-32001),
+                    "session ended",
+                );
             }
             if json {
                 json_reply(rx, &session.id).await
@@ -773,20 +1065,45 @@ async fn post(http: StreamableHttp, request: Request) -> Response {
                 sse_reply(&http, &session, stream, Vec::new(), Some(rx), true)
             }
         }
-        other => match session.deliver(other).await {
-            Ok(()) => StatusCode::ACCEPTED.into_response(),
-            Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended"),
-        },
+        other => {
+            let cancelled = cancelled_request(&other);
+            match session.deliver(other).await {
+                Ok(()) => {
+                    if let Some(id) = cancelled {
+                        // The handler stops and sends nothing more: end the request's stream.
+                        session.end_request_stream(&id).await;
+                    }
+                    StatusCode::ACCEPTED.into_response()
+                }
+                Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended"),
+            }
+        }
     }
 }
 
-async fn initialize(http: StreamableHttp, message: Message) -> Response {
-    if http.session_count() >= http.inner.config.max_sessions {
-        return rpc_error(
+async fn initialize(
+    http: StreamableHttp,
+    message: Message,
+    peer: Option<std::net::SocketAddr>,
+) -> Response {
+    let request_id = request_id(&message);
+    let Some((_slot, evicted)) = http.reserve_session() else {
+        http.refuse(RefusalKind::SessionLimit, peer, "session cap reached, none idle");
+        let mut response = rpc_error_for(
+            request_id,
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::INTERNAL_ERROR,
             "too many sessions",
         );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    if let Some(evicted) = evicted {
+        tracing::debug!(session = %evicted.id, "closing an idle session to make room for a new one");
+        if let Some(store) = &http.inner.store {
+            store.remove(&evicted.id).await;
+        }
+        evicted.close().await;
     }
     let Message::Request(req) = message else {
         return rpc_error(
@@ -897,6 +1214,7 @@ fn sse_reply(
     live: Option<mpsc::Receiver<Event>>,
     prime: bool,
 ) -> Response {
+    let live_request = prime && live.is_some() && session.is_request_stream(stream);
     // Clients of 2025-11-25 and later understand an event with an id and empty data, which
     // lets them resume a stream that closes before its first real event.
     let primes =
@@ -938,7 +1256,20 @@ fn sse_reply(
         },
     );
     let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
-    let mut response = sse::response(events, http.inner.config.keep_alive);
+    // At shutdown, a request's stream gets the grace period to carry its response; any
+    // other ends at once. Either ends with a `retry` hint.
+    let connections = &http.inner.config.connections;
+    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
+    let stop = sse::Stop {
+        stop: Box::pin(async move {
+            token.cancelled().await;
+            if live_request {
+                tokio::time::sleep(grace).await;
+            }
+        }),
+        retry,
+    };
+    let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
     }

@@ -93,6 +93,7 @@ pub(crate) struct HttpSession {
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
     last_active: Mutex<Instant>,
+    created: Instant,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -119,7 +120,8 @@ impl HttpSession {
                 routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
             })));
         let driven = engine.drive_with(sender, state);
-        HttpSession { id, driven, routes, events, last_active: Mutex::new(Instant::now()) }
+        let now = Instant::now();
+        HttpSession { id, driven, routes, events, last_active: Mutex::new(now), created: now }
     }
 
     fn state(&self) -> Option<&SessionState> {
@@ -158,6 +160,51 @@ impl HttpSession {
 
     pub(crate) fn idle_since(&self) -> Instant {
         *self.last_active.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When the session was created.
+    pub(crate) fn created(&self) -> Instant {
+        self.created
+    }
+
+    /// Whether the client finished the handshake (`notifications/initialized`).
+    pub(crate) fn is_ready(&self) -> bool {
+        self.state().is_some_and(SessionState::is_ready)
+    }
+
+    /// Whether the session is at work: a request in flight, or a client connected to one of
+    /// its streams. Such a session is never idle, however long it has been since a request.
+    pub(crate) fn is_busy(&self) -> bool {
+        if self.driven.peer().inflight_requests() > 0 {
+            return true;
+        }
+        let routes = lock(&self.routes);
+        !routes.by_request.is_empty()
+            || routes
+                .streams
+                .values()
+                .any(|s| s.attached.as_ref().is_some_and(|tx| !tx.is_closed()))
+    }
+
+    /// Ends the stream of request `id` (cancelled by the client): its live connection's body
+    /// ends, nothing more is routed to it, and its stored events are dropped.
+    pub(crate) async fn end_request_stream(&self, id: &RequestId) {
+        let stream = {
+            let mut routes = lock(&self.routes);
+            let stream = remove_shrinking(&mut routes.by_request, id);
+            if let Some(stream) = stream {
+                remove_shrinking(&mut routes.streams, &stream);
+            }
+            stream
+        };
+        if let Some(stream) = stream {
+            self.events.discard_stream(&self.id, stream).await;
+        }
+    }
+
+    /// Whether `stream` is the stream of a client request (not the standalone one).
+    pub(crate) fn is_request_stream(&self, stream: u64) -> bool {
+        lock(&self.routes).by_request.values().any(|s| *s == stream)
     }
 
     /// Hands a client message to the session's connection.

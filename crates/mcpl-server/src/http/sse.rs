@@ -67,21 +67,52 @@ const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>>;
 
+/// When a stream ends early because the server shuts down: once `stop` resolves, a last
+/// frame advises the client to reconnect after `retry`, and the stream ends.
+pub(crate) struct Stop {
+    pub(crate) stop: Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    pub(crate) retry: Duration,
+}
+
 /// An SSE response streaming `events`, with a keep-alive comment after every `keep_alive` of
 /// silence. The response ends when `events` ends.
 pub(crate) fn response<S>(events: S, keep_alive: Duration) -> Response
 where
     S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
 {
+    response_until(events, keep_alive, None)
+}
+
+/// [`response`], ended early by `stop` (see [`Stop`]).
+pub(crate) fn response_until<S>(events: S, keep_alive: Duration, stop: Option<Stop>) -> Response
+where
+    S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
+{
     let events: EventStream = Box::pin(events);
     let period = keep_alive.max(Duration::from_millis(10));
-    let frames = futures::stream::unfold(Some(events), move |state| async move {
-        let mut events = state?;
-        match tokio::time::timeout(period, events.next()).await {
-            Ok(Some(Ok(event))) => Some((Ok::<_, Infallible>(event.encode()), Some(events))),
+    let frames = futures::stream::unfold(Some((events, stop)), move |state| async move {
+        let (mut events, mut stop) = state?;
+        let stopping = async {
+            match &mut stop {
+                Some(stop) => (&mut stop.stop).await,
+                None => std::future::pending().await,
+            }
+        };
+        let next = tokio::select! {
+            biased;
+            () = stopping => {
+                let retry = stop.as_ref().map_or(0, |s| s.retry.as_millis());
+                return Some((Ok(Bytes::from(format!("retry: {retry}\n\n"))), None));
+            }
+            next = tokio::time::timeout(period, events.next()) => next,
+        };
+        match next {
+            Ok(Some(Ok(event))) => {
+                Some((Ok::<_, Infallible>(event.encode()), Some((events, stop))))
+            }
             Ok(Some(Err(never))) => match never {},
             Ok(None) => None,
-            Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE_FRAME)), Some(events))),
+            Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE_FRAME)), Some((events, stop)))),
         }
     });
     let mut response = Response::new(Body::from_stream(frames.map(|f| f.map_err(|e| match e {}))));

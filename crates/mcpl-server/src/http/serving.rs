@@ -1,0 +1,420 @@
+//! Serving connections: [`ConnectionConfig`] (the caps, timeouts and shutdown signal of a
+//! listener) and the one accept loop behind [`serve`](super::serve),
+//! [`serve_with`](super::serve_with) and
+//! [`StreamableHttp::serve_at`](super::StreamableHttp::serve_at).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::refusal::{RefusalKind, Refusals};
+
+/// The default connection cap: 1024 open HTTP connections per listener.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::DEFAULT_MAX_CONNECTIONS, 1024);
+/// ```
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// What a connection over the cap is told before it is closed.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+
+/// How long accepting must go without failing for a new failure to be logged as a new burst.
+const ACCEPT_QUIET: Duration = Duration::from_secs(5);
+
+/// The first and the longest pause after the listener failed to accept.
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(5), Duration::from_secs(1));
+
+/// How connections are accepted, timed, capped and ended: the settings of a listener served
+/// by [`serve_with`](super::serve_with) or
+/// [`StreamableHttp::serve_at`](super::StreamableHttp::serve_at) (through
+/// [`HttpConfig::connections`](super::HttpConfig::connections)), also read by the endpoints
+/// themselves (the body deadline, the shutdown signal, where refusals are counted).
+///
+/// The defaults suit a server on the open internet: at most
+/// [`DEFAULT_MAX_CONNECTIONS`] connections, 10 s to send a request's head (which is also how
+/// long an idle kept-alive connection stays open), 30 s to send its body, and 10 s for
+/// in-flight requests to finish once shutdown starts. Clones share the shutdown signal and
+/// the refusal counts.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use mcpl_server::http::ConnectionConfig;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let shutdown = CancellationToken::new();
+/// let connections = ConnectionConfig::new()
+///     .max_connections(256)
+///     .header_read_timeout(Some(Duration::from_secs(5)))
+///     .body_timeout(Some(Duration::from_secs(20)))
+///     .shutdown_on(shutdown.clone())
+///     .shutdown_grace(Duration::from_secs(5));
+/// # drop(connections);
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ConnectionConfig {
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Option<Duration>,
+    pub(crate) body_timeout: Option<Duration>,
+    pub(crate) keep_alive: bool,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) refusals: Refusals,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: Some(Duration::from_secs(10)),
+            body_timeout: Some(Duration::from_secs(30)),
+            keep_alive: true,
+            shutdown: CancellationToken::new(),
+            shutdown_grace: Duration::from_secs(10),
+            refusals: Refusals::new(),
+        }
+    }
+}
+
+impl ConnectionConfig {
+    /// The default settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let connections = mcpl_server::http::ConnectionConfig::new();
+    /// # drop(connections);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The most open connections; one accepted beyond it is answered `503` with
+    /// `Retry-After: 1` and closed at once (never queued). Keep it below the process's file
+    /// descriptor limit. A connection upgraded to WebSocket leaves this count (the WebSocket
+    /// endpoint caps its own with [`WsConfig::max_connections`](crate::ws::WsConfig::max_connections)).
+    /// Default: [`DEFAULT_MAX_CONNECTIONS`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let connections = mcpl_server::http::ConnectionConfig::new().max_connections(10_000);
+    /// # drop(connections);
+    /// ```
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max;
+        self
+    }
+
+    /// How long a client may take to send a request's head (request line and headers) once
+    /// the server waits for one; then the connection is closed. The wait starts when the
+    /// connection opens and again after each response, so this is also how long an idle
+    /// kept-alive connection stays open. `None`: forever (not for a public server). Default:
+    /// 10 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let connections =
+    ///     mcpl_server::http::ConnectionConfig::new().header_read_timeout(Some(Duration::from_secs(30)));
+    /// # drop(connections);
+    /// ```
+    pub fn header_read_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request's body, from the end of its head; a
+    /// body still incomplete then is answered `408` and its connection closed. `None`:
+    /// forever (not for a public server). Default: 30 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let connections =
+    ///     mcpl_server::http::ConnectionConfig::new().body_timeout(Some(Duration::from_secs(60)));
+    /// # drop(connections);
+    /// ```
+    pub fn body_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// Whether connections are kept open between requests (HTTP/1.1 keep-alive). Default:
+    /// `true`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let connections = mcpl_server::http::ConnectionConfig::new().keep_alive(false);
+    /// # drop(connections);
+    /// ```
+    pub fn keep_alive(mut self, keep: bool) -> Self {
+        self.keep_alive = keep;
+        self
+    }
+
+    /// Shuts down gracefully once `token` is cancelled: the listener stops accepting,
+    /// endpoints refuse new requests with `503`, end their SSE streams with a `retry` hint,
+    /// let in-flight requests finish within [`shutdown_grace`](Self::shutdown_grace), then
+    /// close their sessions and stop the server's running task handlers, and serving
+    /// returns. Default: a token nobody cancels.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// let shutdown = CancellationToken::new();
+    /// let connections = mcpl_server::http::ConnectionConfig::new().shutdown_on(shutdown.clone());
+    /// // Later, on SIGTERM: shutdown.cancel();
+    /// # drop(connections);
+    /// ```
+    pub fn shutdown_on(mut self, token: CancellationToken) -> Self {
+        self.shutdown = token;
+        self
+    }
+
+    /// How long in-flight requests may take to finish once shutdown starts; then their
+    /// connections are dropped. Default: 10 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let connections =
+    ///     mcpl_server::http::ConnectionConfig::new().shutdown_grace(std::time::Duration::from_secs(30));
+    /// # drop(connections);
+    /// ```
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Where refusals are counted (and handed to a hook; see [`Refusals`]). Default: counts
+    /// of this configuration's own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::{ConnectionConfig, Refusals};
+    ///
+    /// let refusals = Refusals::new();
+    /// let connections = ConnectionConfig::new().refusals(refusals.clone());
+    /// assert_eq!(refusals.total(), 0);
+    /// # drop(connections);
+    /// ```
+    pub fn refusals(mut self, refusals: Refusals) -> Self {
+        self.refusals = refusals;
+        self
+    }
+
+    /// The refusals counted so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let connections = mcpl_server::http::ConnectionConfig::new();
+    /// assert_eq!(connections.refusal_counts().total(), 0);
+    /// ```
+    pub fn refusal_counts(&self) -> &Refusals {
+        &self.refusals
+    }
+}
+
+/// Counts one open connection while alive.
+pub(crate) struct ConnectionSlot(Arc<AtomicUsize>);
+
+impl ConnectionSlot {
+    /// A slot if fewer than `max` are taken.
+    pub(crate) fn take(counter: &Arc<AtomicUsize>, max: usize) -> Option<ConnectionSlot> {
+        counter
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .ok()
+            .map(|_| ConnectionSlot(counter.clone()))
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The peer address of a request served by the accept loop (axum's `ConnectInfo`, so a router
+/// can extract it too).
+pub(crate) fn peer_of<B>(request: &hyper::Request<B>) -> Option<SocketAddr> {
+    request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0)
+}
+
+/// A service that tags each request with its connection's peer address.
+#[derive(Clone)]
+pub(crate) struct WithPeer<S> {
+    pub(crate) inner: S,
+    pub(crate) peer: SocketAddr,
+}
+
+impl<S> hyper::service::Service<hyper::Request<Incoming>> for WithPeer<S>
+where
+    S: hyper::service::Service<hyper::Request<Incoming>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut request: hyper::Request<Incoming>) -> Self::Future {
+        request.extensions_mut().insert(ConnectInfo(self.peer));
+        self.inner.call(request)
+    }
+}
+
+/// Whether an accept error concerns the one connection (the listener itself is fine).
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Accepts connections on `listener` and serves each with `service_for(peer)` (HTTP/1.1, upgrades
+/// allowed, `TCP_NODELAY` set) under `config`, until `config`'s shutdown signal; then stops
+/// accepting, lets open connections finish their requests within the grace period, drops
+/// the rest and returns.
+pub(crate) async fn serve_connections<F, S, B>(
+    listener: TcpListener,
+    config: ConnectionConfig,
+    service_for: F,
+) -> std::io::Result<()>
+where
+    F: Fn(SocketAddr) -> S,
+    S: hyper::service::Service<
+            hyper::Request<Incoming>,
+            Response = hyper::Response<B>,
+            Error = Infallible,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let shutdown = config.shutdown.clone();
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut connections = JoinSet::new();
+    // Accept failures in a row, and when the last was: a burst is logged when it starts (not
+    // again for failures within `ACCEPT_QUIET` of the last) and when accepting works again.
+    let mut failures = 0u32;
+    let mut last_failure: Option<tokio::time::Instant> = None;
+    let mut warned = false;
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) if is_connection_error(&e) => {
+                tracing::debug!(error = %e, "a connection failed before it was accepted");
+                continue;
+            }
+            Err(e) => {
+                // Such as running out of file descriptors: wait for some to close, longer
+                // each time, and say so once per burst.
+                let quiet = last_failure.is_none_or(|at| at.elapsed() > ACCEPT_QUIET);
+                if failures == 0 && quiet {
+                    tracing::warn!(error = %e, "accepting connections failed; backing off");
+                    warned = true;
+                }
+                last_failure = Some(tokio::time::Instant::now());
+                config.refusals.record(RefusalKind::AcceptFailed, None, &e.to_string());
+                failures = failures.saturating_add(1);
+                let pause = ACCEPT_BACKOFF.0.saturating_mul(1 << failures.min(8).saturating_sub(1));
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(pause.min(ACCEPT_BACKOFF.1)) => continue,
+                }
+            }
+        };
+        if failures > 0 {
+            if std::mem::take(&mut warned) {
+                tracing::info!(failures, "accepting connections again");
+            }
+            failures = 0;
+        }
+        let Some(slot) = ConnectionSlot::take(&open, config.max_connections) else {
+            config.refusals.record(
+                RefusalKind::ConnectionLimit,
+                Some(peer),
+                "connection cap reached",
+            );
+            // Best effort: a socket just accepted has room for this much.
+            let _ = stream.try_write(BUSY);
+            continue;
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+        let service = service_for(peer);
+        let (config, shutdown) = (config.clone(), shutdown.clone());
+        connections.spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(config.header_read_timeout)
+                .keep_alive(config.keep_alive);
+            let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+            tokio::pin!(conn);
+            let ended = tokio::select! {
+                ended = conn.as_mut() => ended,
+                () = shutdown.cancelled() => {
+                    // Idle connections close now; busy ones after their response.
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            match ended {
+                Ok(()) => {}
+                Err(e) if e.is_timeout() => config.refusals.record(
+                    RefusalKind::HeaderTimeout,
+                    Some(peer),
+                    "no complete request head in time",
+                ),
+                Err(e) => tracing::debug!(error = %e, %peer, "connection ended with an error"),
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    let grace = config.shutdown_grace;
+    let drained =
+        tokio::time::timeout(grace, async { while connections.join_next().await.is_some() {} })
+            .await;
+    if drained.is_err() {
+        tracing::debug!(
+            open = connections.len(),
+            "connections still busy after the grace period; dropped"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
+}

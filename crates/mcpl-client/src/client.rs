@@ -20,6 +20,7 @@ use crate::mcpl::McplHost;
 use crate::notify::Notify;
 use crate::resume::Link;
 use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
+use crate::transport::redirect::RedirectRefused;
 
 /// The most pages a list call follows before it stops, unless configured.
 ///
@@ -1105,10 +1106,16 @@ fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
     ProtocolVersion::ALL.iter().rev().copied().find(|v| supported.iter().any(|s| s == v.as_str()))
 }
 
-/// Turns the transport's local answers back into typed errors: "response too large" and
-/// "tool with invalid `x-mcp-header` annotations".
+/// Turns the transport's local answers back into typed errors: "response too large", "tool
+/// with invalid `x-mcp-header` annotations" and "redirect refused".
 pub(crate) fn lift(error: Error) -> Error {
     if let Some(data) = error.rpc_error().and_then(|e| e.data.as_ref()) {
+        if let Some(refused) = RedirectRefused::from_data(data) {
+            return Error::Transport {
+                context: "the request was redirected".into(),
+                source: Some(Box::new(refused)),
+            };
+        }
         if data.get("transport").and_then(Value::as_str) == Some(INVALID_TOOL_HEADERS) {
             let text = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
             return Error::InvalidToolHeaders { tool: text("tool"), detail: text("detail") };

@@ -128,7 +128,7 @@ pub(crate) async fn get_json<T: DeserializeOwned>(
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
-        .map_err(|e| AuthError::Http { url: url.to_owned(), detail: e.to_string() })?;
+        .map_err(|e| AuthError::exchange(url, &e))?;
     let status = response.status();
     if status.is_client_error() {
         return Ok(None);
@@ -148,11 +148,7 @@ pub(crate) async fn read_limited(
     url: &str,
 ) -> Result<Vec<u8>, AuthError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| AuthError::Http { url: url.to_owned(), detail: e.to_string() })?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| AuthError::exchange(url, &e))? {
         if body.len() + chunk.len() > MAX_BODY {
             return Err(AuthError::Http {
                 url: url.to_owned(),

@@ -45,6 +45,8 @@ mod assertion;
 mod challenge;
 mod metadata;
 
+use crate::transport::redirect::{self, RedirectRefused};
+
 pub use self::assertion::ClientKey;
 pub use self::challenge::Challenge;
 pub use self::metadata::{ResourceMetadata, ServerMetadata};
@@ -82,6 +84,16 @@ pub enum AuthError {
         url: String,
         /// What went wrong.
         detail: String,
+    },
+    /// A metadata, registration or token endpoint redirected where the client does not
+    /// follow (another origin, or too many hops; see [`crate::transport::redirect`]).
+    #[error("the request to {url} was redirected")]
+    Redirect {
+        /// The URL requested.
+        url: String,
+        /// Why the redirect was not followed.
+        #[source]
+        source: RedirectRefused,
     },
     /// A URL could not be parsed.
     #[error("invalid URL {url:?}: {detail}")]
@@ -162,6 +174,15 @@ pub enum AuthError {
 }
 
 impl AuthError {
+    /// The error of a failed exchange with `url`: [`AuthError::Redirect`] for a refused
+    /// redirect, else [`AuthError::Http`].
+    pub(crate) fn exchange(url: &str, e: &reqwest::Error) -> AuthError {
+        match RedirectRefused::find(e) {
+            Some(refused) => AuthError::Redirect { url: url.to_owned(), source: refused.clone() },
+            None => AuthError::Http { url: url.to_owned(), detail: e.to_string() },
+        }
+    }
+
     /// A stable name for the kind of failure.
     ///
     /// # Examples
@@ -183,6 +204,7 @@ impl AuthError {
     pub fn kind(&self) -> &'static str {
         match self {
             AuthError::Http { .. } => "http",
+            AuthError::Redirect { .. } => "redirect",
             AuthError::InvalidUrl { .. } => "invalid_url",
             AuthError::InvalidMetadata { .. } => "invalid_metadata",
             AuthError::NoResourceMetadata { .. } => "no_resource_metadata",
@@ -958,7 +980,7 @@ impl OAuth {
     /// ```
     pub fn new(authorizer: impl Authorizer + 'static, redirect_uri: impl Into<String>) -> Self {
         OAuth {
-            http: reqwest::Client::new(),
+            http: default_http(),
             authorizer: Some(Box::new(authorizer)),
             store: Arc::new(MemoryStore::default()),
             redirect_uri: redirect_uri.into(),
@@ -1073,7 +1095,7 @@ impl OAuth {
     /// ```
     pub fn client_credentials(issuer: Option<String>, credentials: ClientCredentials) -> Self {
         OAuth {
-            http: reqwest::Client::new(),
+            http: default_http(),
             authorizer: None,
             store: Arc::new(MemoryStore::default()),
             redirect_uri: String::new(),
@@ -1490,7 +1512,9 @@ impl OAuth {
         self
     }
 
-    /// Uses `client` for the requests to metadata, registration and token endpoints.
+    /// Uses `client` for the requests to metadata, registration and token endpoints. The
+    /// default client follows same-origin redirects only; `client` keeps its own redirect
+    /// policy, so build it with [`redirect::policy`] (or `Policy::none()`) to keep that rule.
     ///
     /// # Examples
     ///
@@ -1574,7 +1598,10 @@ impl OAuth {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Discovery, registration and token requests through a client with its own timeouts.
-    /// let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+    /// let http = reqwest::Client::builder()
+    ///     .timeout(Duration::from_secs(10))
+    ///     .redirect(mcpl_client::transport::redirect::policy())
+    ///     .build()?;
     /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback").http_client(http);
     /// # drop(oauth);
     /// # Ok(()) }
@@ -1904,7 +1931,7 @@ impl OAuth {
             .body(body.to_string())
             .send()
             .await
-            .map_err(|e| AuthError::Http { url: endpoint.clone(), detail: e.to_string() })?;
+            .map_err(|e| AuthError::exchange(endpoint, &e))?;
         let status = response.status();
         let value = json_body(response, endpoint).await?;
         if !status.is_success() {
@@ -2101,10 +2128,7 @@ impl OAuth {
             .body(body)
             .send()
             .await
-            .map_err(|e| AuthError::Http {
-                url: meta.token_endpoint.clone(),
-                detail: e.to_string(),
-            })?;
+            .map_err(|e| AuthError::exchange(&meta.token_endpoint, &e))?;
         let status = response.status();
         if status.is_server_error() {
             // Transient: not a verdict on the grant (a refresh token stays usable).
@@ -2131,6 +2155,14 @@ impl OAuth {
         }
         Ok(map)
     }
+}
+
+/// The HTTP client of the OAuth exchanges unless one is given: same-origin redirects only.
+fn default_http() -> reqwest::Client {
+    reqwest::Client::builder().redirect(redirect::policy()).build().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "no HTTP client with the redirect policy; using the default");
+        reqwest::Client::new()
+    })
 }
 
 /// `native` for loopback or custom-scheme redirects, `web` otherwise.

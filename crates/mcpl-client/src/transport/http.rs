@@ -51,6 +51,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::headers::{ToolHeaders, header_text};
+use super::redirect::{self, RedirectRefused};
 
 /// The `Mcp-Session-Id` header.
 ///
@@ -299,6 +300,20 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// # Ok(()) }
 /// ```
 pub const TOO_LARGE: &str = "message-too-large";
+
+/// The value of `data.transport` on the error answering a request that the server redirected
+/// where the client does not follow (see [`redirect`]);
+/// [`Client`](crate::Client) lifts it to a transport error whose source is the
+/// [`RedirectRefused`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::http::REDIRECT_REFUSED;
+///
+/// assert_eq!(REDIRECT_REFUSED, "redirect-refused");
+/// ```
+pub const REDIRECT_REFUSED: &str = "redirect-refused";
 
 /// The method of the local notification (never sent on the wire) that the transport hands
 /// the client after it renewed an expired 2025 session; its params are the new `initialize`
@@ -620,7 +635,9 @@ impl HttpTransport {
     }
 
     /// Uses `client` for every HTTP request (for proxies, TLS settings, timeouts). Default: a
-    /// client with reqwest's defaults.
+    /// client with reqwest's defaults, except that it follows same-origin redirects only (see
+    /// [`redirect`]); `client` keeps its own redirect policy, so build it with
+    /// [`redirect::policy`] to keep that rule.
     ///
     /// # Examples
     ///
@@ -661,6 +678,7 @@ impl HttpTransport {
     /// let http = reqwest::Client::builder()
     ///     .connect_timeout(Duration::from_secs(5))
     ///     .user_agent("my-app/1.0.0")
+    ///     .redirect(mcpl_client::transport::redirect::policy())
     ///     .build()?;
     /// let client = Client::new("my-app", "1.0.0");
     /// client.connect(HttpTransport::new(url).http_client(http)).await?;
@@ -878,6 +896,7 @@ impl Transport for HttpTransport {
         let http = match self.http {
             Some(http) => http,
             None => reqwest::Client::builder()
+                .redirect(redirect::policy())
                 .build()
                 .map_err(|e| Error::transport("could not build the HTTP client", e))?,
         };
@@ -1085,7 +1104,7 @@ impl TransportSender for HttpSender {
                 .shared
                 .post(headers, body.clone())
                 .await
-                .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+                .map_err(|e| post_error("could not POST to the MCP endpoint", e))?;
             if let (StatusCode::NOT_FOUND, Some(stale)) = (response.status(), &stale) {
                 if !self.shared.renew(stale).await {
                     return Err(session_expired());
@@ -1095,7 +1114,7 @@ impl TransportSender for HttpSender {
                     .shared
                     .post(headers, body)
                     .await
-                    .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+                    .map_err(|e| post_error("could not POST to the MCP endpoint", e))?;
             }
             let status = response.status();
             if status == StatusCode::NOT_FOUND && sent_session {
@@ -1115,11 +1134,14 @@ impl TransportSender for HttpSender {
         if is_initialize {
             *lock(&self.shared.hello) = Some(body.clone());
             // The session id must be known before anything else is sent.
-            let response = self
-                .shared
-                .post(headers, body)
-                .await
-                .map_err(|e| Error::transport("could not POST initialize", e))?;
+            let response = match self.shared.post(headers, body).await {
+                Ok(response) => response,
+                Err(e) if RedirectRefused::find(&e).is_some() => {
+                    self.shared.fail_post(&id, &e);
+                    return Ok(());
+                }
+                Err(e) => return Err(Error::transport("could not POST initialize", e)),
+            };
             if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
             {
                 *lock(&self.shared.session) = Some(session.to_owned());
@@ -1151,7 +1173,7 @@ impl TransportSender for HttpSender {
             };
             match response {
                 Ok(response) => shared.answer(id, false, sent_session, response).await,
-                Err(e) => shared.fail(&id, format!("could not POST the request: {e}")),
+                Err(e) => shared.fail_post(&id, &e),
             }
         });
         Ok(())
@@ -1245,6 +1267,15 @@ impl TransportReceiver for HttpReceiver {
             None => Ok(None),
         }
     }
+}
+
+/// The transport error of a `POST` that failed with `e`: a refused redirect is its source.
+fn post_error(context: &str, e: reqwest::Error) -> Error {
+    let source: mcpl_core::error::BoxError = match RedirectRefused::find(&e) {
+        Some(refused) => Box::new(refused.clone()),
+        None => Box::new(e),
+    };
+    Error::Transport { context: context.to_owned(), source: Some(source) }
 }
 
 fn session_expired() -> Error {
@@ -1405,6 +1436,19 @@ impl Shared {
         }
     }
 
+    /// Answers request `id`, whose `POST` failed with `e`.
+    fn fail_post(&self, id: &RequestId, e: &reqwest::Error) {
+        match RedirectRefused::find(e) {
+            Some(refused) => self.refuse_redirect(id, refused),
+            None => self.fail(id, format!("could not POST the request: {e}")),
+        }
+    }
+
+    /// Answers request `id` with the refusal of a redirect.
+    fn refuse_redirect(&self, id: &RequestId, refused: &RedirectRefused) {
+        self.fail_with(id, format!("{refused}"), refused.to_data());
+    }
+
     /// Answers request `id` with a transport error.
     fn fail(&self, id: &RequestId, context: String) {
         self.fail_with(id, context, json!({ "transport": "http" }));
@@ -1531,6 +1575,10 @@ impl Shared {
                 match self.http.request(Method::GET, &self.url).headers(headers).send().await {
                     Ok(r) => r,
                     Err(e) => {
+                        if let Some(refused) = RedirectRefused::find(&e) {
+                            self.refuse_redirect(&id, refused);
+                            return;
+                        }
                         tracing::debug!(error = %e, "resumption GET failed");
                         end = StreamEnd::Ended { last_id: Some(last_id), retry };
                         continue;
@@ -1752,6 +1800,10 @@ impl Shared {
                 }
                 Ok(r) => {
                     tracing::debug!(status = %r.status(), "standalone stream refused");
+                    return;
+                }
+                Err(e) if RedirectRefused::find(&e).is_some() => {
+                    tracing::debug!(error = %e, "the standalone stream was redirected; not reopening");
                     return;
                 }
                 Err(e) => {

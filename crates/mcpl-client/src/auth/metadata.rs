@@ -5,7 +5,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::AuthError;
+use super::{AuthError, DiscoveryPolicy};
 
 /// The largest metadata or token response read.
 pub(crate) const MAX_BODY: usize = 256 * 1024;
@@ -160,7 +160,7 @@ pub(crate) async fn read_limited(
     Ok(body)
 }
 
-fn parse_url(url: &str) -> Result<Url, AuthError> {
+pub(crate) fn parse_url(url: &str) -> Result<Url, AuthError> {
     Url::parse(url)
         .map_err(|e| AuthError::InvalidUrl { url: url.to_owned(), detail: e.to_string() })
 }
@@ -170,23 +170,25 @@ fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
 }
 
-/// Fetches the protected resource metadata of `server_url`: from the challenge's
-/// `resource_metadata` when given, else at the path-aware well-known location, then the root.
+/// Fetches the protected resource metadata of `server`: from the challenge's
+/// `resource_metadata` when given (if `policy` accepts it), else at the path-aware well-known
+/// location, then the root.
 pub(crate) async fn discover_resource(
     http: &reqwest::Client,
-    server_url: &str,
+    policy: &DiscoveryPolicy,
+    server: &Url,
     from_challenge: Option<&str>,
 ) -> Result<ResourceMetadata, AuthError> {
-    let server = parse_url(server_url)?;
+    let server_url = server.as_str();
     let mut candidates = Vec::new();
     if let Some(url) = from_challenge {
-        candidates.push(parse_url(url)?.to_string());
+        candidates.push(policy.check_resource_metadata(url, server).await?.to_string());
     }
     let path = server.path().trim_end_matches('/');
     if !path.is_empty() {
-        candidates.push(format!("{}/.well-known/oauth-protected-resource{path}", origin(&server)));
+        candidates.push(format!("{}/.well-known/oauth-protected-resource{path}", origin(server)));
     }
-    candidates.push(format!("{}/.well-known/oauth-protected-resource", origin(&server)));
+    candidates.push(format!("{}/.well-known/oauth-protected-resource", origin(server)));
     for url in &candidates {
         if let Some(metadata) = get_json::<ResourceMetadata>(http, url).await? {
             tracing::debug!(%url, resource = %metadata.resource, "protected resource metadata");

@@ -28,6 +28,12 @@
 //! 3 ([`OAuth::client_credentials`]); it authenticates with a client secret or, given a
 //! [`ClientKey`], with a signed JWT assertion (`private_key_jwt`, RFC 7523).
 //!
+//! Every URL the flow uses is judged first by the [`DiscoveryPolicy`] (HTTPS except loopback,
+//! no stepping into a private network, resource metadata on the server's origin), and the
+//! HTTP exchanges follow same-origin redirects only ([`crate::transport::redirect`]): a
+//! hostile server cannot make the client send tokens or secrets in cleartext or to hosts
+//! inside the user's network.
+//!
 //! Secrets (client secrets, private keys, tokens, codes, verifiers) are never logged.
 
 use std::collections::HashMap;
@@ -44,12 +50,14 @@ use sha2::{Digest, Sha256};
 mod assertion;
 mod challenge;
 mod metadata;
+mod policy;
 
 use crate::transport::redirect::{self, RedirectRefused};
 
 pub use self::assertion::ClientKey;
 pub use self::challenge::Challenge;
 pub use self::metadata::{ResourceMetadata, ServerMetadata};
+pub use self::policy::{DiscoveryPolicy, UrlRefusal};
 
 /// How many times one request is authorized before its refusal is final.
 ///
@@ -94,6 +102,18 @@ pub enum AuthError {
         /// Why the redirect was not followed.
         #[source]
         source: RedirectRefused,
+    },
+    /// A URL the flow was about to use breaks the [`DiscoveryPolicy`]: nothing was sent to it.
+    #[error("{what} {url} refused")]
+    UrlRefused {
+        /// What the URL is: `MCP server`, `resource metadata`, `authorization server`,
+        /// `authorization endpoint`, `token endpoint` or `registration endpoint`.
+        what: &'static str,
+        /// The URL.
+        url: String,
+        /// Which rule it breaks.
+        #[source]
+        reason: UrlRefusal,
     },
     /// A URL could not be parsed.
     #[error("invalid URL {url:?}: {detail}")]
@@ -205,6 +225,7 @@ impl AuthError {
         match self {
             AuthError::Http { .. } => "http",
             AuthError::Redirect { .. } => "redirect",
+            AuthError::UrlRefused { .. } => "url_refused",
             AuthError::InvalidUrl { .. } => "invalid_url",
             AuthError::InvalidMetadata { .. } => "invalid_metadata",
             AuthError::NoResourceMetadata { .. } => "no_resource_metadata",
@@ -866,6 +887,8 @@ pub struct OAuth {
     /// Credentials for the client credentials grant, and the issuer they belong to (`None`:
     /// any issuer the protected resource names).
     machine: Option<(Option<String>, ClientCredentials)>,
+    /// The rules for the URLs discovery produces.
+    policy: DiscoveryPolicy,
     /// Serializes authorization flows.
     flow: tokio::sync::Mutex<()>,
 }
@@ -988,6 +1011,7 @@ impl OAuth {
             client_metadata_url: None,
             preregistered: HashMap::new(),
             machine: None,
+            policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -1103,6 +1127,7 @@ impl OAuth {
             client_metadata_url: None,
             preregistered: HashMap::new(),
             machine: Some((issuer, credentials)),
+            policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -1612,6 +1637,34 @@ impl OAuth {
         self
     }
 
+    /// The rules for the URLs discovery produces (see [`DiscoveryPolicy`]). Default:
+    /// [`DiscoveryPolicy::default`]: HTTPS (plain HTTP to loopback only), no stepping from the
+    /// server's network into a private one, resource metadata on the server's origin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{ClientCredentials, DiscoveryPolicy, OAuth};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let oauth = OAuth::client_credentials(None, ClientCredentials::confidential("svc", "s3cret"));
+    /// // A server on plain HTTP off loopback gets no authorization: no token would be safe there.
+    /// let err = oauth.handle_refusal("http://192.0.2.1:9/mcp", 401, None, None).await.unwrap_err();
+    /// assert_eq!(err.kind(), "url_refused");
+    ///
+    /// // A lab without TLS.
+    /// let lab = OAuth::client_credentials(None, ClientCredentials::confidential("svc", "s3cret"))
+    ///     .discovery_policy(DiscoveryPolicy::new().allow_http(true));
+    /// # drop(lab);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn discovery_policy(mut self, policy: DiscoveryPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// The access token to send to the MCP server at `server`, if any.
     ///
     /// # Examples
@@ -1835,14 +1888,22 @@ impl OAuth {
             // Another request renewed the token meanwhile: just send again.
             return Ok(());
         }
-        let resource =
-            metadata::discover_resource(&self.http, server, challenge.resource_metadata.as_deref())
-                .await?;
+        let server_url =
+            self.policy.check("MCP server", server, &metadata::parse_url(server)?).await?;
+        let resource = metadata::discover_resource(
+            &self.http,
+            &self.policy,
+            &server_url,
+            challenge.resource_metadata.as_deref(),
+        )
+        .await?;
         let issuer =
             resource.authorization_servers.first().cloned().ok_or_else(|| {
                 AuthError::NoServerMetadata { issuer: "(none listed)".to_owned() }
             })?;
+        self.policy.check("authorization server", &issuer, &server_url).await?;
         let as_meta = metadata::discover_server(&self.http, &issuer).await?;
+        self.check_endpoints(&as_meta, &server_url).await?;
         let same_issuer = current.as_ref().filter(|t| t.issuer == issuer);
         if status == 401 {
             if let Some(refresh) = same_issuer.and_then(|t| t.refresh_token.clone()) {
@@ -1889,6 +1950,18 @@ impl OAuth {
             }
             None => self.authorize(server, &issuer, &as_meta, &resource, scope).await,
         }
+    }
+
+    /// Judges the endpoints an authorization server's metadata names.
+    async fn check_endpoints(&self, meta: &ServerMetadata, server: &Url) -> Result<(), AuthError> {
+        self.policy.check("token endpoint", &meta.token_endpoint, server).await?;
+        if let Some(url) = &meta.authorization_endpoint {
+            self.policy.check("authorization endpoint", url, server).await?;
+        }
+        if let Some(url) = &meta.registration_endpoint {
+            self.policy.check("registration endpoint", url, server).await?;
+        }
+        Ok(())
     }
 
     async fn credentials(

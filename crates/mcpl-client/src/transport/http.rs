@@ -385,15 +385,32 @@ pub const INVALID_TOOL_HEADERS: &str = "invalid-tool-headers";
 
 /// How long to wait before resuming a stream when the server did not say.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+/// The shortest wait before reopening or resuming a stream, whatever `retry` the server
+/// asks for, unless configured ([`HttpTransport::min_retry`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcpl_client::transport::http::DEFAULT_MIN_RETRY;
+///
+/// // A server's `retry: 0` does not make the client reconnect in a loop.
+/// assert_eq!(DEFAULT_MIN_RETRY, Duration::from_millis(250));
+/// ```
+pub const DEFAULT_MIN_RETRY: Duration = Duration::from_millis(250);
 /// The longest `retry` honoured, and the longest backoff.
 const MAX_RETRY: Duration = Duration::from_secs(30);
 /// How long opening the standalone stream may hold up the handshake.
 const STANDALONE_WAIT: Duration = Duration::from_secs(5);
+/// A standalone stream that ends sooner than this without a single event counts as a failed
+/// attempt (so a server that ends every stream at once is given up on).
+const SHORT_STREAM: Duration = Duration::from_secs(1);
 
-/// The wait before reopening a stream: the server's `retry` (or 500 ms), doubled for each
-/// failed attempt in a row, at most 30 s.
-fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
-    let base = retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
+/// The wait before reopening a stream: the server's `retry` (or 500 ms) but at least `floor`,
+/// doubled for each failed attempt in a row, at most 30 s.
+fn backoff(retry: Option<Duration>, floor: Duration, failures: u32) -> Duration {
+    let base = retry.unwrap_or(DEFAULT_RETRY).max(floor).min(MAX_RETRY);
     base.saturating_mul(1u32 << failures.min(6)).min(MAX_RETRY)
 }
 
@@ -421,6 +438,7 @@ pub struct HttpTransport {
     headers: HeaderMap,
     max_response_size: usize,
     max_resume_attempts: u32,
+    min_retry: Duration,
     standalone_stream: bool,
     session: SessionHandle,
     #[cfg(feature = "auth")]
@@ -437,6 +455,7 @@ impl Clone for HttpTransport {
             headers: self.headers.clone(),
             max_response_size: self.max_response_size,
             max_resume_attempts: self.max_resume_attempts,
+            min_retry: self.min_retry,
             standalone_stream: self.standalone_stream,
             session: self.session.detached_copy(),
             #[cfg(feature = "auth")]
@@ -498,6 +517,7 @@ impl HttpTransport {
             headers: HeaderMap::new(),
             max_response_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_resume_attempts: 3,
+            min_retry: DEFAULT_MIN_RETRY,
             standalone_stream: true,
             session: SessionHandle::new(),
             #[cfg(feature = "auth")]
@@ -830,6 +850,31 @@ impl HttpTransport {
         self
     }
 
+    /// The shortest wait before a stream is reopened or resumed, whatever `retry` the server
+    /// sends (a `retry: 0` would otherwise make the client reconnect in a tight loop).
+    /// Default: [`DEFAULT_MIN_RETRY`] (250 ms).
+    ///
+    /// The standalone stream of a 2025 session is reopened after it ends; one that ends
+    /// within a second without any event counts as a failed attempt, and after
+    /// [`max_resume_attempts`](Self::max_resume_attempts) of those in a row (each wait doubled,
+    /// at most 30 s) it is given up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::transport::HttpTransport;
+    ///
+    /// // Never poll a server more than once a second, whatever it asks.
+    /// let transport = HttpTransport::new("http://127.0.0.1:3000/mcp").min_retry(Duration::from_secs(1));
+    /// # drop(transport);
+    /// ```
+    pub fn min_retry(mut self, floor: Duration) -> Self {
+        self.min_retry = floor;
+        self
+    }
+
     /// Whether to open the standalone `GET` stream after the 2025 handshake. Default: `true`.
     ///
     /// # Examples
@@ -907,6 +952,7 @@ impl Transport for HttpTransport {
             headers: self.headers,
             max: self.max_response_size,
             max_resume: self.max_resume_attempts,
+            min_retry: self.min_retry,
             standalone: self.standalone_stream,
             session: Mutex::new(self.session.id()),
             version: Mutex::new(self.session.protocol_version()),
@@ -937,6 +983,7 @@ struct Shared {
     headers: HeaderMap,
     max: usize,
     max_resume: u32,
+    min_retry: Duration,
     standalone: bool,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
@@ -1317,7 +1364,12 @@ enum StreamEnd {
     /// The response arrived.
     Answered,
     /// The stream ended first; resume after the last event id.
-    Ended { last_id: Option<String>, retry: Option<Duration> },
+    Ended {
+        last_id: Option<String>,
+        retry: Option<Duration>,
+        /// Whether the stream carried any event (a message, or an event id).
+        progressed: bool,
+    },
 }
 
 impl Shared {
@@ -1556,7 +1608,7 @@ impl Shared {
         loop {
             let (last_id, retry) = match end {
                 StreamEnd::Answered => return,
-                StreamEnd::Ended { last_id: Some(last_id), retry } => (last_id, retry),
+                StreamEnd::Ended { last_id: Some(last_id), retry, .. } => (last_id, retry),
                 StreamEnd::Ended { last_id: None, .. } => {
                     self.fail(&id, "the response stream ended before the response".into());
                     return;
@@ -1567,7 +1619,7 @@ impl Shared {
                 return;
             }
             attempts += 1;
-            tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            tokio::time::sleep(backoff(retry, self.min_retry, 0)).await;
             let mut headers = self.session_headers();
             headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
             insert(&mut headers, LAST_EVENT_ID, &last_id);
@@ -1580,7 +1632,7 @@ impl Shared {
                             return;
                         }
                         tracing::debug!(error = %e, "resumption GET failed");
-                        end = StreamEnd::Ended { last_id: Some(last_id), retry };
+                        end = StreamEnd::Ended { last_id: Some(last_id), retry, progressed: false };
                         continue;
                     }
                 };
@@ -1601,10 +1653,13 @@ impl Shared {
                 return;
             }
             end = match self.read_sse(response, Some(&id), initialize).await {
-                StreamEnd::Ended { last_id: new_id, retry: new_retry } => StreamEnd::Ended {
-                    last_id: new_id.or(Some(last_id)),
-                    retry: new_retry.or(retry),
-                },
+                StreamEnd::Ended { last_id: new_id, retry: new_retry, progressed } => {
+                    StreamEnd::Ended {
+                        last_id: new_id.or(Some(last_id)),
+                        retry: new_retry.or(retry),
+                        progressed,
+                    }
+                }
                 answered => answered,
             };
         }
@@ -1790,12 +1845,22 @@ impl Shared {
                     }
                 }
                 Ok(r) if r.status().is_success() => {
-                    failures = 0;
-                    if let StreamEnd::Ended { last_id: l, retry: r } =
+                    let opened = tokio::time::Instant::now();
+                    if let StreamEnd::Ended { last_id: l, retry: r, progressed } =
                         self.read_sse(r, None, false).await
                     {
                         last_id = l.or(last_id);
                         retry = r.or(retry);
+                        if progressed || opened.elapsed() >= SHORT_STREAM {
+                            failures = 0;
+                        } else {
+                            // Ended at once with nothing in it: an attempt that failed.
+                            failures += 1;
+                            tracing::debug!(failures, "the standalone stream ended empty");
+                            if failures > self.max_resume {
+                                return;
+                            }
+                        }
                     }
                 }
                 Ok(r) => {
@@ -1814,7 +1879,7 @@ impl Shared {
                     }
                 }
             }
-            tokio::time::sleep(backoff(retry, failures)).await;
+            tokio::time::sleep(backoff(retry, self.min_retry, failures)).await;
         }
     }
 
@@ -1827,6 +1892,7 @@ impl Shared {
     ) -> StreamEnd {
         let mut parser = SseParser::new(self.max);
         let mut stream = response.bytes_stream();
+        let mut delivered = false;
         while let Some(chunk) = stream.next().await {
             let chunk = match chunk {
                 Ok(chunk) => chunk,
@@ -1856,6 +1922,7 @@ impl Shared {
                         if answers && initialize {
                             self.learn_version(&message);
                         }
+                        delivered = true;
                         self.deliver(message);
                         if answers {
                             return StreamEnd::Answered;
@@ -1867,7 +1934,8 @@ impl Shared {
                 }
             }
         }
-        StreamEnd::Ended { last_id: parser.last_id, retry: parser.retry }
+        let progressed = delivered || parser.last_id.is_some();
+        StreamEnd::Ended { last_id: parser.last_id, retry: parser.retry, progressed }
     }
 }
 
@@ -2018,6 +2086,16 @@ mod tests {
         assert_eq!(ok(events), vec!["{\"a\":\n1}".to_owned()]);
         assert_eq!(p.last_id.as_deref(), Some("2"));
         assert_eq!(p.retry, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn the_retry_delay_has_a_floor_and_a_ceiling() {
+        let floor = DEFAULT_MIN_RETRY;
+        assert_eq!(backoff(Some(Duration::ZERO), floor, 0), floor);
+        assert_eq!(backoff(Some(Duration::ZERO), floor, 2), floor * 4);
+        assert_eq!(backoff(None, floor, 0), DEFAULT_RETRY);
+        assert_eq!(backoff(Some(Duration::from_secs(3600)), floor, 0), MAX_RETRY);
+        assert_eq!(backoff(Some(Duration::from_secs(1)), floor, 40), MAX_RETRY);
     }
 
     #[test]

@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
-use mcpl_client::Client;
 use mcpl_client::auth::{AuthError, Authorizer, ClientCredentials, OAuth, UrlRefusal};
 use mcpl_client::transport::HttpTransport;
+use mcpl_client::{Client, Negotiation};
+use mcpl_core::ProtocolVersion;
 use serde_json::{Value, json};
 
 /// What a scripted server saw: `"GET /path"`, with the body of POSTs appended.
@@ -36,18 +38,25 @@ fn serve(
     listener: tokio::net::TcpListener,
     route: impl Fn(&str, &str) -> Option<Response> + Clone + Send + Sync + 'static,
 ) -> Seen {
+    serve_requests(listener, move |parts, _body| route(parts.method.as_str(), parts.uri.path()))
+}
+
+/// [`serve`] with the whole request in hand.
+fn serve_requests(
+    listener: tokio::net::TcpListener,
+    route: impl Fn(&Parts, &[u8]) -> Option<Response> + Clone + Send + Sync + 'static,
+) -> Seen {
     let seen = Seen::default();
     let log = seen.clone();
     let app = axum::Router::new().fallback(move |request: Request| {
         let route = route.clone();
         let log = log.clone();
         async move {
-            let line = format!("{} {}", request.method(), request.uri().path());
-            let method = request.method().to_string();
-            let path = request.uri().path().to_owned();
-            let body = axum::body::to_bytes(request.into_body(), 1 << 20).await.unwrap();
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+            let line = format!("{} {}", parts.method, parts.uri.path());
             log.lock().unwrap().push(format!("{line} {}", String::from_utf8_lossy(&body)));
-            route(&method, &path).unwrap_or_else(|| StatusCode::NOT_FOUND.into_response())
+            route(&parts, &body).unwrap_or_else(|| StatusCode::NOT_FOUND.into_response())
         }
     });
     tokio::spawn(mcpl_server::http::serve(listener, app));
@@ -186,5 +195,140 @@ async fn an_mcp_server_on_plain_http_off_loopback_gets_no_authorization() {
             assert_eq!((what, reason), ("MCP server", UrlRefusal::NotHttps));
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// Plays the user's browser: requests the authorization URL and returns where it redirects.
+#[derive(Debug, Default, Clone)]
+struct Browser(Arc<Mutex<Vec<String>>>);
+
+impl Authorizer for Browser {
+    fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(async move {
+            self.0.lock().unwrap().push(url.to_owned());
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap();
+            let response = http.get(url).send().await.unwrap();
+            Ok(response.headers()[header::LOCATION].to_str().unwrap().to_owned())
+        })
+    }
+}
+
+/// A 2025-03-26 server with no protected resource metadata: the MCP endpoint wants the
+/// token `t` (`WWW-Authenticate: Bearer` with no parameters otherwise); `oauth(path)` answers
+/// its OAuth endpoints (authorization, token, registration) under `prefix`, and its
+/// metadata at the root when `metadata` is set.
+fn legacy_server(
+    origin: &str,
+    prefix: &'static str,
+    metadata: bool,
+) -> impl Fn(&Parts, &[u8]) -> Option<Response> + Clone + Send + Sync + 'static {
+    let origin = origin.to_owned();
+    move |parts: &Parts, body: &[u8]| {
+        let path = parts.uri.path();
+        match (parts.method.as_str(), path) {
+            ("POST", "/mcp") => {
+                let authorized =
+                    parts.headers.get(header::AUTHORIZATION).is_some_and(|v| v == "Bearer t");
+                if !authorized {
+                    return Some(
+                        (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")])
+                            .into_response(),
+                    );
+                }
+                let message: Value = serde_json::from_slice(body).unwrap();
+                let Some(id) = message.get("id") else {
+                    return Some(StatusCode::ACCEPTED.into_response());
+                };
+                let result = match message["method"].as_str() {
+                    Some("initialize") => json!({
+                        "protocolVersion": "2025-03-26", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "legacy", "version": "1"},
+                    }),
+                    Some("tools/list") => json!({"tools": []}),
+                    _ => json!({}),
+                };
+                Some(json_response(&json!({"jsonrpc": "2.0", "id": id, "result": result})))
+            }
+            ("GET", "/.well-known/oauth-authorization-server") if metadata => {
+                Some(json_response(&json!({
+                    "issuer": origin,
+                    "authorization_endpoint": format!("{origin}{prefix}/authorize"),
+                    "token_endpoint": format!("{origin}{prefix}/token"),
+                    "registration_endpoint": format!("{origin}{prefix}/register"),
+                    "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"],
+                })))
+            }
+            ("GET", p) if p == format!("{prefix}/authorize") => {
+                let query: std::collections::HashMap<String, String> = reqwest::Url::parse(
+                    &format!("http://x/?{}", parts.uri.query().unwrap_or_default()),
+                )
+                .unwrap()
+                .query_pairs()
+                .into_owned()
+                .collect();
+                let mut back = reqwest::Url::parse(&query["redirect_uri"]).unwrap();
+                back.query_pairs_mut()
+                    .append_pair("code", "the-code")
+                    .append_pair("state", &query["state"]);
+                Some((StatusCode::FOUND, [(header::LOCATION, back.to_string())]).into_response())
+            }
+            ("POST", p) if p == format!("{prefix}/token") => Some(json_response(
+                &json!({"access_token": "t", "token_type": "Bearer", "expires_in": 60}),
+            )),
+            ("POST", p) if p == format!("{prefix}/register") => Some(
+                (
+                    StatusCode::CREATED,
+                    json_response(&json!({"client_id": "c", "client_secret": "s"})),
+                )
+                    .into_response(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Connects a 2025-03-26 client to `url` with OAuth; returns the paths requested in order.
+async fn legacy_flow(url: &str, seen: &Seen) -> Vec<String> {
+    let browser = Browser::default();
+    let oauth = Arc::new(OAuth::new(browser.clone(), "http://127.0.0.1:1/callback"));
+    let client = Client::new("discovery", "0.0.1")
+        .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_03_26));
+    bounded(client.connect(HttpTransport::new(url).auth(oauth))).await.unwrap();
+    client.list_tools().await.unwrap();
+    client.close().await.unwrap();
+    assert_eq!(browser.0.lock().unwrap().len(), 1, "one interactive authorization");
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|line| line.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[tokio::test]
+async fn without_resource_metadata_the_server_origin_is_the_authorization_server() {
+    let (listener, origin) = bind().await;
+    let seen = serve_requests(listener, legacy_server(&origin, "/oauth", true));
+    let paths = legacy_flow(&format!("{origin}/mcp"), &seen).await;
+    for expected in [
+        "GET /.well-known/oauth-authorization-server",
+        "POST /oauth/register",
+        "GET /oauth/authorize",
+        "POST /oauth/token",
+    ] {
+        assert!(paths.iter().any(|p| p == expected), "{expected} missing from {paths:?}");
+    }
+}
+
+#[tokio::test]
+async fn without_any_metadata_the_default_endpoints_are_used() {
+    let (listener, origin) = bind().await;
+    let seen = serve_requests(listener, legacy_server(&origin, "", false));
+    let paths = legacy_flow(&format!("{origin}/mcp"), &seen).await;
+    for expected in ["POST /register", "GET /authorize", "POST /token"] {
+        assert!(paths.iter().any(|p| p == expected), "{expected} missing from {paths:?}");
     }
 }

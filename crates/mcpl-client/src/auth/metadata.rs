@@ -199,6 +199,34 @@ pub(crate) async fn discover_resource(
     Err(AuthError::NoResourceMetadata { server: server_url.to_owned() })
 }
 
+/// What stands in for the protected resource metadata of a server that has none (the
+/// 2025-03-26 revision): the server's origin is its authorization server.
+pub(crate) fn legacy_resource(server_url: &str, server: &Url) -> ResourceMetadata {
+    ResourceMetadata {
+        resource: server_url.to_owned(),
+        authorization_servers: vec![origin(server)],
+        scopes_supported: None,
+    }
+}
+
+/// The metadata of an authorization server that publishes none (the 2025-03-26 revision):
+/// the default endpoints at its origin, and PKCE S256, which that revision requires.
+pub(crate) fn default_endpoints(issuer: &str) -> ServerMetadata {
+    let base = issuer.trim_end_matches('/');
+    ServerMetadata {
+        issuer: issuer.to_owned(),
+        authorization_endpoint: Some(format!("{base}/authorize")),
+        token_endpoint: format!("{base}/token"),
+        registration_endpoint: Some(format!("{base}/register")),
+        scopes_supported: None,
+        code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
+        token_endpoint_auth_methods_supported: None,
+        grant_types_supported: None,
+        authorization_response_iss_parameter_supported: None,
+        client_id_metadata_document_supported: None,
+    }
+}
+
 /// The resource of the metadata must identify the server: the same origin, and a path that is
 /// a prefix (by whole segments) of the server's.
 fn check_resource(server_url: &str, resource: &str) -> Result<(), AuthError> {

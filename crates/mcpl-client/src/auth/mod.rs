@@ -9,7 +9,10 @@
 //!    `resource_metadata`, else from the well-known locations; its `resource` must identify
 //!    the server. The authorization server's metadata (RFC 8414 or OpenID Connect Discovery)
 //!    must name exactly the issuer it was looked up for, and must list `S256` in
-//!    `code_challenge_methods_supported` (PKCE).
+//!    `code_challenge_methods_supported` (PKCE). A server without protected resource
+//!    metadata is treated as the 2025-03-26 revision did: its origin is the authorization
+//!    server, whose metadata, if it has none, is the default endpoints `/authorize`,
+//!    `/token` and `/register` there (PKCE S256 assumed, as that revision requires it).
 //! 2. **Registration**, per issuer (credentials are never used with another issuer):
 //!    pre-registered credentials ([`OAuth::client`]), else a client ID metadata document URL
 //!    ([`OAuth::client_metadata_url`]) when the server accepts them, else dynamic client
@@ -1890,19 +1893,37 @@ impl OAuth {
         }
         let server_url =
             self.policy.check("MCP server", server, &metadata::parse_url(server)?).await?;
-        let resource = metadata::discover_resource(
+        let discovered = metadata::discover_resource(
             &self.http,
             &self.policy,
             &server_url,
             challenge.resource_metadata.as_deref(),
         )
-        .await?;
+        .await;
+        let (resource, legacy) = match discovered {
+            Ok(resource) => (resource, false),
+            Err(AuthError::NoResourceMetadata { .. }) => {
+                // 2025-03-26: no protected resource metadata; the authorization server is at
+                // the server's origin.
+                tracing::debug!(%server, "no protected resource metadata; 2025-03-26 discovery");
+                (metadata::legacy_resource(server, &server_url), true)
+            }
+            Err(e) => return Err(e),
+        };
         let issuer =
             resource.authorization_servers.first().cloned().ok_or_else(|| {
                 AuthError::NoServerMetadata { issuer: "(none listed)".to_owned() }
             })?;
         self.policy.check("authorization server", &issuer, &server_url).await?;
-        let as_meta = metadata::discover_server(&self.http, &issuer).await?;
+        let as_meta = match metadata::discover_server(&self.http, &issuer).await {
+            Ok(meta) => meta,
+            Err(AuthError::NoServerMetadata { .. }) if legacy => {
+                // 2025-03-26: no metadata either; the default endpoints at the origin.
+                tracing::debug!(%issuer, "no authorization server metadata; default endpoints");
+                metadata::default_endpoints(&issuer)
+            }
+            Err(e) => return Err(e),
+        };
         self.check_endpoints(&as_meta, &server_url).await?;
         let same_issuer = current.as_ref().filter(|t| t.issuer == issuer);
         if status == 401 {

@@ -37,6 +37,35 @@ use crate::transport::redirect::RedirectRefused;
 /// ```
 pub const DEFAULT_MAX_PAGES: usize = 100;
 
+/// The most items a list call collects across its pages, unless configured.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::client::DEFAULT_MAX_LIST_ITEMS;
+///
+/// assert_eq!(DEFAULT_MAX_LIST_ITEMS, 10_000);
+/// // A client for a server with very many resources collects more.
+/// let client = Client::new("indexer", "1.0.0").with_max_list_items(10 * DEFAULT_MAX_LIST_ITEMS);
+/// # drop(client);
+/// ```
+pub const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
+
+/// The most bytes of JSON a list call accepts across its pages, unless configured (16 MiB).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::client::DEFAULT_MAX_LIST_BYTES;
+///
+/// assert_eq!(DEFAULT_MAX_LIST_BYTES, 16 * 1024 * 1024);
+/// let client = Client::new("small-device", "1.0.0").with_max_list_bytes(1024 * 1024);
+/// # drop(client);
+/// ```
+pub const DEFAULT_MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
+
 /// How long [`Negotiation::Auto`] waits for `server/discover` before trying `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -257,6 +286,8 @@ pub struct Client {
     pub(crate) handlers: Handlers,
     pub(crate) input_mode: InputRequiredMode,
     pub(crate) max_pages: usize,
+    pub(crate) max_list_items: usize,
+    pub(crate) max_list_bytes: usize,
     pub(crate) notify: Notify,
     /// Refuse, locally, requests the server did not advertise (see [`crate::capability`]).
     strict: bool,
@@ -303,6 +334,8 @@ impl Client {
             handlers: Handlers::default(),
             input_mode: InputRequiredMode::default(),
             max_pages: DEFAULT_MAX_PAGES,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
             notify,
             strict: false,
             cache: None,
@@ -413,8 +446,10 @@ impl Client {
         Ok(self.with_negotiation(Negotiation::Pinned(version)))
     }
 
-    /// The most pages a list call (`tools/list`, `resources/list`, ...) follows before it
-    /// stops. Default: 100.
+    /// The most pages a list call (`tools/list`, `resources/list`, ...) follows. Default: 100.
+    /// A listing with more pages fails with `ListTruncated`
+    /// ([`ListLimit::Pages`](mcpl_core::error::ListLimit::Pages)): a partial list is never
+    /// returned as the whole.
     ///
     /// # Examples
     ///
@@ -437,13 +472,85 @@ impl Client {
     ///
     /// let client = Client::new("app", "1.0.0").with_max_pages(2);
     /// client.connect(transport).await?;
-    /// // Two pages followed, the third left alone.
-    /// let names: Vec<String> = client.list_tools().await?.into_iter().map(|t| t.name).collect();
-    /// assert_eq!(names, ["a", "b"]);
+    /// // Two pages followed, and a third remains: not the whole list.
+    /// let err = client.list_tools().await.unwrap_err();
+    /// assert_eq!(err.kind(), mcpl_core::ErrorKind::ListTruncated);
     /// # Ok(()) }
     /// ```
     pub fn with_max_pages(mut self, pages: usize) -> Client {
         self.max_pages = pages.max(1);
+        self
+    }
+
+    /// The most items a list call collects across its pages. Default:
+    /// [`DEFAULT_MAX_LIST_ITEMS`] (10,000). A listing with more fails with `ListTruncated`
+    /// ([`ListLimit::Items`](mcpl_core::error::ListLimit::Items)), checked before a page's
+    /// items are decoded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::error::{Error, ListLimit};
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let server = Server::builder("three", "1.0.0")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("a")) })
+    ///     .tool(Tool::new("b", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("b")) })
+    ///     .tool(Tool::new("c", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("c")) })
+    ///     .build();
+    /// let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("app", "1.0.0").with_max_list_items(2);
+    /// client.connect(transport).await?;
+    /// match client.list_tools().await {
+    ///     Err(Error::ListTruncated { method, limit }) => {
+    ///         assert_eq!((method.as_str(), limit), ("tools/list", ListLimit::Items(2)));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn with_max_list_items(mut self, items: usize) -> Client {
+        self.max_list_items = items;
+        self
+    }
+
+    /// The most bytes of JSON a list call accepts across its pages (each page counted as
+    /// its result's compact JSON). Default: [`DEFAULT_MAX_LIST_BYTES`] (16 MiB). A listing
+    /// with more fails with `ListTruncated`
+    /// ([`ListLimit::Bytes`](mcpl_core::error::ListLimit::Bytes)). One page is also bounded by
+    /// the transport's largest message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::ErrorKind;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let mut tool = Tool::new("verbose", ToolSchema::object());
+    /// tool.description = Some("x".repeat(4096));
+    /// let server = Server::builder("verbose", "1.0.0")
+    ///     .tool(tool, |_ctx, _args| async { Ok(ToolOutput::text("ok")) })
+    ///     .build();
+    /// let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("app", "1.0.0").with_max_list_bytes(1024);
+    /// client.connect(transport).await?;
+    /// assert_eq!(client.list_tools().await.unwrap_err().kind(), ErrorKind::ListTruncated);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_max_list_bytes(mut self, bytes: usize) -> Client {
+        self.max_list_bytes = bytes;
         self
     }
 
@@ -706,13 +813,22 @@ impl Client {
         params: M::Params,
         options: RequestOptions,
     ) -> Result<M::Result> {
+        let value = self.send_value::<M>(params, options).await?;
+        serde_json::from_value(value)
+            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
+    }
+
+    /// [`send`](Self::send), with the result left as JSON.
+    pub(crate) async fn send_value<M: Method>(
+        &self,
+        params: M::Params,
+        options: RequestOptions,
+    ) -> Result<Value> {
         let params = serde_json::to_value(&params).map_err(|source| Error::Serialization {
             what: format!("{} params", M::NAME),
             source,
         })?;
-        let value = self.exchange(M::NAME, params, options).await?;
-        serde_json::from_value(value)
-            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
+        self.exchange(M::NAME, params, options).await
     }
 
     /// [`send`](Self::send) with untyped params and result.
@@ -816,7 +932,7 @@ impl Client {
         if let Some(server) = self.server() {
             crate::capability::check(ListTools::NAME, &server.capabilities)?;
         }
-        self.list_pages::<ListTools, _>(|page| (page.tools, page.next_cursor)).await
+        self.list_pages::<ListTools, _>("tools", |page| (page.tools, page.next_cursor)).await
     }
 
     /// Calls a tool.

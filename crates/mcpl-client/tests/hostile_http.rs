@@ -2,17 +2,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use mcpl_client::client::{DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS};
 use mcpl_client::transport::HttpTransport;
 use mcpl_client::{Client, Negotiation};
 use mcpl_core::ProtocolVersion;
+use mcpl_core::error::{Error, ListLimit};
 use serde_json::{Value, json};
 
 /// What the scripted server does with one request (its method and JSON body).
@@ -54,6 +56,15 @@ fn json_answer(id: &Value, result: Value) -> Response {
 /// A 2025 server: `initialize` gets a session, notifications `202`, `GET` what `stream`
 /// returns, any other request an empty result.
 fn session_server(stream: impl Fn() -> Response + Send + Sync + 'static) -> Script {
+    answering(stream, |_| json!({}))
+}
+
+/// [`session_server`] whose requests other than `initialize` get the result `answer` makes
+/// of them.
+fn answering(
+    stream: impl Fn() -> Response + Send + Sync + 'static,
+    answer: impl Fn(&Value) -> Value + Send + Sync + 'static,
+) -> Script {
     Arc::new(move |method, message| {
         if method == Method::GET {
             return stream();
@@ -73,7 +84,7 @@ fn session_server(stream: impl Fn() -> Response + Send + Sync + 'static) -> Scri
                 }),
             );
         }
-        json_answer(id, json!({}))
+        json_answer(id, answer(message))
     })
 }
 
@@ -115,5 +126,94 @@ async fn a_stream_that_primes_and_ends_with_retry_zero_is_reopened_at_a_bounded_
     client.close().await.unwrap();
 }
 
-#[allow(dead_code)]
-type Recorded = Arc<Mutex<Vec<Value>>>;
+/// A 2025 server whose `tools/list` pages come from `page(cursor)`; no standalone stream.
+async fn listing(page: impl Fn(Option<&str>) -> Value + Send + Sync + 'static) -> String {
+    let script = answering(
+        || StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        move |message| match message["method"].as_str() {
+            Some("tools/list") => page(message["params"]["cursor"].as_str()),
+            _ => json!({}),
+        },
+    );
+    scripted(script).await.0
+}
+
+fn tools(page: usize, n: usize, description: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            json!({"name": format!("t{page}-{i}"), "description": description,
+                   "inputSchema": {"type": "object"}})
+        })
+        .collect()
+}
+
+async fn list_tools_of(
+    url: &str,
+    client: Client,
+) -> mcpl_core::Result<Vec<mcpl_core::types::Tool>> {
+    client.connect(HttpTransport::new(url)).await.unwrap();
+    let listed =
+        tokio::time::timeout(Duration::from_secs(60), client.list_tools()).await.expect("bounded");
+    client.close().await.unwrap();
+    listed
+}
+
+#[tokio::test]
+async fn a_listing_cut_at_the_page_cap_is_an_error_not_a_partial_list() {
+    // A fresh cursor on every page: the listing never ends.
+    let url = listing(|cursor| {
+        let page = cursor.map_or(0, |c| c.parse::<usize>().unwrap() + 1);
+        json!({"tools": tools(page, 1, ""), "nextCursor": page.to_string()})
+    })
+    .await;
+    let listed = list_tools_of(&url, pinned_2025().with_max_pages(5)).await;
+    assert_truncated(listed, ListLimit::Pages(5));
+}
+
+#[tokio::test]
+async fn a_listing_that_repeats_a_cursor_is_an_error_not_a_partial_list() {
+    let url = listing(|cursor| json!({"tools": tools(usize::from(cursor.is_some()), 1, ""), "nextCursor": "same"}))
+        .await;
+    let listed = list_tools_of(&url, pinned_2025()).await;
+    assert_truncated(listed, ListLimit::RepeatedCursor);
+}
+
+#[tokio::test]
+async fn one_page_over_the_item_cap_is_refused() {
+    // 50,000 tools in one page of 2.6 MB.
+    let url = listing(|_| json!({"tools": tools(0, 50_000, "")})).await;
+    let listed = list_tools_of(&url, pinned_2025()).await;
+    assert_truncated(listed, ListLimit::Items(DEFAULT_MAX_LIST_ITEMS));
+    // A client that expects that many raises the cap.
+    let listed = list_tools_of(&url, pinned_2025().with_max_list_items(50_000)).await;
+    assert_eq!(listed.unwrap().len(), 50_000);
+}
+
+#[tokio::test]
+async fn pages_over_the_byte_cap_are_refused() {
+    // 20 pages of about 1 MB (500 tools of 2 KB each): 10,000 tools, 20 MB in all.
+    let description = "d".repeat(2000);
+    let url = listing(move |cursor| {
+        let page = cursor.map_or(0, |c| c.parse::<usize>().unwrap());
+        let mut result = json!({"tools": tools(page, 500, &description)});
+        if page + 1 < 20 {
+            result["nextCursor"] = json!((page + 1).to_string());
+        }
+        result
+    })
+    .await;
+    let listed = list_tools_of(&url, pinned_2025()).await;
+    assert_truncated(listed, ListLimit::Bytes(DEFAULT_MAX_LIST_BYTES));
+    let listed = list_tools_of(&url, pinned_2025().with_max_list_bytes(32 << 20)).await;
+    assert_eq!(listed.unwrap().len(), 10_000);
+}
+
+fn assert_truncated(listed: mcpl_core::Result<Vec<mcpl_core::types::Tool>>, expected: ListLimit) {
+    match listed {
+        Err(Error::ListTruncated { method, limit }) => {
+            assert_eq!((method.as_str(), limit), ("tools/list", expected));
+        }
+        Err(other) => panic!("{other}"),
+        Ok(tools) => panic!("a partial list of {} tools", tools.len()),
+    }
+}

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpl_core::engine::{Engine, RequestOptions};
+use mcpl_core::jsonrpc::ErrorCode;
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
     EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
@@ -590,7 +591,10 @@ impl Client {
     ///
     /// - `AlreadyConnected` if this client is connected (the transport is not started).
     /// - `UnsupportedProtocolVersion` if the server answers with a version this SDK does not
-    ///   speak, or (pinned) refuses the pinned one.
+    ///   speak, or (pinned) refuses the pinned one; pinned to a stateless revision, also when
+    ///   the server speaks only the stateful era (it does not know `server/discover`:
+    ///   `-32601`, a "not initialized" or "no session" refusal, HTTP `400`/`404`/`405`), with
+    ///   no `supported` versions.
     /// - The transport's or the handshake's error. After any error the client is unconnected
     ///   and can connect again.
     ///
@@ -1141,7 +1145,16 @@ impl Hello {
     async fn run(&self, peer: &Peer) -> Result<ServerDetails> {
         match self.negotiation {
             Negotiation::Pinned(v) if v.era() == Era::Stateless => {
-                self.discover(peer, v, RequestOptions::new()).await
+                self.discover(peer, v, RequestOptions::new()).await.map_err(|e| {
+                    if !stateful_only(&e) {
+                        return e;
+                    }
+                    tracing::debug!(error = %e, "the server speaks only the stateful era");
+                    Error::UnsupportedProtocolVersion {
+                        requested: v.to_string(),
+                        supported: Vec::new(),
+                    }
+                })
             }
             Negotiation::Pinned(v) => self.initialize(peer, v).await,
             Negotiation::Auto => {
@@ -1215,6 +1228,25 @@ fn request_meta(
     let mut meta = Meta::for_request(version, capabilities);
     meta.set_client_info(info);
     meta
+}
+
+/// Whether `error`, the answer to a stateless-era `server/discover`, shows a server of the
+/// stateful era only: it does not know the method (`-32601`), finds the request invalid
+/// (`-32600`) or refuses it with an implementation-defined server error (`-32000` to
+/// `-32099`, such as "server not initialized" or "no session", other than the codes this
+/// era defines), or the HTTP endpoint answers `400`, `404` or `405` with no JSON-RPC body.
+fn stateful_only(error: &Error) -> bool {
+    let Some(e) = error.rpc_error() else { return false };
+    if let Some(data) = e.data.as_ref().filter(|d| d.get("transport").is_some()) {
+        let http = data.get("transport").and_then(Value::as_str) == Some("http");
+        let status = data.get("status").and_then(Value::as_u64);
+        return http && matches!(status, Some(400 | 404 | 405));
+    }
+    let stateless_codes = [ErrorCode::RESOURCE_NOT_FOUND, ErrorCode::URL_ELICITATION_REQUIRED];
+    match e.code {
+        ErrorCode::METHOD_NOT_FOUND | ErrorCode::INVALID_REQUEST => true,
+        code => (-32099..=-32000).contains(&code.0) && !stateless_codes.contains(&code),
+    }
 }
 
 /// The newest version in `supported` that this SDK speaks.
@@ -1300,6 +1332,32 @@ mod tests {
         let supported = ["2025-06-18".to_owned(), "1999-01-01".to_owned(), "2025-03-26".to_owned()];
         assert_eq!(mutual(&supported), Some(ProtocolVersion::V2025_06_18));
         assert_eq!(mutual(&["1999-01-01".to_owned()]), None);
+    }
+
+    #[test]
+    fn which_discover_failures_show_a_stateful_only_server() {
+        let rpc = |code: i64, data: Option<Value>| {
+            let mut object = ErrorObject::new(ErrorCode(code), "no");
+            object.data = data;
+            Error::from_rpc(object)
+        };
+        for code in [-32601, -32600, -32000, -32001, -32099] {
+            assert!(stateful_only(&rpc(code, None)), "{code}");
+        }
+        for code in [-32603, -32602, -32002, -32042, -32100, 1] {
+            assert!(!stateful_only(&rpc(code, None)), "{code}");
+        }
+        for status in [400, 404, 405] {
+            let data = json!({"transport": "http", "status": status});
+            assert!(stateful_only(&rpc(-32603, Some(data))), "{status}");
+        }
+        for data in [json!({"transport": "http", "status": 500}), json!({"transport": "http"})] {
+            assert!(!stateful_only(&rpc(-32603, Some(data))));
+        }
+        // A transport's local answer is never read as the server's refusal.
+        let too_large = json!({"transport": TOO_LARGE, "limit": 10});
+        assert!(!stateful_only(&rpc(-32601, Some(too_large))));
+        assert!(!stateful_only(&Error::ConnectionClosed));
     }
 
     #[test]

@@ -217,3 +217,70 @@ fn assert_truncated(listed: mcpl_core::Result<Vec<mcpl_core::types::Tool>>, expe
         Ok(tools) => panic!("a partial list of {} tools", tools.len()),
     }
 }
+
+/// A server of the 2025 era only, refusing what is not `initialize` (or carries no session)
+/// the way `refuse` says.
+async fn legacy_only(refuse: fn(&Value) -> Response) -> String {
+    let inner = session_server(|| StatusCode::METHOD_NOT_ALLOWED.into_response());
+    let script: Script = Arc::new(move |method, message| match message {
+        Some(m)
+            if *method == Method::POST && m["method"] != "initialize" && m.get("id").is_some() =>
+        {
+            refuse(m)
+        }
+        _ => inner(method, message),
+    });
+    scripted(script).await.0
+}
+
+fn error_body(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_client_pinned_to_2026_meets_a_legacy_only_server_with_unsupported_protocol_version() {
+    let refusals: [fn(&Value) -> Response; 4] = [
+        // The TypeScript SDK's stateful server: 400, -32000, no id.
+        |_| {
+            error_body(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                -32000,
+                "Bad Request: Server not initialized",
+            )
+        },
+        // A server that answers unknown methods.
+        |m| error_body(StatusCode::OK, m["id"].clone(), -32601, "Method not found"),
+        // A server that knows no such endpoint for it.
+        |_| StatusCode::NOT_FOUND.into_response(),
+        |_| StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    ];
+    for (i, refuse) in refusals.into_iter().enumerate() {
+        let url = legacy_only(refuse).await;
+        let client = Client::new("pinned", "0.0.1")
+            .with_negotiation(Negotiation::pinned(ProtocolVersion::V2026_07_28));
+        let err = client.connect(HttpTransport::new(&url)).await.unwrap_err();
+        assert_eq!(
+            err.kind(),
+            mcpl_core::ErrorKind::UnsupportedProtocolVersion,
+            "refusal {i}: {err}"
+        );
+        match err {
+            Error::UnsupportedProtocolVersion { requested, .. } => {
+                assert_eq!(requested, "2026-07-28")
+            }
+            other => panic!("{other}"),
+        }
+        assert!(!client.is_connected());
+        // The same server negotiated automatically: the 2025 era.
+        let client = Client::new("auto", "0.0.1");
+        let details = client.connect(HttpTransport::new(&url)).await.unwrap();
+        assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25, "refusal {i}");
+        client.close().await.unwrap();
+    }
+}

@@ -1589,7 +1589,11 @@ impl Shared {
             }
             return;
         }
-        self.fail(&id, format!("HTTP {status} with no JSON-RPC response"));
+        self.fail_with(
+            &id,
+            format!("HTTP {status} with no JSON-RPC response"),
+            json!({ "transport": "http", "status": status.as_u16() }),
+        );
     }
 
     /// Records the version an `initialize` result names, for the `MCP-Protocol-Version` header.

@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use mcpl_core::error::ListLimit;
+use mcpl_core::jsonrpc::encoded_len;
 use mcpl_core::types::{
     CompleteRequestParams, CompleteResult, GetPrompt, GetPromptRequestParams, GetPromptResult,
     ListPrompts, ListResourceTemplates, ListResources, LoggingLevel, Method, Outcome,
@@ -47,7 +48,7 @@ impl Client {
             let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
             let value = self.send_value::<M>(params, self.options()).await?;
             // The caps are checked before the page's items are decoded.
-            bytes = bytes.saturating_add(json_len(&value));
+            bytes = bytes.saturating_add(encoded_len(&value));
             if bytes > self.max_list_bytes {
                 return Err(truncated(ListLimit::Bytes(self.max_list_bytes)));
             }
@@ -563,38 +564,5 @@ fn complete<R>(outcome: Outcome<R>, method: &str) -> Result<R> {
             ),
             source: None,
         }),
-    }
-}
-
-/// The length of `value` as compact JSON, counted without building the text.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail, and a `Value` always serializes.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn json_len_is_the_compact_length() {
-        for value in [json!(null), json!({"a": [1, "two", {"b": "é\n"}]}), json!("x".repeat(100))]
-        {
-            assert_eq!(json_len(&value), serde_json::to_vec(&value).unwrap_or_default().len());
-        }
     }
 }

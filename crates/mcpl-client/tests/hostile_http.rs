@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use mcpl_client::client::{DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_ITEMS};
 use mcpl_client::transport::HttpTransport;
 use mcpl_client::{Client, Negotiation};
@@ -283,4 +284,131 @@ async fn a_client_pinned_to_2026_meets_a_legacy_only_server_with_unsupported_pro
         assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25, "refusal {i}");
         client.close().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn a_notification_flood_on_the_standalone_stream_is_held_back() {
+    // 1,000 log messages of 64 KB (64 MB) on the standalone stream, produced only as fast as
+    // the connection takes them, while the client's handler is stuck.
+    const COUNT: usize = 1_000;
+    let produced = Arc::new(AtomicUsize::new(0));
+    let counter = produced.clone();
+    let stream = move || {
+        let counter = counter.clone();
+        let data = "x".repeat(64 * 1024);
+        let events = futures::stream::iter(0..COUNT).map(move |i| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let message = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "logger": i.to_string(), "data": data}});
+            Ok::<_, std::convert::Infallible>(format!("data: {message}\n\n"))
+        });
+        Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .body(Body::from_stream(events))
+            .unwrap()
+    };
+    let (url, _gets) = scripted(session_server(stream)).await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let handled = Arc::new(AtomicUsize::new(0));
+    let (g, h) = (gate.clone(), handled.clone());
+    let client = pinned_2025().on_log_message(move |_message| {
+        let (g, h) = (g.clone(), h.clone());
+        async move {
+            g.acquire().await.unwrap().forget();
+            h.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    client.connect(HttpTransport::new(&url)).await.unwrap();
+    // Wait until the server stops producing (held back) or has produced everything.
+    let mut through = 0;
+    let mut still = 0;
+    for _ in 0..120 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = produced.load(Ordering::SeqCst);
+        still = if now == through { still + 1 } else { 0 };
+        through = now;
+        if through == COUNT || still == 4 {
+            break;
+        }
+    }
+    assert!(through < COUNT / 2, "{through} of {COUNT} notifications read while none was handled");
+    // Released, the handler gets every one of them.
+    gate.add_permits(COUNT);
+    for _ in 0..1500 {
+        if handled.load(Ordering::SeqCst) >= COUNT {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(handled.load(Ordering::SeqCst) >= COUNT);
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_listen_stream_that_is_not_read_holds_a_bounded_backlog() {
+    use mcpl_core::types::{ServerNotification, SubscriptionFilter};
+
+    const COUNT: usize = 1_000;
+    let meta = json!({"io.modelcontextprotocol/subscriptionId": "sub-1"});
+    let script: Script = Arc::new(move |method, message| {
+        let Some(message) = message.filter(|_| *method == Method::POST) else {
+            return StatusCode::METHOD_NOT_ALLOWED.into_response();
+        };
+        let id = message["id"].clone();
+        match message["method"].as_str() {
+            Some("server/discover") => json_answer(
+                &id,
+                json!({"supportedVersions": ["2026-07-28"],
+                       "capabilities": {"tools": {"listChanged": true}},
+                       "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}),
+            ),
+            Some("subscriptions/listen") => {
+                let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                    "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}});
+                let change = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                    "params": {"_meta": meta}});
+                let events = std::iter::once(ack)
+                    .chain(std::iter::repeat_n(change, COUNT))
+                    .map(|m| Ok::<_, std::convert::Infallible>(format!("data: {m}\n\n")));
+                // The stream stays open: the subscription lives on.
+                let body = futures::stream::iter(events).chain(futures::stream::pending());
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "text/event-stream")
+                    .body(Body::from_stream(body))
+                    .unwrap()
+            }
+            _ => json_answer(&id, json!({})),
+        }
+    });
+    let (url, _gets) = scripted(script).await;
+    let changes = Arc::new(AtomicUsize::new(0));
+    let counted = changes.clone();
+    let client = Client::new("listener", "0.0.1").on_tools_list_changed(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async {}
+    });
+    client.connect(HttpTransport::new(&url)).await.unwrap();
+    let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    let mut listen = client.listen(filter).await.unwrap();
+    // Every notification reached the client (its handler saw them all), none was read from
+    // the stream meanwhile.
+    for _ in 0..1500 {
+        if changes.load(Ordering::SeqCst) == COUNT {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(changes.load(Ordering::SeqCst), COUNT);
+    let mut backlog = 0;
+    while let Ok(Some(notification)) =
+        tokio::time::timeout(Duration::from_millis(200), listen.next()).await
+    {
+        if backlog == 0 {
+            assert!(matches!(notification, ServerNotification::SubscriptionsAcknowledged(_)));
+        }
+        backlog += 1;
+    }
+    eprintln!("backlog {backlog}");
+    assert!(backlog <= 256, "{backlog} notifications held for a stream nobody read");
+    client.close().await.unwrap();
 }

@@ -401,6 +401,10 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 pub const DEFAULT_MIN_RETRY: Duration = Duration::from_millis(250);
 /// The longest `retry` honoured, and the longest backoff.
 const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How many messages from the server may wait for the client to take them before the
+/// transport stops reading its streams (backpressure: a server that floods a stream is
+/// slowed down to the client's pace).
+const INBOX: usize = 16;
 /// How long opening the standalone stream may hold up the handshake.
 const STANDALONE_WAIT: Duration = Duration::from_secs(5);
 /// A standalone stream that ends sooner than this without a single event counts as a failed
@@ -945,7 +949,7 @@ impl Transport for HttpTransport {
                 .build()
                 .map_err(|e| Error::transport("could not build the HTTP client", e))?,
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(INBOX);
         let shared = Arc::new(Shared {
             http,
             url: self.url,
@@ -993,7 +997,7 @@ struct Shared {
     tools_list_ids: Mutex<HashSet<RequestId>>,
     /// The owner's view of the session (see [`SessionHandle`]).
     handle: SessionHandle,
-    inbox: mpsc::UnboundedSender<Result<Message>>,
+    inbox: mpsc::Sender<Result<Message>>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The body of the `initialize` request, replayed to renew an expired session.
     hello: Mutex<Option<Vec<u8>>>,
@@ -1136,7 +1140,7 @@ impl TransportSender for HttpSender {
                             id,
                             format!("tool {tool:?} has invalid x-mcp-header annotations: {detail}"),
                             json!({ "transport": INVALID_TOOL_HEADERS, "tool": tool, "detail": detail }),
-                        );
+                        ).await;
                         return Ok(());
                     }
                 }
@@ -1184,7 +1188,7 @@ impl TransportSender for HttpSender {
             let response = match self.shared.post(headers, body).await {
                 Ok(response) => response,
                 Err(e) if RedirectRefused::find(&e).is_some() => {
-                    self.shared.fail_post(&id, &e);
+                    self.shared.fail_post(&id, &e).await;
                     return Ok(());
                 }
                 Err(e) => return Err(Error::transport("could not POST initialize", e)),
@@ -1210,7 +1214,7 @@ impl TransportSender for HttpSender {
                         None => false,
                     };
                     if !renewed {
-                        let _ = shared.inbox.send(Err(session_expired()));
+                        let _ = shared.inbox.send(Err(session_expired())).await;
                         return;
                     }
                     let headers = shared.post_headers(&out);
@@ -1220,7 +1224,7 @@ impl TransportSender for HttpSender {
             };
             match response {
                 Ok(response) => shared.answer(id, false, sent_session, response).await,
-                Err(e) => shared.fail_post(&id, &e),
+                Err(e) => shared.fail_post(&id, &e).await,
             }
         });
         Ok(())
@@ -1303,7 +1307,7 @@ impl TransportSender for HttpSender {
 /// ```
 #[derive(Debug)]
 pub struct HttpReceiver {
-    inbox: mpsc::UnboundedReceiver<Result<Message>>,
+    inbox: mpsc::Receiver<Result<Message>>,
 }
 
 impl TransportReceiver for HttpReceiver {
@@ -1464,7 +1468,7 @@ impl Shared {
 
     /// Delivers a message from the server, learning tool annotations from `tools/list`
     /// results on the way.
-    fn deliver(&self, message: Message) {
+    async fn deliver(&self, message: Message) {
         if let Message::Response(r) = &message {
             if lock(&self.tools_list_ids).remove(&r.id) {
                 self.tool_headers.learn(&r.result);
@@ -1474,7 +1478,7 @@ impl Shared {
                 lock(&self.tools_list_ids).remove(id);
             }
         }
-        let _ = self.inbox.send(Ok(message));
+        let _ = self.inbox.send(Ok(message)).await;
     }
 
     /// The `Mcp-Param-*` headers of a `tools/call`, or the tool and why it must not be called.
@@ -1489,35 +1493,36 @@ impl Shared {
     }
 
     /// Answers request `id`, whose `POST` failed with `e`.
-    fn fail_post(&self, id: &RequestId, e: &reqwest::Error) {
+    async fn fail_post(&self, id: &RequestId, e: &reqwest::Error) {
         match RedirectRefused::find(e) {
-            Some(refused) => self.refuse_redirect(id, refused),
-            None => self.fail(id, format!("could not POST the request: {e}")),
+            Some(refused) => self.refuse_redirect(id, refused).await,
+            None => self.fail(id, format!("could not POST the request: {e}")).await,
         }
     }
 
     /// Answers request `id` with the refusal of a redirect.
-    fn refuse_redirect(&self, id: &RequestId, refused: &RedirectRefused) {
-        self.fail_with(id, format!("{refused}"), refused.to_data());
+    async fn refuse_redirect(&self, id: &RequestId, refused: &RedirectRefused) {
+        self.fail_with(id, format!("{refused}"), refused.to_data()).await;
     }
 
     /// Answers request `id` with a transport error.
-    fn fail(&self, id: &RequestId, context: String) {
-        self.fail_with(id, context, json!({ "transport": "http" }));
+    async fn fail(&self, id: &RequestId, context: String) {
+        self.fail_with(id, context, json!({ "transport": "http" })).await;
     }
 
-    fn fail_with(&self, id: &RequestId, context: String, data: Value) {
+    async fn fail_with(&self, id: &RequestId, context: String, data: Value) {
         tracing::debug!(%id, %context, "request failed in the HTTP transport");
         let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, context).with_data(data);
-        self.deliver(ErrorResponse::new(Some(id.clone()), error).into());
+        self.deliver(ErrorResponse::new(Some(id.clone()), error).into()).await;
     }
 
-    fn too_large(&self, id: &RequestId) {
+    async fn too_large(&self, id: &RequestId) {
         self.fail_with(
             id,
             format!("the response exceeds the limit of {} bytes", self.max),
             json!({ "transport": TOO_LARGE, "limit": self.max }),
-        );
+        )
+        .await;
     }
 
     /// Reads the response to request `id` and delivers what it carries.
@@ -1530,7 +1535,7 @@ impl Shared {
     ) {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && sent_session {
-            let _ = self.inbox.send(Err(session_expired()));
+            let _ = self.inbox.send(Err(session_expired())).await;
             return;
         }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
@@ -1545,7 +1550,7 @@ impl Shared {
                 &id,
                 format!("HTTP {status}: the server requires authorization"),
                 json!({ "transport": "http", "status": status.as_u16(), "wwwAuthenticate": challenge }),
-            );
+            ).await;
             return;
         }
         let content_type = response
@@ -1573,19 +1578,21 @@ impl Shared {
                             // A refusal that could not name the request: answer it here.
                             if let Message::Error(e) = message {
                                 let error = e.error;
-                                self.deliver(ErrorResponse::new(Some(id), error).into());
+                                self.deliver(ErrorResponse::new(Some(id), error).into()).await;
                             }
                             return;
                         }
-                        self.deliver(message);
+                        self.deliver(message).await;
                         if !answers {
-                            self.fail(&id, format!("HTTP {status}: the body did not answer"));
+                            self.fail(&id, format!("HTTP {status}: the body did not answer")).await;
                         }
                     }
-                    Err(e) => self.fail(&id, format!("HTTP {status}: unreadable body: {e}")),
+                    Err(e) => self.fail(&id, format!("HTTP {status}: unreadable body: {e}")).await,
                 },
-                Err(ReadError::TooLarge) => self.too_large(&id),
-                Err(ReadError::Http(e)) => self.fail(&id, format!("reading the body failed: {e}")),
+                Err(ReadError::TooLarge) => self.too_large(&id).await,
+                Err(ReadError::Http(e)) => {
+                    self.fail(&id, format!("reading the body failed: {e}")).await
+                }
             }
             return;
         }
@@ -1593,7 +1600,8 @@ impl Shared {
             &id,
             format!("HTTP {status} with no JSON-RPC response"),
             json!({ "transport": "http", "status": status.as_u16() }),
-        );
+        )
+        .await;
     }
 
     /// Records the version an `initialize` result names, for the `MCP-Protocol-Version` header.
@@ -1614,12 +1622,13 @@ impl Shared {
                 StreamEnd::Answered => return,
                 StreamEnd::Ended { last_id: Some(last_id), retry, .. } => (last_id, retry),
                 StreamEnd::Ended { last_id: None, .. } => {
-                    self.fail(&id, "the response stream ended before the response".into());
+                    self.fail(&id, "the response stream ended before the response".into()).await;
                     return;
                 }
             };
             if attempts >= self.max_resume {
-                self.fail(&id, format!("the response stream ended; {attempts} resumptions failed"));
+                self.fail(&id, format!("the response stream ended; {attempts} resumptions failed"))
+                    .await;
                 return;
             }
             attempts += 1;
@@ -1632,7 +1641,7 @@ impl Shared {
                     Ok(r) => r,
                     Err(e) => {
                         if let Some(refused) = RedirectRefused::find(&e) {
-                            self.refuse_redirect(&id, refused);
+                            self.refuse_redirect(&id, refused).await;
                             return;
                         }
                         tracing::debug!(error = %e, "resumption GET failed");
@@ -1646,14 +1655,15 @@ impl Shared {
                 // later requests; this one's answer is lost with it.
                 let stale = lock(&self.session).clone().unwrap_or_default();
                 if self.renew(&stale).await {
-                    self.fail(&id, "the session expired while the response was pending".into());
+                    self.fail(&id, "the session expired while the response was pending".into())
+                        .await;
                 } else {
-                    let _ = self.inbox.send(Err(session_expired()));
+                    let _ = self.inbox.send(Err(session_expired())).await;
                 }
                 return;
             }
             if !status.is_success() {
-                self.fail(&id, format!("resuming the response stream got HTTP {status}"));
+                self.fail(&id, format!("resuming the response stream got HTTP {status}")).await;
                 return;
             }
             end = match self.read_sse(response, Some(&id), initialize).await {
@@ -1708,7 +1718,7 @@ impl Shared {
                     tracing::debug!(error = %e, "notifications/initialized after renewal failed");
                 }
                 let renewed = Notification::new(SESSION_RENEWED, Some(result));
-                self.deliver(renewed.into());
+                self.deliver(renewed.into()).await;
                 true
             }
             Err(e) => {
@@ -1769,7 +1779,7 @@ impl Shared {
                             found = Some(m);
                             break 'read;
                         }
-                        Ok(other) => self.deliver(other),
+                        Ok(other) => self.deliver(other).await,
                         Err(_) => {}
                     }
                 }
@@ -1832,7 +1842,7 @@ impl Shared {
                 Ok(r) if r.status() == StatusCode::NOT_FOUND => {
                     let stale = lock(&self.session).clone().unwrap_or_default();
                     if !self.renew(&stale).await {
-                        let _ = self.inbox.send(Err(session_expired()));
+                        let _ = self.inbox.send(Err(session_expired())).await;
                         return;
                     }
                     // A new session: its stream starts afresh.
@@ -1910,7 +1920,7 @@ impl Shared {
                     Ok(data) => data,
                     Err(ReadError::TooLarge) => {
                         if let Some(id) = id {
-                            self.too_large(id);
+                            self.too_large(id).await;
                             return StreamEnd::Answered;
                         }
                         tracing::warn!(limit = self.max, "SSE event over the size limit; dropped");
@@ -1927,13 +1937,13 @@ impl Shared {
                             self.learn_version(&message);
                         }
                         delivered = true;
-                        self.deliver(message);
+                        self.deliver(message).await;
                         if answers {
                             return StreamEnd::Answered;
                         }
                     }
                     Err(e) => {
-                        let _ = self.inbox.send(Err(Error::InvalidMessage(Box::new(e))));
+                        let _ = self.inbox.send(Err(Error::InvalidMessage(Box::new(e)))).await;
                     }
                 }
             }

@@ -67,6 +67,10 @@ pub use tokio_util::sync::CancellationToken;
 /// The default bound on how long closing a transport may take: 5 seconds.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The default bound on the notifications of one connection that wait for their handlers,
+/// as the JSON size of their params: 8 MiB (see [`EngineConfig::notification_queue_bytes`]).
+pub const DEFAULT_NOTIFICATION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -77,6 +81,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct EngineConfig {
     request_timeout: Duration,
     close_timeout: Duration,
+    notification_queue_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -84,6 +89,7 @@ impl Default for EngineConfig {
         EngineConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
+            notification_queue_bytes: DEFAULT_NOTIFICATION_QUEUE_BYTES,
         }
     }
 }
@@ -103,6 +109,17 @@ impl EngineConfig {
     /// How long closing a transport may take before it is abandoned. Default: 5 s.
     pub fn close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
+        self
+    }
+
+    /// How much may wait for the notification handlers of one connection, as the JSON size
+    /// of the notifications' params, before the engine stops reading from the transport
+    /// (backpressure: a peer that floods notifications is slowed down to the pace of the
+    /// handlers, and memory stays bounded). A notification larger than the whole budget
+    /// waits alone. At most 1,024 notifications wait whatever their size. Default:
+    /// [`DEFAULT_NOTIFICATION_QUEUE_BYTES`] (8 MiB).
+    pub fn notification_queue_bytes(mut self, bytes: usize) -> Self {
+        self.notification_queue_bytes = bytes.max(1);
         self
     }
 }

@@ -1,13 +1,18 @@
 //! Typed calls for what a server offers besides tools: resources, resource templates,
 //! prompts, completion and the logging level.
 //!
-//! List calls follow `nextCursor` until the last page, a cursor seen before (a server that
-//! loops), or the page cap ([`Client::with_max_pages`], default 100). `resources/read` and
+//! List calls follow `nextCursor` to the last page. A listing that a cap stops first (pages:
+//! [`Client::with_max_pages`], default 100; items: [`Client::with_max_list_items`], default
+//! 10,000; bytes of JSON: [`Client::with_max_list_bytes`], default 16 MiB) or whose server
+//! repeats a cursor (it would loop) fails with `ListTruncated`: a partial list is never
+//! returned as the whole. `resources/read` and
 //! `prompts/get` fulfil 2026 input-required results like `tools/call` does (see
 //! [`crate::input`]).
 
 use std::collections::{BTreeMap, HashSet};
 
+use mcpl_core::error::ListLimit;
+use mcpl_core::jsonrpc::encoded_len;
 use mcpl_core::types::{
     CompleteRequestParams, CompleteResult, GetPrompt, GetPromptRequestParams, GetPromptResult,
     ListPrompts, ListResourceTemplates, ListResources, LoggingLevel, Method, Outcome,
@@ -16,35 +21,53 @@ use mcpl_core::types::{
     Unsubscribe, UnsubscribeRequestParams,
 };
 use mcpl_core::{Error, Result};
+use serde_json::Value;
 
 use crate::Client;
 
 impl Client {
-    /// Sends the list request `M` page by page and collects the items `page` extracts.
+    /// Sends the list request `M` page by page and collects the items `page` extracts (the
+    /// array `key` of each result), within the page, item and byte caps.
     pub(crate) async fn list_pages<M, T>(
         &self,
+        key: &str,
         page: impl Fn(M::Result) -> (Vec<T>, Option<String>),
     ) -> Result<Vec<T>>
     where
         M: Method<Params = PaginatedRequestParams>,
     {
+        let truncated = |limit| {
+            tracing::debug!(method = M::NAME, %limit, "listing stopped before its last page");
+            Error::ListTruncated { method: M::NAME.to_owned(), limit }
+        };
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
+        let mut bytes = 0usize;
         for _ in 0..self.max_pages {
             let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
-            let (mut more, next) = page(self.send::<M>(params, self.options()).await?);
+            let value = self.send_value::<M>(params, self.options()).await?;
+            // The caps are checked before the page's items are decoded.
+            bytes = bytes.saturating_add(encoded_len(&value));
+            if bytes > self.max_list_bytes {
+                return Err(truncated(ListLimit::Bytes(self.max_list_bytes)));
+            }
+            let count = value.get(key).and_then(Value::as_array).map_or(0, Vec::len);
+            if items.len().saturating_add(count) > self.max_list_items {
+                return Err(truncated(ListLimit::Items(self.max_list_items)));
+            }
+            let result: M::Result = serde_json::from_value(value).map_err(|source| {
+                Error::Serialization { what: format!("{} result", M::NAME), source }
+            })?;
+            let (mut more, next) = page(result);
             items.append(&mut more);
             match next {
                 Some(next) if seen.insert(next.clone()) => cursor = Some(next),
-                Some(next) => {
-                    tracing::warn!(method = M::NAME, cursor = %next, "repeated cursor; stopping");
-                    break;
-                }
-                None => break,
+                Some(_) => return Err(truncated(ListLimit::RepeatedCursor)),
+                None => return Ok(items),
             }
         }
-        Ok(items)
+        Err(truncated(ListLimit::Pages(self.max_pages)))
     }
 
     /// Lists every resource (`resources/list`), following pagination.
@@ -93,7 +116,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
-        self.list_pages::<ListResources, _>(|p| (p.resources, p.next_cursor)).await
+        self.list_pages::<ListResources, _>("resources", |p| (p.resources, p.next_cursor)).await
     }
 
     /// Lists every resource template (`resources/templates/list`), following pagination.
@@ -141,7 +164,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
-        self.list_pages::<ListResourceTemplates, _>(|p| (p.resource_templates, p.next_cursor)).await
+        self.list_pages::<ListResourceTemplates, _>("resourceTemplates", |p| {
+            (p.resource_templates, p.next_cursor)
+        })
+        .await
     }
 
     /// Lists every prompt (`prompts/list`), following pagination.
@@ -191,7 +217,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
-        self.list_pages::<ListPrompts, _>(|p| (p.prompts, p.next_cursor)).await
+        self.list_pages::<ListPrompts, _>("prompts", |p| (p.prompts, p.next_cursor)).await
     }
 
     /// Reads a resource (`resources/read`), fulfilling input-required results.

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpl_core::engine::{Engine, RequestOptions};
+use mcpl_core::jsonrpc::ErrorCode;
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
     EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
@@ -20,6 +21,7 @@ use crate::mcpl::McplHost;
 use crate::notify::Notify;
 use crate::resume::Link;
 use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
+use crate::transport::redirect::RedirectRefused;
 
 /// The most pages a list call follows before it stops, unless configured.
 ///
@@ -35,6 +37,35 @@ use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
 /// # drop(client);
 /// ```
 pub const DEFAULT_MAX_PAGES: usize = 100;
+
+/// The most items a list call collects across its pages, unless configured.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::client::DEFAULT_MAX_LIST_ITEMS;
+///
+/// assert_eq!(DEFAULT_MAX_LIST_ITEMS, 10_000);
+/// // A client for a server with very many resources collects more.
+/// let client = Client::new("indexer", "1.0.0").with_max_list_items(10 * DEFAULT_MAX_LIST_ITEMS);
+/// # drop(client);
+/// ```
+pub const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
+
+/// The most bytes of JSON a list call accepts across its pages, unless configured (16 MiB).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::Client;
+/// use mcpl_client::client::DEFAULT_MAX_LIST_BYTES;
+///
+/// assert_eq!(DEFAULT_MAX_LIST_BYTES, 16 * 1024 * 1024);
+/// let client = Client::new("small-device", "1.0.0").with_max_list_bytes(1024 * 1024);
+/// # drop(client);
+/// ```
+pub const DEFAULT_MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 /// How long [`Negotiation::Auto`] waits for `server/discover` before trying `initialize`.
 const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -256,6 +287,8 @@ pub struct Client {
     pub(crate) handlers: Handlers,
     pub(crate) input_mode: InputRequiredMode,
     pub(crate) max_pages: usize,
+    pub(crate) max_list_items: usize,
+    pub(crate) max_list_bytes: usize,
     pub(crate) notify: Notify,
     /// Refuse, locally, requests the server did not advertise (see [`crate::capability`]).
     strict: bool,
@@ -302,6 +335,8 @@ impl Client {
             handlers: Handlers::default(),
             input_mode: InputRequiredMode::default(),
             max_pages: DEFAULT_MAX_PAGES,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
             notify,
             strict: false,
             cache: None,
@@ -412,8 +447,10 @@ impl Client {
         Ok(self.with_negotiation(Negotiation::Pinned(version)))
     }
 
-    /// The most pages a list call (`tools/list`, `resources/list`, ...) follows before it
-    /// stops. Default: 100.
+    /// The most pages a list call (`tools/list`, `resources/list`, ...) follows. Default: 100.
+    /// A listing with more pages fails with `ListTruncated`
+    /// ([`ListLimit::Pages`](mcpl_core::error::ListLimit::Pages)): a partial list is never
+    /// returned as the whole.
     ///
     /// # Examples
     ///
@@ -436,13 +473,85 @@ impl Client {
     ///
     /// let client = Client::new("app", "1.0.0").with_max_pages(2);
     /// client.connect(transport).await?;
-    /// // Two pages followed, the third left alone.
-    /// let names: Vec<String> = client.list_tools().await?.into_iter().map(|t| t.name).collect();
-    /// assert_eq!(names, ["a", "b"]);
+    /// // Two pages followed, and a third remains: not the whole list.
+    /// let err = client.list_tools().await.unwrap_err();
+    /// assert_eq!(err.kind(), mcpl_core::ErrorKind::ListTruncated);
     /// # Ok(()) }
     /// ```
     pub fn with_max_pages(mut self, pages: usize) -> Client {
         self.max_pages = pages.max(1);
+        self
+    }
+
+    /// The most items a list call collects across its pages. Default:
+    /// [`DEFAULT_MAX_LIST_ITEMS`] (10,000). A listing with more fails with `ListTruncated`
+    /// ([`ListLimit::Items`](mcpl_core::error::ListLimit::Items)), checked before a page's
+    /// items are decoded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::error::{Error, ListLimit};
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let server = Server::builder("three", "1.0.0")
+    ///     .tool(Tool::new("a", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("a")) })
+    ///     .tool(Tool::new("b", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("b")) })
+    ///     .tool(Tool::new("c", ToolSchema::object()), |_ctx, _args| async { Ok(ToolOutput::text("c")) })
+    ///     .build();
+    /// let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("app", "1.0.0").with_max_list_items(2);
+    /// client.connect(transport).await?;
+    /// match client.list_tools().await {
+    ///     Err(Error::ListTruncated { method, limit }) => {
+    ///         assert_eq!((method.as_str(), limit), ("tools/list", ListLimit::Items(2)));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn with_max_list_items(mut self, items: usize) -> Client {
+        self.max_list_items = items;
+        self
+    }
+
+    /// The most bytes of JSON a list call accepts across its pages (each page counted as
+    /// its result's compact JSON). Default: [`DEFAULT_MAX_LIST_BYTES`] (16 MiB). A listing
+    /// with more fails with `ListTruncated`
+    /// ([`ListLimit::Bytes`](mcpl_core::error::ListLimit::Bytes)). One page is also bounded by
+    /// the transport's largest message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_core::ErrorKind;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::{Server, ToolOutput};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// let mut tool = Tool::new("verbose", ToolSchema::object());
+    /// tool.description = Some("x".repeat(4096));
+    /// let server = Server::builder("verbose", "1.0.0")
+    ///     .tool(tool, |_ctx, _args| async { Ok(ToolOutput::text("ok")) })
+    ///     .build();
+    /// let (transport, theirs) = mcpl_core::transport::memory::pair();
+    /// let _session = server.serve(theirs).await?;
+    ///
+    /// let client = Client::new("app", "1.0.0").with_max_list_bytes(1024);
+    /// client.connect(transport).await?;
+    /// assert_eq!(client.list_tools().await.unwrap_err().kind(), ErrorKind::ListTruncated);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_max_list_bytes(mut self, bytes: usize) -> Client {
+        self.max_list_bytes = bytes;
         self
     }
 
@@ -482,7 +591,10 @@ impl Client {
     ///
     /// - `AlreadyConnected` if this client is connected (the transport is not started).
     /// - `UnsupportedProtocolVersion` if the server answers with a version this SDK does not
-    ///   speak, or (pinned) refuses the pinned one.
+    ///   speak, or (pinned) refuses the pinned one; pinned to a stateless revision, also when
+    ///   the server speaks only the stateful era (it does not know `server/discover`:
+    ///   `-32601`, a "not initialized" or "no session" refusal, HTTP `400`/`404`/`405`), with
+    ///   no `supported` versions.
     /// - The transport's or the handshake's error. After any error the client is unconnected
     ///   and can connect again.
     ///
@@ -705,13 +817,22 @@ impl Client {
         params: M::Params,
         options: RequestOptions,
     ) -> Result<M::Result> {
+        let value = self.send_value::<M>(params, options).await?;
+        serde_json::from_value(value)
+            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
+    }
+
+    /// [`send`](Self::send), with the result left as JSON.
+    pub(crate) async fn send_value<M: Method>(
+        &self,
+        params: M::Params,
+        options: RequestOptions,
+    ) -> Result<Value> {
         let params = serde_json::to_value(&params).map_err(|source| Error::Serialization {
             what: format!("{} params", M::NAME),
             source,
         })?;
-        let value = self.exchange(M::NAME, params, options).await?;
-        serde_json::from_value(value)
-            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
+        self.exchange(M::NAME, params, options).await
     }
 
     /// [`send`](Self::send) with untyped params and result.
@@ -815,7 +936,7 @@ impl Client {
         if let Some(server) = self.server() {
             crate::capability::check(ListTools::NAME, &server.capabilities)?;
         }
-        self.list_pages::<ListTools, _>(|page| (page.tools, page.next_cursor)).await
+        self.list_pages::<ListTools, _>("tools", |page| (page.tools, page.next_cursor)).await
     }
 
     /// Calls a tool.
@@ -1024,7 +1145,16 @@ impl Hello {
     async fn run(&self, peer: &Peer) -> Result<ServerDetails> {
         match self.negotiation {
             Negotiation::Pinned(v) if v.era() == Era::Stateless => {
-                self.discover(peer, v, RequestOptions::new()).await
+                self.discover(peer, v, RequestOptions::new()).await.map_err(|e| {
+                    if !stateful_only(&e) {
+                        return e;
+                    }
+                    tracing::debug!(error = %e, "the server speaks only the stateful era");
+                    Error::UnsupportedProtocolVersion {
+                        requested: v.to_string(),
+                        supported: Vec::new(),
+                    }
+                })
             }
             Negotiation::Pinned(v) => self.initialize(peer, v).await,
             Negotiation::Auto => {
@@ -1100,15 +1230,40 @@ fn request_meta(
     meta
 }
 
+/// Whether `error`, the answer to a stateless-era `server/discover`, shows a server of the
+/// stateful era only: it does not know the method (`-32601`), finds the request invalid
+/// (`-32600`) or refuses it with an implementation-defined server error (`-32000` to
+/// `-32099`, such as "server not initialized" or "no session", other than the codes this
+/// era defines), or the HTTP endpoint answers `400`, `404` or `405` with no JSON-RPC body.
+fn stateful_only(error: &Error) -> bool {
+    let Some(e) = error.rpc_error() else { return false };
+    if let Some(data) = e.data.as_ref().filter(|d| d.get("transport").is_some()) {
+        let http = data.get("transport").and_then(Value::as_str) == Some("http");
+        let status = data.get("status").and_then(Value::as_u64);
+        return http && matches!(status, Some(400 | 404 | 405));
+    }
+    let stateless_codes = [ErrorCode::RESOURCE_NOT_FOUND, ErrorCode::URL_ELICITATION_REQUIRED];
+    match e.code {
+        ErrorCode::METHOD_NOT_FOUND | ErrorCode::INVALID_REQUEST => true,
+        code => (-32099..=-32000).contains(&code.0) && !stateless_codes.contains(&code),
+    }
+}
+
 /// The newest version in `supported` that this SDK speaks.
 fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
     ProtocolVersion::ALL.iter().rev().copied().find(|v| supported.iter().any(|s| s == v.as_str()))
 }
 
-/// Turns the transport's local answers back into typed errors: "response too large" and
-/// "tool with invalid `x-mcp-header` annotations".
+/// Turns the transport's local answers back into typed errors: "response too large", "tool
+/// with invalid `x-mcp-header` annotations" and "redirect refused".
 pub(crate) fn lift(error: Error) -> Error {
     if let Some(data) = error.rpc_error().and_then(|e| e.data.as_ref()) {
+        if let Some(refused) = RedirectRefused::from_data(data) {
+            return Error::Transport {
+                context: "the request was redirected".into(),
+                source: Some(Box::new(refused)),
+            };
+        }
         if data.get("transport").and_then(Value::as_str) == Some(INVALID_TOOL_HEADERS) {
             let text = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
             return Error::InvalidToolHeaders { tool: text("tool"), detail: text("detail") };
@@ -1177,6 +1332,32 @@ mod tests {
         let supported = ["2025-06-18".to_owned(), "1999-01-01".to_owned(), "2025-03-26".to_owned()];
         assert_eq!(mutual(&supported), Some(ProtocolVersion::V2025_06_18));
         assert_eq!(mutual(&["1999-01-01".to_owned()]), None);
+    }
+
+    #[test]
+    fn which_discover_failures_show_a_stateful_only_server() {
+        let rpc = |code: i64, data: Option<Value>| {
+            let mut object = ErrorObject::new(ErrorCode(code), "no");
+            object.data = data;
+            Error::from_rpc(object)
+        };
+        for code in [-32601, -32600, -32000, -32001, -32099] {
+            assert!(stateful_only(&rpc(code, None)), "{code}");
+        }
+        for code in [-32603, -32602, -32002, -32042, -32100, 1] {
+            assert!(!stateful_only(&rpc(code, None)), "{code}");
+        }
+        for status in [400, 404, 405] {
+            let data = json!({"transport": "http", "status": status});
+            assert!(stateful_only(&rpc(-32603, Some(data))), "{status}");
+        }
+        for data in [json!({"transport": "http", "status": 500}), json!({"transport": "http"})] {
+            assert!(!stateful_only(&rpc(-32603, Some(data))));
+        }
+        // A transport's local answer is never read as the server's refusal.
+        let too_large = json!({"transport": TOO_LARGE, "limit": 10});
+        assert!(!stateful_only(&rpc(-32601, Some(too_large))));
+        assert!(!stateful_only(&Error::ConnectionClosed));
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -47,6 +48,19 @@ use crate::resume::Link;
 /// How long a listen request may stay open.
 const LISTEN_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// How many notifications a [`Subscription`] holds for its reader, unless configured
+/// ([`Client::with_subscription_capacity`]); more are dropped (and counted, see
+/// [`Subscription::dropped`]) until the reader catches up.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::notify::DEFAULT_SUBSCRIPTION_CAPACITY;
+///
+/// assert_eq!(DEFAULT_SUBSCRIPTION_CAPACITY, 256);
+/// ```
+pub const DEFAULT_SUBSCRIPTION_CAPACITY: usize = 256;
+
 type Callback<T> = Arc<dyn Fn(T) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The notification handlers and open subscriptions of a client (shared by its clones).
@@ -67,6 +81,8 @@ struct Inner {
     log: RwLock<Option<Callback<LoggingMessageNotificationParams>>>,
     subscriptions: Mutex<Vec<Slot>>,
     next_slot: Mutex<u64>,
+    /// How many notifications a subscription holds for its reader.
+    capacity: AtomicUsize,
 }
 
 /// One open subscription: the notifications tagged with its id go to `tx`.
@@ -74,7 +90,11 @@ struct Slot {
     key: u64,
     /// The subscription id, learnt from the first acknowledgement it claims.
     id: Option<Value>,
-    tx: mpsc::UnboundedSender<ServerNotification>,
+    tx: mpsc::Sender<ServerNotification>,
+    /// How many notifications were dropped because the reader fell behind.
+    dropped: Arc<AtomicU64>,
+    /// Whether the last notification was dropped (one diagnostic per burst).
+    dropping: bool,
 }
 
 impl std::fmt::Debug for Notify {
@@ -115,6 +135,7 @@ impl Notify {
                 log: RwLock::default(),
                 subscriptions: Mutex::default(),
                 next_slot: Mutex::default(),
+                capacity: AtomicUsize::new(DEFAULT_SUBSCRIPTION_CAPACITY),
             }),
         }
     }
@@ -212,22 +233,37 @@ impl Notify {
         };
         match slot {
             Some(i) => {
-                let _ = slots[i].tx.send(notification.clone());
+                let slot = &mut slots[i];
+                match slot.tx.try_send(notification.clone()) {
+                    Ok(()) => slot.dropping = false,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        slot.dropped.fetch_add(1, Ordering::Relaxed);
+                        if !std::mem::replace(&mut slot.dropping, true) {
+                            tracing::info!(
+                                %id,
+                                "a subscription's stream is not read fast enough; dropping its notifications until it is"
+                            );
+                        }
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {}
+                }
             }
             None => tracing::debug!(%id, "notification for an unknown subscription"),
         }
     }
 
-    fn open(&self) -> (u64, mpsc::UnboundedReceiver<ServerNotification>) {
+    fn open(&self) -> (u64, mpsc::Receiver<ServerNotification>, Arc<AtomicU64>) {
         let key = {
             let mut next = self.inner.next_slot.lock().unwrap_or_else(PoisonError::into_inner);
             *next += 1;
             *next
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let capacity = self.inner.capacity.load(Ordering::Relaxed).max(1);
+        let (tx, rx) = mpsc::channel(capacity);
+        let dropped = Arc::new(AtomicU64::new(0));
         let mut slots = self.inner.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
-        slots.push(Slot { key, id: None, tx });
-        (key, rx)
+        slots.push(Slot { key, id: None, tx, dropped: dropped.clone(), dropping: false });
+        (key, rx, dropped)
     }
 
     fn close(&self, key: u64) {
@@ -240,6 +276,11 @@ impl Notify {
 /// sends for it, starting with `notifications/subscriptions/acknowledged` (which says what the
 /// server honours). The stream ends when the server ends the subscription or the connection
 /// closes; dropping it cancels the subscription.
+///
+/// It holds at most [`DEFAULT_SUBSCRIPTION_CAPACITY`] notifications (see
+/// [`Client::with_subscription_capacity`]) that were not read yet: a reader that falls behind
+/// loses the newer ones ([`dropped`](Self::dropped) counts them), and the connection and the
+/// handlers go on at their own pace.
 ///
 /// # Examples
 ///
@@ -283,8 +324,46 @@ impl Notify {
 /// ```
 #[derive(Debug)]
 pub struct Subscription {
-    rx: mpsc::UnboundedReceiver<ServerNotification>,
+    rx: mpsc::Receiver<ServerNotification>,
     task: AbortHandle,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Subscription {
+    /// How many notifications for this subscription were dropped because the stream was not
+    /// read fast enough.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use futures::StreamExt;
+    /// use mcpl_client::Client;
+    /// use mcpl_client::transport::HttpTransport;
+    /// use mcpl_core::types::SubscriptionFilter;
+    /// # async fn serve_http(server: mcpl_server::Server) -> std::io::Result<String> {
+    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// #     Ok(url)
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let url = serve_http(mcpl_server::Server::builder("tools", "1.0.0").build()).await?;
+    /// let client = Client::new("my-app", "1.0.0");
+    /// client.connect(HttpTransport::new(url)).await?;
+    /// let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    /// let mut subscription = client.listen(filter).await?;
+    /// subscription.next().await; // the acknowledgement
+    /// // Read as fast as the server sends: nothing lost.
+    /// assert_eq!(subscription.dropped(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
 }
 
 impl Stream for Subscription {
@@ -540,6 +619,19 @@ impl Client {
         self
     }
 
+    /// How many notifications each [`Subscription`] holds for its reader before newer ones
+    /// are dropped (see [`Subscription::dropped`]). Default: [`DEFAULT_SUBSCRIPTION_CAPACITY`]
+    /// (256).
+    ///
+    /// ```
+    /// let client = mcpl_client::Client::new("app", "1").with_subscription_capacity(4096);
+    /// # drop(client);
+    /// ```
+    pub fn with_subscription_capacity(self, capacity: usize) -> Client {
+        self.notify.inner.capacity.store(capacity.max(1), Ordering::Relaxed);
+        self
+    }
+
     /// Opens `subscriptions/listen` (2026-07-28) for the notifications in `filter`.
     ///
     /// Registered handlers still run for the notifications the subscription receives.
@@ -604,7 +696,7 @@ impl Client {
                 capability: "subscriptions/listen (2026-07-28 only)".into(),
             });
         }
-        let (key, rx) = self.notify.open();
+        let (key, rx, dropped) = self.notify.open();
         let params = SubscriptionsListenRequestParams {
             meta: None,
             notifications: filter,
@@ -619,6 +711,6 @@ impl Client {
             }
             notify.close(key);
         });
-        Ok(Subscription { rx, task: task.abort_handle() })
+        Ok(Subscription { rx, task: task.abort_handle(), dropped })
     }
 }

@@ -157,17 +157,27 @@ fn looping_server() -> mcpl_core::Engine {
 }
 
 #[tokio::test]
-async fn list_calls_stop_at_a_repeated_cursor_and_at_the_page_cap() {
+async fn list_calls_stop_at_a_repeated_cursor_and_at_the_page_cap_with_an_error() {
     let server = looping_server();
     let (a, b) = mcpl_core::transport::memory::pair();
     server.connect(b).await.unwrap();
     let client = Client::new("c", "1").with_max_pages(5);
     client.connect(a).await.unwrap();
-    // First page, then "same", then "same" again: stop.
-    let prompts = client.list_prompts().await.unwrap();
-    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["first", "again"]);
-    let resources = client.list_resources().await.unwrap();
-    assert_eq!(resources.len(), 5);
+    // First page, then "same", then "same" again: the listing would loop.
+    match client.list_prompts().await {
+        Err(mcpl_core::Error::ListTruncated { method, limit }) => {
+            assert_eq!(method, "prompts/list");
+            assert_eq!(limit, mcpl_core::error::ListLimit::RepeatedCursor);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Five pages, and a sixth remains.
+    match client.list_resources().await {
+        Err(mcpl_core::Error::ListTruncated { method, limit }) => {
+            assert_eq!(method, "resources/list");
+            assert_eq!(limit, mcpl_core::error::ListLimit::Pages(5));
+        }
+        other => panic!("{other:?}"),
+    }
     client.close().await.unwrap();
 }

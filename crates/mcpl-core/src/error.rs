@@ -48,6 +48,8 @@ pub enum ErrorKind {
     InputRequired,
     /// A tool's `x-mcp-header` annotations are invalid, so the tool cannot be called.
     InvalidToolHeaders,
+    /// A paginated listing stopped before its last page: what was collected is not the list.
+    ListTruncated,
 }
 
 /// The error type of every mcpl crate.
@@ -159,6 +161,48 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
+    /// A paginated listing stopped before its last page (a cap was reached, or the server
+    /// repeated a cursor): the pages collected are not the whole list, so none is returned.
+    #[error("{method} stopped before its last page: {limit}")]
+    ListTruncated {
+        /// The list method (`tools/list`, `resources/list`, ...).
+        method: String,
+        /// What stopped it.
+        limit: ListLimit,
+    },
+}
+
+/// What stopped a paginated listing before its last page ([`Error::ListTruncated`]).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::error::ListLimit;
+///
+/// assert_eq!(ListLimit::Items(10_000).to_string(), "more than 10000 items");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ListLimit {
+    /// The page cap: this many pages were followed and the last had a next cursor.
+    Pages(usize),
+    /// The item cap: the pages hold more items than this.
+    Items(usize),
+    /// The byte cap: the pages' JSON is larger than this.
+    Bytes(usize),
+    /// The server sent a cursor it had sent before: following it would loop.
+    RepeatedCursor,
+}
+
+impl std::fmt::Display for ListLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListLimit::Pages(n) => write!(f, "{n} pages followed, more remain"),
+            ListLimit::Items(n) => write!(f, "more than {n} items"),
+            ListLimit::Bytes(n) => write!(f, "more than {n} bytes"),
+            ListLimit::RepeatedCursor => f.write_str("the server repeated a cursor"),
+        }
+    }
 }
 
 impl Error {
@@ -183,6 +227,7 @@ impl Error {
             Error::Serialization { .. } => ErrorKind::Serialization,
             Error::InputRequired { .. } => ErrorKind::InputRequired,
             Error::InvalidToolHeaders { .. } => ErrorKind::InvalidToolHeaders,
+            Error::ListTruncated { .. } => ErrorKind::ListTruncated,
         }
     }
 

@@ -5,7 +5,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::AuthError;
+use super::{AuthError, DiscoveryPolicy};
 
 /// The largest metadata or token response read.
 pub(crate) const MAX_BODY: usize = 256 * 1024;
@@ -128,7 +128,7 @@ pub(crate) async fn get_json<T: DeserializeOwned>(
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
-        .map_err(|e| AuthError::Http { url: url.to_owned(), detail: e.to_string() })?;
+        .map_err(|e| AuthError::exchange(url, &e))?;
     let status = response.status();
     if status.is_client_error() {
         return Ok(None);
@@ -148,11 +148,7 @@ pub(crate) async fn read_limited(
     url: &str,
 ) -> Result<Vec<u8>, AuthError> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| AuthError::Http { url: url.to_owned(), detail: e.to_string() })?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| AuthError::exchange(url, &e))? {
         if body.len() + chunk.len() > MAX_BODY {
             return Err(AuthError::Http {
                 url: url.to_owned(),
@@ -164,7 +160,7 @@ pub(crate) async fn read_limited(
     Ok(body)
 }
 
-fn parse_url(url: &str) -> Result<Url, AuthError> {
+pub(crate) fn parse_url(url: &str) -> Result<Url, AuthError> {
     Url::parse(url)
         .map_err(|e| AuthError::InvalidUrl { url: url.to_owned(), detail: e.to_string() })
 }
@@ -174,23 +170,25 @@ fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
 }
 
-/// Fetches the protected resource metadata of `server_url`: from the challenge's
-/// `resource_metadata` when given, else at the path-aware well-known location, then the root.
+/// Fetches the protected resource metadata of `server`: from the challenge's
+/// `resource_metadata` when given (if `policy` accepts it), else at the path-aware well-known
+/// location, then the root.
 pub(crate) async fn discover_resource(
     http: &reqwest::Client,
-    server_url: &str,
+    policy: &DiscoveryPolicy,
+    server: &Url,
     from_challenge: Option<&str>,
 ) -> Result<ResourceMetadata, AuthError> {
-    let server = parse_url(server_url)?;
+    let server_url = server.as_str();
     let mut candidates = Vec::new();
     if let Some(url) = from_challenge {
-        candidates.push(parse_url(url)?.to_string());
+        candidates.push(policy.check_resource_metadata(url, server).await?.to_string());
     }
     let path = server.path().trim_end_matches('/');
     if !path.is_empty() {
-        candidates.push(format!("{}/.well-known/oauth-protected-resource{path}", origin(&server)));
+        candidates.push(format!("{}/.well-known/oauth-protected-resource{path}", origin(server)));
     }
-    candidates.push(format!("{}/.well-known/oauth-protected-resource", origin(&server)));
+    candidates.push(format!("{}/.well-known/oauth-protected-resource", origin(server)));
     for url in &candidates {
         if let Some(metadata) = get_json::<ResourceMetadata>(http, url).await? {
             tracing::debug!(%url, resource = %metadata.resource, "protected resource metadata");
@@ -199,6 +197,34 @@ pub(crate) async fn discover_resource(
         }
     }
     Err(AuthError::NoResourceMetadata { server: server_url.to_owned() })
+}
+
+/// What stands in for the protected resource metadata of a server that has none (the
+/// 2025-03-26 revision): the server's origin is its authorization server.
+pub(crate) fn legacy_resource(server_url: &str, server: &Url) -> ResourceMetadata {
+    ResourceMetadata {
+        resource: server_url.to_owned(),
+        authorization_servers: vec![origin(server)],
+        scopes_supported: None,
+    }
+}
+
+/// The metadata of an authorization server that publishes none (the 2025-03-26 revision):
+/// the default endpoints at its origin, and PKCE S256, which that revision requires.
+pub(crate) fn default_endpoints(issuer: &str) -> ServerMetadata {
+    let base = issuer.trim_end_matches('/');
+    ServerMetadata {
+        issuer: issuer.to_owned(),
+        authorization_endpoint: Some(format!("{base}/authorize")),
+        token_endpoint: format!("{base}/token"),
+        registration_endpoint: Some(format!("{base}/register")),
+        scopes_supported: None,
+        code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
+        token_endpoint_auth_methods_supported: None,
+        grant_types_supported: None,
+        authorization_response_iss_parameter_supported: None,
+        client_id_metadata_document_supported: None,
+    }
 }
 
 /// The resource of the metadata must identify the server: the same origin, and a path that is

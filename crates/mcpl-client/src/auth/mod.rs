@@ -9,7 +9,10 @@
 //!    `resource_metadata`, else from the well-known locations; its `resource` must identify
 //!    the server. The authorization server's metadata (RFC 8414 or OpenID Connect Discovery)
 //!    must name exactly the issuer it was looked up for, and must list `S256` in
-//!    `code_challenge_methods_supported` (PKCE).
+//!    `code_challenge_methods_supported` (PKCE). A server without protected resource
+//!    metadata is treated as the 2025-03-26 revision did: its origin is the authorization
+//!    server, whose metadata, if it has none, is the default endpoints `/authorize`,
+//!    `/token` and `/register` there (PKCE S256 assumed, as that revision requires it).
 //! 2. **Registration**, per issuer (credentials are never used with another issuer):
 //!    pre-registered credentials ([`OAuth::client`]), else a client ID metadata document URL
 //!    ([`OAuth::client_metadata_url`]) when the server accepts them, else dynamic client
@@ -28,6 +31,12 @@
 //! 3 ([`OAuth::client_credentials`]); it authenticates with a client secret or, given a
 //! [`ClientKey`], with a signed JWT assertion (`private_key_jwt`, RFC 7523).
 //!
+//! Every URL the flow uses is judged first by the [`DiscoveryPolicy`] (HTTPS except loopback,
+//! no stepping into a private network, resource metadata on the server's origin), and the
+//! HTTP exchanges follow same-origin redirects only ([`crate::transport::redirect`]): a
+//! hostile server cannot make the client send tokens or secrets in cleartext or to hosts
+//! inside the user's network.
+//!
 //! Secrets (client secrets, private keys, tokens, codes, verifiers) are never logged.
 
 use std::collections::HashMap;
@@ -44,10 +53,14 @@ use sha2::{Digest, Sha256};
 mod assertion;
 mod challenge;
 mod metadata;
+mod policy;
+
+use crate::transport::redirect::{self, RedirectRefused};
 
 pub use self::assertion::ClientKey;
 pub use self::challenge::Challenge;
 pub use self::metadata::{ResourceMetadata, ServerMetadata};
+pub use self::policy::{DiscoveryPolicy, UrlRefusal};
 
 /// How many times one request is authorized before its refusal is final.
 ///
@@ -82,6 +95,28 @@ pub enum AuthError {
         url: String,
         /// What went wrong.
         detail: String,
+    },
+    /// A metadata, registration or token endpoint redirected where the client does not
+    /// follow (another origin, or too many hops; see [`crate::transport::redirect`]).
+    #[error("the request to {url} was redirected")]
+    Redirect {
+        /// The URL requested.
+        url: String,
+        /// Why the redirect was not followed.
+        #[source]
+        source: RedirectRefused,
+    },
+    /// A URL the flow was about to use breaks the [`DiscoveryPolicy`]: nothing was sent to it.
+    #[error("{what} {url} refused")]
+    UrlRefused {
+        /// What the URL is: `MCP server`, `resource metadata`, `authorization server`,
+        /// `authorization endpoint`, `token endpoint` or `registration endpoint`.
+        what: &'static str,
+        /// The URL.
+        url: String,
+        /// Which rule it breaks.
+        #[source]
+        reason: UrlRefusal,
     },
     /// A URL could not be parsed.
     #[error("invalid URL {url:?}: {detail}")]
@@ -162,6 +197,15 @@ pub enum AuthError {
 }
 
 impl AuthError {
+    /// The error of a failed exchange with `url`: [`AuthError::Redirect`] for a refused
+    /// redirect, else [`AuthError::Http`].
+    pub(crate) fn exchange(url: &str, e: &reqwest::Error) -> AuthError {
+        match RedirectRefused::find(e) {
+            Some(refused) => AuthError::Redirect { url: url.to_owned(), source: refused.clone() },
+            None => AuthError::Http { url: url.to_owned(), detail: e.to_string() },
+        }
+    }
+
     /// A stable name for the kind of failure.
     ///
     /// # Examples
@@ -183,6 +227,8 @@ impl AuthError {
     pub fn kind(&self) -> &'static str {
         match self {
             AuthError::Http { .. } => "http",
+            AuthError::Redirect { .. } => "redirect",
+            AuthError::UrlRefused { .. } => "url_refused",
             AuthError::InvalidUrl { .. } => "invalid_url",
             AuthError::InvalidMetadata { .. } => "invalid_metadata",
             AuthError::NoResourceMetadata { .. } => "no_resource_metadata",
@@ -844,6 +890,8 @@ pub struct OAuth {
     /// Credentials for the client credentials grant, and the issuer they belong to (`None`:
     /// any issuer the protected resource names).
     machine: Option<(Option<String>, ClientCredentials)>,
+    /// The rules for the URLs discovery produces.
+    policy: DiscoveryPolicy,
     /// Serializes authorization flows.
     flow: tokio::sync::Mutex<()>,
 }
@@ -958,7 +1006,7 @@ impl OAuth {
     /// ```
     pub fn new(authorizer: impl Authorizer + 'static, redirect_uri: impl Into<String>) -> Self {
         OAuth {
-            http: reqwest::Client::new(),
+            http: default_http(),
             authorizer: Some(Box::new(authorizer)),
             store: Arc::new(MemoryStore::default()),
             redirect_uri: redirect_uri.into(),
@@ -966,6 +1014,7 @@ impl OAuth {
             client_metadata_url: None,
             preregistered: HashMap::new(),
             machine: None,
+            policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -1073,7 +1122,7 @@ impl OAuth {
     /// ```
     pub fn client_credentials(issuer: Option<String>, credentials: ClientCredentials) -> Self {
         OAuth {
-            http: reqwest::Client::new(),
+            http: default_http(),
             authorizer: None,
             store: Arc::new(MemoryStore::default()),
             redirect_uri: String::new(),
@@ -1081,6 +1130,7 @@ impl OAuth {
             client_metadata_url: None,
             preregistered: HashMap::new(),
             machine: Some((issuer, credentials)),
+            policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
     }
@@ -1490,7 +1540,9 @@ impl OAuth {
         self
     }
 
-    /// Uses `client` for the requests to metadata, registration and token endpoints.
+    /// Uses `client` for the requests to metadata, registration and token endpoints. The
+    /// default client follows same-origin redirects only; `client` keeps its own redirect
+    /// policy, so build it with [`redirect::policy`] (or `Policy::none()`) to keep that rule.
     ///
     /// # Examples
     ///
@@ -1574,7 +1626,10 @@ impl OAuth {
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Discovery, registration and token requests through a client with its own timeouts.
-    /// let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
+    /// let http = reqwest::Client::builder()
+    ///     .timeout(Duration::from_secs(10))
+    ///     .redirect(mcpl_client::transport::redirect::policy())
+    ///     .build()?;
     /// let oauth = OAuth::new(Browser, "http://127.0.0.1:8765/callback").http_client(http);
     /// # drop(oauth);
     /// # Ok(()) }
@@ -1582,6 +1637,34 @@ impl OAuth {
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = client;
+        self
+    }
+
+    /// The rules for the URLs discovery produces (see [`DiscoveryPolicy`]). Default:
+    /// [`DiscoveryPolicy::default`]: HTTPS (plain HTTP to loopback only), no stepping from the
+    /// server's network into a private one, resource metadata on the server's origin.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{ClientCredentials, DiscoveryPolicy, OAuth};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let oauth = OAuth::client_credentials(None, ClientCredentials::confidential("svc", "s3cret"));
+    /// // A server on plain HTTP off loopback gets no authorization: no token would be safe there.
+    /// let err = oauth.handle_refusal("http://192.0.2.1:9/mcp", 401, None, None).await.unwrap_err();
+    /// assert_eq!(err.kind(), "url_refused");
+    ///
+    /// // A lab without TLS.
+    /// let lab = OAuth::client_credentials(None, ClientCredentials::confidential("svc", "s3cret"))
+    ///     .discovery_policy(DiscoveryPolicy::new().allow_http(true));
+    /// # drop(lab);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn discovery_policy(mut self, policy: DiscoveryPolicy) -> Self {
+        self.policy = policy;
         self
     }
 
@@ -1808,14 +1891,40 @@ impl OAuth {
             // Another request renewed the token meanwhile: just send again.
             return Ok(());
         }
-        let resource =
-            metadata::discover_resource(&self.http, server, challenge.resource_metadata.as_deref())
-                .await?;
+        let server_url =
+            self.policy.check("MCP server", server, &metadata::parse_url(server)?).await?;
+        let discovered = metadata::discover_resource(
+            &self.http,
+            &self.policy,
+            &server_url,
+            challenge.resource_metadata.as_deref(),
+        )
+        .await;
+        let (resource, legacy) = match discovered {
+            Ok(resource) => (resource, false),
+            Err(AuthError::NoResourceMetadata { .. }) => {
+                // 2025-03-26: no protected resource metadata; the authorization server is at
+                // the server's origin.
+                tracing::debug!(%server, "no protected resource metadata; 2025-03-26 discovery");
+                (metadata::legacy_resource(server, &server_url), true)
+            }
+            Err(e) => return Err(e),
+        };
         let issuer =
             resource.authorization_servers.first().cloned().ok_or_else(|| {
                 AuthError::NoServerMetadata { issuer: "(none listed)".to_owned() }
             })?;
-        let as_meta = metadata::discover_server(&self.http, &issuer).await?;
+        self.policy.check("authorization server", &issuer, &server_url).await?;
+        let as_meta = match metadata::discover_server(&self.http, &issuer).await {
+            Ok(meta) => meta,
+            Err(AuthError::NoServerMetadata { .. }) if legacy => {
+                // 2025-03-26: no metadata either; the default endpoints at the origin.
+                tracing::debug!(%issuer, "no authorization server metadata; default endpoints");
+                metadata::default_endpoints(&issuer)
+            }
+            Err(e) => return Err(e),
+        };
+        self.check_endpoints(&as_meta, &server_url).await?;
         let same_issuer = current.as_ref().filter(|t| t.issuer == issuer);
         if status == 401 {
             if let Some(refresh) = same_issuer.and_then(|t| t.refresh_token.clone()) {
@@ -1864,6 +1973,18 @@ impl OAuth {
         }
     }
 
+    /// Judges the endpoints an authorization server's metadata names.
+    async fn check_endpoints(&self, meta: &ServerMetadata, server: &Url) -> Result<(), AuthError> {
+        self.policy.check("token endpoint", &meta.token_endpoint, server).await?;
+        if let Some(url) = &meta.authorization_endpoint {
+            self.policy.check("authorization endpoint", url, server).await?;
+        }
+        if let Some(url) = &meta.registration_endpoint {
+            self.policy.check("registration endpoint", url, server).await?;
+        }
+        Ok(())
+    }
+
     async fn credentials(
         &self,
         issuer: &str,
@@ -1904,7 +2025,7 @@ impl OAuth {
             .body(body.to_string())
             .send()
             .await
-            .map_err(|e| AuthError::Http { url: endpoint.clone(), detail: e.to_string() })?;
+            .map_err(|e| AuthError::exchange(endpoint, &e))?;
         let status = response.status();
         let value = json_body(response, endpoint).await?;
         if !status.is_success() {
@@ -2101,10 +2222,7 @@ impl OAuth {
             .body(body)
             .send()
             .await
-            .map_err(|e| AuthError::Http {
-                url: meta.token_endpoint.clone(),
-                detail: e.to_string(),
-            })?;
+            .map_err(|e| AuthError::exchange(&meta.token_endpoint, &e))?;
         let status = response.status();
         if status.is_server_error() {
             // Transient: not a verdict on the grant (a refresh token stays usable).
@@ -2131,6 +2249,14 @@ impl OAuth {
         }
         Ok(map)
     }
+}
+
+/// The HTTP client of the OAuth exchanges unless one is given: same-origin redirects only.
+fn default_http() -> reqwest::Client {
+    reqwest::Client::builder().redirect(redirect::policy()).build().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "no HTTP client with the redirect policy; using the default");
+        reqwest::Client::new()
+    })
 }
 
 /// `native` for loopback or custom-scheme redirects, `web` otherwise.

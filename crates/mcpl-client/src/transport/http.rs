@@ -51,6 +51,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::headers::{ToolHeaders, header_text};
+use super::redirect::{self, RedirectRefused};
 
 /// The `Mcp-Session-Id` header.
 ///
@@ -300,6 +301,20 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 /// ```
 pub const TOO_LARGE: &str = "message-too-large";
 
+/// The value of `data.transport` on the error answering a request that the server redirected
+/// where the client does not follow (see [`redirect`]);
+/// [`Client`](crate::Client) lifts it to a transport error whose source is the
+/// [`RedirectRefused`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::http::REDIRECT_REFUSED;
+///
+/// assert_eq!(REDIRECT_REFUSED, "redirect-refused");
+/// ```
+pub const REDIRECT_REFUSED: &str = "redirect-refused";
+
 /// The method of the local notification (never sent on the wire) that the transport hands
 /// the client after it renewed an expired 2025 session; its params are the new `initialize`
 /// result, from which [`Client`](crate::Client) refreshes the server's details.
@@ -370,15 +385,36 @@ pub const INVALID_TOOL_HEADERS: &str = "invalid-tool-headers";
 
 /// How long to wait before resuming a stream when the server did not say.
 const DEFAULT_RETRY: Duration = Duration::from_millis(500);
+/// The shortest wait before reopening or resuming a stream, whatever `retry` the server
+/// asks for, unless configured ([`HttpTransport::min_retry`]).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use mcpl_client::transport::http::DEFAULT_MIN_RETRY;
+///
+/// // A server's `retry: 0` does not make the client reconnect in a loop.
+/// assert_eq!(DEFAULT_MIN_RETRY, Duration::from_millis(250));
+/// ```
+pub const DEFAULT_MIN_RETRY: Duration = Duration::from_millis(250);
 /// The longest `retry` honoured, and the longest backoff.
 const MAX_RETRY: Duration = Duration::from_secs(30);
+/// How many messages from the server may wait for the client to take them before the
+/// transport stops reading its streams (backpressure: a server that floods a stream is
+/// slowed down to the client's pace).
+const INBOX: usize = 16;
 /// How long opening the standalone stream may hold up the handshake.
 const STANDALONE_WAIT: Duration = Duration::from_secs(5);
+/// A standalone stream that ends sooner than this without a single event counts as a failed
+/// attempt (so a server that ends every stream at once is given up on).
+const SHORT_STREAM: Duration = Duration::from_secs(1);
 
-/// The wait before reopening a stream: the server's `retry` (or 500 ms), doubled for each
-/// failed attempt in a row, at most 30 s.
-fn backoff(retry: Option<Duration>, failures: u32) -> Duration {
-    let base = retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY);
+/// The wait before reopening a stream: the server's `retry` (or 500 ms) but at least `floor`,
+/// doubled for each failed attempt in a row, at most 30 s.
+fn backoff(retry: Option<Duration>, floor: Duration, failures: u32) -> Duration {
+    let base = retry.unwrap_or(DEFAULT_RETRY).max(floor).min(MAX_RETRY);
     base.saturating_mul(1u32 << failures.min(6)).min(MAX_RETRY)
 }
 
@@ -406,6 +442,7 @@ pub struct HttpTransport {
     headers: HeaderMap,
     max_response_size: usize,
     max_resume_attempts: u32,
+    min_retry: Duration,
     standalone_stream: bool,
     session: SessionHandle,
     #[cfg(feature = "auth")]
@@ -422,6 +459,7 @@ impl Clone for HttpTransport {
             headers: self.headers.clone(),
             max_response_size: self.max_response_size,
             max_resume_attempts: self.max_resume_attempts,
+            min_retry: self.min_retry,
             standalone_stream: self.standalone_stream,
             session: self.session.detached_copy(),
             #[cfg(feature = "auth")]
@@ -483,6 +521,7 @@ impl HttpTransport {
             headers: HeaderMap::new(),
             max_response_size: DEFAULT_MAX_MESSAGE_SIZE,
             max_resume_attempts: 3,
+            min_retry: DEFAULT_MIN_RETRY,
             standalone_stream: true,
             session: SessionHandle::new(),
             #[cfg(feature = "auth")]
@@ -620,7 +659,9 @@ impl HttpTransport {
     }
 
     /// Uses `client` for every HTTP request (for proxies, TLS settings, timeouts). Default: a
-    /// client with reqwest's defaults.
+    /// client with reqwest's defaults, except that it follows same-origin redirects only (see
+    /// [`redirect`]); `client` keeps its own redirect policy, so build it with
+    /// [`redirect::policy`] to keep that rule.
     ///
     /// # Examples
     ///
@@ -661,6 +702,7 @@ impl HttpTransport {
     /// let http = reqwest::Client::builder()
     ///     .connect_timeout(Duration::from_secs(5))
     ///     .user_agent("my-app/1.0.0")
+    ///     .redirect(mcpl_client::transport::redirect::policy())
     ///     .build()?;
     /// let client = Client::new("my-app", "1.0.0");
     /// client.connect(HttpTransport::new(url).http_client(http)).await?;
@@ -812,6 +854,31 @@ impl HttpTransport {
         self
     }
 
+    /// The shortest wait before a stream is reopened or resumed, whatever `retry` the server
+    /// sends (a `retry: 0` would otherwise make the client reconnect in a tight loop).
+    /// Default: [`DEFAULT_MIN_RETRY`] (250 ms).
+    ///
+    /// The standalone stream of a 2025 session is reopened after it ends; one that ends
+    /// within a second without any event counts as a failed attempt, and after
+    /// [`max_resume_attempts`](Self::max_resume_attempts) of those in a row (each wait doubled,
+    /// at most 30 s) it is given up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use mcpl_client::transport::HttpTransport;
+    ///
+    /// // Never poll a server more than once a second, whatever it asks.
+    /// let transport = HttpTransport::new("http://127.0.0.1:3000/mcp").min_retry(Duration::from_secs(1));
+    /// # drop(transport);
+    /// ```
+    pub fn min_retry(mut self, floor: Duration) -> Self {
+        self.min_retry = floor;
+        self
+    }
+
     /// Whether to open the standalone `GET` stream after the 2025 handshake. Default: `true`.
     ///
     /// # Examples
@@ -878,16 +945,18 @@ impl Transport for HttpTransport {
         let http = match self.http {
             Some(http) => http,
             None => reqwest::Client::builder()
+                .redirect(redirect::policy())
                 .build()
                 .map_err(|e| Error::transport("could not build the HTTP client", e))?,
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(INBOX);
         let shared = Arc::new(Shared {
             http,
             url: self.url,
             headers: self.headers,
             max: self.max_response_size,
             max_resume: self.max_resume_attempts,
+            min_retry: self.min_retry,
             standalone: self.standalone_stream,
             session: Mutex::new(self.session.id()),
             version: Mutex::new(self.session.protocol_version()),
@@ -918,6 +987,7 @@ struct Shared {
     headers: HeaderMap,
     max: usize,
     max_resume: u32,
+    min_retry: Duration,
     standalone: bool,
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
@@ -927,7 +997,7 @@ struct Shared {
     tools_list_ids: Mutex<HashSet<RequestId>>,
     /// The owner's view of the session (see [`SessionHandle`]).
     handle: SessionHandle,
-    inbox: mpsc::UnboundedSender<Result<Message>>,
+    inbox: mpsc::Sender<Result<Message>>,
     tasks: Mutex<Vec<AbortHandle>>,
     /// The body of the `initialize` request, replayed to renew an expired session.
     hello: Mutex<Option<Vec<u8>>>,
@@ -1070,7 +1140,7 @@ impl TransportSender for HttpSender {
                             id,
                             format!("tool {tool:?} has invalid x-mcp-header annotations: {detail}"),
                             json!({ "transport": INVALID_TOOL_HEADERS, "tool": tool, "detail": detail }),
-                        );
+                        ).await;
                         return Ok(());
                     }
                 }
@@ -1085,7 +1155,7 @@ impl TransportSender for HttpSender {
                 .shared
                 .post(headers, body.clone())
                 .await
-                .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+                .map_err(|e| post_error("could not POST to the MCP endpoint", e))?;
             if let (StatusCode::NOT_FOUND, Some(stale)) = (response.status(), &stale) {
                 if !self.shared.renew(stale).await {
                     return Err(session_expired());
@@ -1095,7 +1165,7 @@ impl TransportSender for HttpSender {
                     .shared
                     .post(headers, body)
                     .await
-                    .map_err(|e| Error::transport("could not POST to the MCP endpoint", e))?;
+                    .map_err(|e| post_error("could not POST to the MCP endpoint", e))?;
             }
             let status = response.status();
             if status == StatusCode::NOT_FOUND && sent_session {
@@ -1115,11 +1185,14 @@ impl TransportSender for HttpSender {
         if is_initialize {
             *lock(&self.shared.hello) = Some(body.clone());
             // The session id must be known before anything else is sent.
-            let response = self
-                .shared
-                .post(headers, body)
-                .await
-                .map_err(|e| Error::transport("could not POST initialize", e))?;
+            let response = match self.shared.post(headers, body).await {
+                Ok(response) => response,
+                Err(e) if RedirectRefused::find(&e).is_some() => {
+                    self.shared.fail_post(&id, &e).await;
+                    return Ok(());
+                }
+                Err(e) => return Err(Error::transport("could not POST initialize", e)),
+            };
             if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
             {
                 *lock(&self.shared.session) = Some(session.to_owned());
@@ -1141,7 +1214,7 @@ impl TransportSender for HttpSender {
                         None => false,
                     };
                     if !renewed {
-                        let _ = shared.inbox.send(Err(session_expired()));
+                        let _ = shared.inbox.send(Err(session_expired())).await;
                         return;
                     }
                     let headers = shared.post_headers(&out);
@@ -1151,7 +1224,7 @@ impl TransportSender for HttpSender {
             };
             match response {
                 Ok(response) => shared.answer(id, false, sent_session, response).await,
-                Err(e) => shared.fail(&id, format!("could not POST the request: {e}")),
+                Err(e) => shared.fail_post(&id, &e).await,
             }
         });
         Ok(())
@@ -1234,7 +1307,7 @@ impl TransportSender for HttpSender {
 /// ```
 #[derive(Debug)]
 pub struct HttpReceiver {
-    inbox: mpsc::UnboundedReceiver<Result<Message>>,
+    inbox: mpsc::Receiver<Result<Message>>,
 }
 
 impl TransportReceiver for HttpReceiver {
@@ -1245,6 +1318,15 @@ impl TransportReceiver for HttpReceiver {
             None => Ok(None),
         }
     }
+}
+
+/// The transport error of a `POST` that failed with `e`: a refused redirect is its source.
+fn post_error(context: &str, e: reqwest::Error) -> Error {
+    let source: mcpl_core::error::BoxError = match RedirectRefused::find(&e) {
+        Some(refused) => Box::new(refused.clone()),
+        None => Box::new(e),
+    };
+    Error::Transport { context: context.to_owned(), source: Some(source) }
 }
 
 fn session_expired() -> Error {
@@ -1286,7 +1368,12 @@ enum StreamEnd {
     /// The response arrived.
     Answered,
     /// The stream ended first; resume after the last event id.
-    Ended { last_id: Option<String>, retry: Option<Duration> },
+    Ended {
+        last_id: Option<String>,
+        retry: Option<Duration>,
+        /// Whether the stream carried any event (a message, or an event id).
+        progressed: bool,
+    },
 }
 
 impl Shared {
@@ -1381,7 +1468,7 @@ impl Shared {
 
     /// Delivers a message from the server, learning tool annotations from `tools/list`
     /// results on the way.
-    fn deliver(&self, message: Message) {
+    async fn deliver(&self, message: Message) {
         if let Message::Response(r) = &message {
             if lock(&self.tools_list_ids).remove(&r.id) {
                 self.tool_headers.learn(&r.result);
@@ -1391,7 +1478,7 @@ impl Shared {
                 lock(&self.tools_list_ids).remove(id);
             }
         }
-        let _ = self.inbox.send(Ok(message));
+        let _ = self.inbox.send(Ok(message)).await;
     }
 
     /// The `Mcp-Param-*` headers of a `tools/call`, or the tool and why it must not be called.
@@ -1405,23 +1492,37 @@ impl Shared {
         }
     }
 
-    /// Answers request `id` with a transport error.
-    fn fail(&self, id: &RequestId, context: String) {
-        self.fail_with(id, context, json!({ "transport": "http" }));
+    /// Answers request `id`, whose `POST` failed with `e`.
+    async fn fail_post(&self, id: &RequestId, e: &reqwest::Error) {
+        match RedirectRefused::find(e) {
+            Some(refused) => self.refuse_redirect(id, refused).await,
+            None => self.fail(id, format!("could not POST the request: {e}")).await,
+        }
     }
 
-    fn fail_with(&self, id: &RequestId, context: String, data: Value) {
+    /// Answers request `id` with the refusal of a redirect.
+    async fn refuse_redirect(&self, id: &RequestId, refused: &RedirectRefused) {
+        self.fail_with(id, format!("{refused}"), refused.to_data()).await;
+    }
+
+    /// Answers request `id` with a transport error.
+    async fn fail(&self, id: &RequestId, context: String) {
+        self.fail_with(id, context, json!({ "transport": "http" })).await;
+    }
+
+    async fn fail_with(&self, id: &RequestId, context: String, data: Value) {
         tracing::debug!(%id, %context, "request failed in the HTTP transport");
         let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, context).with_data(data);
-        self.deliver(ErrorResponse::new(Some(id.clone()), error).into());
+        self.deliver(ErrorResponse::new(Some(id.clone()), error).into()).await;
     }
 
-    fn too_large(&self, id: &RequestId) {
+    async fn too_large(&self, id: &RequestId) {
         self.fail_with(
             id,
             format!("the response exceeds the limit of {} bytes", self.max),
             json!({ "transport": TOO_LARGE, "limit": self.max }),
-        );
+        )
+        .await;
     }
 
     /// Reads the response to request `id` and delivers what it carries.
@@ -1434,7 +1535,7 @@ impl Shared {
     ) {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && sent_session {
-            let _ = self.inbox.send(Err(session_expired()));
+            let _ = self.inbox.send(Err(session_expired())).await;
             return;
         }
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
@@ -1449,7 +1550,7 @@ impl Shared {
                 &id,
                 format!("HTTP {status}: the server requires authorization"),
                 json!({ "transport": "http", "status": status.as_u16(), "wwwAuthenticate": challenge }),
-            );
+            ).await;
             return;
         }
         let content_type = response
@@ -1477,23 +1578,30 @@ impl Shared {
                             // A refusal that could not name the request: answer it here.
                             if let Message::Error(e) = message {
                                 let error = e.error;
-                                self.deliver(ErrorResponse::new(Some(id), error).into());
+                                self.deliver(ErrorResponse::new(Some(id), error).into()).await;
                             }
                             return;
                         }
-                        self.deliver(message);
+                        self.deliver(message).await;
                         if !answers {
-                            self.fail(&id, format!("HTTP {status}: the body did not answer"));
+                            self.fail(&id, format!("HTTP {status}: the body did not answer")).await;
                         }
                     }
-                    Err(e) => self.fail(&id, format!("HTTP {status}: unreadable body: {e}")),
+                    Err(e) => self.fail(&id, format!("HTTP {status}: unreadable body: {e}")).await,
                 },
-                Err(ReadError::TooLarge) => self.too_large(&id),
-                Err(ReadError::Http(e)) => self.fail(&id, format!("reading the body failed: {e}")),
+                Err(ReadError::TooLarge) => self.too_large(&id).await,
+                Err(ReadError::Http(e)) => {
+                    self.fail(&id, format!("reading the body failed: {e}")).await
+                }
             }
             return;
         }
-        self.fail(&id, format!("HTTP {status} with no JSON-RPC response"));
+        self.fail_with(
+            &id,
+            format!("HTTP {status} with no JSON-RPC response"),
+            json!({ "transport": "http", "status": status.as_u16() }),
+        )
+        .await;
     }
 
     /// Records the version an `initialize` result names, for the `MCP-Protocol-Version` header.
@@ -1512,18 +1620,19 @@ impl Shared {
         loop {
             let (last_id, retry) = match end {
                 StreamEnd::Answered => return,
-                StreamEnd::Ended { last_id: Some(last_id), retry } => (last_id, retry),
+                StreamEnd::Ended { last_id: Some(last_id), retry, .. } => (last_id, retry),
                 StreamEnd::Ended { last_id: None, .. } => {
-                    self.fail(&id, "the response stream ended before the response".into());
+                    self.fail(&id, "the response stream ended before the response".into()).await;
                     return;
                 }
             };
             if attempts >= self.max_resume {
-                self.fail(&id, format!("the response stream ended; {attempts} resumptions failed"));
+                self.fail(&id, format!("the response stream ended; {attempts} resumptions failed"))
+                    .await;
                 return;
             }
             attempts += 1;
-            tokio::time::sleep(retry.unwrap_or(DEFAULT_RETRY).min(MAX_RETRY)).await;
+            tokio::time::sleep(backoff(retry, self.min_retry, 0)).await;
             let mut headers = self.session_headers();
             headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
             insert(&mut headers, LAST_EVENT_ID, &last_id);
@@ -1531,8 +1640,12 @@ impl Shared {
                 match self.http.request(Method::GET, &self.url).headers(headers).send().await {
                     Ok(r) => r,
                     Err(e) => {
+                        if let Some(refused) = RedirectRefused::find(&e) {
+                            self.refuse_redirect(&id, refused).await;
+                            return;
+                        }
                         tracing::debug!(error = %e, "resumption GET failed");
-                        end = StreamEnd::Ended { last_id: Some(last_id), retry };
+                        end = StreamEnd::Ended { last_id: Some(last_id), retry, progressed: false };
                         continue;
                     }
                 };
@@ -1542,21 +1655,25 @@ impl Shared {
                 // later requests; this one's answer is lost with it.
                 let stale = lock(&self.session).clone().unwrap_or_default();
                 if self.renew(&stale).await {
-                    self.fail(&id, "the session expired while the response was pending".into());
+                    self.fail(&id, "the session expired while the response was pending".into())
+                        .await;
                 } else {
-                    let _ = self.inbox.send(Err(session_expired()));
+                    let _ = self.inbox.send(Err(session_expired())).await;
                 }
                 return;
             }
             if !status.is_success() {
-                self.fail(&id, format!("resuming the response stream got HTTP {status}"));
+                self.fail(&id, format!("resuming the response stream got HTTP {status}")).await;
                 return;
             }
             end = match self.read_sse(response, Some(&id), initialize).await {
-                StreamEnd::Ended { last_id: new_id, retry: new_retry } => StreamEnd::Ended {
-                    last_id: new_id.or(Some(last_id)),
-                    retry: new_retry.or(retry),
-                },
+                StreamEnd::Ended { last_id: new_id, retry: new_retry, progressed } => {
+                    StreamEnd::Ended {
+                        last_id: new_id.or(Some(last_id)),
+                        retry: new_retry.or(retry),
+                        progressed,
+                    }
+                }
                 answered => answered,
             };
         }
@@ -1601,7 +1718,7 @@ impl Shared {
                     tracing::debug!(error = %e, "notifications/initialized after renewal failed");
                 }
                 let renewed = Notification::new(SESSION_RENEWED, Some(result));
-                self.deliver(renewed.into());
+                self.deliver(renewed.into()).await;
                 true
             }
             Err(e) => {
@@ -1662,7 +1779,7 @@ impl Shared {
                             found = Some(m);
                             break 'read;
                         }
-                        Ok(other) => self.deliver(other),
+                        Ok(other) => self.deliver(other).await,
                         Err(_) => {}
                     }
                 }
@@ -1725,7 +1842,7 @@ impl Shared {
                 Ok(r) if r.status() == StatusCode::NOT_FOUND => {
                     let stale = lock(&self.session).clone().unwrap_or_default();
                     if !self.renew(&stale).await {
-                        let _ = self.inbox.send(Err(session_expired()));
+                        let _ = self.inbox.send(Err(session_expired())).await;
                         return;
                     }
                     // A new session: its stream starts afresh.
@@ -1742,16 +1859,30 @@ impl Shared {
                     }
                 }
                 Ok(r) if r.status().is_success() => {
-                    failures = 0;
-                    if let StreamEnd::Ended { last_id: l, retry: r } =
+                    let opened = tokio::time::Instant::now();
+                    if let StreamEnd::Ended { last_id: l, retry: r, progressed } =
                         self.read_sse(r, None, false).await
                     {
                         last_id = l.or(last_id);
                         retry = r.or(retry);
+                        if progressed || opened.elapsed() >= SHORT_STREAM {
+                            failures = 0;
+                        } else {
+                            // Ended at once with nothing in it: an attempt that failed.
+                            failures += 1;
+                            tracing::debug!(failures, "the standalone stream ended empty");
+                            if failures > self.max_resume {
+                                return;
+                            }
+                        }
                     }
                 }
                 Ok(r) => {
                     tracing::debug!(status = %r.status(), "standalone stream refused");
+                    return;
+                }
+                Err(e) if RedirectRefused::find(&e).is_some() => {
+                    tracing::debug!(error = %e, "the standalone stream was redirected; not reopening");
                     return;
                 }
                 Err(e) => {
@@ -1762,7 +1893,7 @@ impl Shared {
                     }
                 }
             }
-            tokio::time::sleep(backoff(retry, failures)).await;
+            tokio::time::sleep(backoff(retry, self.min_retry, failures)).await;
         }
     }
 
@@ -1775,6 +1906,7 @@ impl Shared {
     ) -> StreamEnd {
         let mut parser = SseParser::new(self.max);
         let mut stream = response.bytes_stream();
+        let mut delivered = false;
         while let Some(chunk) = stream.next().await {
             let chunk = match chunk {
                 Ok(chunk) => chunk,
@@ -1788,7 +1920,7 @@ impl Shared {
                     Ok(data) => data,
                     Err(ReadError::TooLarge) => {
                         if let Some(id) = id {
-                            self.too_large(id);
+                            self.too_large(id).await;
                             return StreamEnd::Answered;
                         }
                         tracing::warn!(limit = self.max, "SSE event over the size limit; dropped");
@@ -1804,18 +1936,20 @@ impl Shared {
                         if answers && initialize {
                             self.learn_version(&message);
                         }
-                        self.deliver(message);
+                        delivered = true;
+                        self.deliver(message).await;
                         if answers {
                             return StreamEnd::Answered;
                         }
                     }
                     Err(e) => {
-                        let _ = self.inbox.send(Err(Error::InvalidMessage(Box::new(e))));
+                        let _ = self.inbox.send(Err(Error::InvalidMessage(Box::new(e)))).await;
                     }
                 }
             }
         }
-        StreamEnd::Ended { last_id: parser.last_id, retry: parser.retry }
+        let progressed = delivered || parser.last_id.is_some();
+        StreamEnd::Ended { last_id: parser.last_id, retry: parser.retry, progressed }
     }
 }
 
@@ -1966,6 +2100,16 @@ mod tests {
         assert_eq!(ok(events), vec!["{\"a\":\n1}".to_owned()]);
         assert_eq!(p.last_id.as_deref(), Some("2"));
         assert_eq!(p.retry, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn the_retry_delay_has_a_floor_and_a_ceiling() {
+        let floor = DEFAULT_MIN_RETRY;
+        assert_eq!(backoff(Some(Duration::ZERO), floor, 0), floor);
+        assert_eq!(backoff(Some(Duration::ZERO), floor, 2), floor * 4);
+        assert_eq!(backoff(None, floor, 0), DEFAULT_RETRY);
+        assert_eq!(backoff(Some(Duration::from_secs(3600)), floor, 0), MAX_RETRY);
+        assert_eq!(backoff(Some(Duration::from_secs(1)), floor, 40), MAX_RETRY);
     }
 
     #[test]

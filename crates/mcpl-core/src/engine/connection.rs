@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -42,9 +42,10 @@ impl Starter {
         R: TransportReceiver,
     {
         let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let queue = NotifyQueue { tx: notify_tx, budget: conn.notification_budget() };
         let writer = tokio::spawn(write_loop(conn.clone(), sender, self.outbound_rx));
         let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx));
-        let reader = tokio::spawn(read_loop(conn.clone(), receiver, notify_tx));
+        let reader = tokio::spawn(read_loop(conn.clone(), receiver, queue));
         *lock(&conn.tasks) = Tasks {
             writer: Some(writer),
             reader: Some(reader.abort_handle()),
@@ -82,8 +83,34 @@ pub(crate) const CANCELLED: &str = "notifications/cancelled";
 pub(crate) const PROGRESS: &str = "notifications/progress";
 const INITIALIZE: &str = "initialize";
 
-/// How many notifications may wait for their handler before reading pauses.
+/// How many notifications may wait for their handler before reading pauses (their size is
+/// bounded too: [`EngineConfig::notification_queue_bytes`](super::EngineConfig::notification_queue_bytes)).
 const NOTIFICATION_QUEUE: usize = 1024;
+
+/// A notification on its way to its handler, holding its share of the byte budget.
+type Queued = (Notification, OwnedSemaphorePermit);
+
+/// Where the reader hands notifications to the notifier: a bounded channel, and a byte
+/// budget each notification takes its size from until its handler has run.
+struct NotifyQueue {
+    tx: mpsc::Sender<Queued>,
+    budget: (Arc<Semaphore>, u32),
+}
+
+impl NotifyQueue {
+    /// Waits until `notification` fits in the budget, then queues it. `Err` if the notifier
+    /// is gone.
+    async fn send(&self, notification: Notification) -> std::result::Result<(), ()> {
+        let (budget, total) = &self.budget;
+        let size = notification.params.as_ref().map_or(0, crate::jsonrpc::encoded_len);
+        let weight = u32::try_from(size).unwrap_or(u32::MAX).clamp(1, *total);
+        if budget.available_permits() < weight as usize {
+            tracing::trace!(size, "notification queue full; reading pauses");
+        }
+        let permit = budget.clone().acquire_many_owned(weight).await.map_err(drop)?;
+        self.tx.send((notification, permit)).await.map_err(drop)
+    }
+}
 /// How many progress updates may wait for a request's caller before more are dropped.
 const PROGRESS_QUEUE: usize = 64;
 
@@ -126,6 +153,7 @@ pub(crate) struct Connection {
     request_timeout: Duration,
     close_timeout: Duration,
     max_inflight: usize,
+    notification_queue_bytes: usize,
     handlers: Arc<HandlerTable>,
     shared: Weak<Shared>,
 }
@@ -174,6 +202,7 @@ impl Connection {
             request_timeout: shared.config.request_timeout,
             close_timeout: shared.config.close_timeout,
             max_inflight: shared.config.max_inflight_requests,
+            notification_queue_bytes: shared.config.notification_queue_bytes,
             handlers: shared.handlers.clone(),
             shared: Arc::downgrade(shared),
         })
@@ -590,7 +619,7 @@ async fn write_loop<S: TransportSender>(
 async fn read_loop<R: TransportReceiver>(
     conn: Arc<Connection>,
     mut receiver: R,
-    notify: mpsc::Sender<Notification>,
+    notify: NotifyQueue,
 ) {
     loop {
         let message = match receiver.recv().await {
@@ -629,6 +658,13 @@ async fn read_loop<R: TransportReceiver>(
 }
 
 impl Connection {
+    /// A fresh byte budget for the notifications waiting for their handlers, and its size.
+    fn notification_budget(&self) -> (Arc<Semaphore>, u32) {
+        let total = self.notification_queue_bytes.clamp(1, Semaphore::MAX_PERMITS);
+        let total = u32::try_from(total).unwrap_or(u32::MAX);
+        (Arc::new(Semaphore::new(total as usize)), total)
+    }
+
     /// Acts on one incoming message: a request starts its handler, a response settles its
     /// request, cancellation and progress are applied. Returns any other notification, for the
     /// caller to hand to its handler (in order).
@@ -652,8 +688,8 @@ impl Connection {
     }
 }
 
-async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Notification>) {
-    while let Some(notification) = rx.recv().await {
+async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Queued>) {
+    while let Some((notification, _budget)) = rx.recv().await {
         conn.notified(notification).await;
     }
 }

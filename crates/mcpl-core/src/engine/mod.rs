@@ -70,6 +70,10 @@ pub const DEFAULT_MAX_INFLIGHT_REQUESTS: usize = 256;
 /// The default bound on how long closing a transport may take: 5 seconds.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The default bound on the notifications of one connection that wait for their handlers,
+/// as the JSON size of their params: 8 MiB (see [`EngineConfig::notification_queue_bytes`]).
+pub const DEFAULT_NOTIFICATION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -81,6 +85,7 @@ pub struct EngineConfig {
     request_timeout: Duration,
     close_timeout: Duration,
     max_inflight_requests: usize,
+    notification_queue_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -89,6 +94,7 @@ impl Default for EngineConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             max_inflight_requests: DEFAULT_MAX_INFLIGHT_REQUESTS,
+            notification_queue_bytes: DEFAULT_NOTIFICATION_QUEUE_BYTES,
         }
     }
 }
@@ -123,6 +129,17 @@ impl EngineConfig {
     /// ```
     pub fn max_inflight_requests(mut self, max: usize) -> Self {
         self.max_inflight_requests = max;
+        self
+    }
+
+    /// How much may wait for the notification handlers of one connection, as the JSON size
+    /// of the notifications' params, before the engine stops reading from the transport
+    /// (backpressure: a peer that floods notifications is slowed down to the pace of the
+    /// handlers, and memory stays bounded). A notification larger than the whole budget
+    /// waits alone. At most 1,024 notifications wait whatever their size. Default:
+    /// [`DEFAULT_NOTIFICATION_QUEUE_BYTES`] (8 MiB).
+    pub fn notification_queue_bytes(mut self, bytes: usize) -> Self {
+        self.notification_queue_bytes = bytes.max(1);
         self
     }
 }

@@ -4,9 +4,12 @@
 //! is one JSON object; [`Message::decode`] turns untrusted bytes into a [`Message`] or a
 //! [`DecodeError`] that says which error to answer with.
 
+mod encoded_len;
 mod error_object;
 mod id;
 mod message;
+
+pub use self::encoded_len::encoded_len;
 
 pub use self::error_object::{ErrorCode, ErrorObject};
 pub use self::id::RequestId;

@@ -84,3 +84,70 @@ async fn two_engines_over_a_byte_pipe() {
         tokio::task::yield_now().await;
     }
 }
+
+/// A peer floods notifications of `size` bytes while the handler is stuck: how many lines
+/// of `count` it got through within 500 ms, then (the handler released) how many were
+/// handled in the end.
+async fn flood_a_stuck_handler(engine: Engine, size: usize, count: usize) -> (usize, usize) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (r, w) = tokio::io::split(theirs);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let handled = Arc::new(AtomicUsize::new(0));
+    let (g, h) = (gate.clone(), handled.clone());
+    engine.on_notification("notifications/message", move |_ctx, _p: Params| {
+        let (g, h) = (g.clone(), h.clone());
+        async move {
+            g.acquire().await.unwrap().forget();
+            h.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    engine.connect(LineTransport::new(r, w)).await.unwrap();
+    let (_their_r, mut their_w) = tokio::io::split(ours);
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = written.clone();
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":\"{}\"}}}}\n",
+        "x".repeat(size)
+    );
+    let flood = tokio::spawn(async move {
+        for _ in 0..count {
+            their_w.write_all(line.as_bytes()).await.unwrap();
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+        their_w
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let through = written.load(Ordering::SeqCst);
+    gate.add_permits(count);
+    let _their_w = tokio::time::timeout(Duration::from_secs(30), flood).await.unwrap().unwrap();
+    for _ in 0..1500 {
+        if handled.load(Ordering::SeqCst) == count {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (through, handled.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn a_notification_flood_waits_for_the_handlers_within_a_byte_budget() {
+    // 200 notifications of 256 KB (51 MB) against the default 8 MiB budget: the peer is held
+    // back after about 32 of them (plus what the pipe holds), and none is lost.
+    let (through, handled) = flood_a_stuck_handler(Engine::new(), 256 * 1024, 200).await;
+    assert!(through < 40, "{through} notifications of 256 KB taken in while the handler was stuck");
+    assert_eq!(handled, 200);
+}
+
+#[tokio::test]
+async fn the_notification_budget_is_configurable() {
+    use mcpl_core::engine::EngineConfig;
+
+    // A 64 KiB budget: 16 KB notifications are held back after about four.
+    let engine = Engine::with_config(EngineConfig::new().notification_queue_bytes(64 * 1024));
+    let (through, handled) = flood_a_stuck_handler(engine, 16 * 1024, 100).await;
+    assert!(through < 16, "{through} notifications of 16 KB taken in while the handler was stuck");
+    assert_eq!(handled, 100);
+}

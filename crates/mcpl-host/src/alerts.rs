@@ -145,6 +145,19 @@ pub mod kinds {
     /// assert_eq!(alert.kind, "mcpl-policy-refused");
     /// ```
     pub const POLICY_REFUSED: &str = "mcpl-policy-refused";
+    /// A stored checkpoint tree was unreadable or over the state budget when the host started:
+    /// that (server, feature set) starts afresh or stays degraded; nothing else is affected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    ///
+    /// let alert = OpsAlert::new(kinds::STATE_DEGRADED, "notes", "stored state set aside")
+    ///     .with("featureSet", "notes.store");
+    /// assert_eq!(alert.kind, "mcpl-state-degraded");
+    /// ```
+    pub const STATE_DEGRADED: &str = "mcpl-state-degraded";
 }
 
 /// One alert.

@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mcpl_core::mcpl::state::StateBudget;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -311,7 +312,12 @@ impl ServerConfig {
     }
 }
 
-/// Where checkpoint state lives.
+/// Where checkpoint state lives, and the budget every state keeps.
+///
+/// The budget's members (`maxDepth`, `maxBytes`, `maxOperations`, `maxWork`) default to
+/// [`StateBudget::default`], derived from the message size limit: a state at most 64 levels
+/// deep and 4 MiB large, a patch of at most 131,072 operations copying and shifting at most
+/// 16 MiB. A result whose state crosses it is rejected (nothing is applied or stored).
 ///
 /// # Examples
 ///
@@ -319,9 +325,12 @@ impl ServerConfig {
 /// use std::path::Path;
 /// use mcpl_host::config::{HostConfig, StateConfig};
 ///
-/// let config = HostConfig::from_json(r#"{"state": {"dir": "/var/lib/agent/state"}}"#).unwrap();
+/// let config = HostConfig::from_json(r#"{"state": {"dir": "/var/lib/agent/state",
+///     "maxDepth": 16, "maxBytes": 262144}}"#).unwrap();
 /// assert_eq!(config.state.dir.as_deref(), Some(Path::new("/var/lib/agent/state")));
 /// assert_eq!(config.state.retention, 1000); // the default cap
+/// assert_eq!(config.state.budget.max_depth(), 16);
+/// assert_eq!(config.state.budget.max_size(), 262_144);
 /// assert_eq!(StateConfig::default().dir, None); // in memory only
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,11 +339,13 @@ pub struct StateConfig {
     pub dir: Option<PathBuf>,
     /// The node cap per checkpoint tree.
     pub retention: usize,
+    /// The limits of every state and patch.
+    pub budget: StateBudget,
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
-        StateConfig { dir: None, retention: 1000 }
+        StateConfig { dir: None, retention: 1000, budget: StateBudget::default() }
     }
 }
 
@@ -419,10 +430,14 @@ struct RawGrant {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawState {
     dir: Option<PathBuf>,
     retention: Option<usize>,
+    max_depth: Option<usize>,
+    max_bytes: Option<usize>,
+    max_operations: Option<usize>,
+    max_work: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -564,9 +579,24 @@ impl HostConfig {
         for (i, (id, prefix)) in prefixes.iter().enumerate() {
             check_prefix(id, prefix, prefixes[..i].iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
         }
+        let mut budget = StateBudget::default();
+        if let Some(n) = raw.state.max_bytes {
+            // The other limits follow the size unless set too.
+            budget = StateBudget::for_message_size(n);
+        }
+        if let Some(n) = raw.state.max_depth {
+            budget = budget.with_max_depth(n);
+        }
+        if let Some(n) = raw.state.max_operations {
+            budget = budget.with_max_operations(n);
+        }
+        if let Some(n) = raw.state.max_work {
+            budget = budget.with_max_work(n);
+        }
         let state = StateConfig {
             dir: raw.state.dir,
             retention: raw.state.retention.unwrap_or(StateConfig::default().retention).max(1),
+            budget,
         };
         Ok(HostConfig {
             servers,

@@ -440,6 +440,29 @@ impl HostBuilder {
         self
     }
 
+    /// The budget every checkpoint state keeps (overrides `state.maxDepth` and the other
+    /// budget members of the configuration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::StateBudget;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let budget = StateBudget::for_message_size(1024 * 1024).with_max_depth(16);
+    /// let (host, _events) = Host::builder(HostConfig::default()).state_budget(budget).start().await?;
+    /// assert_eq!(host.checkpoints().budget().max_depth(), 16);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn state_budget(mut self, budget: mcpl_core::mcpl::state::StateBudget) -> HostBuilder {
+        self.config.state.budget = budget;
+        self
+    }
+
     /// Answers servers' `model/info` with `model` (and advertises `modelInfo` to them).
     ///
     /// # Examples
@@ -964,10 +987,10 @@ impl Host {
                 Err(e) => return Err(e.into()),
             }
         }
-        let retention = config.state.retention;
+        let (retention, budget) = (config.state.retention, config.state.budget);
         let checkpoints = match &config.state.dir {
-            Some(dir) => CheckpointManager::open(FileStore::new(dir)?, retention)?,
-            None => CheckpointManager::open(MemoryStore::new(), retention)?,
+            Some(dir) => CheckpointManager::open_with(FileStore::new(dir)?, retention, budget)?,
+            None => CheckpointManager::open_with(MemoryStore::new(), retention, budget)?,
         };
         let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
         let mut alerts = Alerts::new();
@@ -992,6 +1015,20 @@ impl Host {
                 stale: Mutex::new(BTreeSet::new()),
             }),
         };
+        // A stored tree that is unreadable or over the budget affects only its own
+        // (server, feature set): the host starts, and the operator hears of it.
+        for issue in host.inner.checkpoints.load_issues() {
+            let subject = issue.key.as_ref().map_or("checkpoint-store", |k| k.server.as_str());
+            let mut alert = OpsAlert::new(
+                kinds::STATE_DEGRADED,
+                subject,
+                format!("stored checkpoint state set aside: {}", issue.reason),
+            );
+            if let Some(key) = &issue.key {
+                alert = alert.with("featureSet", key.feature_set.clone());
+            }
+            host.alert(alert);
+        }
         let connects = reservations.into_iter().zip(servers).map(|(reservation, server)| {
             let host = host.clone();
             async move {
@@ -2137,6 +2174,9 @@ impl Host {
         for link in links {
             let _ = link.client.close().await;
         }
+        // Every change saved before returning; the writer's file I/O stays off this runtime.
+        let checkpoints = self.inner.checkpoints.clone();
+        let _ = tokio::task::spawn_blocking(move || checkpoints.flush()).await;
     }
 }
 
@@ -2180,7 +2220,7 @@ pub fn describe(outcome: &RecordOutcome) -> Value {
         }
         RecordOutcome::Dropped(reason) => json!({"outcome": "dropped", "reason": reason.kind()}),
         RecordOutcome::Rejected { feature_set, error } => {
-            json!({"outcome": "rejected", "featureSet": feature_set, "reason": error.kind(), "detail": error.to_string()})
+            json!({"outcome": "rejected", "featureSet": feature_set, "reason": error.kind(), "detail": crate::checkpoint::describe_error(error)})
         }
         RecordOutcome::Malformed(why) => json!({"outcome": "malformed", "detail": why}),
     }

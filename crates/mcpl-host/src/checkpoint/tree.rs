@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mcpl_core::mcpl::state::{PatchError, PatchOperation, apply_patch};
+use mcpl_core::mcpl::state::{
+    BudgetExceeded, PatchError, PatchOperation, StateBudget, patched_within,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -188,12 +190,20 @@ pub enum RecordError {
         parent: String,
     },
     /// The patch failed; nothing was recorded.
-    #[error("checkpoint {checkpoint}: {source}")]
+    #[error("checkpoint {checkpoint}: the patch was not applied")]
     Patch {
         /// The checkpoint.
         checkpoint: String,
         /// The failure.
         source: PatchError,
+    },
+    /// A snapshot (`data`) over the tree's [`StateBudget`]; nothing was recorded.
+    #[error("checkpoint {checkpoint}: the snapshot is over the state budget")]
+    OverBudget {
+        /// The checkpoint.
+        checkpoint: String,
+        /// The limit crossed.
+        source: BudgetExceeded,
     },
 }
 
@@ -223,6 +233,7 @@ impl RecordError {
             RecordError::ParentMismatch { .. } => "parent_mismatch",
             RecordError::UnknownParentState { .. } => "unknown_parent_state",
             RecordError::Patch { .. } => "patch_failed",
+            RecordError::OverBudget { .. } => "over_budget",
         }
     }
 }
@@ -269,6 +280,9 @@ pub struct CheckpointTree {
     /// Reconstruction failed: no state is injected until a snapshot arrives.
     #[serde(skip)]
     degraded: bool,
+    /// The limits every state of the tree keeps; not persisted (the host's configuration).
+    #[serde(skip)]
+    budget: StateBudget,
 }
 
 impl CheckpointTree {
@@ -292,7 +306,44 @@ impl CheckpointTree {
             next_seq: 0,
             current_state: None,
             degraded: false,
+            budget: StateBudget::default(),
         }
+    }
+
+    /// Keeps every state of the tree within `budget` (default: [`StateBudget::default`]): a
+    /// snapshot over it or a patch crossing it is refused, and a stored state over it cannot be
+    /// rebuilt (the tree is degraded instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::StateBudget;
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false)
+    ///     .with_budget(StateBudget::default().with_max_depth(2));
+    /// let deep = json!({"a": {"b": [1]}});
+    /// let err = tree
+    ///     .record(Incoming { checkpoint: "c1", parent: None, data: Some(&deep), patch: None }, 0)
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), "over_budget");
+    /// assert!(tree.nodes.is_empty());
+    /// ```
+    #[must_use]
+    pub fn with_budget(mut self, budget: StateBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    pub(crate) fn set_budget(&mut self, budget: StateBudget) {
+        self.budget = budget;
+    }
+
+    /// The state at `id` when it is the materialized current one (no rebuild needed).
+    fn current_state_of(&self, id: &str) -> Option<Option<Value>> {
+        let usable = !self.degraded && self.current.as_deref() == Some(id);
+        usable.then(|| self.current_state.clone())
     }
 
     /// The state at `current` (host-managed trees; `None` before any state).
@@ -435,6 +486,9 @@ impl CheckpointTree {
                 break;
             };
             if let Some(data) = &node.data {
+                self.budget
+                    .check(data)
+                    .map_err(|source| RecordError::OverBudget { checkpoint: at.clone(), source })?;
                 base = Some(data.clone());
                 break;
             }
@@ -444,8 +498,8 @@ impl CheckpointTree {
         let mut state = base;
         for node in chain.into_iter().rev() {
             if let Some(patch) = &node.patch {
-                let mut doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
-                apply_patch(&mut doc, patch)
+                let doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
+                let doc = patched_within(doc, patch, &self.budget)
                     .map_err(|source| RecordError::Patch { checkpoint: id.to_owned(), source })?;
                 state = Some(doc);
             }
@@ -495,13 +549,24 @@ impl CheckpointTree {
             return Ok(Recorded::Repeated);
         }
         let known_parent = parent.as_ref().is_none_or(|p| self.nodes.contains_key(p));
+        // The parent's state: the materialized current one when the parent is current (the
+        // usual case), else rebuilt from the nearest snapshot.
+        let parent_state = |p: &str| match self.current_state_of(p) {
+            Some(state) => Ok(state),
+            None => self.state_at(p),
+        };
         let state = match (cp.data, cp.patch) {
-            (Some(data), _) => Some(data.clone()),
+            (Some(data), _) => {
+                self.budget
+                    .check(data)
+                    .map_err(|source| RecordError::OverBudget { checkpoint: id.clone(), source })?;
+                Some(data.clone())
+            }
             (None, Some(patch)) => {
                 let base = match &parent {
                     None => Value::Object(Map::new()),
                     Some(p) if known_parent => {
-                        self.state_at(p)?.unwrap_or_else(|| Value::Object(Map::new()))
+                        parent_state(p)?.unwrap_or_else(|| Value::Object(Map::new()))
                     }
                     Some(p) => {
                         return Err(RecordError::UnknownParentState {
@@ -510,14 +575,13 @@ impl CheckpointTree {
                         });
                     }
                 };
-                let mut doc = base;
-                apply_patch(&mut doc, patch)
+                let doc = patched_within(base, patch, &self.budget)
                     .map_err(|source| RecordError::Patch { checkpoint: id.clone(), source })?;
                 Some(doc)
             }
             // Opaque: lineage only; the state is the parent's.
             (None, None) => match &parent {
-                Some(p) if known_parent => self.state_at(p)?,
+                Some(p) if known_parent => parent_state(p)?,
                 _ => None,
             },
         };
@@ -598,11 +662,18 @@ impl CheckpointTree {
     /// )
     /// .unwrap();
     /// // The server's rollback answer carried the authoritative state at c1.
-    /// tree.adopt_state("c1", json!({"n": 1, "extra": true}));
+    /// tree.adopt_state("c1", json!({"n": 1, "extra": true})).unwrap();
     /// assert_eq!(tree.current_state(), Some(&json!({"n": 1, "extra": true})));
     /// assert!(tree.nodes["c1"].patch.is_none()); // now a snapshot
     /// ```
-    pub fn adopt_state(&mut self, id: &str, data: Value) {
+    ///
+    /// # Errors
+    ///
+    /// [`RecordError::OverBudget`] when `data` is over the tree's budget; nothing changes.
+    pub fn adopt_state(&mut self, id: &str, data: Value) -> Result<(), RecordError> {
+        self.budget
+            .check(&data)
+            .map_err(|source| RecordError::OverBudget { checkpoint: id.to_owned(), source })?;
         if let Some(n) = self.nodes.get_mut(id) {
             n.data = Some(data.clone());
             n.patch = None;
@@ -611,6 +682,7 @@ impl CheckpointTree {
             self.current_state = Some(data);
             self.degraded = false;
         }
+        Ok(())
     }
 
     /// Marks `id` as gone on the server's side (a rollback to it answered `-32005`).
@@ -671,15 +743,18 @@ impl CheckpointTree {
     /// ```
     pub fn prune(&mut self, cap: usize) -> Vec<String> {
         let cap = cap.max(1);
-        let mut protected = BTreeSet::new();
-        let mut cursor = self.current.clone();
-        while let Some(at) = cursor {
-            let Some(node) = self.nodes.get(&at) else { break };
-            protected.insert(at.clone());
-            if node.data.is_some() {
-                break;
+        let mut protected = self.protected();
+        if self.nodes.len() > cap && protected.len() > cap {
+            // The current checkpoint's chain of patches alone is over the cap: give it a
+            // snapshot of its own, so its ancestors can go.
+            if let (Some(id), Some(state)) = (self.current.clone(), self.current_state()) {
+                let state = state.clone();
+                if let Some(node) = self.nodes.get_mut(&id) {
+                    node.data = Some(state);
+                    node.patch = None;
+                }
+                protected = self.protected();
             }
-            cursor = node.parent.clone();
         }
         let mut candidates: Vec<(u64, String)> = self
             .nodes
@@ -723,6 +798,20 @@ impl CheckpointTree {
             pruned.push(id);
         }
         pruned
+    }
+
+    /// The current checkpoint and its ancestors back to the nearest snapshot.
+    fn protected(&self) -> BTreeSet<String> {
+        let mut protected = BTreeSet::new();
+        let mut cursor = self.current.clone();
+        while let Some(at) = cursor {
+            let Some(node) = self.nodes.get(&at) else { break };
+            if !protected.insert(at.clone()) || node.data.is_some() {
+                break;
+            }
+            cursor = node.parent.clone();
+        }
+        protected
     }
 }
 
@@ -887,6 +976,23 @@ mod tests {
         for id in t.nodes.keys().cloned().collect::<Vec<_>>() {
             t.state_at(&id).unwrap();
         }
+    }
+
+    #[test]
+    fn a_chain_of_patches_alone_cannot_escape_retention() {
+        // Every checkpoint is a patch on the one before: all are ancestors of `current`.
+        let mut t = CheckpointTree::new(StateMode::HostManaged, false);
+        let mut parent: Option<String> = None;
+        for i in 0..50 {
+            let p = ops(json!([{"op": "add", "path": format!("/k{i}"), "value": i}]));
+            let id = format!("c{i}");
+            t.record(patch(&id, parent.as_deref(), &p), i).unwrap();
+            t.prune(10);
+            assert!(t.nodes.len() <= 10, "{} nodes after {i}", t.nodes.len());
+            parent = Some(id);
+        }
+        t.materialize().unwrap();
+        assert_eq!(t.current_state().unwrap().as_object().unwrap().len(), 50);
     }
 
     #[test]

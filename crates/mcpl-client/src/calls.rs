@@ -38,7 +38,7 @@ impl Client {
             match next {
                 Some(next) if seen.insert(next.clone()) => cursor = Some(next),
                 Some(next) => {
-                    tracing::warn!(method = M::NAME, cursor = %next, "repeated cursor; stopping");
+                    tracing::warn!(method = M::NAME, cursor = ?next, "repeated cursor; stopping");
                     break;
                 }
                 None => break,

@@ -223,3 +223,83 @@ async fn a_stored_tree_over_the_budget_or_unreadable_degrades_only_its_own_set()
     assert!(degraded.iter().any(|a| a["subject"] == "gone"));
     assert!(store.join(format!("{name}.unreadable")).exists(), "the unreadable file is kept aside");
 }
+
+#[tokio::test]
+async fn secrets_stay_with_the_host_and_logs_cannot_be_forged() {
+    let d = dir("secrets");
+    // The ops webhook: a loopback port nobody listens on, so posts fail and are logged.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = d.join("host.json");
+    let servers = json!({
+        "evil": {"command": HOSTILE, "env": {"MCPL_SERVER_TOKEN": "tok-config-secret"}},
+        "trusted": {"command": HOSTILE, "inheritEnv": true},
+        "notes": {"command": HONEST}
+    });
+    let text = json!({"servers": servers, "state": {"dir": "state"}, "failuresLog": "failures.log",
+        "opsWebhook": format!("http://127.0.0.1:{port}/hook?token=wh-url-secret")});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let log = d.join("host.log");
+    let env = [("OPENAI_API_KEY", "sk-host-secret"), ("AWS_SECRET_ACCESS_KEY", "aws-host-secret")];
+    let mut host = HostProc::start(&config, &log, &env).await;
+
+    // A server gets a minimal environment plus what its configuration names...
+    let r = host.call("mcpl--evil--env", json!({})).await;
+    let names: Vec<&str> = r["result"]["structuredContent"]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"MCPL_SERVER_TOKEN") && names.contains(&"PATH"), "{names:?}");
+    for leaked in ["OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "RUST_LOG", "CARGO"] {
+        assert!(!names.contains(&leaked), "{leaked} reached the server: {names:?}");
+    }
+    // ...and the host's whole environment only when its configuration opts in.
+    let r = host.call("mcpl--trusted--env", json!({})).await;
+    assert!(r["result"]["structuredContent"]["names"].to_string().contains("OPENAI_API_KEY"));
+    honest_server_works(&mut host, "milk").await;
+    // Let the webhook posts (for the duplicate listings) fail and be logged.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    host.quit().await;
+
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for secret in ["sk-host-secret", "aws-host-secret", "tok-config-secret", "wh-url-secret"] {
+        assert!(!logged.contains(secret), "{secret} in the host's log:\n{logged}");
+    }
+    assert!(logged.contains("ops webhook"), "the failed posts are logged:\n{logged}");
+    // The tool name with a newline is in the duplicate-listing alert, escaped on one line.
+    assert!(logged.contains(r"x\u{a}ERROR mcpl_host: forged log line"), "{logged}");
+    for line in logged.lines() {
+        assert!(!line.starts_with("ERROR mcpl_host: forged"), "a forged line: {line}");
+    }
+}
+
+#[tokio::test]
+async fn a_stderr_flood_without_newlines_stays_bounded() {
+    let d = dir("flood");
+    let config = write_config(&d, servers());
+    let log = d.join("host.log");
+    let mut host = HostProc::start(&config, &log, &[]).await;
+    // 64 MiB in one stderr line, three times.
+    for _ in 0..3 {
+        let r = host.call("mcpl--evil--flood", json!({})).await;
+        assert_eq!(r["result"]["content"][0]["text"], "flooded");
+    }
+    honest_server_works(&mut host, "after the flood").await;
+    #[cfg(target_os = "linux")]
+    {
+        let pid = host.child.id().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let peak_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        assert!(peak_kib < 64 * 1024, "the host peaked at {peak_kib} KiB");
+    }
+    host.quit().await;
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let longest = logged.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 16 * 1024, "a log line of {longest} bytes");
+    assert!(logged.contains("truncated_bytes"), "the cut is recorded");
+}

@@ -29,12 +29,13 @@ use std::time::Duration;
 use mcpl_client::Client;
 use mcpl_client::handlers::HandlerResult;
 use mcpl_client::mcpl::{
-    DEFAULT_PUSH_DEDUPE, Diagnostic, HostPolicy, InferenceCall, McplError, McplHost, McplStatus,
-    PushEvent, PushOutcome, StateCall,
+    DEFAULT_PUSH_DEDUPE, Diagnostic, InferenceCall, McplError, McplHost, McplStatus, PushEvent,
+    PushOutcome, StateCall,
 };
 use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
 use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::log_safe::LogSafe;
 use mcpl_core::mcpl::capability::paths;
 use mcpl_core::mcpl::hooks::{
     BeforeInferenceParams, ContextInjection, LifecycleParams, ModelInfo, Position,
@@ -866,26 +867,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The policy a server's configuration asks for.
-fn policy_of(config: &ServerConfig) -> HostPolicy {
-    let mut policy = match &config.grant_allow {
-        Some(allow) => allow.iter().fold(HostPolicy::deny_all(), |p, a| p.allow(a.clone())),
-        None => HostPolicy::default(),
-    };
-    for d in &config.grant_deny {
-        policy = policy.deny(d.clone());
-    }
-    if let Some(enabled) = &config.enabled_feature_sets {
-        for e in enabled {
-            policy = policy.enable(e.clone());
-        }
-    }
-    for d in &config.disabled_feature_sets {
-        policy = policy.disable(d.clone());
-    }
-    policy
-}
-
 impl Host {
     /// Checks the whole configuration, however it was assembled (parsed, built in code, or
     /// merged from several files), then opens the checkpoint store and connects every
@@ -1034,7 +1015,7 @@ impl Host {
             async move {
                 let id = server.id.clone();
                 if let Err(e) = host.drive(reservation, server).await {
-                    tracing::warn!(server = %id, error = %e, "server did not connect at startup");
+                    tracing::warn!(server = %id, error = %LogSafe(&e.to_string()), "server did not connect at startup");
                 }
             }
         });
@@ -1340,7 +1321,7 @@ impl Host {
         let state_server = id.clone();
         let receipt_server = id.clone();
         let receipt_host = weak.clone();
-        let mcpl = McplHost::new(policy_of(config))
+        let mcpl = McplHost::new(config.policy())
             .on_push_event(move |event| {
                 // Deduplicated per (server, eventId) across reconnects too: a server that
                 // retries an event on its next connection is answered, not delivered twice.
@@ -1424,8 +1405,11 @@ impl Host {
     async fn handshake(&self, link: &Link, config: &ServerConfig) -> Result<(), String> {
         let client = &link.client;
         let connected = match &config.transport {
-            Transport::Stdio { command, args, env, cwd } => {
+            Transport::Stdio { command, args, env, cwd, inherit_env } => {
                 let mut child = ChildProcess::new(command).args(args);
+                if *inherit_env {
+                    child = child.inherit_env();
+                }
                 for (k, v) in env {
                     child = child.env(k, v);
                 }
@@ -1467,7 +1451,7 @@ impl Host {
                 let mode =
                     if host_state { StateMode::HostManaged } else { StateMode::ServerManaged };
                 if let Err(e) = self.inner.checkpoints.register(id, name, mode, rollback) {
-                    tracing::error!(server = id, feature_set = %name, error = %e, "checkpoint tree not registered");
+                    tracing::error!(server = id, feature_set = ?name, error = %e, "checkpoint tree not registered");
                 }
             }
         }

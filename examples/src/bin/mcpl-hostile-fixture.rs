@@ -14,9 +14,10 @@
 //! - `double_bomb`: 64 `copy` operations of the root (each doubles the state).
 //! - `root_copies`: 100,000 `copy` operations of the root.
 //! - `deep_data`: a snapshot nested 120 levels deep (parseable, over any sane budget).
-//! - `flood` (untagged): writes 64 MiB to stderr without a newline, then answers.
+//! - `flood` (untagged): writes 64 MiB to stderr in one line, then answers.
 //! - `env` (untagged): the names of its environment variables.
-//! - a tool named `"x\nERROR forged log line"` (untagged).
+//! - a tool named `"x\nERROR mcpl_host: forged log line"` (untagged), listed twice so that the
+//!   host's duplicate-listing alert names it.
 
 use mcpl_core::Engine;
 use mcpl_core::engine::RequestContext;
@@ -90,6 +91,7 @@ fn call(params: &Value, next: &mut u64) -> Result<Value, ErrorObject> {
             for _ in 0..64 {
                 let _ = err.write_all(&chunk);
             }
+            let _ = err.write_all(b"\n");
             let _ = err.flush();
             json!({"content": text("flooded")})
         }
@@ -126,7 +128,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .iter()
                 .map(|n| tool(n, true))
                 .collect();
-        tools.extend(["flood", "env", FORGER].iter().map(|n| tool(n, false)));
+        tools.extend(["flood", "env", FORGER, FORGER].iter().map(|n| tool(n, false)));
         Ok(json!({"tools": tools}))
     });
     let next = std::sync::Arc::new(std::sync::Mutex::new(0u64));

@@ -581,7 +581,7 @@ impl CheckpointManager {
             Attribution::To(fs) => fs,
             Attribution::Drop(DropReason::NoStatefulSet) => return Injection::Nothing,
             Attribution::Drop(reason) => {
-                tracing::warn!(server, tool_set, reason = reason.kind(), "no state injected");
+                tracing::warn!(server, tool_set = ?tool_set, reason = reason.kind(), "no state injected");
                 return Injection::Nothing;
             }
         };
@@ -628,7 +628,7 @@ impl CheckpointManager {
         let parsed = match parse_state(state) {
             Ok(p) => p,
             Err(why) => {
-                tracing::warn!(server, reason = %why, "malformed state in a tool result");
+                tracing::info!(server, reason = ?why, "malformed state in a tool result");
                 return RecordOutcome::Malformed(why);
             }
         };
@@ -640,7 +640,7 @@ impl CheckpointManager {
             Attribution::Drop(reason) => {
                 tracing::warn!(
                     server,
-                    tool_set,
+                    tool_set = ?tool_set,
                     reason = reason.kind(),
                     "tool result state dropped"
                 );

@@ -395,7 +395,7 @@ impl CheckpointStore for FileStore {
                 Err(error) => {
                     let key = key_of(&name);
                     let aside = path.with_file_name(format!("{name}.unreadable"));
-                    tracing::warn!(path = %path.display(), error = %error, "checkpoint tree file unreadable; set aside");
+                    tracing::warn!(path = %path.display(), error = ?error.to_string(), "checkpoint tree file unreadable; set aside");
                     if let Err(e) = fs::rename(&path, &aside) {
                         tracing::warn!(path = %path.display(), error = %e, "unreadable tree file not set aside");
                     }

@@ -137,7 +137,7 @@ impl Shared {
             None => self.store.remove(key),
         };
         if let Err(e) = outcome {
-            tracing::error!(tree = %key, error = %e, "checkpoint tree not persisted");
+            tracing::error!(tree = ?key.to_string(), error = %e, "checkpoint tree not persisted");
         }
     }
 }

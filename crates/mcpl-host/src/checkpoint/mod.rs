@@ -1093,6 +1093,36 @@ mod tests {
     }
 
     #[test]
+    fn state_update_and_rollback_bodies_keep_the_budget() {
+        let budget = StateBudget::default().with_max_depth(8);
+        let m = CheckpointManager::open_with(MemoryStore::new(), 50, budget).unwrap();
+        m.register("s", "x.feed", StateMode::HostManaged, true).unwrap();
+        let deep = (0..20).fold(json!(1), |v, _| json!([v]));
+        let refused = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "a", "parent": null, "data": deep}),
+        );
+        assert_eq!(refused["accepted"], json!(false), "{refused}");
+        assert!(m.tree("s", "x.feed").unwrap().nodes.is_empty(), "nothing stored");
+        let bomb: Vec<Value> = (0..1000)
+            .map(|i| json!({"op": "copy", "from": "", "path": format!("/c{i}")}))
+            .collect();
+        let refused = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "b", "parent": null, "patch": bomb}),
+        );
+        assert_eq!(refused["accepted"], json!(false), "{refused}");
+        // A rollback answer carrying an over-budget state is not adopted.
+        let ok = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "c", "parent": null, "data": {"n": 1}}),
+        );
+        assert_eq!(ok, json!({"accepted": true}));
+        m.commit_rollback("s", "x.feed", "c", Some(deep)).unwrap();
+        assert_eq!(m.tree("s", "x.feed").unwrap().current_state(), Some(&json!({"n": 1})));
+    }
+
+    #[test]
     fn registration_is_idempotent_and_restart_keeps_state() {
         let dir = std::env::temp_dir().join(format!("mcpl-host-mgr-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use mcpl_core::mcpl::state::{
-    BudgetExceeded, PatchError, PatchOperation, StateBudget, patched_within,
+    BudgetExceeded, PatchError, PatchOperation, StateBudget, patched_within, state_size,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -283,6 +283,9 @@ pub struct CheckpointTree {
     /// The limits every state of the tree keeps; not persisted (the host's configuration).
     #[serde(skip)]
     budget: StateBudget,
+    /// The stored size of each node's snapshot or patch, as far as computed.
+    #[serde(skip)]
+    weights: BTreeMap<String, usize>,
 }
 
 impl CheckpointTree {
@@ -307,6 +310,7 @@ impl CheckpointTree {
             current_state: None,
             degraded: false,
             budget: StateBudget::default(),
+            weights: BTreeMap::new(),
         }
     }
 
@@ -677,6 +681,7 @@ impl CheckpointTree {
         if let Some(n) = self.nodes.get_mut(id) {
             n.data = Some(data.clone());
             n.patch = None;
+            self.weights.remove(id);
         }
         if self.current.as_deref() == Some(id) {
             self.current_state = Some(data);
@@ -708,8 +713,10 @@ impl CheckpointTree {
         }
     }
 
-    /// Keeps at most `cap` nodes: prunes the oldest ones that are neither `current` nor one of
-    /// its ancestors back to the nearest snapshot. Children of a pruned node keep their state:
+    /// Keeps at most `cap` nodes, and at most sixteen times the budget's state size in stored
+    /// snapshots and patches: prunes the oldest nodes that are neither `current` nor one of its
+    /// ancestors back to the nearest snapshot (when that chain alone is over either limit,
+    /// `current` gets a snapshot of its own first). Children of a pruned node keep their state:
     /// a child that carried a patch gets its materialized snapshot first. Returns the pruned ids.
     ///
     /// # Examples
@@ -743,8 +750,13 @@ impl CheckpointTree {
     /// ```
     pub fn prune(&mut self, cap: usize) -> Vec<String> {
         let cap = cap.max(1);
+        let max_bytes = self.max_bytes();
         let mut protected = self.protected();
-        if self.nodes.len() > cap && protected.len() > cap {
+        let over = |tree: &mut Self, protected: &BTreeSet<String>| {
+            (tree.nodes.len() > cap && protected.len() > cap)
+                || tree.bytes_of(protected.iter()) > max_bytes
+        };
+        if over(self, &protected) {
             // The current checkpoint's chain of patches alone is over the cap: give it a
             // snapshot of its own, so its ancestors can go.
             if let (Some(id), Some(state)) = (self.current.clone(), self.current_state()) {
@@ -753,6 +765,7 @@ impl CheckpointTree {
                     node.data = Some(state);
                     node.patch = None;
                 }
+                self.weights.remove(&id);
                 protected = self.protected();
             }
         }
@@ -765,7 +778,7 @@ impl CheckpointTree {
         candidates.sort();
         let mut pruned = Vec::new();
         for (_, id) in candidates {
-            if self.nodes.len() <= cap {
+            if self.nodes.len() <= cap && self.bytes() <= max_bytes {
                 break;
             }
             let children = self.nodes.get(&id).map(|n| n.children.clone()).unwrap_or_default();
@@ -789,15 +802,44 @@ impl CheckpointTree {
                     c.data = Some(state);
                     c.patch = None;
                 }
+                self.weights.remove(&child);
             }
             let parent = self.nodes.get(&id).and_then(|n| n.parent.clone());
             if let Some(p) = parent.and_then(|p| self.nodes.get_mut(&p)) {
                 p.children.retain(|c| *c != id);
             }
             self.nodes.remove(&id);
+            self.weights.remove(&id);
             pruned.push(id);
         }
         pruned
+    }
+
+    /// The stored snapshots and patches a tree may hold: sixteen states of the budget's size.
+    fn max_bytes(&self) -> usize {
+        self.budget.max_size().saturating_mul(16)
+    }
+
+    /// The stored size of every node.
+    fn bytes(&mut self) -> usize {
+        let ids: Vec<String> = self.nodes.keys().cloned().collect();
+        self.bytes_of(ids.iter())
+    }
+
+    fn bytes_of<'a>(&mut self, ids: impl Iterator<Item = &'a String>) -> usize {
+        let mut total = 0usize;
+        for id in ids {
+            let weight = match self.weights.get(id) {
+                Some(w) => *w,
+                None => {
+                    let w = self.nodes.get(id).map_or(0, node_bytes);
+                    self.weights.insert(id.clone(), w);
+                    w
+                }
+            };
+            total = total.saturating_add(weight);
+        }
+        total
     }
 
     /// The current checkpoint and its ancestors back to the nearest snapshot.
@@ -813,6 +855,30 @@ impl CheckpointTree {
         }
         protected
     }
+}
+
+/// The stored size of a node's snapshot or patch (its state's serialized length, about).
+fn node_bytes(node: &CheckpointNode) -> usize {
+    let size = |v: &Value| -> usize { state_size(v) };
+    let data = node.data.as_ref().map_or(0, size);
+    let patch: usize = node
+        .patch
+        .iter()
+        .flatten()
+        .map(|op| {
+            let (paths, value) = match op {
+                PatchOperation::Add { path, value }
+                | PatchOperation::Replace { path, value }
+                | PatchOperation::Test { path, value } => (path.len(), Some(value)),
+                PatchOperation::Remove { path } => (path.len(), None),
+                PatchOperation::Move { from, path } | PatchOperation::Copy { from, path } => {
+                    (from.len() + path.len(), None)
+                }
+            };
+            paths + 32 + value.map_or(0, size)
+        })
+        .sum();
+    data.saturating_add(patch)
 }
 
 /// Why `current` could not move.
@@ -993,6 +1059,28 @@ mod tests {
         }
         t.materialize().unwrap();
         assert_eq!(t.current_state().unwrap().as_object().unwrap().len(), 50);
+    }
+
+    #[test]
+    fn a_tree_holds_at_most_sixteen_states_worth_of_snapshots_and_patches() {
+        let budget = StateBudget::default().with_max_size(1000);
+        let mut t = CheckpointTree::new(StateMode::HostManaged, false).with_budget(budget);
+        let mut parent: Option<String> = None;
+        for i in 0..200 {
+            let d = json!({"text": "x".repeat(900), "i": i});
+            let id = format!("c{i}");
+            t.record(data(&id, parent.as_deref(), &d), i).unwrap();
+            // Patches count too.
+            let p = ops(json!([{"op": "replace", "path": "/text", "value": "y".repeat(900)}]));
+            let pid = format!("p{i}");
+            t.record(patch(&pid, Some(&id), &p), i).unwrap();
+            t.prune(1000);
+            assert!(t.bytes() <= 16 * 1000, "{} bytes after {i}", t.bytes());
+            parent = Some(pid);
+        }
+        assert!(t.nodes.len() < 40, "{} nodes", t.nodes.len());
+        t.materialize().unwrap();
+        assert_eq!(t.current_state().unwrap()["i"], 199);
     }
 
     #[test]

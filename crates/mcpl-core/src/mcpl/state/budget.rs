@@ -184,6 +184,23 @@ impl StateBudget {
     }
 }
 
+/// The size a [`StateBudget`] counts for `value`: its compact serialized length in bytes,
+/// without escapes. Walks the value without recursion.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::state::state_size;
+/// use serde_json::json;
+///
+/// let v = json!({"notes": ["milk", "eggs"]});
+/// let compact = serde_json::to_string(&v).unwrap().len();
+/// assert!(state_size(&v) >= compact && state_size(&v) <= compact + 2);
+/// ```
+pub fn state_size(value: &Value) -> usize {
+    measure_within(value, usize::MAX, usize::MAX).map_or(usize::MAX, |m| m.size)
+}
+
 /// Which limit of a [`StateBudget`] was crossed, with the limit.
 ///
 /// # Examples

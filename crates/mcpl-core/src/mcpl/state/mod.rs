@@ -9,7 +9,7 @@ mod budget;
 mod patch;
 mod tracker;
 
-pub use self::budget::{BudgetExceeded, StateBudget};
+pub use self::budget::{BudgetExceeded, StateBudget, state_size};
 pub use self::patch::{
     PatchError, PatchErrorKind, apply_patch, apply_patch_within, json_equal, patched_within,
 };

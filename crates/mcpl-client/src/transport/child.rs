@@ -31,10 +31,10 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// [`env_clear`](Self::env_clear) passes nothing but what `env` sets.
 ///
 /// The child's stderr is forwarded line by line to `tracing` (target `mcpl_client::child`, level
-/// INFO), each line cut at [`MAX_STDERR_LINE`] bytes and its control characters escaped. The
-/// child is killed when the transport is closed or dropped. When the child exits on its own,
-/// the receiver ends: cleanly for exit status 0, with a transport error naming the status
-/// otherwise.
+/// INFO), each line cut at [`max_stderr_line`](Self::max_stderr_line) bytes (default
+/// [`MAX_STDERR_LINE`]) and its control characters escaped. The child is killed when the
+/// transport is closed or dropped. When the child exits on its own, the receiver ends: cleanly
+/// for exit status 0, with a transport error naming the status otherwise.
 ///
 /// Its `Debug` output shows the names of the variables set, never their values.
 ///
@@ -58,6 +58,7 @@ pub struct ChildProcess {
     base: EnvBase,
     cwd: Option<PathBuf>,
     max_message_size: usize,
+    max_stderr_line: usize,
 }
 
 /// Which of this process's variables a child starts with.
@@ -114,6 +115,7 @@ impl std::fmt::Debug for ChildProcess {
             .field("base_env", &self.base)
             .field("cwd", &self.cwd)
             .field("max_message_size", &self.max_message_size)
+            .field("max_stderr_line", &self.max_stderr_line)
             .finish()
     }
 }
@@ -146,6 +148,7 @@ impl ChildProcess {
             base: EnvBase::Minimal,
             cwd: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_stderr_line: MAX_STDERR_LINE,
         }
     }
 
@@ -327,6 +330,23 @@ impl ChildProcess {
         self
     }
 
+    /// The longest stderr line forwarded to `tracing`, in bytes (at least 1). Default:
+    /// [`MAX_STDERR_LINE`]. The rest of a longer line is read and dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    ///
+    /// // Keep stderr lines short in the logs of a chatty server.
+    /// let server = ChildProcess::new("node").arg("server.js").max_stderr_line(512);
+    /// # drop(server);
+    /// ```
+    pub fn max_stderr_line(mut self, bytes: usize) -> Self {
+        self.max_stderr_line = bytes.max(1);
+        self
+    }
+
     fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
@@ -423,9 +443,9 @@ impl Transport for ChildProcess {
         let stdin = child.stdin.take().ok_or_else(missing)?;
         let stdout = child.stdout.take().ok_or_else(missing)?;
         if let Some(stderr) = child.stderr.take() {
-            let name = program.clone();
+            let (name, max_line) = (program.clone(), self.max_stderr_line);
             tokio::spawn(async move {
-                forward_stderr(BufReader::new(stderr), MAX_STDERR_LINE, |line, dropped| {
+                forward_stderr(BufReader::new(stderr), max_line, |line, dropped| {
                     let line = String::from_utf8_lossy(line);
                     let (program, line) = (LogSafe(&name), LogSafe(&line));
                     if dropped == 0 {

@@ -1334,11 +1334,17 @@ impl Host {
                 async { PushOutcome::accepted(None) }
             })
             .on_state(move |call| {
-                let reply = match weak.upgrade() {
-                    Some(inner) => state_call(&inner.checkpoints, &state_server, call),
-                    None => Err(ErrorObject::internal("the host is gone")),
-                };
-                async move { reply }
+                let checkpoints = weak.upgrade().map(|inner| inner.checkpoints.clone());
+                let server = state_server.clone();
+                async move {
+                    let Some(checkpoints) = checkpoints else {
+                        return Err(ErrorObject::internal("the host is gone"));
+                    };
+                    // Applying a patch within the budget can take milliseconds: off the runtime.
+                    tokio::task::spawn_blocking(move || state_call(&checkpoints, &server, call))
+                        .await
+                        .unwrap_or_else(|_| Err(ErrorObject::internal("the state update failed")))
+                }
             })
             .on_diagnostic(move |d| {
                 let _ = diag_events.send(HostEvent::Diagnostic {
@@ -1931,11 +1937,16 @@ impl Host {
             },
         })?;
         let state = match result.as_object_mut().and_then(|o| o.remove("state")) {
-            Some(state) => self.inner.checkpoints.record_result(
-                &route.server,
-                route.feature_set.as_deref(),
-                &state,
-            ),
+            Some(state) => {
+                // Applying a patch within the budget can take milliseconds: off the runtime.
+                let (checkpoints, server) = (self.inner.checkpoints.clone(), route.server.clone());
+                let set = route.feature_set.clone();
+                tokio::task::spawn_blocking(move || {
+                    checkpoints.record_result(&server, set.as_deref(), &state)
+                })
+                .await
+                .unwrap_or_else(|_| RecordOutcome::Malformed("recording the state failed".into()))
+            }
             None => RecordOutcome::NoState,
         };
         Ok(ToolCall { server: route.server, tool: route.tool, result, state })

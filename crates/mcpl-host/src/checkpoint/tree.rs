@@ -832,7 +832,12 @@ impl CheckpointTree {
             let weight = match self.weights.get(id) {
                 Some(w) => *w,
                 None => {
-                    let w = self.nodes.get(id).map_or(0, node_bytes);
+                    // The ids count too (a node's own, its parent's, and its entry among
+                    // its parent's children): a server chooses them.
+                    let w = self.nodes.get(id).map_or(0, |n| {
+                        let parent = n.parent.as_ref().map_or(0, String::len);
+                        node_bytes(n).saturating_add(2 * id.len() + parent)
+                    });
                     self.weights.insert(id.clone(), w);
                     w
                 }
@@ -842,16 +847,25 @@ impl CheckpointTree {
         total
     }
 
-    /// The current checkpoint and its ancestors back to the nearest snapshot.
+    /// The current checkpoint and the ancestors its state is rebuilt from: back to the nearest
+    /// snapshot, or none when the chain carries no state at all (opaque checkpoints).
     fn protected(&self) -> BTreeSet<String> {
         let mut protected = BTreeSet::new();
+        let mut carries_state = false;
         let mut cursor = self.current.clone();
         while let Some(at) = cursor {
             let Some(node) = self.nodes.get(&at) else { break };
-            if !protected.insert(at.clone()) || node.data.is_some() {
+            if !protected.insert(at.clone()) {
+                break;
+            }
+            carries_state |= node.data.is_some() || node.patch.is_some();
+            if node.data.is_some() {
                 break;
             }
             cursor = node.parent.clone();
+        }
+        if !carries_state {
+            protected.retain(|id| self.current.as_deref() == Some(id.as_str()));
         }
         protected
     }
@@ -1081,6 +1095,24 @@ mod tests {
         assert!(t.nodes.len() < 40, "{} nodes", t.nodes.len());
         t.materialize().unwrap();
         assert_eq!(t.current_state().unwrap()["i"], 199);
+    }
+
+    #[test]
+    fn long_checkpoint_ids_count_against_the_size_cap() {
+        let budget = StateBudget::default().with_max_size(1000);
+        let mut t = CheckpointTree::new(StateMode::ServerManaged, false).with_budget(budget);
+        let mut parent: Option<String> = None;
+        for i in 0..100 {
+            let id = format!("{i}-{}", "x".repeat(2000));
+            t.record(
+                Incoming { checkpoint: &id, parent: parent.as_deref(), data: None, patch: None },
+                i,
+            )
+            .unwrap();
+            t.prune(1000);
+            parent = Some(id);
+        }
+        assert!(t.nodes.len() <= 4, "{} nodes of 2 KB ids", t.nodes.len());
     }
 
     #[test]

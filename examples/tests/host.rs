@@ -313,10 +313,17 @@ async fn a_crashed_server_is_respawned_and_keeps_its_state() {
 async fn hooks_fan_out_to_the_servers_that_have_them() {
     let d = dir("hooks");
     let memory = env!("CARGO_BIN_EXE_mcpl-memory-server");
-    let config =
-        write_config(&d, json!({"memory": {"command": memory}, "notes": fixture(json!({}))}));
+    // Hooks are opt-in per server: `plain` (the same server, default grant) gets no call.
+    let hooks =
+        json!(["contextHooks.beforeInference.observe", "contextHooks.beforeInference.inject.*"]);
+    let config = write_config(
+        &d,
+        json!({"memory": {"command": memory, "grant": {"allow": hooks}},
+               "plain": {"command": memory}, "notes": fixture(json!({}))}),
+    );
     let mut host = HostProc::start(&config).await;
     host.call("mcpl--memory--remember", json!({"text": "the cat is called Tom"})).await;
+    host.call("mcpl--plain--remember", json!({"text": "the cat is called Tom"})).await;
     let params = json!({"inferenceId": "i1", "conversationId": "c1", "turnIndex": 0,
         "userMessage": "what is the cat called?",
         "model": {"id": "m", "vendor": "v", "contextWindow": 8192, "capabilities": []}});

@@ -13,6 +13,10 @@ use serde_json::json;
 
 const GUARD: Duration = Duration::from_secs(30);
 
+/// Context hooks are granted only when a server's configuration asks for them.
+const HOOKS: [&str; 2] =
+    ["contextHooks.beforeInference.observe", "contextHooks.beforeInference.inject.*"];
+
 #[tokio::test]
 async fn one_host_over_http_and_websocket() {
     let http_server = mcpl_examples::mcpl_memory::memory_server(false);
@@ -28,7 +32,9 @@ async fn one_host_over_http_and_websocket() {
     tokio::spawn(mcpl_server::ws::serve(listener, app));
 
     let config = HostConfig::from_json(
-        &json!({"servers": {"web": {"url": http_url}, "sock": {"url": ws_url}}}).to_string(),
+        &json!({"servers": {"web": {"url": http_url, "grant": {"allow": HOOKS}},
+                            "sock": {"url": ws_url, "grant": {"allow": HOOKS}}}})
+        .to_string(),
     )
     .unwrap();
     let (host, mut events) =
@@ -86,8 +92,12 @@ async fn server_inference_requests_reach_the_hosts_handler_with_streaming() {
     let url = format!("ws://{}/ws", listener.local_addr().unwrap());
     tokio::spawn(mcpl_server::ws::serve(listener, app));
 
-    let config =
-        HostConfig::from_json(&json!({"servers": {"chat": {"url": url}}}).to_string()).unwrap();
+    let config = HostConfig::from_json(
+        &json!({"servers": {"chat": {"url": url, "grant": {"allow": [
+            "modelInfo", "inferenceRequest", "inferenceRequest.streaming", "channels.*"]}}}})
+        .to_string(),
+    )
+    .unwrap();
     let model = serde_json::from_value(
         json!({"id": "host-model", "vendor": "test", "contextWindow": 1000, "capabilities": []}),
     )

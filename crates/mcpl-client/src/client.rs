@@ -1110,7 +1110,7 @@ impl Client {
             // The server's view of the tool's `x-mcp-header` annotations differs from ours:
             // refresh the tool list (which the HTTP transport learns them from) and retry once.
             Err(Error::HeaderMismatch { detail }) => {
-                tracing::debug!(%detail, tool = name, "header mismatch; refreshing the tool list");
+                tracing::debug!(detail = ?detail, tool = ?name, "header mismatch; refreshing the tool list");
                 // Past the cache: a cached list never reaches the transport, which would not
                 // learn the headers again.
                 let mode = match self.cache_mode {
@@ -1290,10 +1290,10 @@ fn refresh(server: &Mutex<Option<ServerDetails>>, params: Option<Value>) {
         .and_then(|r| negotiate(r).map_err(|e| e.to_string()));
     match details {
         Ok(details) => {
-            tracing::debug!(server = %details.server_info.name, "session renewed");
+            tracing::debug!(server = ?details.server_info.name, "session renewed");
             *server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details);
         }
-        Err(e) => tracing::warn!(error = %e, "unusable initialize result after a renewal"),
+        Err(e) => tracing::warn!(error = ?e, "unusable initialize result after a renewal"),
     }
 }
 

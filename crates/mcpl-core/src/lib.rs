@@ -34,6 +34,7 @@ pub mod engine;
 pub mod era;
 pub mod error;
 pub mod jsonrpc;
+pub mod log_safe;
 pub mod mcpl;
 pub mod transport;
 pub mod types;

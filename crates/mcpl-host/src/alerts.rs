@@ -28,6 +28,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mcpl_client::transport::redacted_url;
+use mcpl_core::log_safe::LogSafe;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -145,6 +147,19 @@ pub mod kinds {
     /// assert_eq!(alert.kind, "mcpl-policy-refused");
     /// ```
     pub const POLICY_REFUSED: &str = "mcpl-policy-refused";
+    /// A stored checkpoint tree was unreadable or over the state budget when the host started:
+    /// that (server, feature set) starts afresh or stays degraded; nothing else is affected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::alerts::{OpsAlert, kinds};
+    ///
+    /// let alert = OpsAlert::new(kinds::STATE_DEGRADED, "notes", "stored state set aside")
+    ///     .with("featureSet", "notes.store");
+    /// assert_eq!(alert.kind, "mcpl-state-degraded");
+    /// ```
+    pub const STATE_DEGRADED: &str = "mcpl-state-degraded";
 }
 
 /// One alert.
@@ -580,10 +595,43 @@ impl AlertSink for FailuresLog {
 /// assert_eq!(posted["subject"], "notes");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WebhookSink {
     url: String,
     client: reqwest::Client,
+    secure: bool,
+}
+
+impl std::fmt::Debug for WebhookSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSink").field("url", &redacted_url(&self.url)).finish_non_exhaustive()
+    }
+}
+
+/// Whether alerts may be posted to `url`: `https://`, or plain `http://` to a loopback address
+/// only (an alert, and the URL's own token, would otherwise cross the network in clear).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::alerts::webhook_url_is_secure;
+///
+/// assert!(webhook_url_is_secure("https://hooks.example/T0/B1"));
+/// assert!(webhook_url_is_secure("http://127.0.0.1:9000/alerts"));
+/// assert!(webhook_url_is_secure("http://localhost/alerts"));
+/// assert!(webhook_url_is_secure("http://[::1]:8080/"));
+/// assert!(!webhook_url_is_secure("http://ops.example/alerts"));
+/// assert!(!webhook_url_is_secure("ftp://ops.example/alerts"));
+/// ```
+pub fn webhook_url_is_secure(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else { return false };
+    match (url.scheme(), url.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Domain(d))) => d.eq_ignore_ascii_case("localhost"),
+        ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        _ => false,
+    }
 }
 
 impl WebhookSink {
@@ -602,16 +650,30 @@ impl WebhookSink {
     /// let alerts = Alerts::new().with_throttled(webhook, window, Arc::new(SystemClock));
     /// # let _ = alerts;
     /// ```
+    ///
+    /// Only a URL that [`webhook_url_is_secure`] accepts is ever posted to (a host's
+    /// configuration refuses any other); redirects are not followed, and the URL is never
+    /// logged but without its user info and query.
     pub fn new(url: impl Into<String>) -> Self {
-        WebhookSink { url: url.into(), client: reqwest::Client::new() }
+        let url = url.into();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        WebhookSink { secure: webhook_url_is_secure(&url), url, client }
     }
 }
 
 impl AlertSink for WebhookSink {
     fn deliver(&self, alert: &OpsAlert) {
+        let url = redacted_url(&self.url);
+        if !self.secure {
+            tracing::warn!(%url, "ops webhook not posted: not https (plain http is for loopback only)");
+            return;
+        }
         let Ok(body) = serde_json::to_vec(alert) else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(url = %self.url, "ops webhook not posted: no tokio runtime");
+            tracing::warn!(%url, "ops webhook not posted: no tokio runtime");
             return;
         };
         let request = self
@@ -620,14 +682,13 @@ impl AlertSink for WebhookSink {
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .timeout(Duration::from_secs(10))
             .body(body);
-        let url = self.url.clone();
         runtime.spawn(async move {
             match request.send().await {
                 Ok(r) if r.status().is_success() => {}
                 Ok(r) => {
                     tracing::warn!(%url, status = %r.status(), "ops webhook refused the alert")
                 }
-                Err(e) => tracing::warn!(%url, error = %e, "ops webhook post failed"),
+                Err(e) => tracing::warn!(%url, error = %e.without_url(), "ops webhook post failed"),
             }
         });
     }
@@ -771,14 +832,16 @@ impl Alerts {
     /// assert_eq!(sink.alerts()[0].kind, kinds::POLICY_REFUSED);
     /// ```
     pub fn raise(&self, alert: &OpsAlert) {
+        // Messages and data carry server-controlled text (tool names, error messages): a
+        // newline in them must not start a forged log line.
         let data = Value::Object(alert.data.clone()).to_string();
         tracing::warn!(
             target: "ops_alert",
-            kind = %alert.kind,
-            subject = %alert.subject,
-            data = %data,
+            kind = %LogSafe(&alert.kind),
+            subject = %LogSafe(&alert.subject),
+            data = %LogSafe(&data),
             "{}",
-            alert.message
+            LogSafe(&alert.message)
         );
         for s in &self.sinks {
             s.deliver(alert);
@@ -816,6 +879,44 @@ mod tests {
         clock.advance(Duration::from_secs(1));
         alerts.raise(&OpsAlert::new(kinds::DUPLICATE_TOOLS, "a", "x"));
         assert_eq!(hook.count(), 4);
+    }
+
+    /// Collects what a `tracing` subscriber writes.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn alert_text_cannot_forge_a_log_line() {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber =
+            tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+        tracing::subscriber::with_default(subscriber, || {
+            // A tool name chosen by a server, in the duplicate-listing alert.
+            let name = "x\nERROR mcpl_host: forged\r\u{1b}[2K";
+            Alerts::new().raise(
+                &OpsAlert::new(
+                    kinds::DUPLICATE_TOOLS,
+                    "evil\nERROR",
+                    format!("lists {name} twice"),
+                )
+                .with("tools", vec![name]),
+            );
+        });
+        let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains(r"x\u{a}ERROR mcpl_host: forged\u{d}\u{1b}[2K"), "{text}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
     }
 
     #[test]

@@ -28,9 +28,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mcpl_client::mcpl::HostPolicy;
+use mcpl_client::transport::redacted_url;
+use mcpl_core::mcpl::capability::paths;
+use mcpl_core::mcpl::state::StateBudget;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::alerts::webhook_url_is_secure;
 use crate::naming::default_prefix;
 use crate::prefix::{PrefixConflict, check_prefix};
 use crate::tools::ToolFilter;
@@ -77,6 +82,10 @@ pub enum ConfigError {
     /// Two prefixes meet.
     #[error(transparent)]
     PrefixConflict(#[from] PrefixConflict),
+    /// `opsWebhook` is not `https://` (plain `http://` is allowed to a loopback address only).
+    /// The URL itself is not repeated: it is usually a secret.
+    #[error("opsWebhook must be an https:// URL (plain http:// only to a loopback address)")]
+    InsecureWebhook,
 }
 
 impl ConfigError {
@@ -111,6 +120,7 @@ impl ConfigError {
             ConfigError::Transport(_) => "transport",
             ConfigError::EmptyPrefix(_) => "empty_prefix",
             ConfigError::PrefixConflict(_) => "prefix_conflict",
+            ConfigError::InsecureWebhook => "insecure_webhook",
         }
     }
 }
@@ -140,18 +150,26 @@ impl ConfigError {
 /// };
 /// assert_eq!((command.as_str(), args.len()), ("mcpl-fs", 2));
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on stdio.
+    ///
+    /// Its environment is minimal: the variables of
+    /// [`DEFAULT_INHERITED_ENV`](mcpl_client::transport::DEFAULT_INHERITED_ENV) that the host
+    /// has (on Unix `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`, `LANG`, `LC_ALL`,
+    /// `TMPDIR`), plus `env`. The host's other variables (API keys, cloud credentials) are not
+    /// passed on unless `inheritEnv` is `true`.
     Stdio {
         /// The program.
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables.
+        /// Environment variables set for it.
         env: BTreeMap<String, String>,
         /// The working directory.
         cwd: Option<PathBuf>,
+        /// Pass the host's whole environment on (`inheritEnv`; default `false`).
+        inherit_env: bool,
     },
     /// A URL: `ws://`, `wss://` or `mcpl://` (WebSocket), or `http(s)://` (2025-era Streamable
     /// HTTP sessions).
@@ -162,6 +180,56 @@ pub enum Transport {
         headers: BTreeMap<String, String>,
     },
 }
+
+impl std::fmt::Debug for Transport {
+    /// Variable and header values, and a URL's user info and query, are left out: they hold
+    /// credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio { command, args, env, cwd, inherit_env } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .field("inherit_env", inherit_env)
+                .finish(),
+            Transport::Url { url, headers } => f
+                .debug_struct("Url")
+                .field("url", &redacted_url(url))
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// The capability paths every server is granted unless its `grant.deny` says otherwise: what
+/// hosts grant servers they did not write. Tools, push events, and registering channels (and
+/// the host opening and closing them). Observing or injecting around the user's messages
+/// (`contextHooks.*`), requesting inference (`inferenceRequest*`), observing inferences
+/// (`inferenceLifecycle`), reading the model (`modelInfo`) and everything that moves
+/// conversation content through channels (`channels.publish`, `channels.incoming`,
+/// `channels.streaming`, `channels.acknowledge`, `channels.typing`) are granted only when a
+/// server's `grant.allow` names them.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::mcpl::capability::paths;
+/// use mcpl_host::config::{DEFAULT_GRANT, HostConfig};
+///
+/// assert!(DEFAULT_GRANT.contains(&paths::TOOLS));
+/// let config = HostConfig::from_json(r#"{"servers": {
+///     "memory": {"command": "mcpl-memory", "grant": {"allow": ["contextHooks.beforeInference.*"]}},
+///     "files": {"command": "mcpl-fs"}
+/// }}"#).unwrap();
+/// let (files, memory) = (config.servers[0].policy(), config.servers[1].policy());
+/// assert!(files.permits(paths::TOOLS) && !files.permits(paths::OBSERVE));
+/// assert!(memory.permits(paths::OBSERVE) && memory.permits(paths::TOOLS));
+/// assert!(!memory.permits(paths::INFERENCE_REQUEST));
+/// ```
+pub const DEFAULT_GRANT: &[&str] =
+    &[paths::TOOLS, paths::PUSH_EVENTS, paths::CHANNELS_REGISTER, paths::CHANNELS_LIFECYCLE];
 
 /// Reconnect policy: exponential backoff from `initial` up to `max`.
 ///
@@ -258,7 +326,7 @@ pub struct ServerConfig {
     pub disabled_feature_sets: Vec<String>,
     /// Which tools are offered.
     pub tools: ToolFilter,
-    /// Capability paths (patterns) granted beyond the host's defaults, and denied.
+    /// Capability paths (patterns) granted beyond [`DEFAULT_GRANT`].
     pub grant_allow: Option<Vec<String>>,
     /// Capability paths never granted.
     pub grant_deny: Vec<String>,
@@ -281,6 +349,42 @@ impl ServerConfig {
     /// ```
     pub fn prefix(&self) -> String {
         self.tool_prefix.clone().unwrap_or_else(|| default_prefix(&self.id))
+    }
+
+    /// The policy the host offers this server: [`DEFAULT_GRANT`] plus `grant.allow`, less
+    /// `grant.deny`, with its feature-set selection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::capability::paths;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// let config = HostConfig::from_json(r#"{"servers": {"chat": {"url": "ws://127.0.0.1:9/",
+    ///     "grant": {"allow": ["channels.publish", "inferenceRequest"], "deny": ["pushEvents"]},
+    ///     "featureSets": {"disabled": ["chat.admin"]}}}}"#).unwrap();
+    /// let policy = config.servers[0].policy();
+    /// assert!(policy.permits(paths::CHANNELS_PUBLISH) && policy.permits(paths::INFERENCE_REQUEST));
+    /// assert!(policy.permits(paths::TOOLS) && !policy.permits(paths::PUSH_EVENTS));
+    /// assert!(!policy.permits(paths::INJECT_SYSTEM));
+    /// assert_eq!(policy.disabled(), ["chat.admin"]);
+    /// ```
+    pub fn policy(&self) -> HostPolicy {
+        let allowed = DEFAULT_GRANT
+            .iter()
+            .map(|p| (*p).to_owned())
+            .chain(self.grant_allow.iter().flatten().cloned());
+        let mut policy = allowed.fold(HostPolicy::deny_all(), HostPolicy::allow);
+        for d in &self.grant_deny {
+            policy = policy.deny(d.clone());
+        }
+        for e in self.enabled_feature_sets.iter().flatten() {
+            policy = policy.enable(e.clone());
+        }
+        for d in &self.disabled_feature_sets {
+            policy = policy.disable(d.clone());
+        }
+        policy
     }
 
     /// Checks the id, the transport and the prefix (not against other servers).
@@ -311,7 +415,12 @@ impl ServerConfig {
     }
 }
 
-/// Where checkpoint state lives.
+/// Where checkpoint state lives, and the budget every state keeps.
+///
+/// The budget's members (`maxDepth`, `maxBytes`, `maxOperations`, `maxWork`) default to
+/// [`StateBudget::default`], derived from the message size limit: a state at most 64 levels
+/// deep and 4 MiB large, a patch of at most 131,072 operations copying and shifting at most
+/// 16 MiB. A result whose state crosses it is rejected (nothing is applied or stored).
 ///
 /// # Examples
 ///
@@ -319,9 +428,12 @@ impl ServerConfig {
 /// use std::path::Path;
 /// use mcpl_host::config::{HostConfig, StateConfig};
 ///
-/// let config = HostConfig::from_json(r#"{"state": {"dir": "/var/lib/agent/state"}}"#).unwrap();
+/// let config = HostConfig::from_json(r#"{"state": {"dir": "/var/lib/agent/state",
+///     "maxDepth": 16, "maxBytes": 262144}}"#).unwrap();
 /// assert_eq!(config.state.dir.as_deref(), Some(Path::new("/var/lib/agent/state")));
 /// assert_eq!(config.state.retention, 1000); // the default cap
+/// assert_eq!(config.state.budget.max_depth(), 16);
+/// assert_eq!(config.state.budget.max_size(), 262_144);
 /// assert_eq!(StateConfig::default().dir, None); // in memory only
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -330,11 +442,13 @@ pub struct StateConfig {
     pub dir: Option<PathBuf>,
     /// The node cap per checkpoint tree.
     pub retention: usize,
+    /// The limits of every state and patch.
+    pub budget: StateBudget,
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
-        StateConfig { dir: None, retention: 1000 }
+        StateConfig { dir: None, retention: 1000, budget: StateBudget::default() }
     }
 }
 
@@ -356,7 +470,7 @@ impl Default for StateConfig {
 /// // An empty configuration is valid: servers can be connected at run time.
 /// assert_eq!(HostConfig::from_json("{}").unwrap(), HostConfig::default());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct HostConfig {
     /// The servers, sorted by id.
     pub servers: Vec<ServerConfig>,
@@ -368,6 +482,20 @@ pub struct HostConfig {
     pub ops_webhook: Option<String>,
 }
 
+impl std::fmt::Debug for HostConfig {
+    /// The webhook URL without its user info and query (webhook URLs are often secrets
+    /// themselves; a hook's path may be too, so operators should treat logs as sensitive all the
+    /// same); servers as their own `Debug` shows them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostConfig")
+            .field("servers", &self.servers)
+            .field("state", &self.state)
+            .field("failures_log", &self.failures_log)
+            .field("ops_webhook", &self.ops_webhook.as_deref().map(redacted_url))
+            .finish()
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawServer {
@@ -377,6 +505,8 @@ struct RawServer {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    inherit_env: bool,
     cwd: Option<PathBuf>,
     url: Option<String>,
     #[serde(default)]
@@ -419,10 +549,14 @@ struct RawGrant {
 }
 
 #[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawState {
     dir: Option<PathBuf>,
     retention: Option<usize>,
+    max_depth: Option<usize>,
+    max_bytes: Option<usize>,
+    max_operations: Option<usize>,
+    max_work: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -524,9 +658,13 @@ impl HostConfig {
                 (None, None) => return Err(ConfigError::Invalid("a server without an id".into())),
             };
             let transport = match (raw.command, raw.url) {
-                (Some(command), None) => {
-                    Transport::Stdio { command, args: raw.args, env: raw.env, cwd: raw.cwd }
-                }
+                (Some(command), None) => Transport::Stdio {
+                    command,
+                    args: raw.args,
+                    env: raw.env,
+                    cwd: raw.cwd,
+                    inherit_env: raw.inherit_env,
+                },
                 (None, Some(url)) => Transport::Url { url, headers: raw.headers },
                 _ => return Err(ConfigError::Transport(id)),
             };
@@ -564,10 +702,28 @@ impl HostConfig {
         for (i, (id, prefix)) in prefixes.iter().enumerate() {
             check_prefix(id, prefix, prefixes[..i].iter().map(|(a, b)| (a.as_str(), b.as_str())))?;
         }
+        let mut budget = StateBudget::default();
+        if let Some(n) = raw.state.max_bytes {
+            // The other limits follow the size unless set too.
+            budget = StateBudget::for_message_size(n);
+        }
+        if let Some(n) = raw.state.max_depth {
+            budget = budget.with_max_depth(n);
+        }
+        if let Some(n) = raw.state.max_operations {
+            budget = budget.with_max_operations(n);
+        }
+        if let Some(n) = raw.state.max_work {
+            budget = budget.with_max_work(n);
+        }
         let state = StateConfig {
             dir: raw.state.dir,
             retention: raw.state.retention.unwrap_or(StateConfig::default().retention).max(1),
+            budget,
         };
+        if raw.ops_webhook.as_deref().is_some_and(|url| !webhook_url_is_secure(url)) {
+            return Err(ConfigError::InsecureWebhook);
+        }
         Ok(HostConfig {
             servers,
             state,
@@ -609,10 +765,57 @@ mod tests {
             kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a-", "command": "y"}]}"#),
             "prefix_conflict"
         );
+        assert_eq!(
+            kind(r#"{"opsWebhook": "http://ops.example/hook?token=t"}"#),
+            "insecure_webhook"
+        );
+        let e = HostConfig::from_json(r#"{"opsWebhook": "http://ops.example/hook?token=t"}"#)
+            .unwrap_err();
+        assert!(!e.to_string().contains("token=t"), "{e}");
+        assert!(HostConfig::from_json(r#"{"opsWebhook": "http://127.0.0.1:9/hook"}"#).is_ok());
         let ok = r#"{"servers": [{"id": "a", "command": "x", "toolPrefix": "foo"},
                                   {"id": "b", "command": "y", "toolPrefix": "foo-bar"},
                                   {"id": "c", "command": "z", "toolPrefix": "foobar"}]}"#;
         assert_eq!(HostConfig::from_json(ok).unwrap().servers.len(), 3);
+    }
+
+    #[test]
+    fn debug_output_holds_no_secrets() {
+        let config = HostConfig::from_json(
+            r#"{"servers": {
+                "a": {"command": "srv", "env": {"OPENAI_API_KEY": "sk-env-secret"}},
+                "b": {"url": "https://u:pw-secret@mcp.example/mcp?key=q-secret",
+                      "headers": {"Authorization": "Bearer h-secret"}}},
+              "opsWebhook": "https://hooks.example/T0/B1?token=w-secret"}"#,
+        )
+        .unwrap();
+        let shown = format!("{config:?} {:#?}", config.servers);
+        for secret in ["sk-env-secret", "pw-secret", "q-secret", "h-secret", "w-secret"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("OPENAI_API_KEY") && shown.contains("Authorization"), "{shown}");
+    }
+
+    #[test]
+    fn the_default_grant_is_the_safe_set() {
+        let config = HostConfig::from_json(
+            r#"{"servers": {"plain": {"command": "x"},
+                "trusted": {"command": "y", "inheritEnv": true, "grant": {"allow": [
+                    "contextHooks.beforeInference.observe", "contextHooks.beforeInference.inject.*",
+                    "inferenceRequest", "inferenceLifecycle"]}}}}"#,
+        )
+        .unwrap();
+        let plain = config.servers[0].policy();
+        for path in paths::VOCABULARY {
+            assert_eq!(plain.permits(path), DEFAULT_GRANT.contains(&path), "{path}");
+        }
+        let trusted = &config.servers[1];
+        assert!(matches!(trusted.transport, Transport::Stdio { inherit_env: true, .. }));
+        let policy = trusted.policy();
+        for path in [paths::OBSERVE, paths::INJECT_AFTER_USER, paths::INFERENCE_REQUEST] {
+            assert!(policy.permits(path), "{path}");
+        }
+        assert!(!policy.permits(paths::CHANNELS_PUBLISH));
     }
 
     #[test]

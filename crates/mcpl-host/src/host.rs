@@ -29,12 +29,13 @@ use std::time::Duration;
 use mcpl_client::Client;
 use mcpl_client::handlers::HandlerResult;
 use mcpl_client::mcpl::{
-    DEFAULT_PUSH_DEDUPE, Diagnostic, HostPolicy, InferenceCall, McplError, McplHost, McplStatus,
-    PushEvent, PushOutcome, StateCall,
+    DEFAULT_PUSH_DEDUPE, Diagnostic, InferenceCall, McplError, McplHost, McplStatus, PushEvent,
+    PushOutcome, StateCall,
 };
 use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
 use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::log_safe::LogSafe;
 use mcpl_core::mcpl::capability::paths;
 use mcpl_core::mcpl::hooks::{
     BeforeInferenceParams, ContextInjection, LifecycleParams, ModelInfo, Position,
@@ -437,6 +438,29 @@ impl HostBuilder {
     {
         self.handlers.inference =
             Some(Arc::new(move |server, call| Box::pin(handler(server, call))));
+        self
+    }
+
+    /// The budget every checkpoint state keeps (overrides `state.maxDepth` and the other
+    /// budget members of the configuration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::StateBudget;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let budget = StateBudget::for_message_size(1024 * 1024).with_max_depth(16);
+    /// let (host, _events) = Host::builder(HostConfig::default()).state_budget(budget).start().await?;
+    /// assert_eq!(host.checkpoints().budget().max_depth(), 16);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn state_budget(mut self, budget: mcpl_core::mcpl::state::StateBudget) -> HostBuilder {
+        self.config.state.budget = budget;
         self
     }
 
@@ -843,26 +867,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The policy a server's configuration asks for.
-fn policy_of(config: &ServerConfig) -> HostPolicy {
-    let mut policy = match &config.grant_allow {
-        Some(allow) => allow.iter().fold(HostPolicy::deny_all(), |p, a| p.allow(a.clone())),
-        None => HostPolicy::default(),
-    };
-    for d in &config.grant_deny {
-        policy = policy.deny(d.clone());
-    }
-    if let Some(enabled) = &config.enabled_feature_sets {
-        for e in enabled {
-            policy = policy.enable(e.clone());
-        }
-    }
-    for d in &config.disabled_feature_sets {
-        policy = policy.disable(d.clone());
-    }
-    policy
-}
-
 impl Host {
     /// Checks the whole configuration, however it was assembled (parsed, built in code, or
     /// merged from several files), then opens the checkpoint store and connects every
@@ -964,10 +968,10 @@ impl Host {
                 Err(e) => return Err(e.into()),
             }
         }
-        let retention = config.state.retention;
+        let (retention, budget) = (config.state.retention, config.state.budget);
         let checkpoints = match &config.state.dir {
-            Some(dir) => CheckpointManager::open(FileStore::new(dir)?, retention)?,
-            None => CheckpointManager::open(MemoryStore::new(), retention)?,
+            Some(dir) => CheckpointManager::open_with(FileStore::new(dir)?, retention, budget)?,
+            None => CheckpointManager::open_with(MemoryStore::new(), retention, budget)?,
         };
         let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
         let mut alerts = Alerts::new();
@@ -992,12 +996,26 @@ impl Host {
                 stale: Mutex::new(BTreeSet::new()),
             }),
         };
+        // A stored tree that is unreadable or over the budget affects only its own
+        // (server, feature set): the host starts, and the operator hears of it.
+        for issue in host.inner.checkpoints.load_issues() {
+            let subject = issue.key.as_ref().map_or("checkpoint-store", |k| k.server.as_str());
+            let mut alert = OpsAlert::new(
+                kinds::STATE_DEGRADED,
+                subject,
+                format!("stored checkpoint state set aside: {}", issue.reason),
+            );
+            if let Some(key) = &issue.key {
+                alert = alert.with("featureSet", key.feature_set.clone());
+            }
+            host.alert(alert);
+        }
         let connects = reservations.into_iter().zip(servers).map(|(reservation, server)| {
             let host = host.clone();
             async move {
                 let id = server.id.clone();
                 if let Err(e) = host.drive(reservation, server).await {
-                    tracing::warn!(server = %id, error = %e, "server did not connect at startup");
+                    tracing::warn!(server = %id, error = %LogSafe(&e.to_string()), "server did not connect at startup");
                 }
             }
         });
@@ -1303,7 +1321,7 @@ impl Host {
         let state_server = id.clone();
         let receipt_server = id.clone();
         let receipt_host = weak.clone();
-        let mcpl = McplHost::new(policy_of(config))
+        let mcpl = McplHost::new(config.policy())
             .on_push_event(move |event| {
                 // Deduplicated per (server, eventId) across reconnects too: a server that
                 // retries an event on its next connection is answered, not delivered twice.
@@ -1316,11 +1334,17 @@ impl Host {
                 async { PushOutcome::accepted(None) }
             })
             .on_state(move |call| {
-                let reply = match weak.upgrade() {
-                    Some(inner) => state_call(&inner.checkpoints, &state_server, call),
-                    None => Err(ErrorObject::internal("the host is gone")),
-                };
-                async move { reply }
+                let checkpoints = weak.upgrade().map(|inner| inner.checkpoints.clone());
+                let server = state_server.clone();
+                async move {
+                    let Some(checkpoints) = checkpoints else {
+                        return Err(ErrorObject::internal("the host is gone"));
+                    };
+                    // Applying a patch within the budget can take milliseconds: off the runtime.
+                    tokio::task::spawn_blocking(move || state_call(&checkpoints, &server, call))
+                        .await
+                        .unwrap_or_else(|_| Err(ErrorObject::internal("the state update failed")))
+                }
             })
             .on_diagnostic(move |d| {
                 let _ = diag_events.send(HostEvent::Diagnostic {
@@ -1387,8 +1411,11 @@ impl Host {
     async fn handshake(&self, link: &Link, config: &ServerConfig) -> Result<(), String> {
         let client = &link.client;
         let connected = match &config.transport {
-            Transport::Stdio { command, args, env, cwd } => {
+            Transport::Stdio { command, args, env, cwd, inherit_env } => {
                 let mut child = ChildProcess::new(command).args(args);
+                if *inherit_env {
+                    child = child.inherit_env();
+                }
                 for (k, v) in env {
                     child = child.env(k, v);
                 }
@@ -1430,7 +1457,7 @@ impl Host {
                 let mode =
                     if host_state { StateMode::HostManaged } else { StateMode::ServerManaged };
                 if let Err(e) = self.inner.checkpoints.register(id, name, mode, rollback) {
-                    tracing::error!(server = id, feature_set = %name, error = %e, "checkpoint tree not registered");
+                    tracing::error!(server = id, feature_set = ?name, error = %e, "checkpoint tree not registered");
                 }
             }
         }
@@ -1910,11 +1937,16 @@ impl Host {
             },
         })?;
         let state = match result.as_object_mut().and_then(|o| o.remove("state")) {
-            Some(state) => self.inner.checkpoints.record_result(
-                &route.server,
-                route.feature_set.as_deref(),
-                &state,
-            ),
+            Some(state) => {
+                // Applying a patch within the budget can take milliseconds: off the runtime.
+                let (checkpoints, server) = (self.inner.checkpoints.clone(), route.server.clone());
+                let set = route.feature_set.clone();
+                tokio::task::spawn_blocking(move || {
+                    checkpoints.record_result(&server, set.as_deref(), &state)
+                })
+                .await
+                .unwrap_or_else(|_| RecordOutcome::Malformed("recording the state failed".into()))
+            }
             None => RecordOutcome::NoState,
         };
         Ok(ToolCall { server: route.server, tool: route.tool, result, state })
@@ -2137,6 +2169,9 @@ impl Host {
         for link in links {
             let _ = link.client.close().await;
         }
+        // Every change saved before returning; the writer's file I/O stays off this runtime.
+        let checkpoints = self.inner.checkpoints.clone();
+        let _ = tokio::task::spawn_blocking(move || checkpoints.flush()).await;
     }
 }
 
@@ -2180,7 +2215,7 @@ pub fn describe(outcome: &RecordOutcome) -> Value {
         }
         RecordOutcome::Dropped(reason) => json!({"outcome": "dropped", "reason": reason.kind()}),
         RecordOutcome::Rejected { feature_set, error } => {
-            json!({"outcome": "rejected", "featureSet": feature_set, "reason": error.kind(), "detail": error.to_string()})
+            json!({"outcome": "rejected", "featureSet": feature_set, "reason": error.kind(), "detail": crate::checkpoint::describe_error(error)})
         }
         RecordOutcome::Malformed(why) => json!({"outcome": "malformed", "detail": why}),
     }

@@ -1,19 +1,20 @@
 //! Unguessable ids and wall-clock timestamps, shared by tasks and MCPL.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// 128 random bits from the OS CSPRNG, hex. If the OS source fails, the clock mixed with a
-/// counter (unique within the process, not unguessable).
-pub(crate) fn random_hex() -> String {
-    static FALLBACK: AtomicU64 = AtomicU64::new(0);
+/// 128 random bits from the OS CSPRNG, hex. There is no fallback: an id someone could guess
+/// (a task id is a capability to read the task's result) is worse than no id, so when the OS
+/// source fails the caller fails too, as session ids do.
+pub(crate) fn random_hex() -> Result<String, getrandom::Error> {
+    random_hex_from(getrandom::fill)
+}
+
+fn random_hex_from(
+    fill: impl FnOnce(&mut [u8]) -> Result<(), getrandom::Error>,
+) -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        let n = FALLBACK.fetch_add(1, Ordering::Relaxed);
-        let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        bytes.copy_from_slice(&(t ^ u128::from(n)).to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `time` as an ISO 8601 UTC timestamp with milliseconds (`2026-07-28T12:34:56.789Z`).
@@ -56,8 +57,14 @@ mod tests {
 
     #[test]
     fn random_hex_is_128_bits_and_differs() {
-        let (a, b) = (random_hex(), random_hex());
+        let (a, b) = (random_hex().unwrap(), random_hex().unwrap());
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_failing_random_source_is_an_error_not_a_guessable_id() {
+        let failed = random_hex_from(|_| Err(getrandom::Error::UNSUPPORTED));
+        assert_eq!(failed, Err(getrandom::Error::UNSUPPORTED));
     }
 }

@@ -486,7 +486,7 @@ impl TaskSlot {
         }
         let tasks = &self.server.inner.tasks;
         let now = crate::ids::iso8601(SystemTime::now());
-        let mut record = DetailedTask::new(new_task_id(), TaskStatus::Working, now.clone(), now);
+        let mut record = DetailedTask::new(new_task_id()?, TaskStatus::Working, now.clone(), now);
         record.ttl_ms = tasks.ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         record.poll_interval_ms =
             Some(u64::try_from(tasks.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1));
@@ -771,9 +771,13 @@ pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>
     encode(Map::new())
 }
 
-/// A fresh unguessable task id: 128 random bits, hex.
-fn new_task_id() -> String {
-    crate::ids::random_hex()
+/// A fresh unguessable task id: 128 random bits, hex; an internal error when the OS random
+/// source fails (never a guessable id).
+fn new_task_id() -> Result<String, ErrorObject> {
+    crate::ids::random_hex().map_err(|e| {
+        tracing::error!(error = %e, "no OS randomness for a task id; task not created");
+        ErrorObject::internal("the server cannot create a task id")
+    })
 }
 
 #[cfg(test)]
@@ -782,7 +786,7 @@ mod tests {
 
     #[test]
     fn task_ids_are_unguessable_hex() {
-        let (a, b) = (new_task_id(), new_task_id());
+        let (a, b) = (new_task_id().unwrap(), new_task_id().unwrap());
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));

@@ -25,12 +25,37 @@
 
 use std::process::ExitCode;
 
+use mcpl_core::log_safe::LogSafe;
 use mcpl_host::config::{HostConfig, ServerConfig};
 use mcpl_host::host::{describe, state_view};
 use mcpl_host::{Host, HostError, HostEvent};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+
+/// Writes each log record as one line: a control character inside a record (a newline in a
+/// server's text that would start a forged line) is escaped, whatever logged it; the record's
+/// own final newline stays.
+struct OneLine<W>(W);
+
+impl<W: std::io::Write> std::io::Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (body, end) = match buf.strip_suffix(b"\n") {
+            Some(body) => (body, true),
+            None => (buf, false),
+        };
+        let mut line = LogSafe(&String::from_utf8_lossy(body)).to_string();
+        if end {
+            line.push('\n');
+        }
+        self.0.write_all(line.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
 
 fn event_json(event: &HostEvent) -> Value {
     match event {
@@ -137,7 +162,7 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
 #[tokio::main]
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| OneLine(std::io::stderr()))
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),

@@ -211,7 +211,7 @@ pub(crate) async fn incoming(host: &McplHost, params: Option<Value>) -> Answer {
                 let channel_id = message.channel_id.clone();
                 let outcome = handler(message).await;
                 if let IncomingOutcome::Declined { reason } = &outcome {
-                    tracing::debug!(%channel_id, %message_id, %reason, "incoming message declined");
+                    tracing::debug!(channel_id = ?channel_id, message_id = ?message_id, reason = ?reason, "incoming message declined");
                 }
                 outcome
             }

@@ -1230,7 +1230,7 @@ impl McplHost {
         if self.status().is_none() {
             return;
         }
-        tracing::debug!(revision = %params.revision, domains = ?params.domains, "manifest changed");
+        tracing::debug!(revision = ?params.revision, domains = ?params.domains, "manifest changed");
         if self.options().refresh_on_change {
             let host = self.clone();
             tokio::spawn(async move { host.refresh_announced().await });

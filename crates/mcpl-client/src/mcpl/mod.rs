@@ -181,6 +181,7 @@ pub(crate) struct Options {
     pub(crate) fetch_burst: usize,
     pub(crate) fetch_window: Duration,
     pub(crate) refresh_on_change: bool,
+    pub(crate) state_budget: mcpl_core::mcpl::state::StateBudget,
 }
 
 pub(crate) struct Inner {
@@ -337,6 +338,7 @@ impl McplHost {
                     fetch_burst: DEFAULT_FETCH_BURST,
                     fetch_window: DEFAULT_FETCH_WINDOW,
                     refresh_on_change: true,
+                    state_budget: mcpl_core::mcpl::state::StateBudget::default(),
                 }),
                 policy: Mutex::new(policy),
                 session: Mutex::new(None),
@@ -1106,6 +1108,30 @@ impl McplHost {
     #[must_use]
     pub fn with_push_dedupe(self, entries: usize) -> McplHost {
         self.update_options(|o| o.push_dedupe = entries.max(1))
+    }
+
+    /// The budget every state the connection's
+    /// [`StateTracker`](mcpl_core::mcpl::state::StateTracker) keeps (depth, size, patch
+    /// operations and work; default: [`StateBudget::default`], derived from the default message
+    /// size limit). A snapshot or patch crossing it is not kept: its checkpoint is tracked by
+    /// reference only.
+    ///
+    /// [`StateBudget::default`]: mcpl_core::mcpl::state::StateBudget::default
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
+    /// use mcpl_core::mcpl::state::StateBudget;
+    ///
+    /// // States of at most 256 KiB, 16 levels deep.
+    /// let budget = StateBudget::for_message_size(256 * 1024).with_max_depth(16);
+    /// let host = McplHost::new(HostPolicy::default()).with_state_budget(budget);
+    /// # drop(host);
+    /// ```
+    #[must_use]
+    pub fn with_state_budget(self, budget: mcpl_core::mcpl::state::StateBudget) -> McplHost {
+        self.update_options(|o| o.state_budget = budget)
     }
 
     /// The `mcpl/manifest` fetch budget per connection: `burst` fetches per `window`
@@ -2148,6 +2174,7 @@ impl McplHost {
             declared,
             details.capabilities.tools.is_some(),
             self.options().push_dedupe,
+            self.options().state_budget,
         );
         *lock(&self.inner.session) = Some(session);
         let _guard = self.inner.grant_lock.lock().await;

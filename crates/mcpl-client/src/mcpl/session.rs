@@ -173,6 +173,7 @@ impl Session {
         declared: FeatureSets,
         mcp_tools: bool,
         dedupe: usize,
+        budget: mcpl_core::mcpl::state::StateBudget,
     ) -> Session {
         let understood = manifest.understood_paths(mcp_tools);
         Session {
@@ -193,7 +194,7 @@ impl Session {
             fetches: VecDeque::new(),
             fetch_drops_reported: false,
             trailing_fetch: false,
-            state: StateTracker::new(),
+            state: StateTracker::new().with_budget(budget),
             pending: None,
         }
     }

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpl_core::jsonrpc::Message;
+use mcpl_core::log_safe::LogSafe;
 use mcpl_core::transport::lines::{LineReceiver, LineSender};
 use mcpl_core::transport::{
     DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender,
 };
 use mcpl_core::{Error, Result};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
@@ -22,10 +23,20 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// A server to spawn as a child process.
 ///
+/// **Environment.** The child does not inherit this process's environment (which may hold API
+/// keys and cloud credentials a server has no business seeing). It gets the variables named in
+/// [`DEFAULT_INHERITED_ENV`] that are set here (on Unix `HOME`, `LOGNAME`, `PATH`, `SHELL`,
+/// `TERM`, `USER`, `LANG`, `LC_ALL`, `TMPDIR`; on Windows the usual system variables), plus
+/// those set with [`env`](Self::env). [`inherit_env`](Self::inherit_env) passes everything on;
+/// [`env_clear`](Self::env_clear) passes nothing but what `env` sets.
+///
 /// The child's stderr is forwarded line by line to `tracing` (target `mcpl_client::child`, level
-/// INFO). The child is killed when the transport is closed or dropped. When the child exits on
-/// its own, the receiver ends: cleanly for exit status 0, with a transport error naming the
-/// status otherwise.
+/// INFO), each line cut at [`max_stderr_line`](Self::max_stderr_line) bytes (default
+/// [`MAX_STDERR_LINE`]) and its control characters escaped. The child is killed when the
+/// transport is closed or dropped. When the child exits on its own, the receiver ends: cleanly
+/// for exit status 0, with a transport error naming the status otherwise.
+///
+/// Its `Debug` output shows the names of the variables set, never their values.
 ///
 /// # Examples
 ///
@@ -38,15 +49,75 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 ///     .current_dir("/tmp");
 /// # drop(server);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use]
 pub struct ChildProcess {
     program: OsString,
     args: Vec<OsString>,
     env: BTreeMap<OsString, OsString>,
-    env_clear: bool,
+    base: EnvBase,
     cwd: Option<PathBuf>,
     max_message_size: usize,
+    max_stderr_line: usize,
+}
+
+/// Which of this process's variables a child starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EnvBase {
+    /// [`DEFAULT_INHERITED_ENV`].
+    Minimal,
+    /// Everything.
+    Inherit,
+    /// Nothing.
+    Empty,
+}
+
+/// The variables a [`ChildProcess`] inherits by default (those that are set): what a program
+/// needs to find its tools, home and locale, and nothing that usually holds a secret.
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV: &[&str] =
+    &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR"];
+
+/// The variables a [`ChildProcess`] inherits by default (those that are set): what a program
+/// needs to find its tools, home and locale, and nothing that usually holds a secret.
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+    "WINDIR",
+];
+
+/// The longest stderr line of a child forwarded to `tracing`, in bytes; the rest of a longer
+/// line is dropped (and counted in the log record), so a child writing without newlines cannot
+/// grow this process.
+pub const MAX_STDERR_LINE: usize = 8 * 1024;
+
+impl std::fmt::Debug for ChildProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Variable values often are secrets: names only.
+        let env: Vec<_> = self.env.keys().collect();
+        f.debug_struct("ChildProcess")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("base_env", &self.base)
+            .field("cwd", &self.cwd)
+            .field("max_message_size", &self.max_message_size)
+            .field("max_stderr_line", &self.max_stderr_line)
+            .finish()
+    }
 }
 
 impl ChildProcess {
@@ -74,9 +145,10 @@ impl ChildProcess {
             program: program.into(),
             args: Vec::new(),
             env: BTreeMap::new(),
-            env_clear: false,
+            base: EnvBase::Minimal,
             cwd: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_stderr_line: MAX_STDERR_LINE,
         }
     }
 
@@ -146,8 +218,8 @@ impl ChildProcess {
         self
     }
 
-    /// Starts the child with only the variables set with [`env`](Self::env). Default: the
-    /// child inherits this process's environment.
+    /// Starts the child with only the variables set with [`env`](Self::env), not even those
+    /// of [`DEFAULT_INHERITED_ENV`].
     ///
     /// # Examples
     ///
@@ -170,7 +242,43 @@ impl ChildProcess {
     /// # Ok(()) }
     /// ```
     pub fn env_clear(mut self) -> Self {
-        self.env_clear = true;
+        self.base = EnvBase::Empty;
+        self
+    }
+
+    /// Passes this process's whole environment on to the child (plus what [`env`](Self::env)
+    /// sets). Only for servers trusted with every secret this process holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::{ChildProcess, DEFAULT_INHERITED_ENV};
+    /// use mcpl_core::jsonrpc::Message;
+    /// use mcpl_core::transport::{Transport, TransportReceiver};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcpl_core::Result<()> {
+    /// // A variable of this process that is not passed on by default.
+    /// let simple = |k: &String| k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    /// let own = std::env::vars().map(|(k, _)| k).find(|k| {
+    ///     simple(k) && !DEFAULT_INHERITED_ENV.contains(&k.as_str())
+    /// });
+    /// # let Some(name) = own else { return Ok(()) };
+    /// // A child that says whether it sees it.
+    /// let script = r#"if printenv "$1" >/dev/null; then s=yes; else s=no; fi
+    /// printf '{"jsonrpc":"2.0","method":"env","params":{"seen":"%s"}}\n' "$s""#;
+    /// let seen = |child: ChildProcess| async move {
+    ///     let (_tx, mut rx) = child.start().await?;
+    ///     let Some(Message::Notification(n)) = rx.recv().await? else { panic!("no message") };
+    ///     Ok::<_, mcpl_core::Error>(n.params.unwrap_or_default()["seen"].clone())
+    /// };
+    /// let child = ChildProcess::new("/bin/sh").args(["-c", script, "sh", &name]);
+    /// assert_eq!(seen(child.clone()).await?, "no");
+    /// assert_eq!(seen(child.inherit_env()).await?, "yes");
+    /// # Ok(()) }
+    /// ```
+    pub fn inherit_env(mut self) -> Self {
+        self.base = EnvBase::Inherit;
         self
     }
 
@@ -222,6 +330,23 @@ impl ChildProcess {
         self
     }
 
+    /// The longest stderr line forwarded to `tracing`, in bytes (at least 1). Default:
+    /// [`MAX_STDERR_LINE`]. The rest of a longer line is read and dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::transport::ChildProcess;
+    ///
+    /// // Keep stderr lines short in the logs of a chatty server.
+    /// let server = ChildProcess::new("node").arg("server.js").max_stderr_line(512);
+    /// # drop(server);
+    /// ```
+    pub fn max_stderr_line(mut self, bytes: usize) -> Self {
+        self.max_stderr_line = bytes.max(1);
+        self
+    }
+
     fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
@@ -229,8 +354,19 @@ impl ChildProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        if self.env_clear {
-            cmd.env_clear();
+        match self.base {
+            EnvBase::Inherit => {}
+            EnvBase::Empty => {
+                cmd.env_clear();
+            }
+            EnvBase::Minimal => {
+                cmd.env_clear();
+                for name in DEFAULT_INHERITED_ENV {
+                    if let Some(value) = std::env::var_os(name) {
+                        cmd.env(name, value);
+                    }
+                }
+            }
         }
         cmd.envs(&self.env);
         if let Some(dir) = &self.cwd {
@@ -241,15 +377,21 @@ impl ChildProcess {
 }
 
 impl ChildProcess {
-    /// The hex SHA-256 of the environment this transport sets, if it sets any: the clear flag,
+    /// The hex SHA-256 of the environment this transport sets, if it sets any (variables, or
+    /// a base other than the default minimal one): the base (0 minimal, 1 empty, 2 inherited),
     /// then each variable (in key order) as length-prefixed key and value bytes.
     fn environment_digest(&self) -> Option<String> {
         use sha2::{Digest, Sha256};
-        if self.env.is_empty() && !self.env_clear {
+        if self.env.is_empty() && self.base == EnvBase::Minimal {
             return None;
         }
+        let base: u8 = match self.base {
+            EnvBase::Minimal => 0,
+            EnvBase::Empty => 1,
+            EnvBase::Inherit => 2,
+        };
         let mut hash = Sha256::new();
-        hash.update([u8::from(self.env_clear)]);
+        hash.update([base]);
         for (key, value) in &self.env {
             for part in [key, value] {
                 let bytes = part.as_encoded_bytes();
@@ -268,10 +410,11 @@ impl Transport for ChildProcess {
     /// The command line: `stdio:` and a JSON array of the program and its arguments, plus
     /// `@` and the working directory when one is set (`stdio:["node","server.js"]@/srv`), plus
     /// `#env=` and a SHA-256 digest of the environment this transport sets (the variables
-    /// given with [`env`](ChildProcess::env), and [`env_clear`](ChildProcess::env_clear)) when
-    /// it sets any: two children differing only in a variable are different servers to the
-    /// response cache. The variables are hashed, never written out (they often carry secrets).
-    /// The environment the child inherits from this process is not part of it.
+    /// given with [`env`](ChildProcess::env), and [`env_clear`](ChildProcess::env_clear) or
+    /// [`inherit_env`](ChildProcess::inherit_env)) when it sets any: two children differing
+    /// only in a variable are different servers to the response cache. The variables are
+    /// hashed, never written out (they often carry secrets). The values the child takes from
+    /// this process's environment are not part of it.
     fn endpoint(&self) -> Option<String> {
         let words: Vec<String> = std::iter::once(&self.program)
             .chain(&self.args)
@@ -300,12 +443,18 @@ impl Transport for ChildProcess {
         let stdin = child.stdin.take().ok_or_else(missing)?;
         let stdout = child.stdout.take().ok_or_else(missing)?;
         if let Some(stderr) = child.stderr.take() {
-            let name = program.clone();
+            let (name, max_line) = (program.clone(), self.max_stderr_line);
             tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::info!(target: "mcpl_client::child", program = %name, "{line}");
-                }
+                forward_stderr(BufReader::new(stderr), max_line, |line, dropped| {
+                    let line = String::from_utf8_lossy(line);
+                    let (program, line) = (LogSafe(&name), LogSafe(&line));
+                    if dropped == 0 {
+                        tracing::info!(target: "mcpl_client::child", %program, "{line}");
+                    } else {
+                        tracing::info!(target: "mcpl_client::child", %program, truncated_bytes = dropped, "{line}");
+                    }
+                })
+                .await;
             });
         }
         tracing::debug!(program = %program, pid = child.id(), "spawned server process");
@@ -421,6 +570,41 @@ impl TransportReceiver for ChildReceiver {
     }
 }
 
+/// Reads `reader` to its end, handing each line (without its newline) to `emit` with the
+/// number of bytes dropped from it: a line longer than `max` is cut there, and the rest of it
+/// is read and dropped without being kept.
+async fn forward_stderr<R: AsyncBufRead + Unpin>(
+    mut reader: R,
+    max: usize,
+    mut emit: impl FnMut(&[u8], usize),
+) {
+    let mut line: Vec<u8> = Vec::new();
+    let mut dropped = 0usize;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let (part, newline) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (&chunk[..at], true),
+            None => (chunk, false),
+        };
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        dropped += part.len().saturating_sub(room);
+        let used = part.len() + usize::from(newline);
+        reader.consume(used);
+        if newline {
+            emit(&line, dropped);
+            line.clear();
+            dropped = 0;
+        }
+    }
+    if !line.is_empty() || dropped > 0 {
+        emit(&line, dropped);
+    }
+}
+
 fn exited(program: &str, status: ExitStatus) -> Error {
     Error::Transport {
         context: format!("server process {program:?} exited with {status}"),
@@ -431,6 +615,54 @@ fn exited(program: &str, status: ExitStatus) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn stderr_lines_are_capped_and_a_flood_is_never_kept() {
+        // 10 MiB without a newline, then two short lines; read through a small buffer.
+        let mut input = vec![b'x'; 10 << 20];
+        input.extend_from_slice(b"\nok\nlast");
+        let reader = BufReader::with_capacity(4096, &input[..]);
+        let mut seen = Vec::new();
+        forward_stderr(reader, 100, |line, dropped| seen.push((line.to_vec(), dropped))).await;
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0], (vec![b'x'; 100], (10 << 20) - 100));
+        assert_eq!(seen[1], (b"ok".to_vec(), 0));
+        assert_eq!(seen[2], (b"last".to_vec(), 0));
+    }
+
+    #[test]
+    fn debug_shows_variable_names_not_values() {
+        let child = ChildProcess::new("srv").env("API_KEY", "sk-very-secret");
+        let shown = format!("{child:?}");
+        assert!(shown.contains("API_KEY") && !shown.contains("sk-very-secret"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn the_default_environment_is_minimal() {
+        let script = "env | cut -d= -f1";
+        let cmd = ChildProcess::new("/bin/sh").args(["-c", script]).env("EXTRA", "1").command();
+        let out = {
+            let mut cmd = cmd;
+            cmd.stdin(Stdio::null());
+            cmd.output().await.unwrap()
+        };
+        let names: Vec<String> =
+            String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
+        for name in &names {
+            // The shell adds a few of its own.
+            let shells = ["PWD", "SHLVL", "_", "OLDPWD"];
+            assert!(
+                DEFAULT_INHERITED_ENV.contains(&name.as_str())
+                    || shells.contains(&name.as_str())
+                    || name == "EXTRA",
+                "{name} leaked into the child: {names:?}"
+            );
+        }
+        assert!(names.contains(&"EXTRA".to_owned()));
+        if std::env::var_os("PATH").is_some() {
+            assert!(names.contains(&"PATH".to_owned()));
+        }
+    }
 
     #[test]
     fn endpoint_is_the_command_line_working_dir_and_hashed_environment() {
@@ -461,5 +693,7 @@ mod tests {
         let ab = a.clone().env("A", "BC").endpoint();
         assert_ne!(ab, a.clone().env("AB", "C").endpoint());
         assert_ne!(a.clone().env_clear().endpoint(), a.endpoint());
+        assert_ne!(a.clone().inherit_env().endpoint(), a.endpoint());
+        assert_ne!(a.clone().inherit_env().endpoint(), a.clone().env_clear().endpoint());
     }
 }

@@ -434,7 +434,6 @@ fn backoff(retry: Option<Duration>, floor: Duration, failures: u32) -> Duration 
 ///
 /// Its [`endpoint`](Transport::endpoint) identity is the URL; its
 /// [`session`](Transport::session) handle holds the 2025-era session id.
-#[derive(Debug)]
 #[must_use]
 pub struct HttpTransport {
     url: String,
@@ -447,6 +446,21 @@ pub struct HttpTransport {
     session: SessionHandle,
     #[cfg(feature = "auth")]
     auth: Option<Arc<crate::auth::OAuth>>,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    /// The URL without its user info and query, and header names only: both can carry
+    /// credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.keys().map(|name| name.as_str()).collect();
+        f.debug_struct("HttpTransport")
+            .field("url", &super::redacted_url(&self.url))
+            .field("headers", &headers)
+            .field("max_response_size", &self.max_response_size)
+            .field("max_resume_attempts", &self.max_resume_attempts)
+            .field("standalone_stream", &self.standalone_stream)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Clone for HttpTransport {
@@ -1107,7 +1121,7 @@ pub struct HttpSender {
 impl std::fmt::Debug for HttpSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpSender")
-            .field("url", &self.shared.url)
+            .field("url", &super::redacted_url(self.shared.url.as_str()))
             .field("session", &lock(&self.shared.session).is_some())
             .finish()
     }

@@ -15,7 +15,64 @@ pub mod mcpl_uri;
 pub mod redirect;
 pub mod ws;
 
-pub use self::child::{ChildProcess, ChildReceiver, ChildSender};
+pub use self::child::{
+    ChildProcess, ChildReceiver, ChildSender, DEFAULT_INHERITED_ENV, MAX_STDERR_LINE,
+};
 pub use self::http::{HttpReceiver, HttpSender, HttpTransport};
 pub use self::mcpl_uri::{McplUri, McplUriError, McplUriErrorKind};
 pub use self::ws::WebSocketTransport;
+
+/// `url` for a log line or `Debug` output: its user info and query (where credentials and
+/// tokens hide) replaced by `…`, its fragment dropped; text that is not a URL is shown as
+/// `<not a URL>`.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::redacted_url;
+///
+/// assert_eq!(
+///     redacted_url("https://bot:s3cret@hooks.example/T0/B1?token=abc#x"),
+///     "https://…@hooks.example/T0/B1?…"
+/// );
+/// assert_eq!(redacted_url("ws://127.0.0.1:9000/mcpl"), "ws://127.0.0.1:9000/mcpl");
+/// assert_eq!(redacted_url("not a url token=abc"), "<not a URL>");
+/// ```
+pub fn redacted_url(url: &str) -> String {
+    let Ok(parsed) = url::Url::parse(url) else { return "<not a URL>".to_owned() };
+    let mut out = format!("{}://", parsed.scheme());
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        out.push_str("…@");
+    }
+    if let Some(host) = parsed.host_str() {
+        out.push_str(host);
+    }
+    if let Some(port) = parsed.port() {
+        out.push_str(&format!(":{port}"));
+    }
+    out.push_str(parsed.path());
+    if parsed.query().is_some() {
+        out.push_str("?…");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_holds_no_credentials() {
+        let url = "https://user:pa55@mcp.example/mcp?key=sk-query-secret";
+        let http = HttpTransport::new(url).header("Authorization", "Bearer sk-header-secret");
+        let ws = WebSocketTransport::new("wss://mcp.example/ws?token=sk-ws-secret")
+            .header("Authorization", "Bearer sk-ws-header");
+        let shown = format!("{:?} {ws:?}", http.unwrap());
+        for secret in
+            ["pa55", "sk-query-secret", "sk-header-secret", "sk-ws-secret", "sk-ws-header"]
+        {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("mcp.example/mcp") && shown.contains("authorization"), "{shown}");
+    }
+}

@@ -124,7 +124,7 @@ impl std::fmt::Debug for WebSocketTransport {
         // Header values may be credentials: only their names are shown.
         let headers: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("WebSocketTransport")
-            .field("url", &self.url)
+            .field("url", &super::redacted_url(&self.url))
             .field("headers", &headers)
             .field("subprotocols", &self.subprotocols)
             .field("max_message_size", &self.max_message_size)

@@ -25,18 +25,23 @@
 mod attribution;
 mod store;
 mod tree;
+mod writer;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcpl_core::mcpl::state::PatchOperation;
+use mcpl_core::mcpl::state::{PatchOperation, StateBudget};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use self::writer::{Slot, Slots, Writer, lock};
+
 pub use self::attribution::{Attribution, DropReason, attribute_injection, attribute_result};
-pub use self::store::{CheckpointStore, FORMAT_VERSION, FileStore, MemoryStore, StoreError};
+pub use self::store::{
+    CheckpointStore, FORMAT_VERSION, FileStore, Loaded, MemoryStore, StoreError, Unreadable,
+};
 pub use self::tree::{
     CheckpointNode, CheckpointTree, Incoming, MoveError, RecordError, Recorded, StateMode,
 };
@@ -84,6 +89,35 @@ impl fmt::Display for TreeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.server, self.feature_set)
     }
+}
+
+/// A stored tree that could not be used as it was: unreadable (set aside, a fresh tree starts
+/// when its server registers the set again) or degraded (its state cannot be rebuilt within the
+/// budget; nothing is injected from it until a snapshot arrives). Either way only that
+/// (server, feature set) is affected.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointManager, FileStore};
+///
+/// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-issues-{}", std::process::id()));
+/// let store = FileStore::new(&dir).unwrap();
+/// // The tree file of (notes, notes.store), truncated.
+/// std::fs::write(dir.join("tree-6e6f7465733a6e6f7465732e73746f7265.json"), "{\"version\": 1, ")
+///     .unwrap();
+/// let trees = CheckpointManager::open(store, 100).unwrap();
+/// let issues = trees.load_issues();
+/// assert_eq!(issues[0].key.as_ref().map(|k| k.server.as_str()), Some("notes"));
+/// assert!(trees.keys().is_empty());
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadIssue {
+    /// The tree, when known.
+    pub key: Option<TreeKey>,
+    /// What is wrong, for an operator.
+    pub reason: String,
 }
 
 /// What a `tools/call` should carry (siblings of `name` and `arguments` in its params): the
@@ -275,9 +309,11 @@ pub struct CheckpointManager {
 
 #[derive(Debug)]
 struct Inner {
-    trees: Mutex<BTreeMap<TreeKey, CheckpointTree>>,
-    store: Box<dyn CheckpointStore>,
+    slots: Arc<Slots>,
+    writer: Writer,
     retention: usize,
+    budget: StateBudget,
+    issues: Vec<LoadIssue>,
 }
 
 fn now_ms() -> u64 {
@@ -309,27 +345,99 @@ impl CheckpointManager {
     /// std::fs::remove_dir_all(&dir).unwrap();
     /// ```
     pub fn open(store: impl CheckpointStore, retention: usize) -> Result<Self, StoreError> {
-        let mut trees = store.load()?;
-        for (key, tree) in &mut trees {
+        CheckpointManager::open_with(store, retention, StateBudget::default())
+    }
+
+    /// Like [`CheckpointManager::open`], every state kept within `budget`: a stored tree whose
+    /// state is over it is degraded (see [`CheckpointManager::load_issues`]), a result's
+    /// snapshot or patch crossing it is rejected.
+    ///
+    /// Trees are saved by a writer thread after each change (several changes in a row cost one
+    /// save), so no caller waits for the store; [`CheckpointManager::flush`] waits for it, and
+    /// the last manager dropped flushes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::StateBudget;
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, RecordOutcome, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let budget = StateBudget::default().with_max_size(1024);
+    /// let trees = CheckpointManager::open_with(MemoryStore::new(), 100, budget).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+    /// let big = json!({"checkpoint": "c1", "data": {"text": "x".repeat(2000)}});
+    /// let outcome = trees.record_result("notes", None, &big);
+    /// assert!(
+    ///     matches!(outcome, RecordOutcome::Rejected { ref error, .. } if error.kind() == "over_budget")
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be listed at all (a single unreadable tree is a [`LoadIssue`] instead).
+    pub fn open_with(
+        store: impl CheckpointStore,
+        retention: usize,
+        budget: StateBudget,
+    ) -> Result<Self, StoreError> {
+        let loaded = store.load()?;
+        let mut issues: Vec<LoadIssue> = loaded
+            .unreadable
+            .into_iter()
+            .map(|u| LoadIssue { key: u.key, reason: describe_error(&u.error) })
+            .collect();
+        let mut slots = BTreeMap::new();
+        for (key, mut tree) in loaded.trees {
+            tree.set_budget(budget);
             if let Err(e) = tree.materialize() {
-                tracing::warn!(tree = %key, error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
+                tracing::warn!(tree = ?key.to_string(), error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
+                issues.push(LoadIssue { key: Some(key.clone()), reason: describe_error(&e) });
             }
+            slots.insert(key, Arc::new(Mutex::new(tree)));
         }
+        let slots = Arc::new(Mutex::new(slots));
+        let writer = Writer::start(slots.clone(), Arc::new(store));
         Ok(CheckpointManager {
-            inner: Arc::new(Inner { trees: Mutex::new(trees), store: Box::new(store), retention }),
+            inner: Arc::new(Inner { slots, writer, retention, budget, issues }),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<TreeKey, CheckpointTree>> {
-        self.inner.trees.lock().unwrap_or_else(PoisonError::into_inner)
+    /// What was wrong with the stored trees when the manager opened (a host raises an alert
+    /// for each).
+    pub fn load_issues(&self) -> &[LoadIssue] {
+        &self.inner.issues
     }
 
-    /// Saves `tree` while the caller still holds the trees' lock, so saves reach the store in
-    /// the order the mutations happened (and no copy of the tree is made).
-    fn persist(&self, key: &TreeKey, tree: &CheckpointTree) {
-        if let Err(e) = self.inner.store.save(key, tree) {
-            tracing::error!(tree = %key, error = %e, "checkpoint tree not persisted");
-        }
+    /// The budget every state keeps.
+    pub fn budget(&self) -> &StateBudget {
+        &self.inner.budget
+    }
+
+    /// Blocks until every change so far is in the store (the writer saves in the background).
+    /// Call it off an async runtime's workers (`spawn_blocking`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::checkpoint::{CheckpointManager, CheckpointStore, FileStore, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-flush-{}", std::process::id()));
+    /// let trees = CheckpointManager::open(FileStore::new(&dir).unwrap(), 100).unwrap();
+    /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
+    /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
+    /// trees.flush();
+    /// let stored = FileStore::new(&dir).unwrap().load().unwrap().trees;
+    /// assert_eq!(stored.values().next().unwrap().current.as_deref(), Some("c1"));
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn flush(&self) {
+        self.inner.writer.flush();
+    }
+
+    fn slot(&self, key: &TreeKey) -> Option<Slot> {
+        lock(&self.inner.slots).get(key).cloned()
     }
 
     /// Registers a stateful feature set. Idempotent: an existing tree (from memory or the store)
@@ -356,23 +464,31 @@ impl CheckpointManager {
         rollback: bool,
     ) -> Result<(), StoreError> {
         let key = TreeKey::new(server, feature_set);
-        let mut trees = self.lock();
-        let tree = trees.entry(key.clone()).or_insert_with(|| {
-            tracing::info!(tree = %key, ?mode, rollback, "state_registered");
-            CheckpointTree::new(mode, rollback)
-        });
-        if tree.mode != mode {
-            tracing::warn!(tree = %key, from = ?tree.mode, to = ?mode, "feature set changed state mode");
-            tree.mode = mode;
-        }
-        tree.rollback = rollback;
-        if tree.current_state().is_none()
-            && tree.current.is_some()
-            && let Err(e) = tree.materialize()
+        let slot = lock(&self.inner.slots)
+            .entry(key.clone())
+            .or_insert_with(|| {
+                tracing::info!(tree = ?key.to_string(), ?mode, rollback, "state_registered");
+                let tree = CheckpointTree::new(mode, rollback).with_budget(self.inner.budget);
+                Arc::new(Mutex::new(tree))
+            })
+            .clone();
         {
-            tracing::warn!(tree = %key, error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
+            let mut tree = lock(&slot);
+            if tree.mode != mode {
+                tracing::warn!(tree = ?key.to_string(), from = ?tree.mode, to = ?mode, "feature set changed state mode");
+                tree.mode = mode;
+            }
+            tree.rollback = rollback;
+            if tree.current_state().is_none()
+                && tree.current.is_some()
+                && !tree.is_degraded()
+                && let Err(e) = tree.materialize()
+            {
+                tracing::warn!(tree = ?key.to_string(), error = %e, "checkpoint tree degraded: its state cannot be rebuilt");
+            }
         }
-        self.inner.store.save(&key, tree)
+        self.inner.writer.dirty(&key);
+        Ok(())
     }
 
     /// The stateful sets registered for `server` and their modes.
@@ -392,11 +508,12 @@ impl CheckpointManager {
     /// assert!(trees.stateful_sets("web").is_empty());
     /// ```
     pub fn stateful_sets(&self, server: &str) -> BTreeMap<String, StateMode> {
-        self.lock()
+        let slots: Vec<(String, Slot)> = lock(&self.inner.slots)
             .iter()
             .filter(|(k, _)| k.server == server)
-            .map(|(k, t)| (k.feature_set.clone(), t.mode))
-            .collect()
+            .map(|(k, t)| (k.feature_set.clone(), t.clone()))
+            .collect();
+        slots.into_iter().map(|(fs, t)| (fs, lock(&t).mode)).collect()
     }
 
     /// A copy of one tree.
@@ -415,7 +532,7 @@ impl CheckpointManager {
     /// assert!(trees.tree("notes", "notes.other").is_none());
     /// ```
     pub fn tree(&self, server: &str, feature_set: &str) -> Option<CheckpointTree> {
-        self.lock().get(&TreeKey::new(server, feature_set)).cloned()
+        self.slot(&TreeKey::new(server, feature_set)).map(|t| lock(&t).clone())
     }
 
     /// Every tree key.
@@ -434,7 +551,7 @@ impl CheckpointManager {
     /// ]);
     /// ```
     pub fn keys(&self) -> Vec<TreeKey> {
-        self.lock().keys().cloned().collect()
+        lock(&self.inner.slots).keys().cloned().collect()
     }
 
     /// What a call to a tool of `server` tagged with `tool_set` (if any) should carry.
@@ -464,12 +581,12 @@ impl CheckpointManager {
             Attribution::To(fs) => fs,
             Attribution::Drop(DropReason::NoStatefulSet) => return Injection::Nothing,
             Attribution::Drop(reason) => {
-                tracing::warn!(server, tool_set, reason = reason.kind(), "no state injected");
+                tracing::warn!(server, tool_set = ?tool_set, reason = reason.kind(), "no state injected");
                 return Injection::Nothing;
             }
         };
-        let trees = self.lock();
-        let Some(tree) = trees.get(&TreeKey::new(server, &fs)) else { return Injection::Nothing };
+        let Some(slot) = self.slot(&TreeKey::new(server, &fs)) else { return Injection::Nothing };
+        let tree = lock(&slot);
         let Some(checkpoint) = tree.current.clone() else { return Injection::Nothing };
         let state = match tree.mode {
             StateMode::HostManaged => tree.current_state().cloned(),
@@ -511,7 +628,7 @@ impl CheckpointManager {
         let parsed = match parse_state(state) {
             Ok(p) => p,
             Err(why) => {
-                tracing::warn!(server, reason = %why, "malformed state in a tool result");
+                tracing::info!(server, reason = ?why, "malformed state in a tool result");
                 return RecordOutcome::Malformed(why);
             }
         };
@@ -523,7 +640,7 @@ impl CheckpointManager {
             Attribution::Drop(reason) => {
                 tracing::warn!(
                     server,
-                    tool_set,
+                    tool_set = ?tool_set,
                     reason = reason.kind(),
                     "tool result state dropped"
                 );
@@ -535,14 +652,25 @@ impl CheckpointManager {
 
     fn record(&self, server: &str, fs: &str, parsed: &ParsedState) -> RecordOutcome {
         let key = TreeKey::new(server, fs);
-        let mut trees = self.lock();
-        let Some(tree) = trees.get_mut(&key) else {
+        let Some(slot) = self.slot(&key) else {
             return RecordOutcome::Dropped(DropReason::ExplicitNotStateful(fs.to_owned()));
         };
+        let mut tree = lock(&slot);
+        self.record_in(&key, &mut tree, parsed)
+    }
+
+    /// Records into one tree, its lock held (and no other).
+    fn record_in(
+        &self,
+        key: &TreeKey,
+        tree: &mut CheckpointTree,
+        parsed: &ParsedState,
+    ) -> RecordOutcome {
+        let fs = key.feature_set.as_str();
         if tree.mode == StateMode::ServerManaged
             && (parsed.data.is_some() || parsed.patch.is_some())
         {
-            tracing::warn!(tree = %key, "a server-managed set received state data; stored, never injected");
+            tracing::warn!(tree = ?key.to_string(), "a server-managed set received state data; stored, never injected");
         }
         let incoming = Incoming {
             checkpoint: &parsed.checkpoint,
@@ -553,17 +681,17 @@ impl CheckpointManager {
         match tree.record(incoming, now_ms()) {
             Ok(recorded) => {
                 if recorded == Recorded::Detached {
-                    tracing::warn!(tree = %key, checkpoint = %parsed.checkpoint, "checkpoint with an unknown parent recorded as detached");
+                    tracing::warn!(tree = ?key.to_string(), checkpoint = ?parsed.checkpoint, "checkpoint with an unknown parent recorded as detached");
                 }
                 let pruned = tree.prune(self.inner.retention);
                 if !pruned.is_empty() {
-                    tracing::debug!(tree = %key, pruned = pruned.len(), "checkpoints pruned");
+                    tracing::debug!(tree = ?key.to_string(), pruned = pruned.len(), "checkpoints pruned");
                 }
-                self.persist(&key, tree);
+                self.inner.writer.dirty(key);
                 RecordOutcome::Recorded { feature_set: fs.to_owned(), recorded }
             }
             Err(error) => {
-                tracing::warn!(tree = %key, error = %error, kind = error.kind(), "checkpoint rejected");
+                tracing::info!(tree = ?key.to_string(), error = %error, kind = error.kind(), cause = ?describe_error(&error), "checkpoint rejected");
                 RecordOutcome::Rejected { feature_set: fs.to_owned(), error }
             }
         }
@@ -595,8 +723,8 @@ impl CheckpointManager {
         checkpoint: &str,
     ) -> Result<bool, RollbackError> {
         let key = TreeKey::new(server, fs);
-        let trees = self.lock();
-        let tree = trees.get(&key).ok_or_else(|| RollbackError::UnknownSet(key.clone()))?;
+        let slot = self.slot(&key).ok_or_else(|| RollbackError::UnknownSet(key.clone()))?;
+        let tree = lock(&slot);
         match tree.nodes.get(checkpoint) {
             None => return Err(MoveError::Unknown(checkpoint.to_owned()).into()),
             Some(n) if n.pruned_by_server => {
@@ -649,16 +777,19 @@ impl CheckpointManager {
         data: Option<Value>,
     ) -> Result<(), RollbackError> {
         let key = TreeKey::new(server, fs);
-        let mut trees = self.lock();
-        let tree = trees.get_mut(&key).ok_or_else(|| RollbackError::UnknownSet(key.clone()))?;
+        let slot = self.slot(&key).ok_or_else(|| RollbackError::UnknownSet(key.clone()))?;
+        let mut tree = lock(&slot);
         tree.move_to(checkpoint)?;
         if let Some(data) = data.filter(|_| tree.mode == StateMode::HostManaged) {
             if tree.current_state() != Some(&data) {
-                tracing::warn!(tree = %key, checkpoint, "the server's rollback state differs from the reconstructed one; adopting it");
+                tracing::warn!(tree = ?key.to_string(), checkpoint = ?checkpoint, "the server's rollback state differs from the reconstructed one; adopting it");
             }
-            tree.adopt_state(checkpoint, data);
+            if let Err(e) = tree.adopt_state(checkpoint, data) {
+                tracing::info!(tree = ?key.to_string(), error = %e, cause = ?describe_error(&e), "the server's rollback state was not adopted");
+            }
         }
-        self.persist(&key, tree);
+        drop(tree);
+        self.inner.writer.dirty(&key);
         Ok(())
     }
 
@@ -682,10 +813,9 @@ impl CheckpointManager {
     /// ```
     pub fn mark_pruned(&self, server: &str, fs: &str, checkpoint: &str) {
         let key = TreeKey::new(server, fs);
-        let mut trees = self.lock();
-        if let Some(tree) = trees.get_mut(&key) {
-            tree.mark_pruned(checkpoint);
-            self.persist(&key, tree);
+        if let Some(slot) = self.slot(&key) {
+            lock(&slot).mark_pruned(checkpoint);
+            self.inner.writer.dirty(&key);
         }
     }
 
@@ -722,18 +852,16 @@ impl CheckpointManager {
             Err(why) => return refuse(why),
         };
         let key = TreeKey::new(server, fs);
+        let Some(slot) = self.slot(&key) else {
+            return refuse(format!("{fs} is not a stateful feature set"));
+        };
+        let mut tree = lock(&slot);
+        if let (Some(parent), Some(current)) = (&parsed.parent, &tree.current)
+            && parent != current
         {
-            let trees = self.lock();
-            let Some(tree) = trees.get(&key) else {
-                return refuse(format!("{fs} is not a stateful feature set"));
-            };
-            if let (Some(parent), Some(current)) = (&parsed.parent, &tree.current)
-                && parent != current
-            {
-                return refuse(format!("parent {parent} is not the current checkpoint {current}"));
-            }
+            return refuse(format!("parent {parent} is not the current checkpoint {current}"));
         }
-        match self.record(server, fs, &parsed) {
+        match self.record_in(&key, &mut tree, &parsed) {
             RecordOutcome::Recorded { .. } => serde_json::json!({"accepted": true}),
             RecordOutcome::Rejected { error, .. } => refuse(error.to_string()),
             other => refuse(format!("{other:?}")),
@@ -770,8 +898,9 @@ impl CheckpointManager {
         server: &str,
         fs: &str,
     ) -> Result<Value, mcpl_core::jsonrpc::ErrorObject> {
-        let trees = self.lock();
-        match trees.get(&TreeKey::new(server, fs)) {
+        let slot = self.slot(&TreeKey::new(server, fs));
+        let tree = slot.as_ref().map(|s| lock(s));
+        match tree.as_deref() {
             Some(tree) if tree.mode == StateMode::HostManaged => Ok(serde_json::json!({
                 "checkpoint": tree.current,
                 "data": tree.current_state(),
@@ -803,15 +932,28 @@ impl CheckpointManager {
     /// ```
     pub fn remove_server(&self, server: &str) -> Result<(), StoreError> {
         let removed: Vec<TreeKey> = {
-            let mut trees = self.lock();
-            let keys: Vec<TreeKey> = trees.keys().filter(|k| k.server == server).cloned().collect();
+            let mut slots = lock(&self.inner.slots);
+            let keys: Vec<TreeKey> = slots.keys().filter(|k| k.server == server).cloned().collect();
             for k in &keys {
-                trees.remove(k);
+                slots.remove(k);
             }
             keys
         };
-        removed.iter().try_for_each(|k| self.inner.store.remove(k))
+        removed.iter().for_each(|k| self.inner.writer.dirty(k));
+        Ok(())
     }
+}
+
+/// An error and its causes, for a log field, an alert or a summary.
+pub(crate) fn describe_error(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 struct ParsedState {
@@ -951,6 +1093,36 @@ mod tests {
     }
 
     #[test]
+    fn state_update_and_rollback_bodies_keep_the_budget() {
+        let budget = StateBudget::default().with_max_depth(8);
+        let m = CheckpointManager::open_with(MemoryStore::new(), 50, budget).unwrap();
+        m.register("s", "x.feed", StateMode::HostManaged, true).unwrap();
+        let deep = (0..20).fold(json!(1), |v, _| json!([v]));
+        let refused = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "a", "parent": null, "data": deep}),
+        );
+        assert_eq!(refused["accepted"], json!(false), "{refused}");
+        assert!(m.tree("s", "x.feed").unwrap().nodes.is_empty(), "nothing stored");
+        let bomb: Vec<Value> = (0..1000)
+            .map(|i| json!({"op": "copy", "from": "", "path": format!("/c{i}")}))
+            .collect();
+        let refused = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "b", "parent": null, "patch": bomb}),
+        );
+        assert_eq!(refused["accepted"], json!(false), "{refused}");
+        // A rollback answer carrying an over-budget state is not adopted.
+        let ok = m.state_update(
+            "s",
+            &json!({"featureSet": "x.feed", "checkpoint": "c", "parent": null, "data": {"n": 1}}),
+        );
+        assert_eq!(ok, json!({"accepted": true}));
+        m.commit_rollback("s", "x.feed", "c", Some(deep)).unwrap();
+        assert_eq!(m.tree("s", "x.feed").unwrap().current_state(), Some(&json!({"n": 1})));
+    }
+
+    #[test]
     fn registration_is_idempotent_and_restart_keeps_state() {
         let dir = std::env::temp_dir().join(format!("mcpl-host-mgr-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -966,6 +1138,7 @@ mod tests {
         assert_eq!(m.injection("s", None), current("notes", "c2", Some(json!({"a": 1, "b": 2}))));
         assert_eq!(m.tree("s", "notes").unwrap().nodes.len(), 2);
         m.remove_server("s").unwrap();
+        m.flush();
         let m = CheckpointManager::open(FileStore::new(&dir).unwrap(), 50).unwrap();
         assert!(m.keys().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();

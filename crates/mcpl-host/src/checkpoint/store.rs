@@ -7,6 +7,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,19 +43,21 @@ pub const FORMAT_VERSION: u32 = 1;
 ///
 /// let dir = std::env::temp_dir().join(format!("mcpl-host-doc-corrupt-{}", std::process::id()));
 /// let store = FileStore::new(&dir).unwrap();
-/// // A tree file someone truncated.
+/// // A tree file someone truncated: reported, set aside, the other trees load.
 /// std::fs::write(dir.join("tree-6e6f7465733a6e6f7465732e73746f7265.json"), "{\"version\": 1, ")
 ///     .unwrap();
-/// match store.load() {
-///     Err(StoreError::Corrupt { path, .. }) => assert!(path.starts_with(&dir)),
-///     other => panic!("expected a corrupt store, got {other:?}"),
+/// let loaded = store.load().unwrap();
+/// assert!(loaded.trees.is_empty());
+/// match &loaded.unreadable[0].error {
+///     StoreError::Corrupt { path, .. } => assert!(path.starts_with(&dir)),
+///     other => panic!("expected a corrupt tree, got {other:?}"),
 /// }
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Reading or writing failed.
-    #[error("checkpoint store I/O on {path}: {source}")]
+    #[error("checkpoint store I/O on {path}")]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -62,7 +65,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// A stored tree could not be decoded.
-    #[error("checkpoint store: {path} is not a valid tree file: {detail}")]
+    #[error("checkpoint store: {path} is not a valid tree file ({detail})")]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -94,10 +97,42 @@ impl StoreError {
     }
 }
 
+/// What a store holds: the trees it could read, and the entries it could not.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_host::checkpoint::{CheckpointStore, CheckpointTree, MemoryStore, StateMode, TreeKey};
+///
+/// let store = MemoryStore::new();
+/// store.save(&TreeKey::new("notes", "notes.store"), &CheckpointTree::new(StateMode::HostManaged, false)).unwrap();
+/// let loaded = store.load().unwrap();
+/// assert_eq!(loaded.trees.len(), 1);
+/// assert!(loaded.unreadable.is_empty());
+/// ```
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The trees.
+    pub trees: BTreeMap<TreeKey, CheckpointTree>,
+    /// The entries that could not be read; each affects only its own tree.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A stored entry that could not be read.
+#[derive(Debug)]
+pub struct Unreadable {
+    /// Its (server, feature set), when the store can tell.
+    pub key: Option<TreeKey>,
+    /// Why.
+    pub error: StoreError,
+}
+
 /// Persists checkpoint trees, one entry per (server, feature set).
 ///
-/// `save` is called after every mutation with the whole tree of that key; implementations
-/// must make it atomic (a crash leaves the previous or the new tree, never a mix).
+/// `save` is called after changes with the whole tree of that key, from the checkpoint
+/// writer's thread (never an async runtime's); implementations must make it atomic (a crash
+/// leaves the previous or the new tree, never a mix). `load` reports an entry it cannot read
+/// in [`Loaded::unreadable`] rather than failing: one bad entry must not stop the others.
 ///
 /// # Examples
 ///
@@ -106,8 +141,8 @@ impl StoreError {
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use mcpl_host::checkpoint::{
-///     CheckpointManager, CheckpointStore, CheckpointTree, MemoryStore, StateMode, StoreError,
-///     TreeKey,
+///     CheckpointManager, CheckpointStore, CheckpointTree, Loaded, MemoryStore, StateMode,
+///     StoreError, TreeKey,
 /// };
 /// use serde_json::json;
 ///
@@ -119,7 +154,7 @@ impl StoreError {
 /// }
 ///
 /// impl CheckpointStore for CountingStore {
-///     fn load(&self) -> Result<BTreeMap<TreeKey, CheckpointTree>, StoreError> {
+///     fn load(&self) -> Result<Loaded, StoreError> {
 ///         self.trees.load()
 ///     }
 ///     fn save(&self, key: &TreeKey, tree: &CheckpointTree) -> Result<(), StoreError> {
@@ -136,11 +171,13 @@ impl StoreError {
 /// let trees = CheckpointManager::open(store, 100).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
 /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {}}));
-/// assert_eq!(saves.load(Ordering::SeqCst), 2); // registration, then the checkpoint
+/// trees.flush();
+/// // The registration and the checkpoint: one or two saves (changes in a row may share one).
+/// assert!((1..=2).contains(&saves.load(Ordering::SeqCst)));
 /// ```
 pub trait CheckpointStore: Send + Sync + Debug + 'static {
-    /// Every stored tree.
-    fn load(&self) -> Result<BTreeMap<TreeKey, CheckpointTree>, StoreError>;
+    /// Every stored tree, and the entries that could not be read.
+    fn load(&self) -> Result<Loaded, StoreError>;
     /// Stores `tree` under `key`.
     fn save(&self, key: &TreeKey, tree: &CheckpointTree) -> Result<(), StoreError>;
     /// Deletes the tree under `key` (absent is fine).
@@ -177,9 +214,9 @@ impl MemoryStore {
     /// let store = MemoryStore::new();
     /// let key = TreeKey::new("notes", "notes.store");
     /// store.save(&key, &CheckpointTree::new(StateMode::HostManaged, false)).unwrap();
-    /// assert!(store.load().unwrap().contains_key(&key));
+    /// assert!(store.load().unwrap().trees.contains_key(&key));
     /// store.remove(&key).unwrap();
-    /// assert!(store.load().unwrap().is_empty());
+    /// assert!(store.load().unwrap().trees.is_empty());
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -191,8 +228,8 @@ impl MemoryStore {
 }
 
 impl CheckpointStore for MemoryStore {
-    fn load(&self) -> Result<BTreeMap<TreeKey, CheckpointTree>, StoreError> {
-        Ok(self.lock().clone())
+    fn load(&self) -> Result<Loaded, StoreError> {
+        Ok(Loaded { trees: self.lock().clone(), unreadable: Vec::new() })
     }
 
     fn save(&self, key: &TreeKey, tree: &CheckpointTree) -> Result<(), StoreError> {
@@ -206,8 +243,13 @@ impl CheckpointStore for MemoryStore {
     }
 }
 
-/// One file per tree in a directory, written atomically: a temporary file is written and
-/// synced, then renamed over the old one, then the directory is synced.
+/// One file per tree in a directory, written atomically: a temporary file of a unique name
+/// is written and synced, then renamed over the old one, then the directory is synced. Files
+/// are created readable and writable by their owner only (0600 on Unix; the directory, when
+/// this store creates it, 0700): states can hold a user's data.
+///
+/// A file that cannot be read on load is renamed aside (`.unreadable` appended) and reported,
+/// and the other trees load.
 ///
 /// # Examples
 ///
@@ -219,10 +261,10 @@ impl CheckpointStore for MemoryStore {
 /// // Any server id or feature-set name is safe: file names are hex-encoded keys.
 /// let key = TreeKey::new("../notes", "notes/store");
 /// store.save(&key, &CheckpointTree::new(StateMode::HostManaged, true)).unwrap();
-/// let loaded = FileStore::new(&dir).unwrap().load().unwrap();
+/// let loaded = FileStore::new(&dir).unwrap().load().unwrap().trees;
 /// assert!(loaded[&key].rollback);
 /// store.remove(&key).unwrap();
-/// assert!(store.load().unwrap().is_empty());
+/// assert!(store.load().unwrap().trees.is_empty());
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Debug, Clone)]
@@ -230,13 +272,23 @@ pub struct FileStore {
     dir: PathBuf,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct TreeFile {
     version: u32,
     server: String,
     feature_set: String,
     tree: CheckpointTree,
+}
+
+/// What `save` writes: a [`TreeFile`] borrowing the tree (no copy).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TreeFileRef<'a> {
+    version: u32,
+    server: &'a str,
+    feature_set: &'a str,
+    tree: &'a CheckpointTree,
 }
 
 impl FileStore {
@@ -256,7 +308,11 @@ impl FileStore {
     /// ```
     pub fn new(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
-        fs::create_dir_all(&dir).map_err(|source| StoreError::Io { path: dir.clone(), source })?;
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(&dir).map_err(|source| StoreError::Io { path: dir.clone(), source })?;
         Ok(FileStore { dir })
     }
 
@@ -285,53 +341,90 @@ impl FileStore {
     }
 }
 
+/// The key a tree file's name encodes (`tree-<hex of "server:featureSet">.json`).
+fn key_of(name: &str) -> Option<TreeKey> {
+    let hex = name.strip_prefix("tree-")?.strip_suffix(".json")?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .collect();
+    let raw = String::from_utf8(bytes?).ok()?;
+    // Server ids hold no ':' (they are `[A-Za-z0-9_-]+`); feature sets may.
+    let (server, feature_set) = raw.split_once(':')?;
+    Some(TreeKey::new(server, feature_set))
+}
+
+/// Creates `path` for writing, new, readable by its owner only.
+fn create_private(path: &Path) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// A temporary name no other writer (thread or process) uses at the same time.
+fn temporary(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".{}.{n}.tmp", std::process::id()));
+    path.with_file_name(name)
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.to_owned(), source }
 }
 
 impl CheckpointStore for FileStore {
-    fn load(&self) -> Result<BTreeMap<TreeKey, CheckpointTree>, StoreError> {
-        let mut out = BTreeMap::new();
+    fn load(&self) -> Result<Loaded, StoreError> {
+        let mut out = Loaded::default();
         for entry in fs::read_dir(&self.dir).map_err(io(&self.dir))? {
             let path = entry.map_err(io(&self.dir))?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
             if !(name.starts_with("tree-") && name.ends_with(".json")) {
                 continue; // temporary files of an interrupted write, or foreign files
             }
-            let bytes = fs::read(&path).map_err(io(&path))?;
-            let file: TreeFile = serde_json::from_slice(&bytes)
-                .map_err(|e| StoreError::Corrupt { path: path.clone(), detail: e.to_string() })?;
-            if file.version != FORMAT_VERSION {
-                return Err(StoreError::Corrupt {
-                    path,
-                    detail: format!(
-                        "format version {} (this host reads {FORMAT_VERSION})",
-                        file.version
-                    ),
-                });
+            match read_tree(&path) {
+                Ok((key, tree)) => {
+                    out.trees.insert(key, tree);
+                }
+                Err(error) => {
+                    let key = key_of(&name);
+                    let aside = path.with_file_name(format!("{name}.unreadable"));
+                    tracing::warn!(path = %path.display(), error = ?error.to_string(), "checkpoint tree file unreadable; set aside");
+                    if let Err(e) = fs::rename(&path, &aside) {
+                        tracing::warn!(path = %path.display(), error = %e, "unreadable tree file not set aside");
+                    }
+                    out.unreadable.push(Unreadable { key, error });
+                }
             }
-            out.insert(TreeKey::new(file.server, file.feature_set), file.tree);
         }
         Ok(out)
     }
 
     fn save(&self, key: &TreeKey, tree: &CheckpointTree) -> Result<(), StoreError> {
         let path = self.path(key);
-        let tmp = path.with_extension("json.tmp");
-        let file = TreeFile {
+        let file = TreeFileRef {
             version: FORMAT_VERSION,
-            server: key.server.clone(),
-            feature_set: key.feature_set.clone(),
-            tree: tree.clone(),
+            server: &key.server,
+            feature_set: &key.feature_set,
+            tree,
         };
         let bytes = serde_json::to_vec(&file)
             .map_err(|e| StoreError::Corrupt { path: path.clone(), detail: e.to_string() })?;
-        {
-            let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(&bytes).map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
+        let tmp = temporary(&path);
+        let written = create_private(&tmp).and_then(|mut f| {
+            f.write_all(&bytes)?;
+            f.sync_all()
+        });
+        if let Err(e) = written.and_then(|()| fs::rename(&tmp, &path)) {
+            let _ = fs::remove_file(&tmp);
+            return Err(StoreError::Io { path, source: e });
         }
-        fs::rename(&tmp, &path).map_err(io(&path))?;
         sync_dir(&self.dir)
     }
 
@@ -343,6 +436,19 @@ impl CheckpointStore for FileStore {
             Err(e) => Err(StoreError::Io { path, source: e }),
         }
     }
+}
+
+fn read_tree(path: &Path) -> Result<(TreeKey, CheckpointTree), StoreError> {
+    let bytes = fs::read(path).map_err(io(path))?;
+    let file: TreeFile = serde_json::from_slice(&bytes)
+        .map_err(|e| StoreError::Corrupt { path: path.to_owned(), detail: e.to_string() })?;
+    if file.version != FORMAT_VERSION {
+        return Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: format!("format version {} (this host reads {FORMAT_VERSION})", file.version),
+        });
+    }
+    Ok((TreeKey::new(file.server, file.feature_set), file.tree))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
@@ -373,19 +479,34 @@ mod tests {
             .unwrap();
         store.save(&key, &tree).unwrap();
         fs::write(dir.join("tree-00.json.tmp"), b"{half").unwrap();
-        let loaded = store.load().unwrap();
+        let loaded = store.load().unwrap().trees;
         assert_eq!(loaded.len(), 1);
         let mut t = loaded[&key].clone();
         t.materialize().unwrap();
         assert_eq!(t.current_state(), Some(&json!({"a": 1})));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let file = store.path(&key);
+            assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        }
         store.remove(&key).unwrap();
         store.remove(&key).unwrap();
-        assert!(store.load().unwrap().is_empty());
-        // A file of another format version is refused, not misread.
-        let bad = dir.join("tree-aa.json");
-        fs::write(&bad, br#"{"version": 9, "server": "s", "featureSet": "f", "tree": {}}"#)
+        assert!(store.load().unwrap().trees.is_empty());
+        // A file of another format version is refused, not misread; it is set aside, and the
+        // key its name encodes is reported.
+        let other = TreeKey::new("s", "f:g");
+        let bad = store.path(&other);
+        fs::write(&bad, br#"{"version": 9, "server": "s", "featureSet": "f:g", "tree": {}}"#)
             .unwrap();
-        assert_eq!(store.load().unwrap_err().kind(), "corrupt");
+        store.save(&key, &tree).unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.trees.len(), 1, "the good tree still loads");
+        assert_eq!(loaded.unreadable.len(), 1);
+        assert_eq!(loaded.unreadable[0].key, Some(other));
+        assert_eq!(loaded.unreadable[0].error.kind(), "corrupt");
+        assert!(!bad.exists());
+        assert!(store.load().unwrap().unreadable.is_empty(), "reported once");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mcpl_core::mcpl::state::{PatchError, PatchOperation, apply_patch};
+use mcpl_core::mcpl::state::{
+    BudgetExceeded, PatchError, PatchOperation, StateBudget, patched_within, state_size,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -188,12 +190,20 @@ pub enum RecordError {
         parent: String,
     },
     /// The patch failed; nothing was recorded.
-    #[error("checkpoint {checkpoint}: {source}")]
+    #[error("checkpoint {checkpoint}: the patch was not applied")]
     Patch {
         /// The checkpoint.
         checkpoint: String,
         /// The failure.
         source: PatchError,
+    },
+    /// A snapshot (`data`) over the tree's [`StateBudget`]; nothing was recorded.
+    #[error("checkpoint {checkpoint}: the snapshot is over the state budget")]
+    OverBudget {
+        /// The checkpoint.
+        checkpoint: String,
+        /// The limit crossed.
+        source: BudgetExceeded,
     },
 }
 
@@ -223,6 +233,7 @@ impl RecordError {
             RecordError::ParentMismatch { .. } => "parent_mismatch",
             RecordError::UnknownParentState { .. } => "unknown_parent_state",
             RecordError::Patch { .. } => "patch_failed",
+            RecordError::OverBudget { .. } => "over_budget",
         }
     }
 }
@@ -269,6 +280,12 @@ pub struct CheckpointTree {
     /// Reconstruction failed: no state is injected until a snapshot arrives.
     #[serde(skip)]
     degraded: bool,
+    /// The limits every state of the tree keeps; not persisted (the host's configuration).
+    #[serde(skip)]
+    budget: StateBudget,
+    /// The stored size of each node's snapshot or patch, as far as computed.
+    #[serde(skip)]
+    weights: BTreeMap<String, usize>,
 }
 
 impl CheckpointTree {
@@ -292,7 +309,45 @@ impl CheckpointTree {
             next_seq: 0,
             current_state: None,
             degraded: false,
+            budget: StateBudget::default(),
+            weights: BTreeMap::new(),
         }
+    }
+
+    /// Keeps every state of the tree within `budget` (default: [`StateBudget::default`]): a
+    /// snapshot over it or a patch crossing it is refused, and a stored state over it cannot be
+    /// rebuilt (the tree is degraded instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::StateBudget;
+    /// use mcpl_host::checkpoint::{CheckpointTree, Incoming, StateMode};
+    /// use serde_json::json;
+    ///
+    /// let mut tree = CheckpointTree::new(StateMode::HostManaged, false)
+    ///     .with_budget(StateBudget::default().with_max_depth(2));
+    /// let deep = json!({"a": {"b": [1]}});
+    /// let err = tree
+    ///     .record(Incoming { checkpoint: "c1", parent: None, data: Some(&deep), patch: None }, 0)
+    ///     .unwrap_err();
+    /// assert_eq!(err.kind(), "over_budget");
+    /// assert!(tree.nodes.is_empty());
+    /// ```
+    #[must_use]
+    pub fn with_budget(mut self, budget: StateBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    pub(crate) fn set_budget(&mut self, budget: StateBudget) {
+        self.budget = budget;
+    }
+
+    /// The state at `id` when it is the materialized current one (no rebuild needed).
+    fn current_state_of(&self, id: &str) -> Option<Option<Value>> {
+        let usable = !self.degraded && self.current.as_deref() == Some(id);
+        usable.then(|| self.current_state.clone())
     }
 
     /// The state at `current` (host-managed trees; `None` before any state).
@@ -435,6 +490,9 @@ impl CheckpointTree {
                 break;
             };
             if let Some(data) = &node.data {
+                self.budget
+                    .check(data)
+                    .map_err(|source| RecordError::OverBudget { checkpoint: at.clone(), source })?;
                 base = Some(data.clone());
                 break;
             }
@@ -444,8 +502,8 @@ impl CheckpointTree {
         let mut state = base;
         for node in chain.into_iter().rev() {
             if let Some(patch) = &node.patch {
-                let mut doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
-                apply_patch(&mut doc, patch)
+                let doc = state.take().unwrap_or_else(|| Value::Object(Map::new()));
+                let doc = patched_within(doc, patch, &self.budget)
                     .map_err(|source| RecordError::Patch { checkpoint: id.to_owned(), source })?;
                 state = Some(doc);
             }
@@ -495,13 +553,24 @@ impl CheckpointTree {
             return Ok(Recorded::Repeated);
         }
         let known_parent = parent.as_ref().is_none_or(|p| self.nodes.contains_key(p));
+        // The parent's state: the materialized current one when the parent is current (the
+        // usual case), else rebuilt from the nearest snapshot.
+        let parent_state = |p: &str| match self.current_state_of(p) {
+            Some(state) => Ok(state),
+            None => self.state_at(p),
+        };
         let state = match (cp.data, cp.patch) {
-            (Some(data), _) => Some(data.clone()),
+            (Some(data), _) => {
+                self.budget
+                    .check(data)
+                    .map_err(|source| RecordError::OverBudget { checkpoint: id.clone(), source })?;
+                Some(data.clone())
+            }
             (None, Some(patch)) => {
                 let base = match &parent {
                     None => Value::Object(Map::new()),
                     Some(p) if known_parent => {
-                        self.state_at(p)?.unwrap_or_else(|| Value::Object(Map::new()))
+                        parent_state(p)?.unwrap_or_else(|| Value::Object(Map::new()))
                     }
                     Some(p) => {
                         return Err(RecordError::UnknownParentState {
@@ -510,14 +579,13 @@ impl CheckpointTree {
                         });
                     }
                 };
-                let mut doc = base;
-                apply_patch(&mut doc, patch)
+                let doc = patched_within(base, patch, &self.budget)
                     .map_err(|source| RecordError::Patch { checkpoint: id.clone(), source })?;
                 Some(doc)
             }
             // Opaque: lineage only; the state is the parent's.
             (None, None) => match &parent {
-                Some(p) if known_parent => self.state_at(p)?,
+                Some(p) if known_parent => parent_state(p)?,
                 _ => None,
             },
         };
@@ -598,19 +666,28 @@ impl CheckpointTree {
     /// )
     /// .unwrap();
     /// // The server's rollback answer carried the authoritative state at c1.
-    /// tree.adopt_state("c1", json!({"n": 1, "extra": true}));
+    /// tree.adopt_state("c1", json!({"n": 1, "extra": true})).unwrap();
     /// assert_eq!(tree.current_state(), Some(&json!({"n": 1, "extra": true})));
     /// assert!(tree.nodes["c1"].patch.is_none()); // now a snapshot
     /// ```
-    pub fn adopt_state(&mut self, id: &str, data: Value) {
+    ///
+    /// # Errors
+    ///
+    /// [`RecordError::OverBudget`] when `data` is over the tree's budget; nothing changes.
+    pub fn adopt_state(&mut self, id: &str, data: Value) -> Result<(), RecordError> {
+        self.budget
+            .check(&data)
+            .map_err(|source| RecordError::OverBudget { checkpoint: id.to_owned(), source })?;
         if let Some(n) = self.nodes.get_mut(id) {
             n.data = Some(data.clone());
             n.patch = None;
+            self.weights.remove(id);
         }
         if self.current.as_deref() == Some(id) {
             self.current_state = Some(data);
             self.degraded = false;
         }
+        Ok(())
     }
 
     /// Marks `id` as gone on the server's side (a rollback to it answered `-32005`).
@@ -636,8 +713,10 @@ impl CheckpointTree {
         }
     }
 
-    /// Keeps at most `cap` nodes: prunes the oldest ones that are neither `current` nor one of
-    /// its ancestors back to the nearest snapshot. Children of a pruned node keep their state:
+    /// Keeps at most `cap` nodes, and at most sixteen times the budget's state size in stored
+    /// snapshots and patches: prunes the oldest nodes that are neither `current` nor one of its
+    /// ancestors back to the nearest snapshot (when that chain alone is over either limit,
+    /// `current` gets a snapshot of its own first). Children of a pruned node keep their state:
     /// a child that carried a patch gets its materialized snapshot first. Returns the pruned ids.
     ///
     /// # Examples
@@ -671,15 +750,24 @@ impl CheckpointTree {
     /// ```
     pub fn prune(&mut self, cap: usize) -> Vec<String> {
         let cap = cap.max(1);
-        let mut protected = BTreeSet::new();
-        let mut cursor = self.current.clone();
-        while let Some(at) = cursor {
-            let Some(node) = self.nodes.get(&at) else { break };
-            protected.insert(at.clone());
-            if node.data.is_some() {
-                break;
+        let max_bytes = self.max_bytes();
+        let mut protected = self.protected();
+        let over = |tree: &mut Self, protected: &BTreeSet<String>| {
+            (tree.nodes.len() > cap && protected.len() > cap)
+                || tree.bytes_of(protected.iter()) > max_bytes
+        };
+        if over(self, &protected) {
+            // The current checkpoint's chain of patches alone is over the cap: give it a
+            // snapshot of its own, so its ancestors can go.
+            if let (Some(id), Some(state)) = (self.current.clone(), self.current_state()) {
+                let state = state.clone();
+                if let Some(node) = self.nodes.get_mut(&id) {
+                    node.data = Some(state);
+                    node.patch = None;
+                }
+                self.weights.remove(&id);
+                protected = self.protected();
             }
-            cursor = node.parent.clone();
         }
         let mut candidates: Vec<(u64, String)> = self
             .nodes
@@ -690,7 +778,7 @@ impl CheckpointTree {
         candidates.sort();
         let mut pruned = Vec::new();
         for (_, id) in candidates {
-            if self.nodes.len() <= cap {
+            if self.nodes.len() <= cap && self.bytes() <= max_bytes {
                 break;
             }
             let children = self.nodes.get(&id).map(|n| n.children.clone()).unwrap_or_default();
@@ -714,16 +802,97 @@ impl CheckpointTree {
                     c.data = Some(state);
                     c.patch = None;
                 }
+                self.weights.remove(&child);
             }
             let parent = self.nodes.get(&id).and_then(|n| n.parent.clone());
             if let Some(p) = parent.and_then(|p| self.nodes.get_mut(&p)) {
                 p.children.retain(|c| *c != id);
             }
             self.nodes.remove(&id);
+            self.weights.remove(&id);
             pruned.push(id);
         }
         pruned
     }
+
+    /// The stored snapshots and patches a tree may hold: sixteen states of the budget's size.
+    fn max_bytes(&self) -> usize {
+        self.budget.max_size().saturating_mul(16)
+    }
+
+    /// The stored size of every node.
+    fn bytes(&mut self) -> usize {
+        let ids: Vec<String> = self.nodes.keys().cloned().collect();
+        self.bytes_of(ids.iter())
+    }
+
+    fn bytes_of<'a>(&mut self, ids: impl Iterator<Item = &'a String>) -> usize {
+        let mut total = 0usize;
+        for id in ids {
+            let weight = match self.weights.get(id) {
+                Some(w) => *w,
+                None => {
+                    // The ids count too (a node's own, its parent's, and its entry among
+                    // its parent's children): a server chooses them.
+                    let w = self.nodes.get(id).map_or(0, |n| {
+                        let parent = n.parent.as_ref().map_or(0, String::len);
+                        node_bytes(n).saturating_add(2 * id.len() + parent)
+                    });
+                    self.weights.insert(id.clone(), w);
+                    w
+                }
+            };
+            total = total.saturating_add(weight);
+        }
+        total
+    }
+
+    /// The current checkpoint and the ancestors its state is rebuilt from: back to the nearest
+    /// snapshot, or none when the chain carries no state at all (opaque checkpoints).
+    fn protected(&self) -> BTreeSet<String> {
+        let mut protected = BTreeSet::new();
+        let mut carries_state = false;
+        let mut cursor = self.current.clone();
+        while let Some(at) = cursor {
+            let Some(node) = self.nodes.get(&at) else { break };
+            if !protected.insert(at.clone()) {
+                break;
+            }
+            carries_state |= node.data.is_some() || node.patch.is_some();
+            if node.data.is_some() {
+                break;
+            }
+            cursor = node.parent.clone();
+        }
+        if !carries_state {
+            protected.retain(|id| self.current.as_deref() == Some(id.as_str()));
+        }
+        protected
+    }
+}
+
+/// The stored size of a node's snapshot or patch (its state's serialized length, about).
+fn node_bytes(node: &CheckpointNode) -> usize {
+    let size = |v: &Value| -> usize { state_size(v) };
+    let data = node.data.as_ref().map_or(0, size);
+    let patch: usize = node
+        .patch
+        .iter()
+        .flatten()
+        .map(|op| {
+            let (paths, value) = match op {
+                PatchOperation::Add { path, value }
+                | PatchOperation::Replace { path, value }
+                | PatchOperation::Test { path, value } => (path.len(), Some(value)),
+                PatchOperation::Remove { path } => (path.len(), None),
+                PatchOperation::Move { from, path } | PatchOperation::Copy { from, path } => {
+                    (from.len() + path.len(), None)
+                }
+            };
+            paths + 32 + value.map_or(0, size)
+        })
+        .sum();
+    data.saturating_add(patch)
 }
 
 /// Why `current` could not move.
@@ -887,6 +1056,63 @@ mod tests {
         for id in t.nodes.keys().cloned().collect::<Vec<_>>() {
             t.state_at(&id).unwrap();
         }
+    }
+
+    #[test]
+    fn a_chain_of_patches_alone_cannot_escape_retention() {
+        // Every checkpoint is a patch on the one before: all are ancestors of `current`.
+        let mut t = CheckpointTree::new(StateMode::HostManaged, false);
+        let mut parent: Option<String> = None;
+        for i in 0..50 {
+            let p = ops(json!([{"op": "add", "path": format!("/k{i}"), "value": i}]));
+            let id = format!("c{i}");
+            t.record(patch(&id, parent.as_deref(), &p), i).unwrap();
+            t.prune(10);
+            assert!(t.nodes.len() <= 10, "{} nodes after {i}", t.nodes.len());
+            parent = Some(id);
+        }
+        t.materialize().unwrap();
+        assert_eq!(t.current_state().unwrap().as_object().unwrap().len(), 50);
+    }
+
+    #[test]
+    fn a_tree_holds_at_most_sixteen_states_worth_of_snapshots_and_patches() {
+        let budget = StateBudget::default().with_max_size(1000);
+        let mut t = CheckpointTree::new(StateMode::HostManaged, false).with_budget(budget);
+        let mut parent: Option<String> = None;
+        for i in 0..200 {
+            let d = json!({"text": "x".repeat(900), "i": i});
+            let id = format!("c{i}");
+            t.record(data(&id, parent.as_deref(), &d), i).unwrap();
+            // Patches count too.
+            let p = ops(json!([{"op": "replace", "path": "/text", "value": "y".repeat(900)}]));
+            let pid = format!("p{i}");
+            t.record(patch(&pid, Some(&id), &p), i).unwrap();
+            t.prune(1000);
+            assert!(t.bytes() <= 16 * 1000, "{} bytes after {i}", t.bytes());
+            parent = Some(pid);
+        }
+        assert!(t.nodes.len() < 40, "{} nodes", t.nodes.len());
+        t.materialize().unwrap();
+        assert_eq!(t.current_state().unwrap()["i"], 199);
+    }
+
+    #[test]
+    fn long_checkpoint_ids_count_against_the_size_cap() {
+        let budget = StateBudget::default().with_max_size(1000);
+        let mut t = CheckpointTree::new(StateMode::ServerManaged, false).with_budget(budget);
+        let mut parent: Option<String> = None;
+        for i in 0..100 {
+            let id = format!("{i}-{}", "x".repeat(2000));
+            t.record(
+                Incoming { checkpoint: &id, parent: parent.as_deref(), data: None, patch: None },
+                i,
+            )
+            .unwrap();
+            t.prune(1000);
+            parent = Some(id);
+        }
+        assert!(t.nodes.len() <= 4, "{} nodes of 2 KB ids", t.nodes.len());
     }
 
     #[test]

@@ -146,6 +146,9 @@ impl std::fmt::Debug for McplConnection {
 #[must_use]
 pub struct PushEvent {
     params: PushEventParams,
+    /// The OS random source failed for the generated id: sending is refused unless an id is
+    /// set.
+    no_id: bool,
 }
 
 impl PushEvent {
@@ -168,10 +171,20 @@ impl PushEvent {
     /// assert_ne!(again.into_params().event_id, params.event_id);
     /// ```
     pub fn new(feature_set: impl Into<String>, content: Vec<McplContent>) -> Self {
+        PushEvent::with_id(feature_set, content, random_id("evt"))
+    }
+
+    fn with_id(
+        feature_set: impl Into<String>,
+        content: Vec<McplContent>,
+        id: Result<String, getrandom::Error>,
+    ) -> Self {
+        let no_id = id.is_err();
         PushEvent {
+            no_id,
             params: PushEventParams {
                 feature_set: feature_set.into(),
-                event_id: random_id("evt"),
+                event_id: id.unwrap_or_default(),
                 timestamp: now_rfc3339(),
                 origin: None,
                 payload: PushPayload { content, extra: Map::new() },
@@ -201,6 +214,7 @@ impl PushEvent {
     /// ```
     pub fn event_id(mut self, id: impl Into<String>) -> Self {
         self.params.event_id = id.into();
+        self.no_id = false;
         self
     }
 
@@ -271,7 +285,7 @@ impl PushEvent {
 
 impl From<PushEventParams> for PushEvent {
     fn from(params: PushEventParams) -> Self {
-        PushEvent { params }
+        PushEvent { params, no_id: false }
     }
 }
 
@@ -789,7 +803,11 @@ impl McplConnection {
         &self,
         event: impl Into<PushEvent>,
     ) -> Result<PushEventResult, SendError> {
-        let params = event.into().into_params();
+        let event = event.into();
+        if event.no_id {
+            return Err(SendError::NoRandomness);
+        }
+        let params = event.into_params();
         self.admit(&[paths::PUSH_EVENTS], Some(&params.feature_set))?;
         self.exchange(names::PUSH_EVENT, &params, RequestOptions::new()).await
     }
@@ -1274,9 +1292,9 @@ pub(crate) async fn announce(
     }
 }
 
-/// A random id with `prefix`: 128 random bits in hex.
-pub(crate) fn random_id(prefix: &str) -> String {
-    format!("{prefix}-{}", crate::ids::random_hex())
+/// A random id with `prefix`: 128 random bits in hex, or the OS random source's failure.
+pub(crate) fn random_id(prefix: &str) -> Result<String, getrandom::Error> {
+    crate::ids::random_hex().map(|hex| format!("{prefix}-{hex}"))
 }
 
 /// The current UTC time as RFC 3339 (`2026-08-01T12:00:00.000Z`).
@@ -1297,7 +1315,17 @@ mod tests {
 
     #[test]
     fn random_ids_differ() {
-        assert_ne!(random_id("e"), random_id("e"));
-        assert!(random_id("evt").starts_with("evt-"));
+        assert_ne!(random_id("e").unwrap(), random_id("e").unwrap());
+        assert!(random_id("evt").unwrap().starts_with("evt-"));
+    }
+
+    #[test]
+    fn an_event_without_a_random_id_is_marked_unsendable() {
+        // `push_event` refuses a marked event with `SendError::NoRandomness`.
+        let event = PushEvent::with_id("alerts", Vec::new(), Err(getrandom::Error::UNSUPPORTED));
+        assert!(event.no_id && event.params.event_id.is_empty());
+        // An id of the caller's own makes it sendable again.
+        assert!(!event.event_id("disk-1").no_id);
+        assert_eq!(SendError::NoRandomness.kind().as_str(), "no_randomness");
     }
 }

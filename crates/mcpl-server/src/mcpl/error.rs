@@ -61,6 +61,10 @@ pub enum SendError {
     /// did not decode.
     #[error("the exchange with the host failed")]
     Transport(#[source] mcpl_core::Error),
+    /// The OS random source failed, so no unguessable id could be made for the message (set
+    /// one yourself, e.g. [`PushEvent::event_id`](super::PushEvent::event_id)).
+    #[error("no unguessable id: the OS random source failed")]
+    NoRandomness,
 }
 
 /// The stable kind of a [`SendError`].
@@ -104,6 +108,8 @@ pub enum SendErrorKind {
     Host,
     /// [`SendError::Transport`].
     Transport,
+    /// [`SendError::NoRandomness`].
+    NoRandomness,
 }
 
 impl SendErrorKind {
@@ -131,6 +137,7 @@ impl SendErrorKind {
             SendErrorKind::DeclarationMismatch => "declaration_mismatch",
             SendErrorKind::Host => "host_error",
             SendErrorKind::Transport => "transport",
+            SendErrorKind::NoRandomness => "no_randomness",
         }
     }
 }
@@ -179,6 +186,7 @@ impl SendError {
             SendError::DeclarationMismatch { .. } => SendErrorKind::DeclarationMismatch,
             SendError::Host(_) => SendErrorKind::Host,
             SendError::Transport(_) => SendErrorKind::Transport,
+            SendError::NoRandomness => SendErrorKind::NoRandomness,
         }
     }
 

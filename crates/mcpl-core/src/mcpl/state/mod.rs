@@ -1,13 +1,18 @@
 //! State management (spec §8): the state fields MCPL adds to `tools/call`, checkpoints, JSON
 //! Patch operations and `state/rollback`.
 //!
-//! - [`apply_patch`]: RFC 6902 JSON Patch, atomic, with value-based `test`.
+//! - [`apply_patch`]: RFC 6902 JSON Patch, atomic, with value-based `test`, within a
+//!   [`StateBudget`] (depth, size, operations, work) kept while applying.
 //! - [`StateTracker`]: the host's per-connection record of checkpoints and materialized state.
 
+mod budget;
 mod patch;
 mod tracker;
 
-pub use self::patch::{PatchError, PatchErrorKind, apply_patch, json_equal};
+pub use self::budget::{BudgetExceeded, StateBudget, state_size};
+pub use self::patch::{
+    PatchError, PatchErrorKind, apply_patch, apply_patch_within, json_equal, patched_within,
+};
 pub use self::tracker::{Checkpoint, DEFAULT_HISTORY, StateError, StateTracker};
 
 use serde::{Deserialize, Serialize};

@@ -1,13 +1,21 @@
-//! RFC 6902 JSON Patch, applied atomically: every operation succeeds or the state is left
-//! exactly as it was.
+//! RFC 6902 JSON Patch, applied atomically and within a [`StateBudget`]: every operation
+//! succeeds or the state is left exactly as it was.
 //!
 //! `test` compares by JSON value, not by representation: numbers by numeric value (`1` equals
 //! `1.0`), objects regardless of member order. `move` of a location into its own child is
-//! refused. The other operations are those of the `json-patch` crate.
+//! refused.
+//!
+//! The budget is kept while applying, operation by operation: the size of the state is tracked
+//! from what each operation adds and removes, the depth from where it inserts and the depth of
+//! what it inserts, so a patch costs time linear in its own length and in the values it copies,
+//! never a walk of the whole document per operation.
 
 use serde_json::Value;
 
 use super::PatchOperation;
+use super::budget::{
+    BudgetExceeded, ELEMENT_OVERHEAD, Measure, StateBudget, measure_within, member_overhead,
+};
 
 /// Why a patch was not applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,16 +52,21 @@ pub enum PatchErrorKind {
     /// A `move` whose `path` lies inside its `from`.
     #[error("cannot move a value into its own child")]
     MoveIntoOwnChild,
+    /// The patch, a value it carries, or the state it makes crosses a limit of the budget.
+    #[error(transparent)]
+    OverBudget(#[from] BudgetExceeded),
 }
 
 impl PatchErrorKind {
-    /// A stable snake-case code for logs and diagnostics.
+    /// A stable snake-case code for logs and diagnostics (for [`PatchErrorKind::OverBudget`],
+    /// the code of the limit crossed).
     pub fn code(self) -> &'static str {
         match self {
             PatchErrorKind::TestFailed => "test_failed",
             PatchErrorKind::InvalidPath => "invalid_path",
             PatchErrorKind::InvalidFrom => "invalid_from",
             PatchErrorKind::MoveIntoOwnChild => "move_into_own_child",
+            PatchErrorKind::OverBudget(limit) => limit.code(),
         }
     }
 }
@@ -72,8 +85,9 @@ impl PatchOperation {
     }
 }
 
-/// Applies `patch` to `state` atomically: on success `state` holds the result; on failure it
-/// is unchanged and the error names the failing operation.
+/// Applies `patch` to `state` atomically within the default [`StateBudget`] (see
+/// [`apply_patch_within`]): on success `state` holds the result; on failure it is unchanged
+/// and the error names the failing operation.
 ///
 /// ```
 /// use mcpl_core::mcpl::state::{PatchOperation, apply_patch};
@@ -101,55 +115,391 @@ impl PatchOperation {
 ///
 /// [`PatchError`] for the first operation that fails.
 pub fn apply_patch(state: &mut Value, patch: &[PatchOperation]) -> Result<(), PatchError> {
-    let mut work = state.clone();
-    for (index, op) in patch.iter().enumerate() {
-        apply_one(&mut work, op).map_err(|kind| PatchError { index, op: op.name(), kind })?;
-    }
-    *state = work;
+    apply_patch_within(state, patch, &StateBudget::default())
+}
+
+/// Applies `patch` to `state` atomically within `budget`: on success `state` holds the result;
+/// on failure it is unchanged and the error names the failing operation.
+///
+/// The number of operations is checked before anything else, and `state` itself must keep the
+/// budget (an over-budget state is reported at operation 0). Each operation is then checked as
+/// it applies: the values it carries and the place it inserts them (depth), the state it makes
+/// (size), and what it copies or shifts (work).
+///
+/// ```
+/// use mcpl_core::mcpl::state::{
+///     BudgetExceeded, PatchErrorKind, PatchOperation, StateBudget, apply_patch_within,
+/// };
+/// use serde_json::json;
+///
+/// let budget = StateBudget::default().with_max_size(1000);
+/// let mut state = json!({"text": "x".repeat(300)});
+/// // Each `copy` of the root doubles the state: the third one crosses the size limit.
+/// let doubling: Vec<PatchOperation> = (0..3)
+///     .map(|i| PatchOperation::Copy { from: String::new(), path: format!("/c{i}") })
+///     .collect();
+/// let err = apply_patch_within(&mut state, &doubling, &budget).unwrap_err();
+/// assert_eq!(err.index, 1);
+/// assert_eq!(err.kind, PatchErrorKind::OverBudget(BudgetExceeded::Size(1000)));
+/// assert_eq!(state, json!({"text": "x".repeat(300)})); // nothing applied
+/// ```
+///
+/// # Errors
+///
+/// [`PatchError`] for the first operation that fails or crosses the budget.
+pub fn apply_patch_within(
+    state: &mut Value,
+    patch: &[PatchOperation],
+    budget: &StateBudget,
+) -> Result<(), PatchError> {
+    let size = start(state, patch, budget)?;
+    *state = run(state.clone(), size, patch, budget)?;
     Ok(())
 }
 
-fn apply_one(doc: &mut Value, op: &PatchOperation) -> Result<(), PatchErrorKind> {
-    match op {
-        PatchOperation::Test { path, value } => match doc.pointer(path) {
-            Some(found) if json_equal(found, value) => Ok(()),
-            Some(_) => Err(PatchErrorKind::TestFailed),
-            None if is_pointer(path) => Err(PatchErrorKind::TestFailed),
-            None => Err(PatchErrorKind::InvalidPath),
-        },
-        PatchOperation::Move { from, path } if path.starts_with(&format!("{from}/")) => {
-            Err(PatchErrorKind::MoveIntoOwnChild)
-        }
-        other => {
-            let wire = serde_json::to_value(other).map_err(|_| PatchErrorKind::InvalidPath)?;
-            let op: json_patch::PatchOperation =
-                serde_json::from_value(wire).map_err(|_| PatchErrorKind::InvalidPath)?;
-            json_patch::patch_unsafe(doc, std::slice::from_ref(&op)).map_err(|e| match e.kind {
-                json_patch::PatchErrorKind::InvalidFromPointer => PatchErrorKind::InvalidFrom,
-                json_patch::PatchErrorKind::CannotMoveInsideItself => {
-                    PatchErrorKind::MoveIntoOwnChild
+/// Like [`apply_patch_within`], consuming the state instead of copying it first: the patched
+/// state, or the error (the partly patched state is dropped). For rebuilding a state from a
+/// chain of patches, where the intermediate states are not kept.
+///
+/// ```
+/// use mcpl_core::mcpl::state::{PatchOperation, StateBudget, patched_within};
+/// use serde_json::json;
+///
+/// let add = PatchOperation::Add { path: "/n".into(), value: json!(1) };
+/// let state = patched_within(json!({}), &[add], &StateBudget::default()).unwrap();
+/// assert_eq!(state, json!({"n": 1}));
+/// ```
+///
+/// # Errors
+///
+/// [`PatchError`] for the first operation that fails or crosses the budget.
+pub fn patched_within(
+    state: Value,
+    patch: &[PatchOperation],
+    budget: &StateBudget,
+) -> Result<Value, PatchError> {
+    let size = start(&state, patch, budget)?;
+    run(state, size, patch, budget)
+}
+
+/// Checks the operation count and the starting state; returns the state's size.
+fn start(
+    state: &Value,
+    patch: &[PatchOperation],
+    budget: &StateBudget,
+) -> Result<usize, PatchError> {
+    let first = patch.first().map_or("none", PatchOperation::name);
+    if patch.len() > budget.max_operations() {
+        let index = budget.max_operations();
+        let op = patch.get(index).map_or(first, PatchOperation::name);
+        return Err(PatchError {
+            index,
+            op,
+            kind: BudgetExceeded::Operations(budget.max_operations()).into(),
+        });
+    }
+    if patch.is_empty() {
+        return Ok(0);
+    }
+    budget.measure(state).map(|m| m.size).map_err(|e| PatchError {
+        index: 0,
+        op: first,
+        kind: e.into(),
+    })
+}
+
+fn run(
+    mut doc: Value,
+    size: usize,
+    patch: &[PatchOperation],
+    budget: &StateBudget,
+) -> Result<Value, PatchError> {
+    let mut books = Books { budget, size, work: 0 };
+    for (index, op) in patch.iter().enumerate() {
+        books.apply(&mut doc, op).map_err(|kind| PatchError { index, op: op.name(), kind })?;
+    }
+    // The running size is exact: the tests check it against a full walk.
+    #[cfg(test)]
+    if !patch.is_empty() {
+        assert_eq!(
+            Some(books.size),
+            measure_within(&doc, usize::MAX, usize::MAX).ok().map(|m| m.size)
+        );
+    }
+    Ok(doc)
+}
+
+/// The running totals of one patch application.
+struct Books<'b> {
+    budget: &'b StateBudget,
+    /// The state's size now.
+    size: usize,
+    /// Work spent so far.
+    work: usize,
+}
+
+impl Books<'_> {
+    fn apply(&mut self, doc: &mut Value, op: &PatchOperation) -> Result<(), PatchErrorKind> {
+        match op {
+            PatchOperation::Add { path, value } => {
+                let at = tokens(path).ok_or(PatchErrorKind::InvalidPath)?;
+                let m = self.carried(value)?;
+                self.put(
+                    doc,
+                    &at,
+                    value.clone(),
+                    m.size,
+                    Some(m.depth),
+                    PatchErrorKind::InvalidPath,
+                )
+            }
+            PatchOperation::Remove { path } => {
+                let at = tokens(path).ok_or(PatchErrorKind::InvalidPath)?;
+                let (removed, overhead) = self.take(doc, &at, PatchErrorKind::InvalidPath)?;
+                self.size = self.size.saturating_sub(size_of(&removed) + overhead);
+                drop_flat(removed);
+                Ok(())
+            }
+            PatchOperation::Replace { path, value } => {
+                let at = tokens(path).ok_or(PatchErrorKind::InvalidPath)?;
+                let m = self.carried(value)?;
+                self.check_depth(at.len(), m.depth)?;
+                let target = get_mut(doc, &at).ok_or(PatchErrorKind::InvalidPath)?;
+                let size = if at.is_empty() {
+                    m.size
+                } else {
+                    (self.size - size_of(target).min(self.size)).saturating_add(m.size)
+                };
+                self.check_size(size)?;
+                self.size = size;
+                drop_flat(std::mem::replace(target, value.clone()));
+                Ok(())
+            }
+            PatchOperation::Move { from, path } => {
+                let src = tokens(from).ok_or(PatchErrorKind::InvalidFrom)?;
+                let dst = tokens(path).ok_or(PatchErrorKind::InvalidPath)?;
+                if dst.len() > src.len() && dst[..src.len()] == src[..] {
+                    return Err(PatchErrorKind::MoveIntoOwnChild);
                 }
-                json_patch::PatchErrorKind::TestFailed => PatchErrorKind::TestFailed,
-                _ => PatchErrorKind::InvalidPath,
-            })
+                let (value, overhead) = self.take(doc, &src, PatchErrorKind::InvalidFrom)?;
+                self.size = self.size.saturating_sub(overhead);
+                if dst.is_empty() || dst.len() > src.len() {
+                    // Deeper (or the root): the moved value's depth (and, for the root, its
+                    // size) must be known. Moving up or sideways cannot deepen the state.
+                    let m = self.walk(&value)?;
+                    let size = if dst.is_empty() { m.size } else { 0 };
+                    self.put(doc, &dst, value, size, Some(m.depth), PatchErrorKind::InvalidPath)
+                } else {
+                    self.put(doc, &dst, value, 0, None, PatchErrorKind::InvalidPath)
+                }
+            }
+            PatchOperation::Copy { from, path } => {
+                let src = tokens(from).ok_or(PatchErrorKind::InvalidFrom)?;
+                let dst = tokens(path).ok_or(PatchErrorKind::InvalidPath)?;
+                let source = get(doc, &src).ok_or(PatchErrorKind::InvalidFrom)?;
+                let m = self.walk(source)?;
+                self.check_depth(dst.len(), m.depth)?;
+                if !dst.is_empty() {
+                    // Refuse before copying: the copy adds at least its own size.
+                    self.check_size(self.size.saturating_add(m.size))
+                        .or_else(|e| if replaces(doc, &dst) { Ok(()) } else { Err(e) })?;
+                }
+                let copy = source.clone();
+                self.put(doc, &dst, copy, m.size, Some(m.depth), PatchErrorKind::InvalidPath)
+            }
+            PatchOperation::Test { path, value } => {
+                let at = tokens(path).ok_or(PatchErrorKind::InvalidPath)?;
+                // Carried values are stored with the patch: bound their depth like any other.
+                measure_within(value, self.budget.max_depth(), usize::MAX)?;
+                match get(doc, &at) {
+                    Some(found) if json_equal(found, value) => Ok(()),
+                    _ => Err(PatchErrorKind::TestFailed),
+                }
+            }
+        }
+    }
+
+    /// Measures a value the patch carries: it must fit the depth and size limits on its own.
+    fn carried(&self, value: &Value) -> Result<Measure, PatchErrorKind> {
+        Ok(self.budget.measure(value)?)
+    }
+
+    /// Measures a value of the state, charging the walk as work.
+    fn walk(&mut self, value: &Value) -> Result<Measure, PatchErrorKind> {
+        let left = self.budget.max_work().saturating_sub(self.work);
+        let m = measure_within(value, self.budget.max_depth(), left)
+            .map_err(|_| BudgetExceeded::Work(self.budget.max_work()))?;
+        self.charge(m.size)?;
+        Ok(m)
+    }
+
+    fn charge(&mut self, units: usize) -> Result<(), PatchErrorKind> {
+        self.work = self.work.saturating_add(units);
+        if self.work > self.budget.max_work() {
+            return Err(BudgetExceeded::Work(self.budget.max_work()).into());
+        }
+        Ok(())
+    }
+
+    fn check_depth(&self, above: usize, depth: usize) -> Result<(), PatchErrorKind> {
+        if above.saturating_add(depth) > self.budget.max_depth() {
+            return Err(BudgetExceeded::Depth(self.budget.max_depth()).into());
+        }
+        Ok(())
+    }
+
+    fn check_size(&self, size: usize) -> Result<(), PatchErrorKind> {
+        if size > self.budget.max_size() {
+            return Err(BudgetExceeded::Size(self.budget.max_size()).into());
+        }
+        Ok(())
+    }
+
+    /// Puts `value` at `at` (`add` semantics): `size` is what it adds to the state, `depth`
+    /// its depth when that must be checked.
+    fn put(
+        &mut self,
+        doc: &mut Value,
+        at: &[String],
+        value: Value,
+        size: usize,
+        depth: Option<usize>,
+        invalid: PatchErrorKind,
+    ) -> Result<(), PatchErrorKind> {
+        if let Some(depth) = depth {
+            self.check_depth(at.len(), depth)?;
+        }
+        let Some((last, parent)) = at.split_last() else {
+            self.check_size(size)?;
+            self.size = size;
+            drop_flat(std::mem::replace(doc, value));
+            return Ok(());
+        };
+        match get_mut(doc, parent).ok_or(invalid)? {
+            Value::Object(members) => {
+                let base = match members.get(last.as_str()) {
+                    Some(old) => self.size - size_of(old).min(self.size),
+                    None => self.size.saturating_add(member_overhead(last)),
+                };
+                let new = base.saturating_add(size);
+                self.check_size(new)?;
+                self.size = new;
+                if let Some(old) = members.insert(last.clone(), value) {
+                    drop_flat(old);
+                }
+                Ok(())
+            }
+            Value::Array(items) => {
+                let idx = if last == "-" {
+                    items.len()
+                } else {
+                    index(last).filter(|i| *i <= items.len()).ok_or(invalid)?
+                };
+                let new = self.size.saturating_add(size + ELEMENT_OVERHEAD);
+                self.check_size(new)?;
+                self.charge(items.len() - idx)?;
+                self.size = new;
+                items.insert(idx, value);
+                Ok(())
+            }
+            _ => Err(invalid),
+        }
+    }
+
+    /// Removes the value at `at`; returns it and the overhead its place took.
+    fn take(
+        &mut self,
+        doc: &mut Value,
+        at: &[String],
+        invalid: PatchErrorKind,
+    ) -> Result<(Value, usize), PatchErrorKind> {
+        let (last, parent) = at.split_last().ok_or(invalid)?;
+        match get_mut(doc, parent).ok_or(invalid)? {
+            Value::Object(members) => {
+                let value = members.remove(last.as_str()).ok_or(invalid)?;
+                Ok((value, member_overhead(last)))
+            }
+            Value::Array(items) => {
+                let idx = index(last).filter(|i| *i < items.len()).ok_or(invalid)?;
+                self.charge(items.len() - idx - 1)?;
+                Ok((items.remove(idx), ELEMENT_OVERHEAD))
+            }
+            _ => Err(invalid),
         }
     }
 }
 
-/// Whether `path` is syntactically a JSON Pointer (empty, or starting with `/`, with `~`
-/// only in `~0` / `~1`).
-fn is_pointer(path: &str) -> bool {
-    (path.is_empty() || path.starts_with('/')) && {
-        let mut chars = path.chars();
-        let mut ok = true;
-        while let Some(c) = chars.next() {
-            if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-                ok = false;
-                break;
-            }
+/// Whether `at` names an existing object member (which a `copy` there would replace).
+fn replaces(doc: &Value, at: &[String]) -> bool {
+    let Some((last, parent)) = at.split_last() else { return true };
+    matches!(get(doc, parent), Some(Value::Object(m)) if m.contains_key(last.as_str()))
+}
+
+/// The size of a value already in the state (within the budget, so the walk is bounded).
+fn size_of(value: &Value) -> usize {
+    measure_within(value, usize::MAX, usize::MAX).map_or(0, |m| m.size)
+}
+
+/// Drops a value without recursing (a state is shallow, but dropping costs no stack at all).
+fn drop_flat(value: Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(members) => stack.extend(members.into_iter().map(|(_, v)| v)),
+            _ => {}
         }
-        ok
     }
+}
+
+/// The reference tokens of a JSON Pointer (RFC 6901), decoded; `None` if it is not one.
+fn tokens(pointer: &str) -> Option<Vec<String>> {
+    if pointer.is_empty() {
+        return Some(Vec::new());
+    }
+    let rest = pointer.strip_prefix('/')?;
+    rest.split('/')
+        .map(|raw| {
+            let mut token = String::with_capacity(raw.len());
+            let mut chars = raw.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '~' => match chars.next() {
+                        Some('0') => token.push('~'),
+                        Some('1') => token.push('/'),
+                        _ => return None,
+                    },
+                    c => token.push(c),
+                }
+            }
+            Some(token)
+        })
+        .collect()
+}
+
+/// An array index token: decimal digits, no leading zero.
+fn index(token: &str) -> Option<usize> {
+    let digits = !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (token.len() > 1 && token.starts_with('0')) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+fn get<'a>(doc: &'a Value, at: &[String]) -> Option<&'a Value> {
+    at.iter().try_fold(doc, |v, t| match v {
+        Value::Object(m) => m.get(t.as_str()),
+        Value::Array(a) => a.get(index(t)?),
+        _ => None,
+    })
+}
+
+fn get_mut<'a>(doc: &'a mut Value, at: &[String]) -> Option<&'a mut Value> {
+    at.iter().try_fold(doc, |v, t| match v {
+        Value::Object(m) => m.get_mut(t.as_str()),
+        Value::Array(a) => a.get_mut(index(t)?),
+        _ => None,
+    })
 }
 
 /// JSON equality as RFC 6902 `test` defines it: numbers by numeric value (`1` equals `1.0`),
@@ -257,6 +607,129 @@ mod tests {
         assert_eq!(s, json!({"ab": 2, "abc": 1}));
     }
 
+    /// `{"a": X}` becomes `{"a": {"a": X}}`: three cheap operations per level.
+    fn nest_once() -> [PatchOperation; 3] {
+        [
+            PatchOperation::Add { path: "/b".into(), value: json!({}) },
+            PatchOperation::Move { from: "/a".into(), path: "/b/a".into() },
+            PatchOperation::Move { from: "/b".into(), path: "/a".into() },
+        ]
+    }
+
+    #[test]
+    fn a_depth_bomb_is_refused_and_applies_nothing() {
+        let mut state = json!({"a": 1});
+        let bomb: Vec<PatchOperation> = (0..30_000).flat_map(|_| nest_once()).collect();
+        let e = apply_patch(&mut state, &bomb).unwrap_err();
+        assert_eq!(e.kind, PatchErrorKind::OverBudget(BudgetExceeded::Depth(64)), "{e}");
+        assert_eq!(e.op, "move");
+        assert_eq!(state, json!({"a": 1}));
+        // Within the limit the same operations work.
+        let fine: Vec<PatchOperation> = (0..10).flat_map(|_| nest_once()).collect();
+        apply_patch(&mut state, &fine).unwrap();
+        assert_eq!(StateBudget::default().measure(&state).unwrap().depth, 11);
+    }
+
+    #[test]
+    fn copy_doubling_and_many_root_copies_are_refused() {
+        let copies = |n: usize| -> Vec<PatchOperation> {
+            (0..n)
+                .map(|i| PatchOperation::Copy { from: String::new(), path: format!("/c{i}") })
+                .collect()
+        };
+        for n in [100, 100_000] {
+            let mut state = json!({"seed": "x".repeat(64)});
+            let e = apply_patch(&mut state, &copies(n)).unwrap_err();
+            assert_eq!(e.kind.code(), "too_large", "{e}");
+            assert!(e.index < 20, "refused while the state was still small: {e}");
+            assert_eq!(state, json!({"seed": "x".repeat(64)}));
+        }
+        // Over the operation limit: refused before anything is looked at.
+        let budget = StateBudget::default().with_max_operations(1000);
+        let mut state = json!({});
+        let e = apply_patch_within(&mut state, &copies(100_000), &budget).unwrap_err();
+        assert_eq!((e.index, e.kind.code()), (1000, "too_many_operations"));
+    }
+
+    #[test]
+    fn copying_and_shifting_are_bounded_by_the_work_limit() {
+        // Copy a large value and remove the copy, again and again: the state never grows,
+        // but each copy costs its size.
+        let big = json!({"big": "x".repeat(1 << 20)});
+        let churn: Vec<PatchOperation> = (0..50_000)
+            .flat_map(|_| {
+                [
+                    PatchOperation::Copy { from: "/big".into(), path: "/tmp".into() },
+                    PatchOperation::Remove { path: "/tmp".into() },
+                ]
+            })
+            .collect();
+        let mut state = big.clone();
+        let e = apply_patch(&mut state, &churn).unwrap_err();
+        assert_eq!(e.kind.code(), "too_much_work", "{e}");
+        assert!(e.index < 40, "{e}");
+        assert_eq!(state, big);
+        // Inserting at the front of a long array shifts every element each time.
+        let long = json!({"a": vec![0; 500_000]});
+        let front: Vec<PatchOperation> = (0..100_000)
+            .map(|_| PatchOperation::Add { path: "/a/0".into(), value: json!(1) })
+            .collect();
+        let mut state = long.clone();
+        let e = apply_patch(&mut state, &front).unwrap_err();
+        assert_eq!(e.kind.code(), "too_much_work", "{e}");
+        assert_eq!(state, long);
+    }
+
+    #[test]
+    fn a_long_patch_of_cheap_operations_applies() {
+        // 100,000 appends and as many moves sideways: linear, within every limit.
+        let mut state = json!({"items": [], "x": {"v": 0}});
+        let mut patch: Vec<PatchOperation> = (0..100_000)
+            .map(|i| PatchOperation::Add { path: "/items/-".into(), value: json!(i) })
+            .collect();
+        for i in 0..20_000 {
+            let (from, to) = if i % 2 == 0 { ("/x", "/y") } else { ("/y", "/x") };
+            patch.push(PatchOperation::Move { from: from.into(), path: to.into() });
+        }
+        apply_patch(&mut state, &patch).unwrap();
+        assert_eq!(state["items"].as_array().unwrap().len(), 100_000);
+        assert_eq!(state["x"], json!({"v": 0}));
+    }
+
+    #[test]
+    fn carried_values_are_bounded_too() {
+        let deep = (0..100).fold(json!(1), |v, _| json!([v]));
+        let mut state = json!({});
+        for op in [
+            PatchOperation::Add { path: "/d".into(), value: deep.clone() },
+            PatchOperation::Replace { path: String::new(), value: deep.clone() },
+            PatchOperation::Test { path: "/d".into(), value: deep.clone() },
+        ] {
+            let e = apply_patch(&mut state, &[op]).unwrap_err();
+            assert_eq!(e.kind.code(), "too_deep");
+        }
+        // Inserting a value whose depth fits, at a place that makes the state too deep.
+        let budget = StateBudget::default().with_max_depth(3);
+        let mut state = json!({"a": {"b": {}}});
+        let e = apply_patch_within(
+            &mut state,
+            &[PatchOperation::Add { path: "/a/b/c".into(), value: json!([]) }],
+            &budget,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind.code(), "too_deep");
+        // A starting state over the budget is refused at operation 0.
+        let e = apply_patch_within(
+            &mut json!({"a": {"b": {"c": {}}}}),
+            &[PatchOperation::Remove { path: "/a".into() }],
+            &budget,
+        )
+        .unwrap_err();
+        assert_eq!((e.index, e.kind.code()), (0, "too_deep"));
+        let kept = patched_within(json!({"k": 1}), &[], &budget).unwrap();
+        assert_eq!(kept, json!({"k": 1}));
+    }
+
     #[test]
     fn pointer_edge_cases() {
         let original = json!({"a": [1, 2], "o": {"k": 1}, "~/": 0});
@@ -357,6 +830,31 @@ mod tests {
                     prop_assert_eq!(&s, &state);
                     prop_assert!(e.index < patch.len());
                 }
+            }
+        }
+
+        #[test]
+        fn a_patched_state_keeps_a_tight_budget(
+            state in arb_value(),
+            patch in prop::collection::vec(arb_op(), 0..8),
+        ) {
+            let budget = StateBudget::default()
+                .with_max_depth(3)
+                .with_max_size(120)
+                .with_max_work(40);
+            let mut s = state.clone();
+            let started_within = budget.check(&state).is_ok();
+            match apply_patch_within(&mut s, &patch, &budget) {
+                Ok(()) if !patch.is_empty() => {
+                    prop_assert!(started_within);
+                    prop_assert!(budget.check(&s).is_ok(), "{} breaks the budget", s);
+                    // The same patch without a budget gives the same result.
+                    let mut t = state.clone();
+                    prop_assert!(apply_patch(&mut t, &patch).is_ok());
+                    prop_assert_eq!(t, s);
+                }
+                Ok(()) => prop_assert_eq!(&s, &state),
+                Err(_) => prop_assert_eq!(&s, &state),
             }
         }
 

@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::Value;
 
-use super::patch::{PatchError, apply_patch};
+use super::budget::{BudgetExceeded, StateBudget};
+use super::patch::{PatchError, apply_patch_within};
 use super::{StateCheckpoint, StateForm, StateRequestFields};
 
 /// How many checkpoints per feature set a [`StateTracker`] keeps by default (the parents a
@@ -32,7 +33,7 @@ pub enum StateError {
         checkpoint: String,
     },
     /// The patch failed against the parent's state (atomically: nothing was applied).
-    #[error("checkpoint {checkpoint:?}: {source}")]
+    #[error("checkpoint {checkpoint:?}: the patch was not applied")]
     Patch {
         /// The new checkpoint.
         checkpoint: String,
@@ -40,15 +41,26 @@ pub enum StateError {
         #[source]
         source: PatchError,
     },
+    /// The snapshot (`data`) crosses the tracker's [`StateBudget`]; it was not kept.
+    #[error("checkpoint {checkpoint:?}: the snapshot is over the state budget")]
+    OverBudget {
+        /// The new checkpoint.
+        checkpoint: String,
+        /// The limit crossed.
+        #[source]
+        source: BudgetExceeded,
+    },
 }
 
 impl StateError {
-    /// A stable code: `unknown_parent` or `patch_failed`.
+    /// A stable code: `unknown_parent`, `conflicting_parent`, `patch_failed` or
+    /// `over_budget`.
     pub fn kind(&self) -> &'static str {
         match self {
             StateError::UnknownParent { .. } => "unknown_parent",
             StateError::ConflictingParent { .. } => "conflicting_parent",
             StateError::Patch { .. } => "patch_failed",
+            StateError::OverBudget { .. } => "over_budget",
         }
     }
 }
@@ -84,6 +96,7 @@ pub struct Checkpoint {
 pub struct StateTracker {
     sets: BTreeMap<String, VecDeque<Checkpoint>>,
     history: usize,
+    budget: StateBudget,
 }
 
 impl Default for StateTracker {
@@ -100,7 +113,37 @@ impl StateTracker {
 
     /// A tracker keeping at most `history` (at least 1) checkpoints per feature set.
     pub fn with_history(history: usize) -> StateTracker {
-        StateTracker { sets: BTreeMap::new(), history: history.max(1) }
+        StateTracker {
+            sets: BTreeMap::new(),
+            history: history.max(1),
+            budget: StateBudget::default(),
+        }
+    }
+
+    /// Keeps every materialized state within `budget` (default: [`StateBudget::default`]): a
+    /// snapshot over it, or a patch crossing it, is not kept and the checkpoint is recorded as
+    /// opaque.
+    ///
+    /// ```
+    /// use mcpl_core::mcpl::state::{StateBudget, StateCheckpoint, StateTracker};
+    /// use serde_json::json;
+    ///
+    /// let mut tracker = StateTracker::new().with_budget(StateBudget::default().with_max_size(64));
+    /// let big = StateCheckpoint::snapshot("a", None, json!({"text": "x".repeat(100)}));
+    /// assert_eq!(tracker.record("notes", &big).unwrap_err().kind(), "over_budget");
+    /// // The checkpoint is kept by reference only.
+    /// assert_eq!(tracker.request_fields("notes").checkpoint.as_deref(), Some("a"));
+    /// assert_eq!(tracker.request_fields("notes").state, None);
+    /// ```
+    #[must_use]
+    pub fn with_budget(mut self, budget: StateBudget) -> StateTracker {
+        self.budget = budget;
+        self
+    }
+
+    /// The budget every materialized state keeps.
+    pub fn budget(&self) -> &StateBudget {
+        &self.budget
     }
 
     /// Records the `state` of a `tools/call` result for `feature_set` and makes it the latest.
@@ -141,7 +184,16 @@ impl StateTracker {
                         "state carries both data and patch; using data"
                     );
                 }
-                checkpoint.data.clone()
+                match checkpoint.data.as_ref().map(|d| self.budget.check(d)) {
+                    Some(Err(source)) => {
+                        outcome = Err(StateError::OverBudget {
+                            checkpoint: checkpoint.checkpoint.clone(),
+                            source,
+                        });
+                        None
+                    }
+                    _ => checkpoint.data.clone(),
+                }
             }
             StateForm::Opaque => None,
             StateForm::Patch => {
@@ -152,16 +204,18 @@ impl StateTracker {
                     }
                 };
                 match (parent, &checkpoint.patch) {
-                    (Some(mut value), Some(patch)) => match apply_patch(&mut value, patch) {
-                        Ok(()) => Some(value),
-                        Err(source) => {
-                            outcome = Err(StateError::Patch {
-                                checkpoint: checkpoint.checkpoint.clone(),
-                                source,
-                            });
-                            None
+                    (Some(mut value), Some(patch)) => {
+                        match apply_patch_within(&mut value, patch, &self.budget) {
+                            Ok(()) => Some(value),
+                            Err(source) => {
+                                outcome = Err(StateError::Patch {
+                                    checkpoint: checkpoint.checkpoint.clone(),
+                                    source,
+                                });
+                                None
+                            }
                         }
-                    },
+                    }
                     _ => {
                         outcome = Err(StateError::UnknownParent {
                             checkpoint: checkpoint.checkpoint.clone(),
@@ -173,7 +227,12 @@ impl StateTracker {
             }
         };
         if let Err(e) = &outcome {
-            tracing::warn!(feature_set, error = %e, "state kept as an opaque checkpoint");
+            tracing::info!(
+                feature_set = ?feature_set,
+                error = %e,
+                cause = ?std::error::Error::source(e).map(ToString::to_string),
+                "state kept as an opaque checkpoint"
+            );
         }
         history.push_back(Checkpoint {
             id: checkpoint.checkpoint.clone(),
@@ -296,5 +355,23 @@ mod tests {
         );
         t.forget("other");
         assert!(t.latest("other").is_none());
+    }
+
+    #[test]
+    fn states_keep_the_budget() {
+        let mut t = StateTracker::new().with_budget(StateBudget::default().with_max_depth(4));
+        t.record("s", &cp(json!({"checkpoint": "a", "parent": null, "data": {"n": {"m": 1}}})))
+            .unwrap();
+        // A patch nesting past the limit: refused, the checkpoint kept as opaque.
+        let deep = cp(json!({"checkpoint": "b", "parent": "a",
+            "patch": [{"op": "add", "path": "/n/m", "value": [[[1]]]}]}));
+        let e = t.record("s", &deep).unwrap_err();
+        assert_eq!(e.kind(), "patch_failed");
+        assert!(t.checkpoint("s", "b").unwrap().state.is_none());
+        let e = t
+            .record("s", &cp(json!({"checkpoint": "c", "parent": "a", "data": [[[[[1]]]]]})))
+            .unwrap_err();
+        assert_eq!(e.kind(), "over_budget");
+        assert_eq!(t.budget().max_depth(), 4);
     }
 }

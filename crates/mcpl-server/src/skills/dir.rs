@@ -1,59 +1,4 @@
-//! Loading skills from a directory tree, as a hostile input.
-//!
-//! Every directory below the root that holds a `SKILL.md` is a skill; its path below the root
-//! is the skill path (`<root>/acme/refunds/SKILL.md` is `skill://acme/refunds/SKILL.md`), and
-//! every file below it is a file of the skill (nested skills included). The tree is read once,
-//! into memory.
-//!
-//! The rules:
-//!
-//! - **Nothing outside the root is read.** The walk opens each directory and file relative to
-//!   the handle of its parent, one name at a time, never following a symbolic link (`O_NOFOLLOW`
-//!   semantics through `cap-std`): a symlink met while listing is refused, and one swapped in
-//!   between the listing and the open fails the open. No path is ever joined or resolved, so
-//!   `..` and absolute paths cannot occur. What was opened is checked again on the handle: a
-//!   file must be a regular file (FIFOs, sockets and devices are refused; on Unix files are
-//!   opened non-blocking, so a FIFO swapped in cannot stall the load).
-//! - **Bounded.** Each file's size ([`LoadOptions::max_file_bytes`], checked on the handle and
-//!   again while reading, so a growing file cannot overrun it), each skill's files and bytes
-//!   ([`LoadOptions::max_skill_files`], [`LoadOptions::max_skill_bytes`]), the bytes of the
-//!   whole load, the directory depth, the directory entries visited and the number of skills
-//!   all have limits.
-//! - **Names validated.** Directory and file names are 1-255 characters of
-//!   `A-Z a-z 0-9 . _ ~ -` (so URIs need no escaping); names starting with a dot are skipped
-//!   silently (`.git`, `.DS_Store`). A skill's directory name must be its frontmatter `name`,
-//!   which must follow the Agent Skills naming rules.
-//! - **A bad skill is skipped, with a diagnostic, never a panic.** Any problem inside a skill
-//!   (an invalid manifest, a refused or unreadable file, a limit) leaves out that skill (and
-//!   the skills enclosing it, whose file lists would be incomplete); the others load. Each
-//!   problem is returned as a [`SkillDiagnostic`] and logged once at `info`.
-//!
-//! # Examples
-//!
-//! ```
-//! use mcpl_server::Server;
-//! use mcpl_server::skills::{LoadOptions, load_dir};
-//!
-//! let root = std::env::temp_dir().join(format!("skills-doc-{}", std::process::id()));
-//! std::fs::create_dir_all(root.join("pdf-processing/references"))?;
-//! std::fs::write(
-//!     root.join("pdf-processing/SKILL.md"),
-//!     "---\nname: pdf-processing\ndescription: Fill PDF forms\n---\nSee references/FORMS.md\n",
-//! )?;
-//! std::fs::write(root.join("pdf-processing/references/FORMS.md"), "# Forms\n")?;
-//! std::fs::create_dir_all(root.join("Bad_Name"))?;
-//! std::fs::write(root.join("Bad_Name/SKILL.md"), "---\nname: Bad_Name\ndescription: x\n---\n")?;
-//!
-//! let loaded = load_dir(&root, &LoadOptions::default())?;
-//! assert_eq!(loaded.skills.len(), 1);
-//! assert_eq!(loaded.skills[0].uri(), "skill://pdf-processing/SKILL.md");
-//! assert_eq!(loaded.diagnostics.len(), 1, "the bad skill is reported, not served");
-//!
-//! let server = Server::builder("docs", "1.0.0").skills(loaded.skills).build();
-//! assert_eq!(server.skills().len(), 1);
-//! # std::fs::remove_dir_all(&root)?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! Loading skills from a directory tree, as a hostile input: see [`load_dir`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -347,8 +292,66 @@ pub struct LoadedSkills {
     pub diagnostics: Vec<SkillDiagnostic>,
 }
 
-/// Loads the skills of the tree at `root` (see the [module docs](self) for the rules). The
-/// I/O is blocking: from async code, call it in `tokio::task::spawn_blocking`.
+/// Loads the skills of the tree at `root`, as a hostile input. The I/O is blocking: from async
+/// code, call it in `tokio::task::spawn_blocking`.
+///
+/// Every directory below the root that holds a `SKILL.md` is a skill; its path below the root
+/// is the skill path (`<root>/acme/refunds/SKILL.md` is `skill://acme/refunds/SKILL.md`), and
+/// every file below it is a file of the skill (nested skills included). The tree is read once,
+/// into memory.
+///
+/// The rules:
+///
+/// - **Nothing outside the root is read.** The walk opens each directory and file relative to
+///   the handle of its parent, one name at a time, never following a symbolic link (`O_NOFOLLOW`
+///   semantics through `cap-std`): a symlink met while listing is refused, and one swapped in
+///   between the listing and the open fails the open. No path is ever joined or resolved, so
+///   `..` and absolute paths cannot occur. What was opened is checked again on the handle: a
+///   file must be a regular file (FIFOs, sockets and devices are refused; on Unix files are
+///   opened non-blocking, so a FIFO swapped in cannot stall the load).
+/// - **Bounded.** Each file's size ([`LoadOptions::max_file_bytes`], checked on the handle and
+///   again while reading, so a growing file cannot overrun it), each skill's files and bytes
+///   ([`LoadOptions::max_skill_files`], [`LoadOptions::max_skill_bytes`]), the bytes of the
+///   whole load, the directory depth, the directory entries visited and the number of skills
+///   all have limits.
+/// - **Names validated.** Directory and file names are 1-255 characters of
+///   `A-Z a-z 0-9 . _ ~ -` (so URIs need no escaping); names starting with a dot are skipped
+///   silently (`.git`, `.DS_Store`). A skill's directory name must be its frontmatter `name`,
+///   which must follow the Agent Skills naming rules.
+/// - **A bad skill is skipped, with a diagnostic, never a panic.** Any problem inside a skill
+///   (an invalid manifest, a refused or unreadable file, a limit) leaves out that skill (and
+///   the skills enclosing it, whose file lists would be incomplete); the others load. Each
+///   problem is returned as a [`SkillDiagnostic`] and logged once at `info`.
+///
+/// Hard links are regular files: keep the root writable only by whoever may publish what it
+/// holds.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::Server;
+/// use mcpl_server::skills::{LoadOptions, load_dir};
+///
+/// let root = std::env::temp_dir().join(format!("skills-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(root.join("pdf-processing/references"))?;
+/// std::fs::write(
+///     root.join("pdf-processing/SKILL.md"),
+///     "---\nname: pdf-processing\ndescription: Fill PDF forms\n---\nSee references/FORMS.md\n",
+/// )?;
+/// std::fs::write(root.join("pdf-processing/references/FORMS.md"), "# Forms\n")?;
+/// std::fs::create_dir_all(root.join("Bad_Name"))?;
+/// std::fs::write(root.join("Bad_Name/SKILL.md"), "---\nname: Bad_Name\ndescription: x\n---\n")?;
+///
+/// let loaded = load_dir(&root, &LoadOptions::default())?;
+/// assert_eq!(loaded.skills.len(), 1);
+/// assert_eq!(loaded.skills[0].uri(), "skill://pdf-processing/SKILL.md");
+/// assert_eq!(loaded.diagnostics.len(), 1, "the bad skill is reported, not served");
+///
+/// let server = Server::builder("docs", "1.0.0").skills(loaded.skills).build();
+/// assert_eq!(server.skills().len(), 1);
+/// # std::fs::remove_dir_all(&root)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Errors
 ///

@@ -198,9 +198,13 @@ impl SkillBundle {
     /// # Errors
     ///
     /// [`SkillError::InvalidPath`], [`SkillError::Frontmatter`] (see
-    /// [`SkillFrontmatter::parse_document`]) or [`SkillError::NameMismatch`].
+    /// [`SkillFrontmatter::parse_document`]), [`SkillError::NameMismatch`], or
+    /// [`SkillError::TooLarge`] for a manifest over [`MAX_SKILL_BYTES`].
     pub fn new(path: &str, manifest: impl Into<String>) -> Result<Self, SkillError> {
         let manifest = manifest.into();
+        if len(manifest.as_bytes()) > MAX_SKILL_BYTES {
+            return Err(SkillError::TooLarge);
+        }
         let parts = segments(path)?;
         let frontmatter =
             SkillFrontmatter::parse_document(&manifest).map_err(SkillError::Frontmatter)?;
@@ -225,7 +229,8 @@ impl SkillBundle {
     ///
     /// # Errors
     ///
-    /// [`SkillError::InvalidUri`].
+    /// [`SkillError::Frontmatter`] for a name that breaks the naming rules or an empty
+    /// description, [`SkillError::InvalidUri`].
     ///
     /// # Examples
     ///
@@ -238,6 +243,9 @@ impl SkillBundle {
     /// # Ok::<(), mcpl_server::skills::SkillError>(())
     /// ```
     pub fn dynamic(uri: &str, frontmatter: SkillFrontmatter) -> Result<Self, SkillError> {
+        // The same rules as a parsed frontmatter's.
+        let frontmatter = SkillFrontmatter::from_object(frontmatter.to_object())
+            .map_err(SkillError::Frontmatter)?;
         if skill_name_of(uri) != Some(frontmatter.name.as_str()) {
             return Err(SkillError::InvalidUri(uri.to_owned()));
         }
@@ -754,6 +762,27 @@ mod tests {
             catalog.contents("skill://a/b/SKILL.md"),
             Some(ResourceContents::Text(_))
         ));
+    }
+
+    #[test]
+    fn dynamic_skills_follow_the_naming_rules() {
+        let ok =
+            SkillBundle::dynamic("skill://r/daily/SKILL.md", SkillFrontmatter::new("daily", "d"));
+        assert_eq!(ok.unwrap().entry().resources, SkillResources::Dynamic);
+        let bad_name =
+            SkillBundle::dynamic("skill://Daily/SKILL.md", SkillFrontmatter::new("Daily", "d"));
+        assert_eq!(bad_name.unwrap_err().kind(), SkillErrorKind::Frontmatter);
+        let empty =
+            SkillBundle::dynamic("skill://daily/SKILL.md", SkillFrontmatter::new("daily", " "));
+        assert_eq!(empty.unwrap_err().kind(), SkillErrorKind::Frontmatter);
+        let elsewhere =
+            SkillBundle::dynamic("skill://other/SKILL.md", SkillFrontmatter::new("daily", "d"));
+        assert_eq!(elsewhere.unwrap_err().kind(), SkillErrorKind::InvalidUri);
+        let no_files =
+            SkillBundle::dynamic("skill://daily/SKILL.md", SkillFrontmatter::new("daily", "d"))
+                .unwrap()
+                .file("x", "y");
+        assert_eq!(no_files.unwrap_err().kind(), SkillErrorKind::InvalidUri);
     }
 
     #[test]

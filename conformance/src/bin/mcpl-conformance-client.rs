@@ -5,7 +5,9 @@
 //! `MCP_CONFORMANCE_SCENARIO`, `MCP_CONFORMANCE_PROTOCOL_VERSION` (the revision to pin: a
 //! dated 2025 revision speaks the stateful `initialize` lifecycle, 2026-07-28 the stateless
 //! one) and, for some scenarios, `MCP_CONFORMANCE_CONTEXT` (JSON). Every scenario connects,
-//! lists tools, makes the calls the scenario expects and closes. Every connection authorizes
+//! lists tools, makes the calls the scenario expects and closes (the skills scenarios,
+//! `sep-2640-client-*`, list skills; the verification ones then load the first skill and read
+//! its files, each checked against the entry). Every connection authorizes
 //! with `mcpl_client::auth` when the server asks: the interactive step follows the test
 //! authorization server's redirect with a plain GET; `auth/*` scenarios also call each tool
 //! (step-up). Logs go to stderr only.
@@ -22,7 +24,7 @@ use mcpl_client::{Client, Negotiation};
 use mcpl_core::ProtocolVersion;
 use mcpl_core::types::{
     CreateMessageResult, ElicitAction, ElicitResult, Role, Root, SamplingMessageContentBlock,
-    TextContent, Tool,
+    SkillResources, TextContent, Tool,
 };
 use serde_json::{Map, Value, json};
 
@@ -274,8 +276,12 @@ impl Run {
                 }
                 Ok(())
             }
-            // initialize, json-schema-ref-no-deref, sep-2640-* (skills): connect, list
-            // tools, close. A `$ref` is never dereferenced: schemas are kept as data.
+            // Skills: list them (nothing more: a host fetches no file ahead of need); in the
+            // verification scenarios the model then "asks" for the first skill.
+            "sep-2640-client-no-prefetch" => self.skills(false).await,
+            s if s.starts_with("sep-2640-client-verify-") => self.skills(true).await,
+            // initialize, json-schema-ref-no-deref: connect, list tools, close. A `$ref` is
+            // never dereferenced: schemas are kept as data.
             _ => Ok(()),
         }
     }
@@ -296,6 +302,35 @@ impl Run {
         }
     }
 
+    /// Lists the server's skills; with `load`, loads the first one (its `SKILL.md`, checked
+    /// against the entry) and then reads each of its other files (each checked). Content that
+    /// fails a check is refused, and nothing more of that skill is read.
+    async fn skills(&self, load: bool) -> mcpl_core::Result<()> {
+        let skills = self.client.list_skills().await?;
+        let names: Vec<&str> = skills.iter().map(|s| s.name()).collect();
+        log(format_args!("skills: {names:?}"));
+        let Some(first) = skills.first().filter(|_| load) else { return Ok(()) };
+        let skill = match self.client.load_skill(first).await {
+            Ok(skill) => skill,
+            Err(e) => {
+                log(format_args!("{}: refused: {}", first.uri, error_chain(&e)));
+                return Ok(());
+            }
+        };
+        log(format_args!("loaded {} ({} bytes)", first.uri, skill.manifest().len()));
+        let SkillResources::Files(files) = &first.resources else { return Ok(()) };
+        for file in files.iter().filter(|f| f.uri != first.uri) {
+            match self.client.read_skill_file(&skill, &file.uri).await {
+                Ok(bytes) => log(format_args!("read {} ({} bytes)", file.uri, bytes.len())),
+                Err(e) => {
+                    log(format_args!("{}: refused: {}", file.uri, error_chain(&e)));
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     async fn call(&self, name: &str, arguments: Map<String, Value>) -> mcpl_core::Result<()> {
         match self.client.call_tool(name, arguments).await {
             Ok(result) => {
@@ -311,6 +346,18 @@ impl Run {
             }
         }
     }
+}
+
+/// `e` and its causes, `: `-separated.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// The object inside `value`, or an empty map.

@@ -16,13 +16,15 @@
 //! assert!(check("ping", &nothing).is_ok());
 //! ```
 
-use mcpl_core::types::{ServerCapabilities, names};
+use mcpl_core::types::{SKILLS_EXTENSION, ServerCapabilities, names};
 use mcpl_core::{Error, Result};
 
 /// The capability a request of `method` needs the server to have advertised, as a path
 /// (`tools`, `resources.subscribe`, `tasks.list`...); `None` for methods every server answers
 /// (`ping`, `server/discover`, `initialize`) and for methods this table does not know (custom
-/// methods are never refused).
+/// methods are never refused). The skills extension's methods need the extension
+/// (`extensions.io.modelcontextprotocol/skills`), and `resources/directory/read` its
+/// `directoryRead` setting.
 ///
 /// # Examples
 ///
@@ -50,13 +52,26 @@ pub fn required(method: &str) -> Option<&'static str> {
         names::TASKS_LIST => "tasks.list",
         names::TASKS_CANCEL => "tasks.cancel",
         names::TASKS_GET | names::TASKS_RESULT | names::TASKS_UPDATE => "tasks",
+        names::SKILLS_LIST | names::SKILLS_GET => SKILLS,
+        names::RESOURCES_DIRECTORY_READ => SKILLS_DIRECTORY_READ,
         _ => return None,
     })
 }
 
+/// The path of the skills extension (SEP-2640) in [`required`]'s answers.
+const SKILLS: &str = "extensions.io.modelcontextprotocol/skills";
+/// The path of the skills extension's `directoryRead` setting.
+const SKILLS_DIRECTORY_READ: &str = "extensions.io.modelcontextprotocol/skills.directoryRead";
+
 /// Whether `capabilities` advertise the capability at `path` (as [`required`] names them).
 fn advertised(capabilities: &ServerCapabilities, path: &str) -> bool {
+    let skills = || capabilities.extensions.as_ref().and_then(|e| e.get(SKILLS_EXTENSION));
     match path {
+        SKILLS => skills().is_some(),
+        SKILLS_DIRECTORY_READ => skills()
+            .and_then(|s| s.get("directoryRead"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
         "tools" => capabilities.tools.is_some(),
         "resources" => capabilities.resources.is_some(),
         "resources.subscribe" => {
@@ -166,6 +181,23 @@ mod tests {
         for method in ["ping", "server/discover", "initialize", "x-custom/thing"] {
             check(method, &none).unwrap();
         }
+    }
+
+    #[test]
+    fn skills_need_the_extension_and_directory_reads_its_setting() {
+        let none = caps(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+        for method in ["skills/list", "skills/get", "resources/directory/read"] {
+            let e = check(method, &none).unwrap_err();
+            assert!(e.to_string().contains("io.modelcontextprotocol/skills"), "{e}");
+        }
+        let plain = caps(json!({"extensions": {"io.modelcontextprotocol/skills": {}}}));
+        check("skills/list", &plain).unwrap();
+        check("skills/get", &plain).unwrap();
+        assert!(check("resources/directory/read", &plain).is_err());
+        let dirs = caps(
+            json!({"extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}}}),
+        );
+        check("resources/directory/read", &dirs).unwrap();
     }
 
     #[test]

@@ -19,8 +19,8 @@
 //! era; [`Negotiation::Pinned`] fixes the revision. A client instance can be closed and
 //! connected again, or suspended and resumed without a new handshake ([`resume`]).
 //!
-//! Typed calls cover tools, resources and templates, prompts, completion, the logging level
-//! and `ping`; list calls follow pagination. Server requests (sampling, elicitation, roots)
+//! Typed calls cover tools, resources and templates, prompts, completion, the logging level,
+//! `ping` and skills ([`skills`]); list calls follow pagination. Server requests (sampling, elicitation, roots)
 //! and 2026 input-required results reach the [`handlers`]; notifications reach the handlers of
 //! [`notify`], and `subscriptions/listen` is a [`Subscription`] stream.
 //!
@@ -38,6 +38,8 @@
 //! - [`mcpl`]: the MCPL 0.5 host side of a connection ([`mcpl::McplHost`]).
 //! - [`notify`]: notification handlers and `subscriptions/listen`.
 //! - [`resume`]: [`SessionSnapshot`], suspend and resume.
+//! - [`skills`]: the skills extension (SEP-2640): listing, getting and loading skills, every
+//!   file checked against its entry.
 //! - [`transport`]: transports only a client needs: [`transport::ChildProcess`] and
 //!   [`transport::HttpTransport`] (Streamable HTTP).
 
@@ -56,6 +58,7 @@ pub mod input;
 pub mod mcpl;
 pub mod notify;
 pub mod resume;
+pub mod skills;
 pub mod transport;
 
 #[doc(inline)]

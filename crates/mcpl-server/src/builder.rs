@@ -99,6 +99,7 @@ impl fmt::Debug for Server {
             .field("resources", &registry.resources.items.len())
             .field("resource_templates", &registry.templates.items.len())
             .field("prompts", &registry.prompts.items.len())
+            .field("skills", &registry.skills.entries().count())
             .finish()
     }
 }
@@ -328,10 +329,11 @@ impl Server {
 
     /// The capabilities this server advertises: each feature that was ever registered (a
     /// feature emptied at run time stays declared, with an empty list), `logging`,
-    /// `completions` when there are prompts or resources to complete, and the tasks extension
+    /// `completions` when there are prompts or resources to complete, the tasks extension
     /// under `extensions` when [`serves_tasks`](Self::serves_tasks) (advertised in
     /// `server/discover` only: a 2025-era `initialize` result leaves it out, see
-    /// [`crate::task`]).
+    /// [`crate::task`]), and the skills extension (`directoryRead: true`) once a skill was
+    /// registered (see [`crate::skills`]).
     ///
     /// # Examples
     ///
@@ -347,10 +349,14 @@ impl Server {
     /// assert!(caps.prompts.is_none() && caps.logging.is_some());
     /// ```
     pub fn capabilities(&self) -> ServerCapabilities {
-        let extensions = self
+        let mut extensions = self
             .serves_tasks()
             .then(|| Map::from_iter([(TASKS_EXTENSION.to_owned(), Value::Object(Map::new()))]));
         let r = self.read();
+        if r.skills.ever {
+            let (id, settings) = crate::skills::declaration();
+            extensions.get_or_insert_with(Map::new).insert(id, settings);
+        }
         ServerCapabilities {
             tools: r
                 .has_tools
@@ -436,6 +442,43 @@ impl Server {
     /// ```
     pub fn prompts_mut(&self) -> PromptsMut<'_> {
         PromptsMut::new(self)
+    }
+
+    /// The entries of the served skills, in registration order (the order of `skills/list`;
+    /// see [`crate::skills`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::skills::SkillBundle;
+    ///
+    /// let skill = SkillBundle::new("notes", "---\nname: notes\ndescription: Take notes\n---\n")?;
+    /// let server = Server::builder("s", "1").skill(skill).build();
+    /// assert_eq!(server.skills()[0].uri, "skill://notes/SKILL.md");
+    /// # Ok::<(), mcpl_server::skills::SkillError>(())
+    /// ```
+    pub fn skills(&self) -> Vec<mcpl_core::types::Skill> {
+        self.read().skills.entries().cloned().collect()
+    }
+
+    /// A handle to add, remove and replace skills while sessions are live; each change tells
+    /// every session's client that the resource list changed (skill files are resources).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::skills::SkillBundle;
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let skill = SkillBundle::new("late", "---\nname: late\ndescription: Added later\n---\n")?;
+    /// server.skills_mut().add(skill).unwrap();
+    /// assert_eq!(server.skills().len(), 1);
+    /// # Ok::<(), mcpl_server::skills::SkillError>(())
+    /// ```
+    pub fn skills_mut(&self) -> crate::skills::SkillsMut<'_> {
+        crate::skills::SkillsMut::new(self)
     }
 
     /// Tells the sessions subscribed to `uri` (`resources/subscribe`) that the resource changed
@@ -1139,6 +1182,48 @@ impl ServerBuilder {
         let result = TemplateEntry::new(template, Arc::new(handler))
             .and_then(|entry| self.registry.add_template(entry));
         self.record(result)
+    }
+
+    /// Serves a skill (see [`crate::skills`]): its files become resources, and the server
+    /// declares the skills extension. Skills are listed in the order they were added; a skill
+    /// URI already served, or a file URI served with other contents, is reported by
+    /// [`try_build`](Self::try_build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::skills::SkillBundle;
+    ///
+    /// let manifest = "---\nname: pdf-processing\ndescription: Fill PDF forms\n---\nSee references/FORMS.md\n";
+    /// let skill = SkillBundle::new("pdf-processing", manifest)?.file("references/FORMS.md", "# Forms")?;
+    /// let server = Server::builder("docs", "1.0.0").skill(skill).try_build().unwrap();
+    /// let uris: Vec<_> = server.resources().into_iter().map(|r| r.uri).collect();
+    /// assert!(uris.is_empty(), "static resources only; skill files are listed by resources/list");
+    /// assert_eq!(server.skills().len(), 1);
+    /// # Ok::<(), mcpl_server::skills::SkillError>(())
+    /// ```
+    pub fn skill(mut self, skill: crate::skills::SkillBundle) -> Self {
+        let result = crate::skills::register(&mut self.registry, skill);
+        self.record(result)
+    }
+
+    /// Serves each of `skills`, as [`skill`](Self::skill) does (the skills
+    /// [`load_dir`](crate::skills::load_dir) found, say).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::skills::SkillBundle;
+    ///
+    /// let skill = |name: &str| SkillBundle::new(name, format!("---\nname: {name}\ndescription: d\n---\n"));
+    /// let server = Server::builder("s", "1").skills([skill("a")?, skill("b")?]).build();
+    /// assert_eq!(server.skills().len(), 2);
+    /// # Ok::<(), mcpl_server::skills::SkillError>(())
+    /// ```
+    pub fn skills(self, skills: impl IntoIterator<Item = crate::skills::SkillBundle>) -> Self {
+        skills.into_iter().fold(self, Self::skill)
     }
 
     /// Adds a prompt. Prompts are listed in the order they were added; a `prompts/get` that

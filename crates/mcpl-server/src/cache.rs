@@ -2,8 +2,9 @@
 //! may reuse it (`cacheScope`).
 //!
 //! In the stateless era, `tools/list`, `resources/list`, `resources/templates/list`,
-//! `prompts/list`, `resources/read` and `server/discover` results carry both members. Each of
-//! the lists and `server/discover` takes its hint from, in order:
+//! `prompts/list`, `resources/read`, `server/discover`, `skills/list` and `skills/get` results
+//! carry both members. Each of the lists, `server/discover` and `skills/get` takes its hint
+//! from, in order:
 //!
 //! 1. the hint set for it with [`ServerBuilder::cache_hint`](crate::ServerBuilder::cache_hint);
 //! 2. the endpoint's default, [`HttpConfig::cache_ttl`](crate::http::HttpConfig::cache_ttl),
@@ -170,6 +171,10 @@ pub enum CachedResult {
     PromptsList,
     /// `server/discover`.
     Discover,
+    /// `skills/list` (the skills extension, see [`crate::skills`]).
+    SkillsList,
+    /// `skills/get`: every skill's entry (see [`crate::skills`]).
+    SkillsGet,
 }
 
 impl CachedResult {
@@ -191,12 +196,14 @@ impl CachedResult {
     ///     .build();
     /// assert!(CachedResult::ALL.iter().all(|r| server.cache_hint(*r) == Some(hint)));
     /// ```
-    pub const ALL: [CachedResult; 5] = [
+    pub const ALL: [CachedResult; 7] = [
         CachedResult::ToolsList,
         CachedResult::ResourcesList,
         CachedResult::ResourceTemplatesList,
         CachedResult::PromptsList,
         CachedResult::Discover,
+        CachedResult::SkillsList,
+        CachedResult::SkillsGet,
     ];
 
     /// The method whose result this is.
@@ -216,6 +223,8 @@ impl CachedResult {
             CachedResult::ResourceTemplatesList => names::RESOURCES_TEMPLATES_LIST,
             CachedResult::PromptsList => names::PROMPTS_LIST,
             CachedResult::Discover => names::SERVER_DISCOVER,
+            CachedResult::SkillsList => names::SKILLS_LIST,
+            CachedResult::SkillsGet => names::SKILLS_GET,
         }
     }
 

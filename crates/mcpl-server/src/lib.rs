@@ -39,6 +39,8 @@
 //!   both eras; [`state`]: sealing the state such handlers carry between rounds.
 //! - [`session`]: serving one connection; the handshake and the lifecycle guard.
 //! - [`task`]: the tasks extension (SEP-2663): tool calls answered with a task to poll.
+//! - [`skills`]: the skills extension (SEP-2640): Agent Skills served from code or from a
+//!   directory tree (`skills/list`, `skills/get`, `resources/directory/read`).
 //! - [`stdio`]: serving on this process's stdin and stdout.
 //! - [`http`]: serving over Streamable HTTP.
 //! - [`ws`]: serving over WebSocket (one connection, one session; for MCPL).
@@ -65,6 +67,7 @@ pub mod resource;
 mod router;
 pub mod schema;
 pub mod session;
+pub mod skills;
 pub mod state;
 mod stateless_era;
 pub mod stdio;

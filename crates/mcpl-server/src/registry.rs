@@ -134,6 +134,8 @@ pub(crate) struct Registry {
     pub(crate) has_prompts: bool,
     /// Whether a task-capable tool was ever registered.
     pub(crate) has_task_tools: bool,
+    /// The skills (see [`crate::skills`]); their files are resources.
+    pub(crate) skills: crate::skills::SkillCatalog,
 }
 
 impl Registry {

@@ -84,9 +84,9 @@ pub(crate) async fn dispatch_reply(
     if let Some(Value::Object(p)) = &mut params {
         p.remove("_meta");
     }
-    let (tools, resources, prompts, completions) = {
+    let (tools, resources, prompts, completions, skills) = {
         let r = server.read();
-        (r.has_tools, r.has_resources, r.has_prompts, r.has_completions())
+        (r.has_tools, r.has_resources, r.has_prompts, r.has_completions(), r.skills.ever)
     };
     if tools && method == names::TOOLS_CALL {
         return call_tool(server, ctx, params).await;
@@ -107,7 +107,9 @@ pub(crate) async fn dispatch_reply(
         names::RESOURCES_LIST if resources => {
             let page = list(server, params, "resources", |r| {
                 let items = r.resources.items.iter().map(|e| e.resource.clone());
-                (r.resources.revision, items.collect())
+                // Skill files are resources too (see `crate::skills`).
+                let items = items.chain(r.skills.resources().cloned());
+                (r.resources.revision.wrapping_add(r.skills.revision), items.collect())
             })?;
             encode(ListResourcesResult {
                 resources: page.items,
@@ -149,6 +151,9 @@ pub(crate) async fn dispatch_reply(
             })
         }
         names::PROMPTS_GET if prompts => get_prompt(server, ctx, params).await,
+        names::SKILLS_LIST if skills => crate::skills::list(server, params),
+        names::SKILLS_GET if skills => crate::skills::get(server, params),
+        names::RESOURCES_DIRECTORY_READ if skills => crate::skills::read_directory(server, params),
         names::COMPLETION_COMPLETE if completions => complete(server, ctx, params).await,
         names::TASKS_GET | names::TASKS_UPDATE | names::TASKS_CANCEL
             if ctx.era() == Era::Stateless && server.serves_tasks() =>
@@ -259,6 +264,13 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
     let uri = params.uri;
     let target = {
         let r = server.read();
+        // A skill's file (see `crate::skills`): static resources first, then skill files, then
+        // templates.
+        if r.resources.get(&uri).is_none()
+            && let Some(contents) = r.skills.contents(&uri)
+        {
+            return encode(ReadResourceResult { contents: vec![contents], ..Default::default() });
+        }
         match r.resources.get(&uri) {
             Some(e) => Some((e.handler.clone(), e.resource.mime_type.clone(), Default::default())),
             None => r.templates.items.iter().find_map(|t| {

@@ -67,13 +67,15 @@ pub(crate) fn unsupported_version(requested: &str) -> ErrorObject {
 }
 
 /// The methods whose results carry caching hints.
-const CACHEABLE: [&str; 6] = [
+const CACHEABLE: [&str; 8] = [
     names::TOOLS_LIST,
     names::PROMPTS_LIST,
     names::RESOURCES_LIST,
     names::RESOURCES_TEMPLATES_LIST,
     names::RESOURCES_READ,
     names::SERVER_DISCOVER,
+    names::SKILLS_LIST,
+    names::SKILLS_GET,
 ];
 
 /// `method`, if its results carry caching hints.

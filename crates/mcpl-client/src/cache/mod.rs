@@ -1,5 +1,6 @@
 //! The response cache: reuse cacheable results (`tools/list`, `resources/list`,
-//! `resources/templates/list`, `resources/read`, `prompts/list`) while they are fresh.
+//! `resources/templates/list`, `resources/read`, `prompts/list`, `skills/list`, `skills/get`)
+//! while they are fresh.
 //!
 //! - **Partitioned** by (server, principal). The server is the transport's
 //!   [`endpoint`](mcpl_core::Transport::endpoint) (the URL, the command line), never what the
@@ -12,8 +13,8 @@
 //! - **Never** stores an `input_required` result, nor the result of a request that carries
 //!   `inputResponses` or `requestState` (a retried input-required request).
 //! - **Invalidated** by `notifications/tools/list_changed`, `…/prompts/list_changed`,
-//!   `…/resources/list_changed` (lists and templates) and `notifications/resources/updated`
-//!   (reads of that URI).
+//!   `…/resources/list_changed` (lists and templates, and skill entries: skill files are
+//!   resources) and `notifications/resources/updated` (reads of that URI, and skill entries).
 //! - **Per call**, [`CacheMode`] picks use, refresh or bypass (see
 //!   [`Client::with_cache_mode`](crate::Client::with_cache_mode)).
 //! - Optionally **serves a stale entry** when the server cannot be reached
@@ -865,15 +866,23 @@ impl ResponseCache {
             names::NOTIFICATIONS_PROMPTS_LIST_CHANGED => {
                 vec![Invalidation::method(server, names::PROMPTS_LIST)]
             }
+            // Skill files are resources: a change to them changes skill entries too.
             names::NOTIFICATIONS_RESOURCES_LIST_CHANGED => vec![
                 Invalidation::method(server, names::RESOURCES_LIST),
                 Invalidation::method(server, names::RESOURCES_TEMPLATES_LIST),
+                Invalidation::method(server, names::SKILLS_LIST),
+                Invalidation::method(server, names::SKILLS_GET),
             ],
             names::NOTIFICATIONS_RESOURCES_UPDATED => {
-                match params.and_then(|p| p.get("uri")).and_then(Value::as_str) {
-                    Some(uri) => vec![Invalidation::method(server, names::RESOURCES_READ).uri(uri)],
-                    None => vec![Invalidation::method(server, names::RESOURCES_READ)],
-                }
+                let read = match params.and_then(|p| p.get("uri")).and_then(Value::as_str) {
+                    Some(uri) => Invalidation::method(server, names::RESOURCES_READ).uri(uri),
+                    None => Invalidation::method(server, names::RESOURCES_READ),
+                };
+                vec![
+                    read,
+                    Invalidation::method(server, names::SKILLS_LIST),
+                    Invalidation::method(server, names::SKILLS_GET),
+                ]
             }
             _ => return,
         };
@@ -1096,6 +1105,8 @@ fn cacheable(method: &str, params: &Value) -> bool {
             | names::RESOURCES_TEMPLATES_LIST
             | names::RESOURCES_READ
             | names::PROMPTS_LIST
+            | names::SKILLS_LIST
+            | names::SKILLS_GET
     );
     let retried = params.get("inputResponses").is_some() || params.get("requestState").is_some();
     method && !retried
@@ -1128,6 +1139,34 @@ mod tests {
         assert!(!cacheable("tools/call", &json!({"name": "x"})));
         assert!(!cacheable("resources/read", &json!({"uri": "a", "requestState": "s"})));
         assert!(!cacheable("resources/read", &json!({"uri": "a", "inputResponses": {}})));
+    }
+
+    #[tokio::test]
+    async fn skill_entries_are_cached_and_dropped_when_resources_change() {
+        assert!(cacheable("skills/list", &json!({})));
+        assert!(cacheable("skills/get", &json!({"uri": "skill://a/SKILL.md"})));
+        let store = Arc::new(MemoryStore::new());
+        let cache = ResponseCache::new(store.clone()).principal("p");
+        let hit = json!({"ttlMs": 60_000, "cacheScope": "public"});
+        let fill = || async {
+            for (method, params) in [
+                ("skills/list", json!({})),
+                ("skills/get", json!({"uri": "skill://a/SKILL.md"})),
+                ("tools/list", json!({})),
+            ] {
+                let value = hit.clone();
+                let fetch = || async move { Ok(value) };
+                cache.exchange(Some("s"), CacheMode::Use, method, &params, fetch).await.unwrap();
+            }
+        };
+        fill().await;
+        assert_eq!(store.len(), 3);
+        cache.notified("s", "notifications/resources/list_changed", None).await;
+        assert_eq!(store.len(), 1, "only tools/list is left");
+        fill().await;
+        let updated = json!({"uri": "skill://a/references/GUIDE.md"});
+        cache.notified("s", "notifications/resources/updated", Some(&updated)).await;
+        assert_eq!(store.len(), 1, "a skill file changed: its entries are out of date");
     }
 
     #[tokio::test]

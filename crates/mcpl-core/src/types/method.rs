@@ -29,6 +29,10 @@ use super::result::{EmptyResult, Outcome};
 use super::roots::{ListRootsRequestParams, ListRootsResult};
 use super::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use super::serde_util::decode_params;
+use super::skills::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadDirectoryRequestParams,
+    ReadDirectoryResult,
+};
 use super::subscriptions::{
     SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
@@ -109,6 +113,12 @@ pub mod names {
     pub const TASKS_CANCEL: &str = "tasks/cancel";
     /// `tasks/update` (the tasks extension, SEP-2663).
     pub const TASKS_UPDATE: &str = "tasks/update";
+    /// `skills/list` (the skills extension, SEP-2640).
+    pub const SKILLS_LIST: &str = "skills/list";
+    /// `skills/get` (the skills extension, SEP-2640).
+    pub const SKILLS_GET: &str = "skills/get";
+    /// `resources/directory/read` (the skills extension, SEP-2640).
+    pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 
     /// `notifications/cancelled`.
     pub const NOTIFICATIONS_CANCELLED: &str = "notifications/cancelled";
@@ -221,6 +231,12 @@ request_methods! {
     ListTasks = TASKS_LIST, PaginatedRequestParams => ListTasksResult;
     /// `tasks/cancel` (2025-11-25).
     CancelTask = TASKS_CANCEL, CancelTaskRequestParams => CancelTaskResult;
+    /// `skills/list`: the skills a server publishes (the skills extension, SEP-2640).
+    ListSkills = SKILLS_LIST, PaginatedRequestParams => ListSkillsResult;
+    /// `skills/get`: one skill's entry, by the URI of its `SKILL.md` (SEP-2640).
+    GetSkill = SKILLS_GET, GetSkillRequestParams => GetSkillResult;
+    /// `resources/directory/read`: the children of a directory resource (SEP-2640).
+    ReadDirectory = RESOURCES_DIRECTORY_READ, ReadDirectoryRequestParams => ReadDirectoryResult;
 }
 
 notification_methods! {

@@ -35,6 +35,7 @@ mod result;
 mod roots;
 mod sampling;
 mod serde_util;
+mod skills;
 mod subscriptions;
 mod tasks;
 mod tools;
@@ -92,11 +93,11 @@ pub use self::logging::{LoggingLevel, LoggingMessageNotificationParams, SetLevel
 pub use self::meta::{Meta, ProgressToken, meta_keys};
 pub use self::method::{
     CallTool, CancelTask, Cancelled, ClientNotification, ClientRequest, ClientResult, Complete,
-    CreateMessage, Discover, Elicit, ElicitationComplete, GetPrompt, GetTask, GetTaskPayload,
-    Initialize, Initialized, ListPrompts, ListResourceTemplates, ListResources, ListRoots,
-    ListTasks, ListTools, LoggingMessage, Method, NotificationMethod, Ping, Progress,
-    PromptListChanged, ReadResource, ResourceListChanged, ResourceUpdated, RootsListChanged,
-    ServerNotification, ServerRequest, ServerResult, SetLevel, Subscribe,
+    CreateMessage, Discover, Elicit, ElicitationComplete, GetPrompt, GetSkill, GetTask,
+    GetTaskPayload, Initialize, Initialized, ListPrompts, ListResourceTemplates, ListResources,
+    ListRoots, ListSkills, ListTasks, ListTools, LoggingMessage, Method, NotificationMethod, Ping,
+    Progress, PromptListChanged, ReadDirectory, ReadResource, ResourceListChanged, ResourceUpdated,
+    RootsListChanged, ServerNotification, ServerRequest, ServerResult, SetLevel, Subscribe,
     SubscriptionsAcknowledged, SubscriptionsListen, TaskStatusChanged, ToolListChanged,
     Unsubscribe, names,
 };
@@ -128,6 +129,14 @@ pub use self::roots::{ListRootsRequestParams, ListRootsResult, Root};
 pub use self::sampling::{
     CreateMessageRequestParams, CreateMessageResult, IncludeContext, ModelHint, ModelPreferences,
     SamplingContent, SamplingMessage, ToolChoice, ToolChoiceMode,
+};
+pub use self::skills::{
+    ContentDigest, ContentDigestError, DIRECTORY_MIME_TYPE, FrontmatterError, FrontmatterErrorKind,
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, MAX_DESCRIPTION_CHARS,
+    MAX_FRONTMATTER_BYTES, MAX_SKILL_BYTES, MAX_SKILL_FILES, ReadDirectoryRequestParams,
+    ReadDirectoryResult, SKILL_MANIFEST, SKILL_MANIFEST_MIME_TYPE, SKILL_SCHEME, SKILLS_EXTENSION,
+    Skill, SkillFrontmatter, SkillResource, SkillResources, SkillVerificationError,
+    SkillVerificationErrorKind, SkillsSettings, is_valid_skill_name, skill_name_of,
 };
 pub use self::subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,

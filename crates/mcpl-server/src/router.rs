@@ -24,7 +24,7 @@ use crate::context::{Context, lock};
 use crate::input::{Finished, run};
 use crate::pagination::{Page, paginate};
 use crate::registry::Registry;
-use crate::resource::{ReadRequest, not_found, read};
+use crate::resource::{ReadRequest, not_found, read, uri_too_long};
 use crate::state::Binding;
 use mcpl_core::Era;
 use mcpl_core::mcpl::state::StateRequestFields;
@@ -129,6 +129,9 @@ pub(crate) async fn dispatch_reply(
         names::RESOURCES_READ if resources => read_resource(server, ctx, params).await,
         names::RESOURCES_SUBSCRIBE if resources => {
             let params: ResourceRequestParams = decode(params)?;
+            if params.uri.len() > server.max_uri_length() {
+                return Err(uri_too_long(server.max_uri_length()));
+            }
             lock(&ctx.client).subscriptions.insert(params.uri);
             encode(EmptyResult::default())
         }
@@ -257,6 +260,10 @@ async fn call_tool(
 async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
     let params: ReadResourceRequestParams = decode(check_input_members(params)?)?;
     let uri = params.uri;
+    // Before any lookup or template match: what a template match costs grows with the URI.
+    if uri.len() > server.max_uri_length() {
+        return Err(uri_too_long(server.max_uri_length()));
+    }
     let target = {
         let r = server.read();
         match r.resources.get(&uri) {

@@ -6,3 +6,4 @@
 
 mod host_origin;
 mod support;
+mod uri_templates;

@@ -13,26 +13,41 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// How long any one exchange may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// Runs `serve` on a loopback listener, on a thread and runtime of its own: a server stuck on
+/// a core then cannot stop the test's clock (its timeouts still fire). The thread ends with
+/// the test process.
+pub fn spawn_server<F, Fut>(serve: F) -> SocketAddr
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future,
+{
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            serve(tokio::net::TcpListener::from_std(listener).unwrap()).await;
+        });
+    });
+    addr
+}
+
 /// Serves `server` through the router (`http::serve`) at `/mcp`.
 pub async fn serve_router(server: Server, config: HttpConfig) -> SocketAddr {
     let app = StreamableHttp::new(server, config).into_router("/mcp");
     serve_app(app).await
 }
 
-/// Serves an axum app on an ephemeral loopback port.
+/// Serves an axum app.
 pub async fn serve_app(app: axum::Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(mcpl_server::http::serve(listener, app));
-    addr
+    spawn_server(move |listener| mcpl_server::http::serve(listener, app))
 }
 
 /// Serves `server` straight on hyper (`StreamableHttp::serve_at`) at `/mcp`.
 pub async fn serve_direct(server: Server, config: HttpConfig) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(StreamableHttp::new(server, config).serve_at(listener, "/mcp"));
-    addr
+    let endpoint = StreamableHttp::new(server, config);
+    spawn_server(move |listener| endpoint.serve_at(listener, "/mcp"))
 }
 
 /// A raw HTTP exchange: writes `request` as it is and reads until the server closes the

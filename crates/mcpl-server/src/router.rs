@@ -5,6 +5,9 @@
 //! registered (so they answer for as long as its capability is declared); before that they
 //! are unknown methods (`-32601`).
 
+use std::future::Future;
+
+use futures::FutureExt as _;
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
@@ -38,6 +41,28 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Er
 /// Encodes a result; a failure is `-32603`.
 pub(crate) fn encode<T: Serialize>(value: T) -> HandlerResult {
     serde_json::to_value(value).map_err(ErrorObject::internal)
+}
+
+/// Runs a handler's future, answering a panic with `-32603` and logging it once (at ERROR, with
+/// what it panicked with: a panic is a bug of the server, not of the client). The engine does
+/// the same for the handlers it spawns; this serves the paths that run a handler themselves
+/// (stateless HTTP, tasks).
+pub(crate) async fn unwinding<T>(
+    method: &str,
+    handler: impl Future<Output = Result<T, ErrorObject>>,
+) -> Result<T, ErrorObject> {
+    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a value that is not a string");
+            tracing::error!(method, panic = what, "request handler panicked");
+            Err(ErrorObject::internal("the request handler panicked"))
+        }
+    }
 }
 
 /// A request's answer before it goes on the wire: a tool's result is kept typed, so that a

@@ -63,7 +63,7 @@ use mcpl_core::engine::{BoxFuture, HandlerResult};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{
     CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, ServerCapabilities,
-    TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskRequestParams,
+    TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskRequestParams, names,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
@@ -652,7 +652,8 @@ pub(crate) async fn call(
             loop {
                 let mut round = ctx.clone();
                 round.input = Arc::new(input);
-                let required = match runner.call(round, args.clone()).await {
+                let run = runner.call(round, args.clone());
+                let required = match crate::router::unwinding(names::TOOLS_CALL, run).await {
                     Ok(Reply::Complete(result)) => return slot.finish(Ok(result)).await,
                     Err(e) => return slot.finish(Err(e)).await,
                     Ok(Reply::InputRequired(required)) => match required.into_result() {

@@ -373,7 +373,10 @@ impl Call {
         let run = engine.run_request(id, method, meta, None, &mut sender, |ctx| {
             let method = ctx.method().to_owned();
             let ctx = Context::new(ctx, client);
-            async move { crate::router::dispatch_reply(&server, ctx, &method, params).await }
+            async move {
+                let reply = crate::router::dispatch_reply(&server, ctx, &method, params);
+                crate::router::unwinding(&method, reply).await
+            }
         });
         match run.await {
             Ok(outcome) => Some(outcome),

@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub)]
 
 mod host_origin;
+mod panics;
 mod support;
 mod uri_templates;

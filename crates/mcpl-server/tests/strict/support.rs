@@ -21,16 +21,60 @@ where
     F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
     Fut: std::future::Future,
 {
+    spawn_logged_server(serve).0
+}
+
+/// [`spawn_server`], with what the server logs (at `debug` and above) kept in [`Logs`].
+pub fn spawn_logged_server<F, Fut>(serve: F) -> (SocketAddr, Logs)
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future,
+{
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
+    let logs = Logs::default();
+    let writer = logs.clone();
     std::thread::spawn(move || {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _logging = tracing::subscriber::set_default(subscriber);
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async move {
             serve(tokio::net::TcpListener::from_std(listener).unwrap()).await;
         });
     });
-    addr
+    (addr, logs)
+}
+
+/// What a server logged, one line per event.
+#[derive(Clone, Default)]
+pub struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    /// The lines logged so far that contain `needle`.
+    pub fn lines_with(&self, needle: &str) -> Vec<String> {
+        let bytes = self.0.lock().unwrap().clone();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Serves `server` through the router (`http::serve`) at `/mcp`.

@@ -65,6 +65,27 @@ pub(crate) async fn unwinding<T>(
     }
 }
 
+/// Whether `token` is a progress token: a string or an integer.
+pub(crate) fn is_progress_token(token: &Value) -> bool {
+    token.is_string() || token.is_i64() || token.is_u64()
+}
+
+/// Refuses (`-32602`) a request whose `_meta` carries a progress token of the wrong type,
+/// instead of serving it and dropping its progress.
+pub(crate) fn check_progress_token(
+    meta: Option<&serde_json::Map<String, Value>>,
+) -> Result<(), ErrorObject> {
+    match meta.and_then(|m| m.get("progressToken")) {
+        Some(token) if !is_progress_token(token) => Err(invalid_progress_token()),
+        _ => Ok(()),
+    }
+}
+
+/// The `-32602` refusal of a progress token that is neither a string nor an integer.
+pub(crate) fn invalid_progress_token() -> ErrorObject {
+    ErrorObject::invalid_params("_meta.progressToken must be a string or an integer")
+}
+
 /// A request's answer before it goes on the wire: a tool's result is kept typed, so that a
 /// transport that writes it itself (stateless HTTP) serializes it once, straight to bytes,
 /// instead of building, serializing and dropping a `Value` tree.

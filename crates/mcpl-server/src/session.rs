@@ -413,6 +413,7 @@ async fn route(
     params: Option<Value>,
 ) -> HandlerResult {
     let method = ctx.method().to_owned();
+    crate::router::check_progress_token(ctx.meta())?;
     // A request describing its client in `_meta` before any `initialize` belongs to the
     // stateless era (2026-07-28): it is served on its own.
     if phase.load(Ordering::SeqCst) == NEW && crate::stateless_era::is_stateless_request(ctx.meta())

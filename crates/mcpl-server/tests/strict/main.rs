@@ -8,3 +8,4 @@ mod host_origin;
 mod panics;
 mod support;
 mod uri_templates;
+mod validation;

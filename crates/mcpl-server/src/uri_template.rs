@@ -14,9 +14,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
-mod matcher;
-#[cfg(test)]
-mod reference;
+mod backtrack;
+mod linear;
 
 /// A parsed URI template.
 ///
@@ -221,8 +220,11 @@ impl UriTemplate {
     ///
     /// Where a URI could be read in several ways, each expression takes the longest value it
     /// can, left to right. Matching takes time linear in the URI's length (times a factor
-    /// bounded by the template's size), whatever the URI; servers still cap the length of the
-    /// URIs they match (see [`ServerBuilder::max_uri_length`](crate::ServerBuilder::max_uri_length)).
+    /// bounded by the template's size), whatever the URI: it backtracks within a budget
+    /// proportional to the URI's length (the fast way for most URIs), and past that budget
+    /// reads the URI once with a matcher that tries every way at once. Servers still cap the
+    /// length of the URIs they match (see
+    /// [`ServerBuilder::max_uri_length`](crate::ServerBuilder::max_uri_length)).
     ///
     /// # Examples
     ///
@@ -234,7 +236,16 @@ impl UriTemplate {
     /// assert!(t.matches("users://7").is_none());
     /// ```
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
-        let spans = matcher::spans(&self.parts, uri)?;
+        match backtrack::matches(&self.parts, uri, true) {
+            backtrack::Backtracked::Match(vars) => Some(vars),
+            backtrack::Backtracked::NoMatch => None,
+            backtrack::Backtracked::OverBudget => self.matches_linearly(uri),
+        }
+    }
+
+    /// What the linear matcher makes of `uri` (see [`linear`]).
+    fn matches_linearly(&self, uri: &str) -> Option<BTreeMap<String, String>> {
+        let spans = linear::spans(&self.parts, uri)?;
         let exprs = self.parts.iter().filter_map(|p| match p {
             Part::Expr { op, vars } => Some((*op, vars)),
             Part::Literal(_) => None,
@@ -246,6 +257,15 @@ impl UriTemplate {
             }
         }
         Some(vars)
+    }
+
+    /// What backtracking with no budget makes of `uri`: the semantics both matchers keep.
+    #[cfg(test)]
+    fn matches_by_backtracking(&self, uri: &str) -> Option<BTreeMap<String, String>> {
+        match backtrack::matches(&self.parts, uri, false) {
+            backtrack::Backtracked::Match(vars) => Some(vars),
+            _ => None,
+        }
     }
 }
 
@@ -369,6 +389,22 @@ mod tests {
     }
 
     #[test]
+    fn past_its_budget_backtracking_hands_over_to_the_linear_matcher() {
+        use super::backtrack::{Backtracked, matches};
+        let t = UriTemplate::parse("x://{+a}{+b}{+c}{+d}z").unwrap();
+        let uri = format!("x://{}", "y".repeat(4000));
+        assert!(matches!(matches(&t.parts, &uri, true), Backtracked::OverBudget));
+        assert!(t.matches(&uri).is_none());
+        let found = format!("{uri}z");
+        assert!(matches!(matches(&t.parts, &found, true), Backtracked::Match(_)), "at once");
+        assert_eq!(t.matches(&found).unwrap()["a"].len(), 4000);
+        // A match found at the first try is well within the budget.
+        let t = UriTemplate::parse("file:///{+path}/{name}").unwrap();
+        let uri = format!("file:///{}x", "a/".repeat(4000));
+        assert!(matches!(matches(&t.parts, &uri, true), Backtracked::Match(_)));
+    }
+
+    #[test]
     fn adversarial_uris_finish() {
         let t = UriTemplate::parse("x://{+a}{+b}{+c}{+d}z").unwrap();
         let uri = format!("x://{}", "y".repeat(400));
@@ -464,12 +500,16 @@ mod tests {
 
             #[test]
             fn on_uris_shaped_like_the_template((template, uri) in template_and_uri()) {
-                prop_assert_eq!(template.matches(&uri), template.matches_by_backtracking(&uri));
+                let expected = template.matches_by_backtracking(&uri);
+                prop_assert_eq!(&template.matches_linearly(&uri), &expected);
+                prop_assert_eq!(&template.matches(&uri), &expected);
             }
 
             #[test]
             fn on_any_uri((template, _) in template_and_uri(), uri in text()) {
-                prop_assert_eq!(template.matches(&uri), template.matches_by_backtracking(&uri));
+                let expected = template.matches_by_backtracking(&uri);
+                prop_assert_eq!(&template.matches_linearly(&uri), &expected);
+                prop_assert_eq!(&template.matches(&uri), &expected);
             }
         }
     }

@@ -1,4 +1,5 @@
-//! Matching a URI against a parsed template in one pass, in time linear in the URI's length.
+//! Matching a URI against a parsed template in one pass, in time linear in the URI's length: the
+//! matcher used once backtracking (see `backtrack`) spent its budget.
 //!
 //! A template is a sequence of literals and expressions. An expression's value is a run of the
 //! characters it allows; it is valid when it reads back into values: percent escapes complete
@@ -19,15 +20,16 @@ use std::collections::HashSet;
 
 use super::{Op, Part};
 
-/// Where a thread is in the template.
+/// Where a thread is in the template (kept small: threads are compared and copied for every
+/// character of the URI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum State {
     /// Inside literal `part`, its first `offset` bytes read.
-    Literal { part: usize, offset: usize },
+    Literal { part: u32, offset: u32 },
     /// At the prefix character of expression `part` (known to be the next character).
-    Prefix { part: usize },
+    Prefix { part: u32 },
     /// Inside the value of expression `part`.
-    Value { part: usize, value: Value },
+    Value { part: u32, value: Value },
     /// After the last part.
     End,
 }
@@ -37,17 +39,17 @@ enum State {
 struct Value {
     /// Nothing read yet.
     empty: bool,
-    /// Commas read so far (an expression of several variables).
-    commas: usize,
     /// The current piece (the whole value, one of several, or a query key or value).
     text: Decoding,
+    /// Commas read so far (an expression of several variables).
+    commas: u32,
     /// In a query: the key read so far, as `(name, len)`, the first `len` bytes of the first
     /// variable name that starts with them; `None` past its `=`.
-    key: Option<(usize, usize)>,
+    key: Option<(u32, u32)>,
 }
 
 impl Value {
-    const NEW: Value = Value { empty: true, commas: 0, text: Decoding::NEW, key: Some((0, 0)) };
+    const NEW: Value = Value { empty: true, text: Decoding::NEW, commas: 0, key: Some((0, 0)) };
 }
 
 /// Percent-decoding of a piece, and whether the bytes decoded so far are UTF-8.
@@ -164,20 +166,27 @@ impl Expr<'_> {
         matches!(self.op, Op::Query | Op::QueryCont)
     }
 
+    /// The first `len` bytes of variable `name`: a query key read so far.
+    fn key(&self, (name, len): (u32, u32)) -> &[u8] {
+        let name = self.names.get(name as usize).map_or(&[][..], |n| n.as_bytes());
+        name.get(..len as usize).unwrap_or_default()
+    }
+
     /// Whether the key `(name, len)` is a whole variable name.
-    fn key_complete(&self, (name, len): (usize, usize)) -> bool {
-        let key = &self.names[name].as_bytes()[..len];
+    fn key_complete(&self, key: (u32, u32)) -> bool {
+        let key = self.key(key);
         self.names.iter().any(|n| n.as_bytes() == key)
     }
 
     /// The key `(name, len)` followed by `byte`, if a variable name starts with that.
-    fn key_push(&self, (name, len): (usize, usize), byte: u8) -> Option<(usize, usize)> {
-        let key = &self.names[name].as_bytes()[..len];
+    fn key_push(&self, (name, len): (u32, u32), byte: u8) -> Option<(u32, u32)> {
+        let key = self.key((name, len));
+        let at = key.len();
         let next = self.names.iter().position(|n| {
             let n = n.as_bytes();
-            n.len() > len && &n[..len] == key && n[len] == byte
+            n.len() > at && &n[..at] == key && n[at] == byte
         })?;
-        Some((next, len + 1))
+        Some((u32::try_from(next).ok()?, len + 1))
     }
 
     /// Whether the value read so far is a valid value of the expression.
@@ -224,7 +233,7 @@ impl Expr<'_> {
                 (None, c) => next.text = value.text.push(c)?.0,
             }
         } else if c == ',' && self.names.len() > 1 {
-            if !value.text.complete() || value.commas + 1 >= self.names.len() {
+            if !value.text.complete() || value.commas as usize + 1 >= self.names.len() {
                 return None;
             }
             (next.commas, next.text) = (value.commas + 1, Decoding::NEW);
@@ -239,12 +248,16 @@ impl Expr<'_> {
 /// its value starts and ends (`NONE` for an expression left out).
 struct Threads {
     states: Vec<State>,
-    captures: Vec<usize>,
+    captures: Vec<u32>,
+    /// The states held, once there are too many to search the list for one.
     seen: HashSet<State>,
     width: usize,
 }
 
-const NONE: usize = usize::MAX;
+/// Up to this many threads, a state is looked for in the list itself (faster than hashing).
+const SEARCHED: usize = 16;
+
+const NONE: u32 = u32::MAX;
 
 impl Threads {
     fn new(parts: usize) -> Threads {
@@ -254,20 +267,33 @@ impl Threads {
     fn clear(&mut self) {
         self.states.clear();
         self.captures.clear();
-        self.seen.clear();
+        if !self.seen.is_empty() {
+            self.seen.clear();
+        }
     }
 
     /// Adds a thread unless one holds `state` already; whether it was added.
-    fn push(&mut self, state: State, captures: &[usize]) -> bool {
-        if !self.seen.insert(state) {
-            return false;
+    fn push(&mut self, state: State, captures: &[u32]) -> bool {
+        if self.states.len() < SEARCHED {
+            if self.states.contains(&state) {
+                return false;
+            }
+        } else {
+            if self.seen.is_empty() {
+                self.seen.extend(self.states.iter().copied());
+            }
+            if !self.seen.insert(state) {
+                return false;
+            }
         }
         self.states.push(state);
-        self.captures.extend_from_slice(captures);
+        for &capture in captures {
+            self.captures.push(capture);
+        }
         true
     }
 
-    fn captures(&self, thread: usize) -> &[usize] {
+    fn captures(&self, thread: usize) -> &[u32] {
         &self.captures[thread * self.width..(thread + 1) * self.width]
     }
 }
@@ -302,12 +328,13 @@ impl<'a> Machine<'a> {
 
     /// Adds the threads that start part `part` at `pos` (and, where a part may be empty or left
     /// out, the parts after it), in priority order.
-    fn enter(&self, list: &mut Threads, part: usize, pos: usize, captures: &mut [usize]) {
-        let Some(current) = self.parts.get(part) else {
+    fn enter(&self, list: &mut Threads, part: u32, pos: u32, captures: &mut [u32]) {
+        let index = part as usize;
+        let Some(current) = self.parts.get(index) else {
             list.push(State::End, captures);
             return;
         };
-        match (current, &self.exprs[part]) {
+        match (current, &self.exprs[index]) {
             (Part::Literal(literal), _) if literal.is_empty() => {
                 self.enter(list, part + 1, pos, captures);
             }
@@ -315,16 +342,16 @@ impl<'a> Machine<'a> {
                 list.push(State::Literal { part, offset: 0 }, captures);
             }
             (Part::Expr { .. }, Some(expr)) => match expr.op.prefix() {
-                Some(prefix) if self.uri[pos..].starts_with(prefix) => {
+                Some(prefix) if self.uri[pos as usize..].starts_with(prefix) => {
                     list.push(State::Prefix { part }, captures);
                 }
                 // Undefined variables expand to nothing, prefix included.
                 Some(_) => {
-                    (captures[2 * part], captures[2 * part + 1]) = (NONE, NONE);
+                    (captures[2 * index], captures[2 * index + 1]) = (NONE, NONE);
                     self.enter(list, part + 1, pos, captures);
                 }
                 None => {
-                    captures[2 * part] = pos;
+                    captures[2 * index] = pos;
                     self.value(list, part, Value::NEW, pos, captures);
                 }
             },
@@ -334,31 +361,26 @@ impl<'a> Machine<'a> {
 
     /// Adds the thread inside the value of `part` at `pos` then, if the value may end there,
     /// the threads after it: reading more is preferred to ending (the longest value first).
-    fn value(
-        &self,
-        list: &mut Threads,
-        part: usize,
-        value: Value,
-        pos: usize,
-        captures: &mut [usize],
-    ) {
+    fn value(&self, list: &mut Threads, part: u32, value: Value, pos: u32, captures: &mut [u32]) {
         if !list.push(State::Value { part, value }, captures) {
             return;
         }
-        if self.exprs[part].as_ref().is_some_and(|e| e.accepts(value)) {
-            captures[2 * part + 1] = pos;
+        let index = part as usize;
+        if self.exprs[index].as_ref().is_some_and(|e| e.accepts(value)) {
+            captures[2 * index + 1] = pos;
             self.enter(list, part + 1, pos, captures);
         }
     }
 
     /// The thread `state` reading `c` (which ends at `next`).
-    fn step(&self, list: &mut Threads, state: State, c: char, next: usize, captures: &mut [usize]) {
+    fn step(&self, list: &mut Threads, state: State, c: char, next: u32, captures: &mut [u32]) {
         match state {
             State::Literal { part, offset } => {
-                let Some(Part::Literal(literal)) = self.parts.get(part) else { return };
-                if literal[offset..].starts_with(c) {
-                    let offset = offset + c.len_utf8();
-                    if offset == literal.len() {
+                let Some(Part::Literal(literal)) = self.parts.get(part as usize) else { return };
+                if literal[offset as usize..].starts_with(c) {
+                    // A character's length fits.
+                    let offset = offset + c.len_utf8() as u32;
+                    if offset as usize == literal.len() {
                         self.enter(list, part + 1, next, captures);
                     } else {
                         list.push(State::Literal { part, offset }, captures);
@@ -366,13 +388,14 @@ impl<'a> Machine<'a> {
                 }
             }
             State::Prefix { part } => {
-                if self.exprs[part].as_ref().and_then(|e| e.op.prefix()) == Some(c) {
-                    captures[2 * part] = next;
+                let index = part as usize;
+                if self.exprs[index].as_ref().and_then(|e| e.op.prefix()) == Some(c) {
+                    captures[2 * index] = next;
                     self.value(list, part, Value::NEW, next, captures);
                 }
             }
             State::Value { part, value } => {
-                let Some(expr) = &self.exprs[part] else { return };
+                let Some(expr) = &self.exprs[part as usize] else { return };
                 if expr.stops_at(c) {
                     return;
                 }
@@ -385,7 +408,10 @@ impl<'a> Machine<'a> {
     }
 
     /// Where each part's value starts and ends in the URI, for the way the URI matches.
-    fn run(&self) -> Option<Vec<usize>> {
+    fn run(&self) -> Option<Vec<u32>> {
+        // Positions are `u32`: a longer URI (or template) is not matched.
+        u32::try_from(self.uri.len()).ok().filter(|&n| n < NONE)?;
+        u32::try_from(self.parts.len()).ok()?;
         let width = 2 * self.parts.len();
         let mut scratch = vec![NONE; width];
         let (mut current, mut next) =
@@ -393,7 +419,8 @@ impl<'a> Machine<'a> {
         self.enter(&mut current, 0, 0, &mut scratch);
         for (pos, c) in self.uri.char_indices() {
             next.clear();
-            let after = pos + c.len_utf8();
+            // Within `u32`, checked above.
+            let after = (pos + c.len_utf8()) as u32;
             for thread in 0..current.states.len() {
                 scratch.copy_from_slice(current.captures(thread));
                 self.step(&mut next, current.states[thread], c, after, &mut scratch);
@@ -418,7 +445,7 @@ pub(super) fn spans<'u>(parts: &[Part], uri: &'u str) -> Option<Vec<Option<&'u s
         .filter(|(_, p)| matches!(p, Part::Expr { .. }))
         .map(|(i, _)| match (captures[2 * i], captures[2 * i + 1]) {
             (NONE, _) | (_, NONE) => None,
-            (start, end) => uri.get(start..end),
+            (start, end) => uri.get(start as usize..end as usize),
         })
         .collect();
     Some(spans)

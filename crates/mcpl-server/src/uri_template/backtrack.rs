@@ -1,16 +1,44 @@
-//! The backtracking matcher templates were matched with before the linear one (see
-//! `matcher`): the reference the property tests hold the linear matcher to.
+//! The first matcher tried: backtracking, each expression's longest value first, left to
+//! right, remembering the (part, position) states that failed. Fast where a URI matches at the
+//! first try or fails early, as most do; but what it tries can grow with the square of the
+//! URI's length, so it works within a budget proportional to that length, and gives up when
+//! the budget is spent (the linear matcher then decides, see `linear`).
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{Op, Part, UriTemplate, read_values};
+use super::{Op, Part, read_values};
 
-impl UriTemplate {
-    /// What the backtracking matcher makes of `uri`.
-    pub(super) fn matches_by_backtracking(&self, uri: &str) -> Option<BTreeMap<String, String>> {
-        let mut matcher = Matcher { parts: &self.parts, uri, failed: HashSet::new() };
-        let mut vars = BTreeMap::new();
-        matcher.at(0, 0, &mut vars).then_some(vars)
+/// The budget of work (bytes looked at, plus [`ATTEMPT`] per value or literal tried) per byte
+/// of the URI, and on top of it.
+const BUDGET_PER_BYTE: usize = 8;
+const BUDGET_BASE: usize = 4096;
+
+/// What one try of a value or a literal costs besides the bytes it looks at (allocations).
+const ATTEMPT: usize = 32;
+
+/// How backtracking went.
+#[derive(Debug)]
+pub(super) enum Backtracked {
+    Match(BTreeMap<String, String>),
+    NoMatch,
+    /// The budget was spent before an answer.
+    OverBudget,
+}
+
+/// Matches `uri` against `parts` within the budget for its length (or with no budget at all).
+pub(super) fn matches(parts: &[Part], uri: &str, bounded: bool) -> Backtracked {
+    let budget = if bounded {
+        uri.len().saturating_mul(BUDGET_PER_BYTE).saturating_add(BUDGET_BASE)
+    } else {
+        usize::MAX
+    };
+    let mut matcher = Matcher { parts, uri, failed: HashSet::new(), budget, over_budget: false };
+    let mut vars = BTreeMap::new();
+    let matched = matcher.at(0, 0, &mut vars);
+    match (matched, matcher.over_budget) {
+        (true, _) => Backtracked::Match(vars),
+        (false, false) => Backtracked::NoMatch,
+        (false, true) => Backtracked::OverBudget,
     }
 }
 
@@ -20,19 +48,37 @@ struct Matcher<'a> {
     parts: &'a [Part],
     uri: &'a str,
     failed: HashSet<(usize, usize)>,
+    budget: usize,
+    over_budget: bool,
 }
 
 impl Matcher<'_> {
+    /// Takes `work` from the budget; `false` once it is spent (every call after fails too).
+    fn spend(&mut self, work: usize) -> bool {
+        match self.budget.checked_sub(work) {
+            Some(left) => {
+                self.budget = left;
+                true
+            }
+            None => {
+                self.budget = 0;
+                self.over_budget = true;
+                false
+            }
+        }
+    }
+
     fn at(&mut self, part: usize, pos: usize, vars: &mut BTreeMap<String, String>) -> bool {
         let Some(current) = self.parts.get(part) else {
             return pos == self.uri.len();
         };
-        if self.failed.contains(&(part, pos)) {
+        if self.over_budget || self.failed.contains(&(part, pos)) {
             return false;
         }
         let ok = match current {
             Part::Literal(lit) => {
-                self.uri[pos..].starts_with(lit.as_str())
+                self.spend(ATTEMPT + lit.len())
+                    && self.uri[pos..].starts_with(lit.as_str())
                     && self.at(part + 1, pos + lit.len(), vars)
             }
             Part::Expr { op, vars: names } => self.expr(part, pos, *op, names, vars),
@@ -72,6 +118,9 @@ impl Matcher<'_> {
                 !op.allows(c) || (stop_query && c == '?') || (stop_fragment && c == '#')
             })
             .map_or(self.uri.len(), |(i, _)| start + i);
+        if !self.spend(ATTEMPT + (limit - start)) {
+            return false;
+        }
         let min_end = if op == Op::Simple { start + 1 } else { start };
         // Try the longest value first, then shorter ones.
         let mut end = limit;
@@ -81,6 +130,9 @@ impl Matcher<'_> {
                 && self.next_can_start(part, end)
                 && !self.failed.contains(&(part + 1, end))
             {
+                if !self.spend(ATTEMPT + (end - start)) {
+                    return false;
+                }
                 if let Some(values) = read_values(op, names, &self.uri[start..end]) {
                     let mut attempt = vars.clone();
                     attempt.extend(values);

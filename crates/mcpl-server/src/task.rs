@@ -52,6 +52,12 @@
 //!
 //! Task state lives in a [`TaskStore`] ([`InMemoryTaskStore`] by default); the running handlers
 //! and their outstanding input requests live in this process.
+//!
+//! A task lives for its time to live (`ttlMs`, counted from its creation; see
+//! [`ServerBuilder::task_ttl`](crate::ServerBuilder::task_ttl)). Once it has elapsed the task is
+//! gone on every path: `tasks/get`, `tasks/update` and `tasks/cancel` answer "not found"
+//! (`-32602`) even from a store that still holds it (its `createdAt` tells), and a handler still
+//! running or waiting for input is dropped.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -378,8 +384,17 @@ impl Tasks {
         }
     }
 
+    /// The task `task_id` running here, unless it expired (an expired one is stopped and
+    /// forgotten now, if its timer has not done it yet).
     fn live(&self, task_id: &str) -> Option<Arc<LiveTask>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner).get(task_id).cloned()
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let task = live.get(task_id)?.clone();
+        if task.is_expired() {
+            live.remove(task_id);
+            task.cancel.cancel();
+            return None;
+        }
+        Some(task)
     }
 
     fn forget(&self, task_id: &str) {
@@ -413,20 +428,44 @@ impl Tasks {
         }
     }
 
+    /// The task `task_id` from the store, unless it is unknown or its time to live elapsed
+    /// (whether or not the store still has it).
     async fn lookup(&self, task_id: &str) -> Result<DetailedTask, ErrorObject> {
         match self.store.get(task_id).await? {
-            Some(task) => Ok(task),
-            None => Err(ErrorObject::invalid_params(format_args!(
-                "Failed to retrieve task: Task not found: {task_id:?}"
-            ))),
+            Some(task) if !record_expired(&task, SystemTime::now()) => Ok(task),
+            _ => Err(task_not_found(task_id)),
         }
     }
+}
+
+/// `-32602`, the tasks extension's answer for a task id it does not know.
+fn task_not_found(task_id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format_args!(
+        "Failed to retrieve task: Task not found: {task_id:?}"
+    ))
+}
+
+/// Whether a stored task's time to live, counted from its `createdAt`, has elapsed at `now`. A
+/// task without a time to live, or whose `createdAt` does not read, never expires here.
+fn record_expired(task: &DetailedTask, now: SystemTime) -> bool {
+    let Some(ttl) = task.ttl_ms else { return false };
+    crate::ids::parse_iso8601(&task.created_at)
+        .and_then(|created| created.checked_add(Duration::from_millis(ttl)))
+        .is_some_and(|expires| expires <= now)
 }
 
 /// A task whose handler runs in this process.
 struct LiveTask {
     cancel: CancellationToken,
+    /// When its time to live elapses: it is then stopped and forgotten.
+    expires: Option<Instant>,
     state: tokio::sync::Mutex<LiveState>,
+}
+
+impl LiveTask {
+    fn is_expired(&self) -> bool {
+        self.expires.is_some_and(|at| at <= Instant::now())
+    }
 }
 
 struct LiveState {
@@ -450,6 +489,8 @@ pub(crate) struct TaskSlot {
     server: Server,
     pub(crate) cancel: CancellationToken,
     inner: Mutex<SlotInner>,
+    /// Signalled when the task starts (see [`TaskSlot::expiry`]).
+    started: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -490,10 +531,12 @@ impl TaskSlot {
         record.ttl_ms = tasks.ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         record.poll_interval_ms =
             Some(u64::try_from(tasks.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1));
+        let expires = tasks.ttl.and_then(|ttl| Instant::now().checked_add(ttl));
         tasks.store.create(record.clone()).await?;
         let id = record.task_id.clone();
         let live = Arc::new(LiveTask {
             cancel: self.cancel.clone(),
+            expires,
             state: tokio::sync::Mutex::new(LiveState {
                 record: record.clone(),
                 outstanding: InputRequests::new(),
@@ -510,7 +553,33 @@ impl TaskSlot {
         if let Some(reply) = reply {
             let _ = reply.send(create_task_result(record));
         }
+        self.started.notify_one();
         Ok(id)
+    }
+
+    /// Resolves when the task's time to live has elapsed (never before it started, nor for a
+    /// task kept forever).
+    async fn expiry(&self) {
+        loop {
+            if let Some(live) = self.live() {
+                match live.expires {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+                return;
+            }
+            self.started.notified().await;
+        }
+    }
+
+    /// Stops an expired task: its handler is gone, and it is forgotten here (the store forgets
+    /// it by its own time to live, or [`Tasks::lookup`] stops reading it).
+    fn expire(&self) {
+        self.cancel.cancel();
+        if let Some(id) = self.task_id() {
+            tracing::debug!(task = %id, "task expired");
+            self.server.inner.tasks.forget(&id);
+        }
     }
 
     /// Answers the request synchronously (the task never started).
@@ -528,7 +597,7 @@ impl TaskSlot {
             return;
         };
         let mut state = live.state.lock().await;
-        if live.cancel.is_cancelled() || state.record.status.is_terminal() {
+        if live.cancel.is_cancelled() || live.is_expired() || state.record.status.is_terminal() {
             return;
         }
         state.outstanding.clear();
@@ -639,6 +708,7 @@ pub(crate) async fn call(
         server: server.clone(),
         cancel: CancellationToken::new(),
         inner: Mutex::new(SlotInner { task: None, reply: Some(reply_tx) }),
+        started: tokio::sync::Notify::new(),
     });
     ctx.task = Some(slot.clone());
     // A request that goes away before its task started takes the handler with it.
@@ -681,11 +751,13 @@ pub(crate) async fn call(
             }
         }
     };
-    let cancel = slot.cancel.clone();
+    let (cancel, expiring) = (slot.cancel.clone(), slot.clone());
     tokio::spawn(async move {
         tokio::select! {
             () = cancel.cancelled() => {}
             () = driver => {}
+            // The handler is dropped with the task when its time to live elapses.
+            () = expiring.expiry() => expiring.expire(),
         }
     });
     let answer = reply_rx

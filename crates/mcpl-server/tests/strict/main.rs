@@ -7,5 +7,6 @@
 mod host_origin;
 mod panics;
 mod support;
+mod task_expiry;
 mod uri_templates;
 mod validation;

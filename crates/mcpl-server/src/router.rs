@@ -276,7 +276,7 @@ async fn call_tool(
     let Some((runner, task)) = found else {
         return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
     };
-    let binding = Binding::new(names::TOOLS_CALL, params.name);
+    let binding = Binding::new(names::TOOLS_CALL, params.name).for_principal(ctx.principal());
     let args = params.arguments.unwrap_or_default();
     // The tasks extension (SEP-2663) is served in the stateless era.
     if task.is_task_capable() && ctx.era() == Era::Stateless {
@@ -324,7 +324,7 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
         return Err(not_found(&uri));
     };
     let retried = params.input_responses.is_some() || params.request_state.is_some();
-    let binding = Binding::new(names::RESOURCES_READ, uri.clone());
+    let binding = Binding::new(names::RESOURCES_READ, uri.clone()).for_principal(ctx.principal());
     let request = ReadRequest { uri, variables };
     let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
         let (handler, mime_type, request) = (handler.clone(), mime_type.clone(), request.clone());
@@ -360,7 +360,7 @@ async fn get_prompt(server: &Server, ctx: Context, params: Option<Value>) -> Han
             missing.join(", ")
         )));
     }
-    let binding = Binding::new(names::PROMPTS_GET, params.name);
+    let binding = Binding::new(names::PROMPTS_GET, params.name).for_principal(ctx.principal());
     let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
         entry.handler.get(ctx, args.clone())
     })

@@ -79,9 +79,10 @@ pub use mcpl_core::types::TaskSupport;
 
 use crate::builder::Server;
 use crate::context::Context;
+use crate::http::auth::Principal;
 use crate::input::{InputState, Reply};
 use crate::router::{decode, encode};
-use crate::state::Binding;
+use crate::state::{Binding, StateSealer};
 use crate::tool::{Arguments, ToolRunner};
 
 /// How long a task is kept after its creation unless configured otherwise: one hour.
@@ -487,6 +488,8 @@ impl LiveState {
 /// The task side of one task-mode `tools/call`, shared with its handler's [`Context`].
 pub(crate) struct TaskSlot {
     server: Server,
+    /// Who made the call: the task's id is bound to it.
+    principal: Option<Principal>,
     pub(crate) cancel: CancellationToken,
     inner: Mutex<SlotInner>,
     /// Signalled when the task starts (see [`TaskSlot::expiry`]).
@@ -527,7 +530,8 @@ impl TaskSlot {
         }
         let tasks = &self.server.inner.tasks;
         let now = crate::ids::iso8601(SystemTime::now());
-        let mut record = DetailedTask::new(new_task_id(), TaskStatus::Working, now.clone(), now);
+        let id = new_task_id(self.server.state_sealer(), self.principal.as_ref());
+        let mut record = DetailedTask::new(id, TaskStatus::Working, now.clone(), now);
         record.ttl_ms = tasks.ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         record.poll_interval_ms =
             Some(u64::try_from(tasks.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1));
@@ -706,6 +710,7 @@ pub(crate) async fn call(
     let (reply_tx, reply_rx) = oneshot::channel();
     let slot = Arc::new(TaskSlot {
         server: server.clone(),
+        principal: ctx.principal(),
         cancel: CancellationToken::new(),
         inner: Mutex::new(SlotInner { task: None, reply: Some(reply_tx) }),
         started: tokio::sync::Notify::new(),
@@ -775,6 +780,7 @@ pub(crate) async fn get(server: &Server, ctx: &Context, params: Option<Value>) -
         return Err(missing_extension());
     }
     let params: TaskIdParams = decode(params)?;
+    check_owner(server, ctx, &params.task_id)?;
     encode(server.inner.tasks.lookup(&params.task_id).await?)
 }
 
@@ -784,6 +790,7 @@ pub(crate) async fn update(server: &Server, ctx: &Context, params: Option<Value>
         return Err(missing_extension());
     }
     let params: UpdateTaskRequestParams = decode(params)?;
+    check_owner(server, ctx, &params.task_id)?;
     let tasks = &server.inner.tasks;
     let Some(live) = tasks.live(&params.task_id) else {
         // Known but not running here (finished, or held by another instance): acknowledged.
@@ -824,6 +831,7 @@ pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>
         return Err(missing_extension());
     }
     let params: TaskIdParams = decode(params)?;
+    check_owner(server, ctx, &params.task_id)?;
     let tasks = &server.inner.tasks;
     let Some(live) = tasks.live(&params.task_id) else {
         tasks.lookup(&params.task_id).await?;
@@ -844,9 +852,47 @@ pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>
     encode(Map::new())
 }
 
-/// A fresh unguessable task id: 128 random bits, hex.
-fn new_task_id() -> String {
-    crate::ids::random_hex()
+/// A fresh task id bound to `principal`: 128 random bits (unguessable), then a tag of them
+/// and the principal under the server's key, all hex. A task id says whose it is without the
+/// store recording it, and instances sharing the key ([`ServerBuilder::state_sealer`]) agree.
+///
+/// [`ServerBuilder::state_sealer`]: crate::ServerBuilder::state_sealer
+fn new_task_id(sealer: &StateSealer, principal: Option<&Principal>) -> String {
+    let random = crate::ids::random_hex();
+    let tag = task_tag(sealer, &random, principal);
+    random + &tag
+}
+
+/// The tag of task id `random` (its first half) made for `principal`.
+fn task_tag(sealer: &StateSealer, random: &str, principal: Option<&Principal>) -> String {
+    let key = principal.map(Principal::key);
+    let parts: [&[u8]; 2] = [random.as_bytes(), key.as_deref().unwrap_or("\0anonymous").as_bytes()];
+    let tag = sealer.tag("mcpl-server task id", &parts);
+    tag[..TAG_BYTES].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How many bytes of the tag a task id carries.
+const TAG_BYTES: usize = 16;
+
+/// Whether `task_id` is one made for `principal` (the tag compared in constant time).
+fn made_for(sealer: &StateSealer, task_id: &str, principal: Option<&Principal>) -> bool {
+    if task_id.len() != 64 || !task_id.is_char_boundary(32) {
+        return false;
+    }
+    let (random, tag) = task_id.split_at(32);
+    let expected = task_tag(sealer, random, principal);
+    let differences = expected.bytes().zip(tag.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    differences == 0
+}
+
+/// A task id made for another principal (or not by this server) is unknown: "not found",
+/// exactly as for an id that never existed.
+fn check_owner(server: &Server, ctx: &Context, task_id: &str) -> Result<(), ErrorObject> {
+    if made_for(server.state_sealer(), task_id, ctx.principal().as_ref()) {
+        Ok(())
+    } else {
+        Err(task_not_found(task_id))
+    }
 }
 
 #[cfg(test)]
@@ -854,10 +900,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn task_ids_are_unguessable_hex() {
-        let (a, b) = (new_task_id(), new_task_id());
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, b);
+    fn task_ids_are_unguessable_hex_bound_to_their_principal() {
+        let sealer = StateSealer::random();
+        let ada = Principal::Subject("ada".into());
+        let (a, b) = (new_task_id(&sealer, Some(&ada)), new_task_id(&sealer, Some(&ada)));
+        assert_eq!(a.len(), 64);
+        assert_ne!(a[..32], b[..32]);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert!(made_for(&sealer, &a, Some(&ada)));
+        assert!(!made_for(&sealer, &a, Some(&Principal::Subject("bob".into()))));
+        assert!(!made_for(&sealer, &a, Some(&Principal::Client("ada".into()))));
+        assert!(!made_for(&sealer, &a, None));
+        assert!(!made_for(&StateSealer::random(), &a, Some(&ada)), "another key");
+        let anonymous = new_task_id(&sealer, None);
+        assert!(made_for(&sealer, &anonymous, None));
+        assert!(!made_for(&sealer, &anonymous, Some(&ada)));
+        for bad in ["", "nope", &a[..63], &format!("{}0", &a[..63])] {
+            assert!(!made_for(&sealer, bad, Some(&ada)) || bad == a, "{bad}");
+        }
     }
 }

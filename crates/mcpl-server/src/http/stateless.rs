@@ -33,6 +33,7 @@ use mcpl_core::{Era, Error, ProtocolVersion, Result};
 use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
+use super::auth::AccessToken;
 use super::sse::{self, SseEvent};
 use super::stateless_body::{Incoming, MetaFacts};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
@@ -202,7 +203,12 @@ fn check_tool_headers(
 }
 
 /// Serves one stateless-era POST read by the general decoder.
-pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Message) -> Response {
+pub(crate) async fn serve(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    message: Message,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
     let request = match message {
         Message::Request(r) => r,
         // No client notification means anything over stateless HTTP; accept and ignore.
@@ -217,7 +223,7 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
     };
     let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let facts = MetaFacts::of_tree(meta);
-    serve_request(http, headers, request, None, facts).await
+    serve_request(http, headers, request, None, facts, token).await
 }
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
@@ -225,18 +231,20 @@ pub(crate) async fn serve_read(
     http: StreamableHttp,
     headers: HeaderMap,
     read: Incoming,
+    token: Option<Arc<AccessToken>>,
 ) -> Response {
-    serve_request(http, headers, read.request, read.meta, read.facts).await
+    serve_request(http, headers, read.request, read.meta, read.facts, token).await
 }
 
 /// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
-/// are what the checks read of it.
+/// are what the checks read of it; `token` is the request's verified access token, if any.
 async fn serve_request(
     http: StreamableHttp,
     headers: HeaderMap,
     request: Request,
     raw_meta: Option<LazyMeta>,
     facts: MetaFacts,
+    token: Option<Arc<AccessToken>>,
 ) -> Response {
     let id = request.id.clone();
     let no_params = Map::new();
@@ -342,6 +350,7 @@ async fn serve_request(
         request,
         meta: raw_meta,
         client,
+        token,
     };
     let decorate = Decorator { http: http.clone(), cacheable };
     if streaming {
@@ -365,6 +374,7 @@ struct Call {
     request: Request,
     meta: Option<LazyMeta>,
     client: SharedClientState,
+    token: Option<Arc<AccessToken>>,
 }
 
 impl Call {
@@ -372,11 +382,11 @@ impl Call {
     /// through `sender`, and gives the router's answer (`None` if `sender` failed: the
     /// response can no longer be written).
     async fn run<S: TransportSender>(self, mut sender: S) -> Option<Outcome> {
-        let Call { engine, server, request, meta, client } = self;
+        let Call { engine, server, request, meta, client, token } = self;
         let Request { id, method, params } = request;
         let run = engine.run_request(id, method, meta, None, &mut sender, |ctx| {
             let method = ctx.method().to_owned();
-            let ctx = Context::new(ctx, client);
+            let ctx = Context::new(ctx, client).with_access_token(token);
             async move {
                 let reply = crate::router::dispatch_reply(&server, ctx, &method, params);
                 crate::router::unwinding(&method, reply).await

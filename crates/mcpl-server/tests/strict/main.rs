@@ -6,6 +6,7 @@
 
 mod host_origin;
 mod panics;
+mod principals;
 mod support;
 mod task_expiry;
 mod uri_templates;

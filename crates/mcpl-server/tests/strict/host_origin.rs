@@ -134,3 +134,23 @@ async fn the_websocket_endpoint_parses_host_and_origin_the_same_way() {
         raw(addr, &upgrade(&["host: localhost", "origin: http://localhost:1@evil.com"])).await;
     assert_eq!(status, 403);
 }
+
+#[tokio::test]
+async fn a_refusal_is_logged_once_at_debug_with_the_peer_and_the_reason() {
+    let app = mcpl_server::http::StreamableHttp::new(
+        Server::builder("strict-host", "1").build(),
+        HttpConfig::new(),
+    )
+    .into_router("/mcp");
+    let (addr, logs) = crate::support::spawn_logged_server(move |listener| async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, app).await
+    });
+    assert_eq!(discover_with(addr, &["host: [::1]evil.com"]).await, 400);
+    assert_eq!(discover_with(addr, &["host: localhost", "origin: http://a@evil.com"]).await, 403);
+    let lines = logs.lines_with("mcpl_server::refusal");
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines.iter().all(|l| l.contains("DEBUG") && l.contains("127.0.0.1:")), "{lines:#?}");
+    assert!(lines[0].contains("bad_request") && lines[0].contains("malformed Host header"));
+    assert!(lines[1].contains("forbidden") && lines[1].contains("is not allowed"), "{lines:#?}");
+}

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::{Op, Part, read_values};
 
-/// The budget of work (bytes looked at, plus [`ATTEMPT`] per value or literal tried) per byte
-/// of the URI, and on top of it.
+/// The budget of work (bytes looked at or copied, plus [`ATTEMPT`] per value or literal tried)
+/// per byte of the URI, and on top of it.
 const BUDGET_PER_BYTE: usize = 8;
 const BUDGET_BASE: usize = 4096;
 
@@ -130,7 +130,9 @@ impl Matcher<'_> {
                 && self.next_can_start(part, end)
                 && !self.failed.contains(&(part + 1, end))
             {
-                if !self.spend(ATTEMPT + (end - start)) {
+                // The value is decoded, and the values so far copied for the attempt.
+                let copied: usize = vars.values().map(String::len).sum();
+                if !self.spend(ATTEMPT + (end - start) + copied) {
                     return false;
                 }
                 if let Some(values) = read_values(op, names, &self.uri[start..end]) {

@@ -80,6 +80,8 @@ pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
+    /// The longest resource URI read or subscribed to (see [`ServerBuilder::max_uri_length`]).
+    pub(crate) max_uri_length: usize,
     cache_hints: CacheHints,
     sealer: StateSealer,
     pub(crate) tasks: Tasks,
@@ -119,6 +121,7 @@ impl Server {
             info: Implementation::new(name, version),
             instructions: None,
             page_size: None,
+            max_uri_length: crate::resource::DEFAULT_MAX_URI_LENGTH,
             cache_hints: CacheHints::default(),
             sealer: None,
             state_ttl: None,
@@ -288,6 +291,19 @@ impl Server {
     /// ```
     pub fn page_size(&self) -> Option<usize> {
         self.inner.page_size
+    }
+
+    /// The longest resource URI a client may read or subscribe to, in bytes (see
+    /// [`ServerBuilder::max_uri_length`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").build();
+    /// assert_eq!(server.max_uri_length(), mcpl_server::resource::DEFAULT_MAX_URI_LENGTH);
+    /// ```
+    pub fn max_uri_length(&self) -> usize {
+        self.inner.max_uri_length
     }
 
     /// The cache hint set for `result` with [`ServerBuilder::cache_hint`]; `None`: the
@@ -653,6 +669,7 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     page_size: Option<usize>,
+    max_uri_length: usize,
     cache_hints: CacheHints,
     sealer: Option<StateSealer>,
     state_ttl: Option<Duration>,
@@ -796,6 +813,21 @@ impl ServerBuilder {
     /// ```
     pub fn page_size(mut self, size: usize) -> Self {
         self.page_size = Some(size.max(1));
+        self
+    }
+
+    /// Sets the longest resource URI a client may read or subscribe to, in bytes; a longer one
+    /// is refused (`-32602`) before it is looked up or matched against any template. Default
+    /// [`DEFAULT_MAX_URI_LENGTH`](crate::resource::DEFAULT_MAX_URI_LENGTH), 8 KiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").max_uri_length(2048).build();
+    /// assert_eq!(server.max_uri_length(), 2048);
+    /// ```
+    pub fn max_uri_length(mut self, bytes: usize) -> Self {
+        self.max_uri_length = bytes;
         self
     }
 
@@ -1418,6 +1450,7 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 page_size: self.page_size,
+                max_uri_length: self.max_uri_length,
                 cache_hints: self.cache_hints,
                 sealer,
                 tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),

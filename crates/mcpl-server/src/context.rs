@@ -1,12 +1,12 @@
 //! [`Context`]: what a server handler knows about the request it serves.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::collections::BTreeMap;
 
 use mcpl_core::engine::RequestContext;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RequestId};
 use mcpl_core::types::{
     ClientCapabilities, CreateMessageResult, ElicitAction, ElicitResult, ElicitValue,
     Implementation, InputResponse, InputResponses, ListRootsResult, LoggingLevel, LoggingMessage,
@@ -16,6 +16,7 @@ use mcpl_core::{Era, Peer, ProtocolVersion, Result};
 use serde_json::Value;
 
 use crate::builder::Server;
+use crate::http::auth::{AccessToken, Principal};
 use crate::input::{InputRequired, InputState, supports_elicitation, supports_sampling};
 use crate::mcpl::McplConnection;
 use crate::state::{StateError, StateSealer};
@@ -37,6 +38,27 @@ pub(crate) struct ClientState {
     pub(crate) stream_closer: Option<StreamCloser>,
     /// The connection's MCPL side, when the server serves MCPL and the host advertised it.
     pub(crate) mcpl: Option<McplConnection>,
+    /// The verified token of the connection (a WebSocket upgraded with one), if any.
+    pub(crate) access_token: Option<Arc<AccessToken>>,
+    /// The verified tokens of requests handed to the connection and not yet served (a 2025
+    /// HTTP session: each request carries its own), by request id.
+    pub(crate) request_tokens: HashMap<RequestId, Arc<AccessToken>>,
+}
+
+impl ClientState {
+    /// The verified token request `id` carried (taken: it is served once), else the
+    /// connection's.
+    pub(crate) fn take_access_token(&mut self, id: &RequestId) -> Option<Arc<AccessToken>> {
+        match self.request_tokens.remove(id) {
+            Some(token) => {
+                if self.request_tokens.is_empty() {
+                    self.request_tokens = HashMap::new();
+                }
+                Some(token)
+            }
+            None => self.access_token.clone(),
+        }
+    }
 }
 
 /// Closes the response stream of the request with the given id; `false` if it has none.
@@ -112,6 +134,8 @@ pub struct Context {
     pub(crate) task: Option<Arc<TaskSlot>>,
     /// The MCPL state fields of a `tools/call`.
     pub(crate) mcpl_state: Arc<StateRequestFields>,
+    /// The verified access token of the request, if it carried one.
+    pub(crate) access_token: Option<Arc<AccessToken>>,
 }
 
 /// The MCPL state fields of a call that carries none: one shared value, no allocation.
@@ -130,7 +154,48 @@ impl Context {
             input: InputState::none(),
             task: None,
             mcpl_state: no_state_fields(),
+            access_token: None,
         }
+    }
+
+    /// This context, for a request that carried `token` (verified).
+    pub(crate) fn with_access_token(mut self, token: Option<Arc<AccessToken>>) -> Self {
+        self.access_token = token;
+        self
+    }
+
+    /// The verified access token the request carried: set when the endpoint is protected by
+    /// [`BearerAuth`](crate::http::auth::BearerAuth) (for a WebSocket connection, the token
+    /// its upgrade carried); `None` otherwise.
+    ///
+    /// What the request creates (a 2025-era session, a task, a sealed `requestState`) is
+    /// bound to the token's [`principal`](AccessToken::principal): the server checks that
+    /// itself. A handler reads the token for finer decisions, such as scopes per tool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{Tool, ToolSchema};
+    /// use mcpl_server::{Server, ToolOutput};
+    ///
+    /// let server = Server::builder("s", "1")
+    ///     .tool(Tool::new("delete_all", ToolSchema::object()), |ctx, _args| async move {
+    ///         let admin = ctx.access_token().is_some_and(|t| t.scopes.iter().any(|s| s == "admin"));
+    ///         if !admin {
+    ///             return Ok(ToolOutput::error("the admin scope is needed"));
+    ///         }
+    ///         Ok(ToolOutput::text("deleted"))
+    ///     })
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn access_token(&self) -> Option<&AccessToken> {
+        self.access_token.as_deref()
+    }
+
+    /// Who the request acts for (see [`AccessToken::principal`]); `None`: anonymous.
+    pub(crate) fn principal(&self) -> Option<Principal> {
+        self.access_token.as_ref().and_then(|t| t.principal())
     }
 
     /// The server serving this request, to change its features at run time (see

@@ -41,6 +41,52 @@ pub(crate) fn iso8601(time: SystemTime) -> String {
     )
 }
 
+/// The time an ISO 8601 UTC timestamp as [`iso8601`] writes it names (`2026-07-28T12:34:56Z`,
+/// milliseconds optional); `None` for anything else.
+pub(crate) fn parse_iso8601(text: &str) -> Option<SystemTime> {
+    let number = |s: &str| -> Option<u64> {
+        s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok()).flatten()
+    };
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let (time, millis) = match time.split_once('.') {
+        Some((time, millis)) if millis.len() == 3 => (time, number(millis)?),
+        Some(_) => return None,
+        None => (time, 0),
+    };
+    let mut date = date.split('-');
+    let (year, month, day) = (date.next()?, date.next()?, date.next()?);
+    let mut time = time.split(':');
+    let (hour, minute, second) = (time.next()?, time.next()?, time.next()?);
+    if date.next().is_some() || time.next().is_some() || year.len() != 4 {
+        return None;
+    }
+    let (year, month, day) = (number(year)?, number(month)?, number(day)?);
+    let (hour, minute, second) = (number(hour)?, number(minute)?, number(second)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    // A civil date to days since 1970-01-01 (H. Hinnant's algorithm, the inverse of the one
+    // above).
+    let (year, month, day) =
+        (i64::try_from(year).ok()?, i64::try_from(month).ok()?, i64::try_from(day).ok()?);
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
+    UNIX_EPOCH
+        .checked_add(std::time::Duration::from_millis(secs.checked_mul(1000)?.checked_add(millis)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +99,29 @@ mod tests {
         assert_eq!(iso8601(t), "2026-07-28T12:34:56.789Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(iso8601(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn timestamps_read_back() {
+        for ms in [0, 1_785_242_096_789, 951_782_400_000, 4_102_444_799_999] {
+            let t = UNIX_EPOCH + Duration::from_millis(ms);
+            assert_eq!(parse_iso8601(&iso8601(t)), Some(t), "{ms}");
+        }
+        assert_eq!(
+            parse_iso8601("2026-07-28T12:34:56Z"),
+            Some(UNIX_EPOCH + Duration::from_secs(1_785_242_096))
+        );
+        for bad in [
+            "",
+            "2026-07-28",
+            "2026-07-28T12:34:56",
+            "2026-13-01T00:00:00Z",
+            "2026-07-28T12:34:56.7Z",
+            "+026-07-28T12:34:56Z",
+            "2026-07-28T12:34:56.789+01:00",
+        ] {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -19,6 +19,22 @@ use crate::context::Context;
 use crate::input::{ReadReply, Reply};
 use crate::uri_template::UriTemplate;
 
+/// The longest resource URI a server reads or subscribes to unless configured otherwise
+/// ([`ServerBuilder::max_uri_length`](crate::ServerBuilder::max_uri_length)): 8 KiB.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::resource::DEFAULT_MAX_URI_LENGTH, 8 * 1024);
+/// ```
+pub const DEFAULT_MAX_URI_LENGTH: usize = 8 * 1024;
+
+/// The `-32602` refusal of a resource URI longer than `max` bytes (the URI is not repeated).
+pub(crate) fn uri_too_long(max: usize) -> ErrorObject {
+    ErrorObject::invalid_params(format_args!("resource URI longer than {max} bytes"))
+        .with_data(json!({ "maxUriLength": max }))
+}
+
 /// What a resource handler returns: the resource's contents, or a protocol error (see
 /// [`not_found`]).
 ///

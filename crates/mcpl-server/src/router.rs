@@ -5,6 +5,9 @@
 //! registered (so they answer for as long as its capability is declared); before that they
 //! are unknown methods (`-32601`).
 
+use std::future::Future;
+
+use futures::FutureExt as _;
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
@@ -24,7 +27,7 @@ use crate::context::{Context, lock};
 use crate::input::{Finished, run};
 use crate::pagination::{Page, paginate};
 use crate::registry::Registry;
-use crate::resource::{ReadRequest, not_found, read};
+use crate::resource::{ReadRequest, not_found, read, uri_too_long};
 use crate::state::Binding;
 use mcpl_core::Era;
 use mcpl_core::mcpl::state::StateRequestFields;
@@ -38,6 +41,49 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Er
 /// Encodes a result; a failure is `-32603`.
 pub(crate) fn encode<T: Serialize>(value: T) -> HandlerResult {
     serde_json::to_value(value).map_err(ErrorObject::internal)
+}
+
+/// Runs a handler's future, answering a panic with `-32603` and logging it once (at ERROR, with
+/// what it panicked with: a panic is a bug of the server, not of the client). The engine does
+/// the same for the handlers it spawns; this serves the paths that run a handler themselves
+/// (stateless HTTP, tasks).
+pub(crate) async fn unwinding<T>(
+    method: &str,
+    handler: impl Future<Output = Result<T, ErrorObject>>,
+) -> Result<T, ErrorObject> {
+    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("a value that is not a string");
+            tracing::error!(method, panic = what, "request handler panicked");
+            Err(ErrorObject::internal("the request handler panicked"))
+        }
+    }
+}
+
+/// Whether `token` is a progress token: a string or an integer.
+pub(crate) fn is_progress_token(token: &Value) -> bool {
+    token.is_string() || token.is_i64() || token.is_u64()
+}
+
+/// Refuses (`-32602`) a request whose `_meta` carries a progress token of the wrong type,
+/// instead of serving it and dropping its progress.
+pub(crate) fn check_progress_token(
+    meta: Option<&serde_json::Map<String, Value>>,
+) -> Result<(), ErrorObject> {
+    match meta.and_then(|m| m.get("progressToken")) {
+        Some(token) if !is_progress_token(token) => Err(invalid_progress_token()),
+        _ => Ok(()),
+    }
+}
+
+/// The `-32602` refusal of a progress token that is neither a string nor an integer.
+pub(crate) fn invalid_progress_token() -> ErrorObject {
+    ErrorObject::invalid_params("_meta.progressToken must be a string or an integer")
 }
 
 /// A request's answer before it goes on the wire: a tool's result is kept typed, so that a
@@ -131,6 +177,9 @@ pub(crate) async fn dispatch_reply(
         names::RESOURCES_READ if resources => read_resource(server, ctx, params).await,
         names::RESOURCES_SUBSCRIBE if resources => {
             let params: ResourceRequestParams = decode(params)?;
+            if params.uri.len() > server.max_uri_length() {
+                return Err(uri_too_long(server.max_uri_length()));
+            }
             lock(&ctx.client).subscriptions.insert(params.uri);
             encode(EmptyResult::default())
         }
@@ -232,7 +281,7 @@ async fn call_tool(
     let Some((runner, task)) = found else {
         return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
     };
-    let binding = Binding::new(names::TOOLS_CALL, params.name);
+    let binding = Binding::new(names::TOOLS_CALL, params.name).for_principal(ctx.principal());
     let args = params.arguments.unwrap_or_default();
     // The tasks extension (SEP-2663) is served in the stateless era.
     if task.is_task_capable() && ctx.era() == Era::Stateless {
@@ -262,6 +311,10 @@ async fn call_tool(
 async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {
     let params: ReadResourceRequestParams = decode(check_input_members(params)?)?;
     let uri = params.uri;
+    // Before any lookup or template match: what a template match costs grows with the URI.
+    if uri.len() > server.max_uri_length() {
+        return Err(uri_too_long(server.max_uri_length()));
+    }
     let target = {
         let r = server.read();
         // A skill's file (see `crate::skills`): static resources first, then skill files, then
@@ -283,7 +336,7 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
         return Err(not_found(&uri));
     };
     let retried = params.input_responses.is_some() || params.request_state.is_some();
-    let binding = Binding::new(names::RESOURCES_READ, uri.clone());
+    let binding = Binding::new(names::RESOURCES_READ, uri.clone()).for_principal(ctx.principal());
     let request = ReadRequest { uri, variables };
     let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
         let (handler, mime_type, request) = (handler.clone(), mime_type.clone(), request.clone());
@@ -319,7 +372,7 @@ async fn get_prompt(server: &Server, ctx: Context, params: Option<Value>) -> Han
             missing.join(", ")
         )));
     }
-    let binding = Binding::new(names::PROMPTS_GET, params.name);
+    let binding = Binding::new(names::PROMPTS_GET, params.name).for_principal(ctx.principal());
     let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
         entry.handler.get(ctx, args.clone())
     })

@@ -167,9 +167,21 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve<T: Transport>(&self, transport: T) -> Result<Session> {
+        self.serve_as(transport, None).await
+    }
+
+    /// [`serve`](Self::serve), for a connection whose client presented `token` (verified): its
+    /// handlers see it ([`Context::access_token`]), and what its requests create is bound to
+    /// its principal.
+    pub(crate) async fn serve_as<T: Transport>(
+        &self,
+        transport: T,
+        token: Option<Arc<crate::http::auth::AccessToken>>,
+    ) -> Result<Session> {
         let engine = self.engine();
         let phase = Arc::new(AtomicU8::new(NEW));
-        let client: SharedClientState = Arc::new(Mutex::new(ClientState::default()));
+        let state = ClientState { access_token: token, ..ClientState::default() };
+        let client: SharedClientState = Arc::new(Mutex::new(state));
         let (server, ph, cl) = (self.clone(), phase.clone(), client.clone());
         engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
             let (server, ph, cl) = (server.clone(), ph.clone(), cl.clone());
@@ -413,19 +425,25 @@ async fn route(
     params: Option<Value>,
 ) -> HandlerResult {
     let method = ctx.method().to_owned();
+    let token = lock(&client).take_access_token(ctx.id());
+    crate::router::check_progress_token(ctx.meta())?;
     // A request describing its client in `_meta` before any `initialize` belongs to the
     // stateless era (2026-07-28): it is served on its own.
     if phase.load(Ordering::SeqCst) == NEW && crate::stateless_era::is_stateless_request(ctx.meta())
     {
-        return crate::stateless_era::serve(server, ctx, params).await;
+        return crate::stateless_era::serve(server, ctx, params, token).await;
     }
     match method.as_str() {
         names::INITIALIZE => initialize(server, phase, &client, ctx.peer(), params),
-        names::PING => dispatch(server, Context::new(ctx, client), &method, params).await,
-        _ if phase.load(Ordering::SeqCst) == NEW => Err(ErrorObject::invalid_request(
-            format_args!("{method} before initialize: the server is not initialized"),
-        )),
-        _ => dispatch(server, Context::new(ctx, client), &method, params).await,
+        _ if method != names::PING && phase.load(Ordering::SeqCst) == NEW => {
+            Err(ErrorObject::invalid_request(format_args!(
+                "{method} before initialize: the server is not initialized"
+            )))
+        }
+        _ => {
+            let ctx = Context::new(ctx, client).with_access_token(token);
+            dispatch(server, ctx, &method, params).await
+        }
     }
 }
 

@@ -6,10 +6,11 @@
 //! ```text
 //! base64url(envelope) "." base64url(HMAC-SHA256(key, base64url(envelope)))
 //! envelope = {"v": 1, "m": method, "n": name, "exp": unix-millis, "d": payload}
+//!            (and "p": principal, for a state sealed for one)
 //! ```
 //!
 //! Opening checks the tag (in constant time), the expiry, and that the token was sealed for the
-//! same method and tool, prompt or resource ([`Binding`]). Any failure is a [`StateError`],
+//! same method and tool, prompt or resource, and the same principal ([`Binding`]). Any failure is a [`StateError`],
 //! which the server answers with `-32602` ("invalid requestState"): a bad state is never
 //! trusted and never re-prompted.
 //!
@@ -37,6 +38,8 @@ use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use crate::http::auth::Principal;
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// How long a sealed state stays valid unless configured otherwise: 10 minutes.
@@ -52,7 +55,8 @@ pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
 const FORMAT: u64 = 1;
 
 /// What a sealed state is bound to: the method and the name of the tool or prompt, or the URI
-/// of the resource, of the request that produced it.
+/// of the resource, of the request that produced it, and who made that request (the
+/// [`Principal`] of its access token; the server sets it).
 ///
 /// # Examples
 ///
@@ -69,6 +73,8 @@ pub struct Binding {
     pub method: String,
     /// The tool or prompt name, or the resource URI.
     pub name: String,
+    /// Who made the request; `None`: anonymous.
+    pub principal: Option<Principal>,
 }
 
 impl Binding {
@@ -90,7 +96,32 @@ impl Binding {
     /// assert_eq!(sealer.open(&token, &other), Err(StateError::WrongBinding));
     /// ```
     pub fn new(method: impl Into<String>, name: impl Into<String>) -> Self {
-        Binding { method: method.into(), name: name.into() }
+        Binding { method: method.into(), name: name.into(), principal: None }
+    }
+
+    /// This binding, for requests of `principal` only (`None`: anonymous ones).
+    ///
+    /// # Examples
+    ///
+    /// A state sealed for Ada's request does not open for Bob's:
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::Principal;
+    /// use mcpl_server::state::{Binding, StateError, StateSealer};
+    ///
+    /// let sealer = StateSealer::new(b"secret");
+    /// let call = Binding::new("tools/call", "transfer");
+    /// let ada = call.clone().for_principal(Some(Principal::Subject("ada".into())));
+    /// let token = sealer.seal(&serde_json::json!({"step": 2}), &ada);
+    /// assert!(sealer.open(&token, &ada).is_ok());
+    /// let bob = call.clone().for_principal(Some(Principal::Subject("bob".into())));
+    /// assert_eq!(sealer.open(&token, &bob), Err(StateError::WrongBinding));
+    /// assert_eq!(sealer.open(&token, &call), Err(StateError::WrongBinding), "nor anonymously");
+    /// ```
+    #[must_use]
+    pub fn for_principal(mut self, principal: Option<Principal>) -> Self {
+        self.principal = principal;
+        self
     }
 }
 
@@ -119,7 +150,8 @@ pub enum StateError {
     /// The token is older than its time to live.
     #[error("requestState has expired")]
     Expired,
-    /// The token was sealed for another method, tool, prompt or resource.
+    /// The token was sealed for another method, tool, prompt or resource, or for another
+    /// principal.
     #[error("requestState belongs to another request")]
     WrongBinding,
 }
@@ -292,6 +324,19 @@ impl StateSealer {
         self.open_at(token, bind, now_millis())
     }
 
+    /// A tag of `parts` under this sealer's key, for `purpose` (so that a tag made for one
+    /// purpose is never valid for another): how ids handed to clients are bound to what they
+    /// name without storing the binding (see [`crate::task`]).
+    pub(crate) fn tag(&self, purpose: &str, parts: &[&[u8]]) -> [u8; 32] {
+        let mut mac = self.mac();
+        for part in std::iter::once(purpose.as_bytes()).chain(parts.iter().copied()) {
+            // Length-prefixed, so that parts cannot shift into one another.
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self) -> HmacSha256 {
         // HMAC accepts keys of any length; the error case cannot happen.
         HmacSha256::new_from_slice(&self.key)
@@ -300,13 +345,16 @@ impl StateSealer {
 
     fn seal_at(&self, payload: &Value, bind: &Binding, now: u128) -> String {
         let expires = now.saturating_add(self.ttl.as_millis());
-        let envelope = json!({
+        let mut envelope = json!({
             "v": FORMAT,
             "m": bind.method,
             "n": bind.name,
             "exp": u64::try_from(expires).unwrap_or(u64::MAX),
             "d": payload,
         });
+        if let (Some(principal), Value::Object(envelope)) = (&bind.principal, &mut envelope) {
+            envelope.insert("p".into(), Value::String(principal.key()));
+        }
         let body = URL_SAFE_NO_PAD.encode(envelope.to_string());
         let mut mac = self.mac();
         mac.update(body.as_bytes());
@@ -331,7 +379,12 @@ impl StateSealer {
         }
         let method = envelope.get("m").and_then(Value::as_str);
         let name = envelope.get("n").and_then(Value::as_str);
-        if method != Some(bind.method.as_str()) || name != Some(bind.name.as_str()) {
+        let principal = envelope.get("p").and_then(Value::as_str);
+        let bound = bind.principal.as_ref().map(Principal::key);
+        if method != Some(bind.method.as_str())
+            || name != Some(bind.name.as_str())
+            || principal != bound.as_deref()
+        {
             return Err(StateError::WrongBinding);
         }
         Ok(envelope.get("d").cloned().unwrap_or(Value::Null))
@@ -418,5 +471,23 @@ mod tests {
             Err(StateError::WrongBinding)
         );
         assert_eq!(StateError::WrongBinding.to_error_object().code.0, -32602);
+    }
+
+    #[test]
+    fn principals() {
+        let s = StateSealer::random();
+        let ada = bind().for_principal(Some(Principal::Subject("ada".into())));
+        let ada_client = bind().for_principal(Some(Principal::Client("ada".into())));
+        let token = s.seal(&json!(1), &ada);
+        assert_eq!(s.open(&token, &ada), Ok(json!(1)));
+        assert_eq!(s.open(&token, &ada_client), Err(StateError::WrongBinding));
+        assert_eq!(s.open(&token, &bind()), Err(StateError::WrongBinding));
+        let anonymous = s.seal(&json!(1), &bind());
+        assert_eq!(s.open(&anonymous, &ada), Err(StateError::WrongBinding));
+        assert_eq!(s.open(&anonymous, &bind()), Ok(json!(1)));
+        // Tags depend on the purpose, the parts and where they split.
+        assert_ne!(s.tag("a", &[b"xy"]), s.tag("b", &[b"xy"]));
+        assert_ne!(s.tag("a", &[b"x", b"y"]), s.tag("a", &[b"xy"]));
+        assert_eq!(s.tag("a", &[b"x", b"y"]), s.tag("a", &[b"x", b"y"]));
     }
 }

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::builder::Server;
 use crate::cache::{CacheHint, CachedResult};
 use crate::context::{ClientState, Context};
+use crate::http::auth::AccessToken;
 
 /// Methods of the stateful era that the stateless era removed.
 pub(crate) const REMOVED: [&str; 5] = [
@@ -125,6 +126,7 @@ pub(crate) async fn serve(
     server: &Server,
     ctx: RequestContext,
     params: Option<Value>,
+    token: Option<Arc<AccessToken>>,
 ) -> HandlerResult {
     let meta = ctx.meta();
     let version = meta.and_then(|m| m.get(meta_keys::PROTOCOL_VERSION)).and_then(Value::as_str);
@@ -151,7 +153,8 @@ pub(crate) async fn serve(
         Value::Object(discover_result(server))
     } else {
         let client = Arc::new(Mutex::new(client_state(meta)));
-        crate::router::dispatch(server, Context::new(ctx, client), &method, params).await?
+        let ctx = Context::new(ctx, client).with_access_token(token);
+        crate::router::dispatch(server, ctx, &method, params).await?
     };
     if let Value::Object(result) = &mut result {
         result.entry("resultType").or_insert_with(|| json!("complete"));

@@ -52,6 +52,12 @@
 //!
 //! Task state lives in a [`TaskStore`] ([`InMemoryTaskStore`] by default); the running handlers
 //! and their outstanding input requests live in this process.
+//!
+//! A task lives for its time to live (`ttlMs`, counted from its creation; see
+//! [`ServerBuilder::task_ttl`](crate::ServerBuilder::task_ttl)). Once it has elapsed the task is
+//! gone on every path: `tasks/get`, `tasks/update` and `tasks/cancel` answer "not found"
+//! (`-32602`) even from a store that still holds it (its `createdAt` tells), and a handler still
+//! running or waiting for input is dropped.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -63,7 +69,7 @@ use mcpl_core::engine::{BoxFuture, HandlerResult};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{
     CallToolResult, DetailedTask, InputRequests, InputResponse, InputResponses, ServerCapabilities,
-    TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskRequestParams,
+    TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskRequestParams, names,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
@@ -73,9 +79,10 @@ pub use mcpl_core::types::TaskSupport;
 
 use crate::builder::Server;
 use crate::context::Context;
+use crate::http::auth::Principal;
 use crate::input::{InputState, Reply};
 use crate::router::{decode, encode};
-use crate::state::Binding;
+use crate::state::{Binding, StateSealer};
 use crate::tool::{Arguments, ToolRunner};
 
 /// How long a task is kept after its creation unless configured otherwise: one hour.
@@ -378,8 +385,17 @@ impl Tasks {
         }
     }
 
+    /// The task `task_id` running here, unless it expired (an expired one is stopped and
+    /// forgotten now, if its timer has not done it yet).
     fn live(&self, task_id: &str) -> Option<Arc<LiveTask>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner).get(task_id).cloned()
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let task = live.get(task_id)?.clone();
+        if task.is_expired() {
+            live.remove(task_id);
+            task.cancel.cancel();
+            return None;
+        }
+        Some(task)
     }
 
     fn forget(&self, task_id: &str) {
@@ -413,20 +429,44 @@ impl Tasks {
         }
     }
 
+    /// The task `task_id` from the store, unless it is unknown or its time to live elapsed
+    /// (whether or not the store still has it).
     async fn lookup(&self, task_id: &str) -> Result<DetailedTask, ErrorObject> {
         match self.store.get(task_id).await? {
-            Some(task) => Ok(task),
-            None => Err(ErrorObject::invalid_params(format_args!(
-                "Failed to retrieve task: Task not found: {task_id:?}"
-            ))),
+            Some(task) if !record_expired(&task, SystemTime::now()) => Ok(task),
+            _ => Err(task_not_found(task_id)),
         }
     }
+}
+
+/// `-32602`, the tasks extension's answer for a task id it does not know.
+fn task_not_found(task_id: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format_args!(
+        "Failed to retrieve task: Task not found: {task_id:?}"
+    ))
+}
+
+/// Whether a stored task's time to live, counted from its `createdAt`, has elapsed at `now`. A
+/// task without a time to live, or whose `createdAt` does not read, never expires here.
+fn record_expired(task: &DetailedTask, now: SystemTime) -> bool {
+    let Some(ttl) = task.ttl_ms else { return false };
+    crate::ids::parse_iso8601(&task.created_at)
+        .and_then(|created| created.checked_add(Duration::from_millis(ttl)))
+        .is_some_and(|expires| expires <= now)
 }
 
 /// A task whose handler runs in this process.
 struct LiveTask {
     cancel: CancellationToken,
+    /// When its time to live elapses: it is then stopped and forgotten.
+    expires: Option<Instant>,
     state: tokio::sync::Mutex<LiveState>,
+}
+
+impl LiveTask {
+    fn is_expired(&self) -> bool {
+        self.expires.is_some_and(|at| at <= Instant::now())
+    }
 }
 
 struct LiveState {
@@ -448,8 +488,12 @@ impl LiveState {
 /// The task side of one task-mode `tools/call`, shared with its handler's [`Context`].
 pub(crate) struct TaskSlot {
     server: Server,
+    /// Who made the call: the task's id is bound to it.
+    principal: Option<Principal>,
     pub(crate) cancel: CancellationToken,
     inner: Mutex<SlotInner>,
+    /// Signalled when the task starts (see [`TaskSlot::expiry`]).
+    started: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -486,14 +530,17 @@ impl TaskSlot {
         }
         let tasks = &self.server.inner.tasks;
         let now = crate::ids::iso8601(SystemTime::now());
-        let mut record = DetailedTask::new(new_task_id()?, TaskStatus::Working, now.clone(), now);
+        let id = new_task_id(self.server.state_sealer(), self.principal.as_ref())?;
+        let mut record = DetailedTask::new(id, TaskStatus::Working, now.clone(), now);
         record.ttl_ms = tasks.ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         record.poll_interval_ms =
             Some(u64::try_from(tasks.poll_interval.as_millis()).unwrap_or(u64::MAX).max(1));
+        let expires = tasks.ttl.and_then(|ttl| Instant::now().checked_add(ttl));
         tasks.store.create(record.clone()).await?;
         let id = record.task_id.clone();
         let live = Arc::new(LiveTask {
             cancel: self.cancel.clone(),
+            expires,
             state: tokio::sync::Mutex::new(LiveState {
                 record: record.clone(),
                 outstanding: InputRequests::new(),
@@ -510,7 +557,33 @@ impl TaskSlot {
         if let Some(reply) = reply {
             let _ = reply.send(create_task_result(record));
         }
+        self.started.notify_one();
         Ok(id)
+    }
+
+    /// Resolves when the task's time to live has elapsed (never before it started, nor for a
+    /// task kept forever).
+    async fn expiry(&self) {
+        loop {
+            if let Some(live) = self.live() {
+                match live.expires {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+                return;
+            }
+            self.started.notified().await;
+        }
+    }
+
+    /// Stops an expired task: its handler is gone, and it is forgotten here (the store forgets
+    /// it by its own time to live, or [`Tasks::lookup`] stops reading it).
+    fn expire(&self) {
+        self.cancel.cancel();
+        if let Some(id) = self.task_id() {
+            tracing::debug!(task = %id, "task expired");
+            self.server.inner.tasks.forget(&id);
+        }
     }
 
     /// Answers the request synchronously (the task never started).
@@ -528,7 +601,7 @@ impl TaskSlot {
             return;
         };
         let mut state = live.state.lock().await;
-        if live.cancel.is_cancelled() || state.record.status.is_terminal() {
+        if live.cancel.is_cancelled() || live.is_expired() || state.record.status.is_terminal() {
             return;
         }
         state.outstanding.clear();
@@ -637,8 +710,10 @@ pub(crate) async fn call(
     let (reply_tx, reply_rx) = oneshot::channel();
     let slot = Arc::new(TaskSlot {
         server: server.clone(),
+        principal: ctx.principal(),
         cancel: CancellationToken::new(),
         inner: Mutex::new(SlotInner { task: None, reply: Some(reply_tx) }),
+        started: tokio::sync::Notify::new(),
     });
     ctx.task = Some(slot.clone());
     // A request that goes away before its task started takes the handler with it.
@@ -652,7 +727,8 @@ pub(crate) async fn call(
             loop {
                 let mut round = ctx.clone();
                 round.input = Arc::new(input);
-                let required = match runner.call(round, args.clone()).await {
+                let run = runner.call(round, args.clone());
+                let required = match crate::router::unwinding(names::TOOLS_CALL, run).await {
                     Ok(Reply::Complete(result)) => return slot.finish(Ok(result)).await,
                     Err(e) => return slot.finish(Err(e)).await,
                     Ok(Reply::InputRequired(required)) => match required.into_result() {
@@ -680,11 +756,13 @@ pub(crate) async fn call(
             }
         }
     };
-    let cancel = slot.cancel.clone();
+    let (cancel, expiring) = (slot.cancel.clone(), slot.clone());
     tokio::spawn(async move {
         tokio::select! {
             () = cancel.cancelled() => {}
             () = driver => {}
+            // The handler is dropped with the task when its time to live elapses.
+            () = expiring.expiry() => expiring.expire(),
         }
     });
     let answer = reply_rx
@@ -702,6 +780,7 @@ pub(crate) async fn get(server: &Server, ctx: &Context, params: Option<Value>) -
         return Err(missing_extension());
     }
     let params: TaskIdParams = decode(params)?;
+    check_owner(server, ctx, &params.task_id)?;
     encode(server.inner.tasks.lookup(&params.task_id).await?)
 }
 
@@ -711,6 +790,7 @@ pub(crate) async fn update(server: &Server, ctx: &Context, params: Option<Value>
         return Err(missing_extension());
     }
     let params: UpdateTaskRequestParams = decode(params)?;
+    check_owner(server, ctx, &params.task_id)?;
     let tasks = &server.inner.tasks;
     let Some(live) = tasks.live(&params.task_id) else {
         // Known but not running here (finished, or held by another instance): acknowledged.
@@ -751,6 +831,7 @@ pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>
         return Err(missing_extension());
     }
     let params: TaskIdParams = decode(params)?;
+    check_owner(server, ctx, &params.task_id)?;
     let tasks = &server.inner.tasks;
     let Some(live) = tasks.live(&params.task_id) else {
         tasks.lookup(&params.task_id).await?;
@@ -771,13 +852,51 @@ pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>
     encode(Map::new())
 }
 
-/// A fresh unguessable task id: 128 random bits, hex; an internal error when the OS random
-/// source fails (never a guessable id).
-fn new_task_id() -> Result<String, ErrorObject> {
-    crate::ids::random_hex().map_err(|e| {
+/// A fresh task id bound to `principal`: 128 random bits (unguessable), then a tag of them
+/// and the principal under the server's key, all hex. A task id says whose it is without the
+/// store recording it, and instances sharing the key ([`ServerBuilder::state_sealer`]) agree.
+/// An internal error when the OS random source fails (never a guessable id).
+///
+/// [`ServerBuilder::state_sealer`]: crate::ServerBuilder::state_sealer
+fn new_task_id(sealer: &StateSealer, principal: Option<&Principal>) -> Result<String, ErrorObject> {
+    let random = crate::ids::random_hex().map_err(|e| {
         tracing::error!(error = %e, "no OS randomness for a task id; task not created");
         ErrorObject::internal("the server cannot create a task id")
-    })
+    })?;
+    let tag = task_tag(sealer, &random, principal);
+    Ok(random + &tag)
+}
+
+/// The tag of task id `random` (its first half) made for `principal`.
+fn task_tag(sealer: &StateSealer, random: &str, principal: Option<&Principal>) -> String {
+    let key = principal.map(Principal::key);
+    let parts: [&[u8]; 2] = [random.as_bytes(), key.as_deref().unwrap_or("\0anonymous").as_bytes()];
+    let tag = sealer.tag("mcpl-server task id", &parts);
+    tag[..TAG_BYTES].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How many bytes of the tag a task id carries.
+const TAG_BYTES: usize = 16;
+
+/// Whether `task_id` is one made for `principal` (the tag compared in constant time).
+fn made_for(sealer: &StateSealer, task_id: &str, principal: Option<&Principal>) -> bool {
+    if task_id.len() != 64 || !task_id.is_char_boundary(32) {
+        return false;
+    }
+    let (random, tag) = task_id.split_at(32);
+    let expected = task_tag(sealer, random, principal);
+    let differences = expected.bytes().zip(tag.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    differences == 0
+}
+
+/// A task id made for another principal (or not by this server) is unknown: "not found",
+/// exactly as for an id that never existed.
+fn check_owner(server: &Server, ctx: &Context, task_id: &str) -> Result<(), ErrorObject> {
+    if made_for(server.state_sealer(), task_id, ctx.principal().as_ref()) {
+        Ok(())
+    } else {
+        Err(task_not_found(task_id))
+    }
 }
 
 #[cfg(test)]
@@ -785,10 +904,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn task_ids_are_unguessable_hex() {
-        let (a, b) = (new_task_id().unwrap(), new_task_id().unwrap());
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, b);
+    fn task_ids_are_unguessable_hex_bound_to_their_principal() {
+        let sealer = StateSealer::random();
+        let ada = Principal::Subject("ada".into());
+        let id = |p| new_task_id(&sealer, p).unwrap();
+        let (a, b) = (id(Some(&ada)), id(Some(&ada)));
+        assert_eq!(a.len(), 64);
+        assert_ne!(a[..32], b[..32]);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert!(made_for(&sealer, &a, Some(&ada)));
+        assert!(!made_for(&sealer, &a, Some(&Principal::Subject("bob".into()))));
+        assert!(!made_for(&sealer, &a, Some(&Principal::Client("ada".into()))));
+        assert!(!made_for(&sealer, &a, None));
+        assert!(!made_for(&StateSealer::random(), &a, Some(&ada)), "another key");
+        let anonymous = id(None);
+        assert!(made_for(&sealer, &anonymous, None));
+        assert!(!made_for(&sealer, &anonymous, Some(&ada)));
+        for bad in ["", "nope", &a[..63], &format!("{}0", &a[..63])] {
+            assert!(!made_for(&sealer, bad, Some(&ada)) || bad == a, "{bad}");
+        }
     }
 }

@@ -14,6 +14,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
+mod backtrack;
+mod linear;
+
 /// A parsed URI template.
 ///
 /// ```
@@ -215,6 +218,14 @@ impl UriTemplate {
     /// Matches a concrete URI, returning the (percent-decoded) value of each variable it
     /// defines, or `None` if the URI is not one of the template's.
     ///
+    /// Where a URI could be read in several ways, each expression takes the longest value it
+    /// can, left to right. Matching takes time linear in the URI's length (times a factor
+    /// bounded by the template's size), whatever the URI: it backtracks within a budget
+    /// proportional to the URI's length (the fast way for most URIs), and past that budget
+    /// reads the URI once with a matcher that tries every way at once. Servers still cap the
+    /// length of the URIs they match (see
+    /// [`ServerBuilder::max_uri_length`](crate::ServerBuilder::max_uri_length)).
+    ///
     /// # Examples
     ///
     /// ```
@@ -225,9 +236,36 @@ impl UriTemplate {
     /// assert!(t.matches("users://7").is_none());
     /// ```
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
-        let mut matcher = Matcher { parts: &self.parts, uri, failed: HashSet::new() };
+        match backtrack::matches(&self.parts, uri, true) {
+            backtrack::Backtracked::Match(vars) => Some(vars),
+            backtrack::Backtracked::NoMatch => None,
+            backtrack::Backtracked::OverBudget => self.matches_linearly(uri),
+        }
+    }
+
+    /// What the linear matcher makes of `uri` (see [`linear`]).
+    fn matches_linearly(&self, uri: &str) -> Option<BTreeMap<String, String>> {
+        let spans = linear::spans(&self.parts, uri)?;
+        let exprs = self.parts.iter().filter_map(|p| match p {
+            Part::Expr { op, vars } => Some((*op, vars)),
+            Part::Literal(_) => None,
+        });
         let mut vars = BTreeMap::new();
-        matcher.at(0, 0, &mut vars).then_some(vars)
+        for ((op, names), text) in exprs.zip(spans) {
+            if let Some(text) = text {
+                vars.extend(read_values(op, names, text)?);
+            }
+        }
+        Some(vars)
+    }
+
+    /// What backtracking with no budget makes of `uri`: the semantics both matchers keep.
+    #[cfg(test)]
+    fn matches_by_backtracking(&self, uri: &str) -> Option<BTreeMap<String, String>> {
+        match backtrack::matches(&self.parts, uri, false) {
+            backtrack::Backtracked::Match(vars) => Some(vars),
+            _ => None,
+        }
     }
 }
 
@@ -242,100 +280,6 @@ impl std::str::FromStr for UriTemplate {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         UriTemplate::parse(s)
-    }
-}
-
-/// Backtracking matcher; `failed` remembers (part, position) states known not to match, so
-/// each state is tried once.
-struct Matcher<'a> {
-    parts: &'a [Part],
-    uri: &'a str,
-    failed: HashSet<(usize, usize)>,
-}
-
-impl Matcher<'_> {
-    fn at(&mut self, part: usize, pos: usize, vars: &mut BTreeMap<String, String>) -> bool {
-        let Some(current) = self.parts.get(part) else {
-            return pos == self.uri.len();
-        };
-        if self.failed.contains(&(part, pos)) {
-            return false;
-        }
-        let ok = match current {
-            Part::Literal(lit) => {
-                self.uri[pos..].starts_with(lit.as_str())
-                    && self.at(part + 1, pos + lit.len(), vars)
-            }
-            Part::Expr { op, vars: names } => self.expr(part, pos, *op, names, vars),
-        };
-        if !ok {
-            self.failed.insert((part, pos));
-        }
-        ok
-    }
-
-    fn expr(
-        &mut self,
-        part: usize,
-        pos: usize,
-        op: Op,
-        names: &[String],
-        vars: &mut BTreeMap<String, String>,
-    ) -> bool {
-        let rest = &self.uri[pos..];
-        let start = match op.prefix() {
-            Some(prefix) if rest.starts_with(prefix) => pos + prefix.len_utf8(),
-            // Undefined variables expand to nothing, prefix included.
-            Some(_) => return self.at(part + 1, pos, vars),
-            None => pos,
-        };
-        // A value never runs into the query or fragment a later expression reads.
-        let later = |ops: &[Op]| {
-            self.parts[part + 1..]
-                .iter()
-                .any(|p| matches!(p, Part::Expr { op, .. } if ops.contains(op)))
-        };
-        let (stop_query, stop_fragment) =
-            (later(&[Op::Query, Op::QueryCont]), later(&[Op::Fragment]));
-        let limit = self.uri[start..]
-            .char_indices()
-            .find(|&(_, c)| {
-                !op.allows(c) || (stop_query && c == '?') || (stop_fragment && c == '#')
-            })
-            .map_or(self.uri.len(), |(i, _)| start + i);
-        let min_end = if op == Op::Simple { start + 1 } else { start };
-        // Try the longest value first, then shorter ones.
-        let mut end = limit;
-        loop {
-            if end >= min_end
-                && self.uri.is_char_boundary(end)
-                && self.next_can_start(part, end)
-                && !self.failed.contains(&(part + 1, end))
-            {
-                if let Some(values) = read_values(op, names, &self.uri[start..end]) {
-                    let mut attempt = vars.clone();
-                    attempt.extend(values);
-                    if self.at(part + 1, end, &mut attempt) {
-                        *vars = attempt;
-                        return true;
-                    }
-                }
-            }
-            if end <= min_end {
-                break;
-            }
-            end -= 1;
-        }
-        false
-    }
-
-    /// A cheap filter: whether the part after `part` could start at `pos`.
-    fn next_can_start(&self, part: usize, pos: usize) -> bool {
-        match self.parts.get(part + 1) {
-            None => pos == self.uri.len(),
-            Some(Part::Literal(lit)) => self.uri[pos..].starts_with(lit.as_str()),
-            Some(Part::Expr { .. }) => true,
-        }
     }
 }
 
@@ -368,7 +312,8 @@ fn read_values(op: Op, names: &[String], text: &str) -> Option<Vec<(String, Stri
     }
 }
 
-/// Percent-decodes `text`; `None` for malformed escapes or bytes that are not UTF-8.
+/// Percent-decodes `text`; `None` for malformed escapes (`%` and two hex digits) or bytes that
+/// are not UTF-8.
 fn decode(text: &str) -> Option<String> {
     if !text.contains('%') {
         return Some(text.to_owned());
@@ -378,8 +323,8 @@ fn decode(text: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -444,9 +389,128 @@ mod tests {
     }
 
     #[test]
+    fn past_its_budget_backtracking_hands_over_to_the_linear_matcher() {
+        use super::backtrack::{Backtracked, matches};
+        let t = UriTemplate::parse("x://{+a}{+b}{+c}{+d}z").unwrap();
+        let uri = format!("x://{}", "y".repeat(4000));
+        assert!(matches!(matches(&t.parts, &uri, true), Backtracked::OverBudget));
+        assert!(t.matches(&uri).is_none());
+        let found = format!("{uri}z");
+        assert!(matches!(matches(&t.parts, &found, true), Backtracked::Match(_)), "at once");
+        assert_eq!(t.matches(&found).unwrap()["a"].len(), 4000);
+        // A match found at the first try is well within the budget.
+        let t = UriTemplate::parse("file:///{+path}/{name}").unwrap();
+        let uri = format!("file:///{}x", "a/".repeat(4000));
+        assert!(matches!(matches(&t.parts, &uri, true), Backtracked::Match(_)));
+    }
+
+    #[test]
     fn adversarial_uris_finish() {
         let t = UriTemplate::parse("x://{+a}{+b}{+c}{+d}z").unwrap();
         let uri = format!("x://{}", "y".repeat(400));
         assert!(t.matches(&uri).is_none());
+        // Quadratic (or worse) for the backtracking matcher; one pass here.
+        let uri = format!("x://{}", "y".repeat(1 << 17));
+        assert!(t.matches(&uri).is_none());
+        let t = UriTemplate::parse("file:///{+path}/{name}").unwrap();
+        let uri = format!("file:///{}x", "a/".repeat(1 << 16));
+        assert_eq!(t.matches(&uri).unwrap()["name"], "x");
+        assert!(t.matches(&format!("file:///{}", "a/".repeat(1 << 16))).is_none());
+    }
+
+    #[test]
+    fn values_decode_strictly() {
+        assert_eq!(m("x://{a}", "x://%C3%A9").unwrap()["a"], "\u{e9}");
+        assert!(m("x://{a}", "x://%C3").is_none(), "not UTF-8");
+        assert!(m("x://{a}", "x://%+1").is_none(), "a sign is not a hex digit");
+        assert!(m("x://{a}", "x://%4").is_none());
+        assert!(m("x://{a}", "x://%zz").is_none());
+        // The longest value that decodes: `a` stops short of the malformed escape.
+        assert!(m("x://{a}{+b}", "x://ab%zz").is_none());
+        assert_eq!(m("x://{a}{+b}", "x://ab%41").unwrap()["a"], "abA");
+        // Query keys are decoded before they are compared.
+        assert_eq!(m("x://s{?q}", "x://s?%71=1").unwrap()["q"], "1");
+        assert!(m("x://s{?q}", "x://s?q=1&").is_none());
+    }
+
+    mod same_as_backtracking {
+        use proptest::prelude::*;
+
+        use super::super::UriTemplate;
+
+        const LITERALS: &[&str] =
+            &["a", "/", "x/", "?", "#", "&", "=", ",", ".", "%", "\u{e9}", "ab", "-"];
+        const OPERATORS: &[&str] = &["", "+", "#", ".", "/", "?", "&"];
+        const NAMES: &[&str] = &["a", "b", "c", "ab", "x.y"];
+        const PIECES: &[&str] = &[
+            "a", "b", "c", "ab", "x.y", "/", "?", "#", "&", "=", ",", ".", "-", "%", "%4", "%41",
+            "%61", "%C3%A9", "%C3", "%A9", "%zz", "%2C", "%26", "\u{e9}", "1", "x/",
+        ];
+
+        #[derive(Debug, Clone)]
+        enum Piece {
+            Literal(String),
+            Expr(&'static str, Vec<&'static str>),
+        }
+
+        fn piece() -> impl Strategy<Value = Piece> {
+            prop_oneof![
+                prop::collection::vec(prop::sample::select(LITERALS), 1..3)
+                    .prop_map(|l| Piece::Literal(l.concat())),
+                (
+                    prop::sample::select(OPERATORS),
+                    prop::sample::subsequence(NAMES, 1..3).prop_shuffle()
+                )
+                    .prop_map(|(op, names)| Piece::Expr(op, names)),
+            ]
+        }
+
+        fn text() -> impl Strategy<Value = String> {
+            prop::collection::vec(prop::sample::select(PIECES), 0..5).prop_map(|p| p.concat())
+        }
+
+        /// A template, and a URI shaped like it: each literal kept or replaced, each expression
+        /// given some text, its prefix written or not.
+        fn template_and_uri() -> impl Strategy<Value = (UriTemplate, String)> {
+            prop::collection::vec((piece(), any::<bool>(), any::<bool>(), text()), 0..5)
+                .prop_filter_map("the template parses", |pieces| {
+                    let mut template = String::new();
+                    let mut uri = String::new();
+                    for (piece, keep, prefix, text) in pieces {
+                        match piece {
+                            Piece::Literal(literal) => {
+                                template.push_str(&literal);
+                                uri.push_str(if keep { &literal } else { &text });
+                            }
+                            Piece::Expr(op, names) => {
+                                template.push_str(&format!("{{{op}{}}}", names.join(",")));
+                                if prefix && op != "+" {
+                                    uri.push_str(op);
+                                }
+                                uri.push_str(&text);
+                            }
+                        }
+                    }
+                    Some((UriTemplate::parse(&template).ok()?, uri))
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn on_uris_shaped_like_the_template((template, uri) in template_and_uri()) {
+                let expected = template.matches_by_backtracking(&uri);
+                prop_assert_eq!(&template.matches_linearly(&uri), &expected);
+                prop_assert_eq!(&template.matches(&uri), &expected);
+            }
+
+            #[test]
+            fn on_any_uri((template, _) in template_and_uri(), uri in text()) {
+                let expected = template.matches_by_backtracking(&uri);
+                prop_assert_eq!(&template.matches_linearly(&uri), &expected);
+                prop_assert_eq!(&template.matches(&uri), &expected);
+            }
+        }
     }
 }

@@ -53,6 +53,7 @@ use tokio_tungstenite::tungstenite;
 
 use crate::builder::Server;
 use crate::http::ConnectionConfig;
+use crate::http::auth::AccessToken;
 use crate::http::guard::{HostPolicy, check_host_and_origin};
 use crate::http::serving::ConnectionSlot;
 use crate::http::{RefusalKind, Refusals};
@@ -483,6 +484,8 @@ async fn upgrade(
         refusals.record(RefusalKind::ConnectionLimit, peer, "websocket connection cap reached");
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections").into_response();
     };
+    // The token a protecting layer verified (see `http::auth::BearerAuth`) is the connection's.
+    let token = extensions.get::<AccessToken>().cloned().map(Arc::new);
     let max = endpoint.config.max_message_size;
     upgrade
         .max_message_size(max)
@@ -490,19 +493,23 @@ async fn upgrade(
         .protocols([SUBPROTOCOL])
         .on_failed_upgrade(|e| tracing::debug!(error = %e, "websocket upgrade failed"))
         .on_upgrade(move |socket| async move {
-            serve_socket(&endpoint, socket).await;
+            serve_socket(&endpoint, socket, token).await;
             drop(slot);
         })
 }
 
 /// Serves one upgraded connection until it ends.
-async fn serve_socket(endpoint: &WebSocketEndpoint, socket: WebSocket) {
+async fn serve_socket(
+    endpoint: &WebSocketEndpoint,
+    socket: WebSocket,
+    token: Option<Arc<AccessToken>>,
+) {
     let config = &endpoint.config;
     let transport = framed(socket)
         .max_message_size(config.max_message_size)
         .idle_timeout(config.idle_timeout)
         .ping_every(config.ping_every);
-    match endpoint.server.serve(transport).await {
+    match endpoint.server.serve_as(transport, token).await {
         Ok(session) => {
             tracing::debug!("websocket connection open");
             if let Some(hook) = &endpoint.on_session {

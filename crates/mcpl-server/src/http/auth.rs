@@ -12,6 +12,15 @@
 //! - a valid token lacking a required scope: `403` with `error="insufficient_scope"` and the
 //!   scopes needed (the client may ask for them: step-up authorization).
 //!
+//! Behind it, what a request creates belongs to the principal of its token (its subject, or
+//! its client without one: see [`AccessToken::principal`]): a 2025-era session (another
+//! principal's requests naming it get `404`, as for a session that does not exist), a task
+//! (`tasks/get`, `tasks/update` and `tasks/cancel` of another principal answer "not found") and
+//! the sealed `requestState` of an input-required result (refused as invalid for another
+//! principal). Handlers see the verified token of the request they serve with
+//! [`Context::access_token`](crate::Context::access_token). Without `BearerAuth`, every request
+//! is the same anonymous principal, and nothing changes.
+//!
 //! The protected resource metadata document (RFC 9728) is served, without authentication, at
 //! its well-known path: `/.well-known/oauth-protected-resource` followed by the path of the
 //! resource identifier (`/.well-known/oauth-protected-resource/mcp` for
@@ -66,7 +75,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
 use futures::future::BoxFuture;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The path prefix of protected resource metadata documents (RFC 9728).
 ///
@@ -82,7 +91,8 @@ use serde::Serialize;
 pub const PROTECTED_RESOURCE_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// What a [`TokenVerifier`] learnt from a valid access token. It is added to the request's
-/// extensions, for handlers mounted next to the MCP endpoint.
+/// extensions, for handlers mounted next to the MCP endpoint; MCP handlers read the token of
+/// the request they serve with [`Context::access_token`](crate::Context::access_token).
 ///
 /// # Examples
 ///
@@ -187,8 +197,69 @@ impl AccessToken {
         self
     }
 
+    /// Who the token acts for: its subject, or, without one, the client it was issued to;
+    /// `None` when the verifier recorded neither.
+    ///
+    /// The server binds what a request creates to its principal: a 2025-era session, a task,
+    /// the sealed `requestState` of an input-required result. Another principal's requests
+    /// find none of them (a session is `404`, a task "not found", a state invalid), whatever
+    /// ids they present. Requests without a token, and tokens without a principal, are all
+    /// one anonymous principal: a verifier should record the subject or the client id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::{AccessToken, Principal};
+    ///
+    /// let user = AccessToken::new(["mcp:tools"]).client_id("cli-42").subject("ada");
+    /// assert_eq!(user.principal(), Some(Principal::Subject("ada".into())));
+    /// let service = AccessToken::new(["mcp:tools"]).client_id("batch-job");
+    /// assert_eq!(service.principal(), Some(Principal::Client("batch-job".into())));
+    /// assert_eq!(AccessToken::new(["mcp:tools"]).principal(), None);
+    /// ```
+    pub fn principal(&self) -> Option<Principal> {
+        match (&self.subject, &self.client_id) {
+            (Some(subject), _) => Some(Principal::Subject(subject.clone())),
+            (None, Some(client)) => Some(Principal::Client(client.clone())),
+            (None, None) => None,
+        }
+    }
+
     fn has_scopes(&self, required: &[String]) -> bool {
         required.iter().all(|s| self.scopes.contains(s))
+    }
+}
+
+/// Who a request acts for, as far as the server binds sessions, tasks and request state to it
+/// (see [`AccessToken::principal`]). A subject and a client of the same name are different
+/// principals.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::http::auth::Principal;
+///
+/// let ada = Principal::Subject("ada".into());
+/// assert_ne!(ada, Principal::Client("ada".into()));
+/// assert_eq!(serde_json::to_value(&ada)?, serde_json::json!({"subject": "ada"}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Principal {
+    /// The token's subject (`sub`): a user, usually.
+    Subject(String),
+    /// The client the token was issued to (`client_id`), for a token without a subject.
+    Client(String),
+}
+
+impl Principal {
+    /// The principal as one string, for what is sealed or tagged with it.
+    pub(crate) fn key(&self) -> String {
+        match self {
+            Principal::Subject(subject) => format!("sub:{subject}"),
+            Principal::Client(client) => format!("client:{client}"),
+        }
     }
 }
 

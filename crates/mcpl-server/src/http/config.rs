@@ -90,6 +90,10 @@ impl HttpConfig {
     /// The host names (without port) the `Host` header may carry; others get `403`. This is the
     /// DNS-rebinding protection. Default: `localhost`, `127.0.0.1`, `[::1]`.
     ///
+    /// Whatever the list, a `Host` that is not a valid authority (`host[:port]`, no userinfo,
+    /// a port of at most 65535), and a request with more than one `Host`, get `400`; an
+    /// `Origin` that is not exactly `http(s)://host[:port]`, or more than one, gets `403`.
+    ///
     /// # Examples
     ///
     /// ```

@@ -35,66 +35,149 @@ impl Refusal {
     }
 }
 
-/// The host part of a `Host` header value or of an origin's authority: `[::1]` keeps its
-/// brackets, a port is dropped.
-fn host_of(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority.find(']').map_or(authority, |end| &authority[..=end]);
+/// The host of an authority (RFC 3986 section 3.2, without userinfo), parsed strictly: an IP
+/// literal (a valid IPv6 address in brackets, which it keeps) or a registered name (or IPv4
+/// address) of unreserved, sub-delimiter and percent-encoded characters, then optionally `:`
+/// and a port of 1 to 5 digits up to 65535. Anything else is `None`.
+fn authority_host(authority: &str) -> Option<&str> {
+    let (host, port) = if let Some(literal) = authority.strip_prefix('[') {
+        let end = literal.find(']')?;
+        literal[..end].parse::<std::net::Ipv6Addr>().ok()?;
+        let (host, rest) = authority.split_at(end + 2);
+        match rest {
+            "" => (host, None),
+            rest => (host, Some(rest.strip_prefix(':')?)),
+        }
+    } else {
+        let (host, port) = match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        };
+        if !is_reg_name(host) {
+            return None;
+        }
+        (host, port)
+    };
+    if let Some(digits) = port {
+        let digits_only =
+            (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+        if !digits_only || digits.parse::<u16>().is_err() {
+            return None;
+        }
     }
-    authority.split(':').next().unwrap_or(authority)
+    Some(host)
+}
+
+/// Whether `host` is a non-empty `reg-name` (RFC 3986): unreserved characters, sub-delimiters
+/// and percent-encoded octets (an IPv4 address is one too).
+fn is_reg_name(host: &str) -> bool {
+    let bytes = host.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3);
+                if !hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) {
+                    return false;
+                }
+                i += 3;
+            }
+            b if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b) => i += 1,
+            _ => return false,
+        }
+    }
+    !bytes.is_empty()
+}
+
+/// Whether `host` (of a parsed authority) is `allowed` (an entry of the allow-list): the same
+/// name ignoring ASCII case, or the same IPv6 address however it is written.
+fn same_host(allowed: &str, host: &str) -> bool {
+    let ipv6 = |h: &str| {
+        h.strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .and_then(|h| h.parse::<std::net::Ipv6Addr>().ok())
+    };
+    match (ipv6(allowed), ipv6(host)) {
+        (Some(a), Some(b)) => a == b,
+        _ => allowed.eq_ignore_ascii_case(host),
+    }
 }
 
 fn host_allowed(config: &HostPolicy, host: &str) -> bool {
     match &config.allowed_hosts {
         None => true,
-        Some(hosts) => hosts.iter().any(|h| h.eq_ignore_ascii_case(host)),
+        Some(hosts) => hosts.iter().any(|h| same_host(h, host)),
     }
 }
 
 /// Checks `Host` and `Origin`.
+///
+/// `Host`: exactly one, and it must parse as an authority (`400` otherwise, RFC 9112 section
+/// 3.2), on an allowed host (`403`). A request without one is refused (`400`) unless any host
+/// is allowed. `Origin`: when present, exactly one that parses as an origin
+/// (`scheme://host[:port]`, `http` or `https`) and is allowed; anything else is `403`, as the
+/// MCP transport requires for an invalid `Origin`.
 pub(crate) fn check_host_and_origin(
     config: &HostPolicy,
     headers: &HeaderMap,
 ) -> Result<(), Refusal> {
-    if config.allowed_hosts.is_some() {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(host_of);
-        match host {
-            Some(host) if host_allowed(config, host) => {}
-            Some(host) => {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => {
+            return Err(Refusal::new(StatusCode::BAD_REQUEST, "more than one Host header"));
+        }
+        (Some(value), None) => {
+            let Some(host) = value.to_str().ok().and_then(authority_host) else {
+                return Err(Refusal::new(StatusCode::BAD_REQUEST, "malformed Host header"));
+            };
+            if !host_allowed(config, host) {
                 return Err(Refusal::new(
                     StatusCode::FORBIDDEN,
                     format!("host {host:?} is not allowed"),
                 ));
             }
-            None => return Err(Refusal::new(StatusCode::BAD_REQUEST, "missing Host header")),
         }
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or_default();
-        if !origin_allowed(config, origin) {
-            return Err(Refusal::new(
-                StatusCode::FORBIDDEN,
-                format!("origin {origin:?} is not allowed"),
-            ));
+        (None, _) if config.allowed_hosts.is_some() => {
+            return Err(Refusal::new(StatusCode::BAD_REQUEST, "missing Host header"));
         }
+        (None, _) => {}
     }
-    Ok(())
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    match (origins.next(), origins.next()) {
+        (Some(_), Some(_)) => {
+            Err(Refusal::new(StatusCode::FORBIDDEN, "more than one Origin header"))
+        }
+        (Some(origin), None) => {
+            let origin = origin.to_str().unwrap_or_default();
+            if origin_allowed(config, origin) {
+                Ok(())
+            } else {
+                Err(Refusal::new(
+                    StatusCode::FORBIDDEN,
+                    format!("origin {origin:?} is not allowed"),
+                ))
+            }
+        }
+        (None, _) => Ok(()),
+    }
 }
 
+/// Whether `origin` parses (`http` or `https`, `://`, an authority and nothing more) and is
+/// listed, or is on an allowed host.
 fn origin_allowed(config: &HostPolicy, origin: &str) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else { return false };
+    if !matches!(scheme, "http" | "https") {
+        return false;
+    }
+    let Some(host) = authority_host(authority) else { return false };
     if config.allowed_origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
         return true;
     }
-    let Some((scheme, authority)) = origin.split_once("://") else { return false };
-    if !matches!(scheme, "http" | "https") || authority.contains('/') {
-        return false;
-    }
     // An origin on an allowed host is same-site; with any host allowed, only listed origins
     // and localhost ones pass.
-    let host = host_of(authority);
     match &config.allowed_hosts {
         Some(_) => host_allowed(config, host),
-        None => matches!(host, "localhost" | "127.0.0.1" | "[::1]"),
+        None => ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| same_host(h, host)),
     }
 }
 
@@ -181,6 +264,7 @@ mod tests {
             ("evil.com", false),
             ("localhost.evil.com:3000", false),
             ("127.0.0.2", false),
+            ("[0:0::1]:3000", true),
         ];
         for (host, ok) in table {
             let r = check_host_and_origin(&c.hosts, &headers(&[("host", host)]));
@@ -189,6 +273,17 @@ mod tests {
                 assert_eq!(r.unwrap_err().status, StatusCode::FORBIDDEN);
             }
         }
+        for malformed in
+            ["[::1]evil.com", "localhost:1@evil.com", "localhost:", "[::1]:", ":80", "a b"]
+        {
+            let r = check_host_and_origin(&c.hosts, &headers(&[("host", malformed)]));
+            assert_eq!(r.unwrap_err().status, StatusCode::BAD_REQUEST, "{malformed}");
+        }
+        let twice = headers(&[("host", "localhost"), ("host", "localhost")]);
+        assert_eq!(
+            check_host_and_origin(&c.hosts, &twice).unwrap_err().status,
+            StatusCode::BAD_REQUEST
+        );
         assert_eq!(
             check_host_and_origin(&c.hosts, &HeaderMap::new()).unwrap_err().status,
             StatusCode::BAD_REQUEST
@@ -214,10 +309,42 @@ mod tests {
             ("http://localhost.evil.com", false),
             ("null", false),
             ("file://localhost", false),
+            ("http://localhost:1@evil.com", false),
+            ("http://[::1]evil.com", false),
+            ("http://localhost/", false),
+            ("https://app.example.com/", false),
         ];
         for (origin, ok) in table {
             let h = headers(&[("host", "localhost:3000"), ("origin", origin)]);
             assert_eq!(check_host_and_origin(&c.hosts, &h).is_ok(), ok, "{origin}");
+        }
+    }
+
+    #[test]
+    fn authorities() {
+        let table = [
+            ("localhost", Some("localhost")),
+            ("localhost:3000", Some("localhost")),
+            ("127.0.0.1:65535", Some("127.0.0.1")),
+            ("[::1]", Some("[::1]")),
+            ("[2001:db8::7]:443", Some("[2001:db8::7]")),
+            ("xn--bcher-kva.example:1", Some("xn--bcher-kva.example")),
+            ("a%2Eb", Some("a%2Eb")),
+            ("localhost:65536", None),
+            ("localhost:000001", None),
+            ("localhost:+80", None),
+            ("[::1]evil.com", None),
+            ("[::1]:80:80", None),
+            ("[fe80::1%25eth0]", None),
+            ("[v1.x]", None),
+            ("user@host", None),
+            ("a%2", None),
+            ("a%zz", None),
+            ("", None),
+            ("h\u{e9}te", None),
+        ];
+        for (authority, host) in table {
+            assert_eq!(authority_host(authority), host, "{authority:?}");
         }
     }
 

@@ -81,6 +81,7 @@ use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request
 use mcpl_core::types::{InitializeRequestParams, names};
 use tokio::sync::mpsc;
 
+use self::auth::{AccessToken, Principal};
 use self::event_store::{EventPosition, EventStore, InMemoryEventStore};
 use self::guard::Refusal;
 use self::session::{Event, HttpSession, StreamError};
@@ -853,10 +854,13 @@ async fn serve_request(
     if request.method() == Method::GET && http.shutting_down() {
         return http.shutdown_refused(peer, None);
     }
+    // The access token a protecting layer verified (see `auth::BearerAuth`): what the
+    // request creates is bound to its principal, and its handler sees it.
+    let token = request.extensions().get::<AccessToken>().cloned().map(Arc::new);
     match *request.method() {
-        Method::POST => post(http, request, peer).await,
-        Method::GET => get(http, request).await,
-        Method::DELETE => delete(http, request).await,
+        Method::POST => post(http, request, peer, token).await,
+        Method::GET => get(http, request, token.and_then(|t| t.principal())).await,
+        Method::DELETE => delete(http, request, token.and_then(|t| t.principal())).await,
         _ => {
             let mut response = rpc_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -893,10 +897,12 @@ fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<()
 }
 
 /// Finds the session a request names: `400` without the header, `404` for one that is
-/// neither live here nor recorded in the session store.
+/// neither live here nor recorded in the session store, or that another principal created
+/// (the request acts for `principal`): to the request, the session does not exist.
 async fn find_session(
     http: &StreamableHttp,
     headers: &HeaderMap,
+    principal: Option<&Principal>,
 ) -> Result<Arc<HttpSession>, Reject> {
     let Some(id) = header_str(headers, SESSION_ID) else {
         return Err(Reject::new(
@@ -905,7 +911,15 @@ async fn find_session(
             "missing Mcp-Session-Id header",
         ));
     };
+    let not_found = || Reject::new(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found");
+    let another = || {
+        tracing::debug!(session = %id, "a request for a session another principal created");
+        not_found()
+    };
     if let Some(session) = http.session(id) {
+        if session.principal.as_ref() != principal {
+            return Err(another());
+        }
         session.touch();
         return Ok(session);
     }
@@ -914,8 +928,9 @@ async fn find_session(
         None => None,
     };
     match recorded {
+        Some(record) if record.principal.as_ref() != principal => Err(another()),
         Some(record) => restore(http, record).await,
-        None => Err(Reject::new(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found")),
+        None => Err(not_found()),
     }
 }
 
@@ -930,6 +945,7 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     };
     let session = Arc::new(HttpSession::start(
         Arc::from(record.id.as_str()),
+        record.principal.clone(),
         &http.inner.session_engine,
         http.inner.events.clone(),
     ));
@@ -972,6 +988,7 @@ async fn post(
     http: StreamableHttp,
     request: Request,
     peer: Option<std::net::SocketAddr>,
+    token: Option<Arc<AccessToken>>,
 ) -> Response {
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
@@ -993,7 +1010,7 @@ async fn post(
     }
     if stateless::stateless_header(&headers) {
         if let Some(read) = stateless_body::read(&body) {
-            return stateless::serve_read(http, headers, read).await;
+            return stateless::serve_read(http, headers, read, token).await;
         }
     }
     let message = match Message::decode(&body) {
@@ -1004,7 +1021,7 @@ async fn post(
         return http.shutdown_refused(peer, Some(req.id.clone()));
     }
     if stateless::is_stateless(&message, &headers) {
-        return stateless::serve(http, headers, message).await;
+        return stateless::serve(http, headers, message, token).await;
     }
     if let Message::Request(req) = &message {
         if req.method == mcpl_core::types::names::INITIALIZE {
@@ -1015,11 +1032,12 @@ async fn post(
                     "initialize must not carry Mcp-Session-Id",
                 );
             }
-            return initialize(http, message, peer).await;
+            return initialize(http, message, peer, token).await;
         }
     }
     let id = request_id(&message);
-    let session = match find_session(&http, &headers).await {
+    let principal = token.as_ref().and_then(|t| t.principal());
+    let session = match find_session(&http, &headers, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.respond(id),
     };
@@ -1050,7 +1068,7 @@ async fn post(
                     );
                 }
             };
-            if session.deliver(Message::Request(req)).await.is_err() {
+            if session.deliver_request(req, token).await.is_err() {
                 session.abandon_request_stream(&id);
                 return rpc_error_for(
                     Some(id),
@@ -1085,6 +1103,7 @@ async fn initialize(
     http: StreamableHttp,
     message: Message,
     peer: Option<std::net::SocketAddr>,
+    token: Option<Arc<AccessToken>>,
 ) -> Response {
     let request_id = request_id(&message);
     let Some((_slot, evicted)) = http.reserve_session() else {
@@ -1124,6 +1143,7 @@ async fn initialize(
     };
     let session = Arc::new(HttpSession::start(
         Arc::from(id.as_str()),
+        token.as_ref().and_then(|t| t.principal()),
         &http.inner.session_engine,
         http.inner.events.clone(),
     ));
@@ -1135,7 +1155,7 @@ async fn initialize(
             "session failed to start",
         );
     };
-    if session.deliver(Message::Request(req)).await.is_err() {
+    if session.deliver_request(req, token).await.is_err() {
         return rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::INTERNAL_ERROR,
@@ -1171,6 +1191,7 @@ async fn initialize(
             protocol_version: version.to_string(),
             client_info,
             client_capabilities,
+            principal: session.principal.clone(),
         };
         store.save(record).await;
     }
@@ -1288,7 +1309,7 @@ fn no_session_method() -> Response {
     response
 }
 
-async fn get(http: StreamableHttp, request: Request) -> Response {
+async fn get(http: StreamableHttp, request: Request, principal: Option<Principal>) -> Response {
     let headers = request.headers();
     if !headers.contains_key(SESSION_ID) {
         return no_session_method();
@@ -1296,7 +1317,7 @@ async fn get(http: StreamableHttp, request: Request) -> Response {
     if let Err(r) = guard::check_get_accept(headers) {
         return refused(r);
     }
-    let session = match find_session(&http, headers).await {
+    let session = match find_session(&http, headers, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
@@ -1333,11 +1354,11 @@ async fn get(http: StreamableHttp, request: Request) -> Response {
     }
 }
 
-async fn delete(http: StreamableHttp, request: Request) -> Response {
+async fn delete(http: StreamableHttp, request: Request, principal: Option<Principal>) -> Response {
     if !request.headers().contains_key(SESSION_ID) {
         return no_session_method();
     }
-    let session = match find_session(&http, request.headers()).await {
+    let session = match find_session(&http, request.headers(), principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };

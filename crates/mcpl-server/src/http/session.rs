@@ -18,6 +18,7 @@ use mcpl_core::{Peer, ProtocolVersion, Result};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::auth::{AccessToken, Principal};
 use super::event_store::{EventPosition, EventStore};
 use crate::context::lock as lock_client;
 use crate::session::SessionState;
@@ -89,6 +90,9 @@ pub(crate) enum StreamError {
 /// requests of its client. An idle session runs no task and holds no channel.
 pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
+    /// Who created the session (the principal of the `initialize` request's access token);
+    /// only its requests find the session.
+    pub(crate) principal: Option<Principal>,
     driven: Driven,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
@@ -104,11 +108,20 @@ impl std::fmt::Debug for HttpSession {
 
 impl HttpSession {
     /// Starts a new session with id `id` on `engine` (see [`crate::session::shared_engine`]).
-    pub(crate) fn start(id: Arc<str>, engine: &Engine, events: Arc<dyn EventStore>) -> HttpSession {
+    pub(crate) fn start(
+        id: Arc<str>,
+        principal: Option<Principal>,
+        engine: &Engine,
+        events: Arc<dyn EventStore>,
+    ) -> HttpSession {
         let routes: SharedRoutes = Arc::default();
-        let sender =
-            SessionSender { session: id.clone(), routes: routes.clone(), events: events.clone() };
         let state = SessionState::default();
+        let sender = SessionSender {
+            session: id.clone(),
+            routes: routes.clone(),
+            events: events.clone(),
+            client: state.client.clone(),
+        };
         let closer_routes = Arc::downgrade(&routes);
         lock_client(&state.client).stream_closer =
             Some(crate::context::StreamCloser(Arc::new(move |id: &RequestId| {
@@ -121,7 +134,15 @@ impl HttpSession {
             })));
         let driven = engine.drive_with(sender, state);
         let now = Instant::now();
-        HttpSession { id, driven, routes, events, last_active: Mutex::new(now), created: now }
+        HttpSession {
+            id,
+            principal,
+            driven,
+            routes,
+            events,
+            last_active: Mutex::new(now),
+            created: now,
+        }
     }
 
     fn state(&self) -> Option<&SessionState> {
@@ -210,6 +231,27 @@ impl HttpSession {
     /// Hands a client message to the session's connection.
     pub(crate) async fn deliver(&self, message: Message) -> Result<()> {
         self.driven.deliver(message).await
+    }
+
+    /// Hands client request `id`, which carried `token` (verified), to the session's
+    /// connection: its handler sees that token.
+    pub(crate) async fn deliver_request(
+        &self,
+        request: mcpl_core::jsonrpc::Request,
+        token: Option<Arc<AccessToken>>,
+    ) -> Result<()> {
+        let id = request.id.clone();
+        let client = self.state().map(|s| s.client.clone());
+        if let (Some(token), Some(client)) = (token, &client) {
+            lock_client(client).request_tokens.insert(id.clone(), token);
+        }
+        let delivered = self.driven.deliver(Message::Request(request)).await;
+        if delivered.is_err() {
+            if let Some(client) = &client {
+                lock_client(client).request_tokens.remove(&id);
+            }
+        }
+        delivered
     }
 
     /// Opens the stream of client request `id`.
@@ -303,6 +345,8 @@ pub(crate) struct SessionSender {
     session: Arc<str>,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
+    /// To forget the token of a request answered without its handler having taken it.
+    client: crate::context::SharedClientState,
 }
 
 impl TransportSender for SessionSender {
@@ -317,6 +361,12 @@ impl TransportSender for SessionSender {
             _ => None,
         };
         let finishes = response_to.is_some();
+        if let Some(id) = &response_to {
+            let mut client = lock_client(&self.client);
+            if !client.request_tokens.is_empty() {
+                client.request_tokens.remove(id);
+            }
+        }
         let (position, attached, keep) = {
             let mut routes = lock(&self.routes);
             let stream = match &response_to {

@@ -13,6 +13,8 @@ use mcpl_core::engine::BoxFuture;
 use mcpl_core::types::{ClientCapabilities, Implementation};
 use serde::{Deserialize, Serialize};
 
+use super::auth::Principal;
+
 /// What a session's handshake established.
 ///
 /// # Examples
@@ -26,6 +28,7 @@ use serde::{Deserialize, Serialize};
 ///     protocol_version: "2025-11-25".into(),
 ///     client_info: Implementation::new("client", "1.0"),
 ///     client_capabilities: ClientCapabilities::default(),
+///     principal: None,
 /// };
 /// let json = serde_json::to_value(&record).unwrap();
 /// assert_eq!(json["protocolVersion"], "2025-11-25");
@@ -41,6 +44,10 @@ pub struct SessionRecord {
     pub client_info: Implementation,
     /// The client's capabilities.
     pub client_capabilities: ClientCapabilities,
+    /// Who created the session (the principal of its `initialize` request's access token);
+    /// only that principal's requests continue it. Absent: anonymous.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<Principal>,
 }
 
 /// Records sessions. Implement it over a shared database to let sessions move between
@@ -89,6 +96,7 @@ pub trait SessionStore: Send + Sync + 'static {
 ///     protocol_version: "2025-11-25".into(),
 ///     client_info: Implementation::new("c", "1"),
 ///     client_capabilities: ClientCapabilities::default(),
+///     principal: None,
 /// };
 /// store.save(record.clone()).await;
 /// assert_eq!(store.load("s1").await, Some(record));

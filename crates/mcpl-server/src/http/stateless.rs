@@ -28,10 +28,12 @@ use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use mcpl_core::engine::{Engine, LazyMeta};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
-use mcpl_core::types::{meta_keys, names};
+use mcpl_core::types::{SubscriptionFilter, meta_keys, names};
 use mcpl_core::{Era, Error, ProtocolVersion, Result};
+use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
+use super::auth::AccessToken;
 use super::sse::{self, SseEvent};
 use super::stateless_body::{Incoming, MetaFacts};
 use super::{PROTOCOL_VERSION, StreamableHttp, json_body};
@@ -201,7 +203,12 @@ fn check_tool_headers(
 }
 
 /// Serves one stateless-era POST read by the general decoder.
-pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Message) -> Response {
+pub(crate) async fn serve(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    message: Message,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
     let request = match message {
         Message::Request(r) => r,
         // No client notification means anything over stateless HTTP; accept and ignore.
@@ -216,7 +223,7 @@ pub(crate) async fn serve(http: StreamableHttp, headers: HeaderMap, message: Mes
     };
     let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let facts = MetaFacts::of_tree(meta);
-    serve_request(http, headers, request, None, facts).await
+    serve_request(http, headers, request, None, facts, token).await
 }
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
@@ -224,18 +231,20 @@ pub(crate) async fn serve_read(
     http: StreamableHttp,
     headers: HeaderMap,
     read: Incoming,
+    token: Option<Arc<AccessToken>>,
 ) -> Response {
-    serve_request(http, headers, read.request, read.meta, read.facts).await
+    serve_request(http, headers, read.request, read.meta, read.facts, token).await
 }
 
 /// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
-/// are what the checks read of it.
+/// are what the checks read of it; `token` is the request's verified access token, if any.
 async fn serve_request(
     http: StreamableHttp,
     headers: HeaderMap,
     request: Request,
     raw_meta: Option<LazyMeta>,
     facts: MetaFacts,
+    token: Option<Arc<AccessToken>>,
 ) -> Response {
     let id = request.id.clone();
     let no_params = Map::new();
@@ -310,6 +319,9 @@ async fn serve_request(
             return refuse(StatusCode::BAD_REQUEST, Some(id), ErrorObject::invalid_params(e));
         }
     };
+    if progress == Some(false) {
+        return refuse(StatusCode::BAD_REQUEST, Some(id), crate::router::invalid_progress_token());
+    }
     if request.method == names::SERVER_DISCOVER {
         return json_body(
             StatusCode::OK,
@@ -321,7 +333,7 @@ async fn serve_request(
     }
 
     // (e) The method itself, served inline on this task.
-    let streaming = progress || log_level.is_some();
+    let streaming = progress.is_some() || log_level.is_some();
     let cacheable = crate::stateless_era::cacheable(&request.method);
     // The client state the handler reads, from the facts already read (not from `_meta` again).
     let client: SharedClientState = Arc::new(Mutex::new(ClientState {
@@ -338,6 +350,7 @@ async fn serve_request(
         request,
         meta: raw_meta,
         client,
+        token,
     };
     let decorate = Decorator { http: http.clone(), cacheable };
     if streaming {
@@ -361,6 +374,7 @@ struct Call {
     request: Request,
     meta: Option<LazyMeta>,
     client: SharedClientState,
+    token: Option<Arc<AccessToken>>,
 }
 
 impl Call {
@@ -368,12 +382,15 @@ impl Call {
     /// through `sender`, and gives the router's answer (`None` if `sender` failed: the
     /// response can no longer be written).
     async fn run<S: TransportSender>(self, mut sender: S) -> Option<Outcome> {
-        let Call { engine, server, request, meta, client } = self;
+        let Call { engine, server, request, meta, client, token } = self;
         let Request { id, method, params } = request;
         let run = engine.run_request(id, method, meta, None, &mut sender, |ctx| {
             let method = ctx.method().to_owned();
-            let ctx = Context::new(ctx, client);
-            async move { crate::router::dispatch_reply(&server, ctx, &method, params).await }
+            let ctx = Context::new(ctx, client).with_access_token(token);
+            async move {
+                let reply = crate::router::dispatch_reply(&server, ctx, &method, params);
+                crate::router::unwinding(&method, reply).await
+            }
         });
         match run.await {
             Ok(outcome) => Some(outcome),
@@ -639,19 +656,41 @@ fn sse(
     sse::response(events, keep_alive)
 }
 
+/// The filter of a `subscriptions/listen` request: its `notifications`, an object of the
+/// filter's members only (a member this server does not know is refused, so that a typo is not
+/// read as "nothing wanted"), each of its type; resource URIs within the server's cap.
+fn listen_filter(
+    http: &StreamableHttp,
+    request: &Request,
+) -> Result<SubscriptionFilter, ErrorObject> {
+    let notifications = request.params.as_ref().and_then(|p| p.get("notifications"));
+    let Some(notifications) = notifications.filter(|n| n.is_object()) else {
+        return Err(ErrorObject::invalid_params("notifications must be an object"));
+    };
+    let filter = SubscriptionFilter::deserialize(notifications)
+        .map_err(|e| ErrorObject::invalid_params(format_args!("notifications: {e}")))?;
+    if let Some(unknown) = filter.extra.keys().next() {
+        return Err(ErrorObject::invalid_params(format_args!(
+            "notifications: unknown member {unknown:?}"
+        )));
+    }
+    let max = http.inner.server.max_uri_length();
+    if filter.resource_subscriptions.iter().flatten().any(|uri| uri.len() > max) {
+        return Err(crate::resource::uri_too_long(max));
+    }
+    Ok(filter)
+}
+
 /// `subscriptions/listen`: an SSE stream of the list changes the client opted into.
 fn listen(http: &StreamableHttp, request: Request) -> Response {
-    let filter =
-        request.params.as_ref().and_then(|p| p.get("notifications")).cloned().unwrap_or(json!({}));
-    let wants = |key: &str| filter.get(key).and_then(Value::as_bool).unwrap_or(false);
-    let tools = wants("toolsListChanged");
-    let prompts = wants("promptsListChanged");
-    let resources = wants("resourcesListChanged");
-    let uris: Vec<String> = filter
-        .get("resourceSubscriptions")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
+    let filter = match listen_filter(http, &request) {
+        Ok(filter) => filter,
+        Err(error) => return refuse(status_for(&error), Some(request.id), error),
+    };
+    let tools = filter.tools_list_changed.unwrap_or(false);
+    let prompts = filter.prompts_list_changed.unwrap_or(false);
+    let resources = filter.resources_list_changed.unwrap_or(false);
+    let uris: Vec<String> = filter.resource_subscriptions.unwrap_or_default();
     let mut honoured = Map::new();
     if tools {
         honoured.insert("toolsListChanged".into(), json!(true));

@@ -33,8 +33,9 @@ pub(crate) struct MetaFacts {
     pub(crate) capabilities: Option<Option<ClientCapabilities>>,
     /// The requested log level; `Err` if one was sent that is not a level.
     pub(crate) log_level: Result<Option<LoggingLevel>, serde_json::Error>,
-    /// Whether `_meta` carries a progress token (of any value).
-    pub(crate) progress: bool,
+    /// Whether `_meta` carries a progress token: `None` if not, `Some(false)` if one of the
+    /// wrong type (a token is a string or an integer).
+    pub(crate) progress: Option<bool>,
 }
 
 impl MetaFacts {
@@ -47,7 +48,7 @@ impl MetaFacts {
                 .filter(|c| c.is_object())
                 .map(|c| ClientCapabilities::deserialize(c).ok()),
             log_level: get(meta_keys::LOG_LEVEL).map(LoggingLevel::deserialize).transpose(),
-            progress: get(meta_keys::PROGRESS_TOKEN).is_some(),
+            progress: get(meta_keys::PROGRESS_TOKEN).map(crate::router::is_progress_token),
         }
     }
 
@@ -68,7 +69,13 @@ impl MetaFacts {
             version: view.version.map(str::to_owned),
             capabilities,
             log_level: Ok(log_level),
-            progress: view.progress,
+            progress: view.progress.map(|raw| {
+                // A string, or an integer (no fraction, no exponent).
+                let raw = raw.get();
+                raw.starts_with('"')
+                    || serde_json::from_str::<serde_json::Number>(raw)
+                        .is_ok_and(|n| n.is_i64() || n.is_u64())
+            }),
         })
     }
 }
@@ -79,8 +86,8 @@ struct MetaView<'a> {
     version: Option<&'a str>,
     capabilities: Option<&'a RawValue>,
     log_level: Option<&'a RawValue>,
-    /// A progress token was sent, whatever its value (`null` included).
-    progress: bool,
+    /// The progress token sent, whatever its value (`null` included).
+    progress: Option<&'a RawValue>,
 }
 
 /// A request read from the body, its params without `_meta`.
@@ -258,9 +265,10 @@ impl<'de> Visitor<'de> for MetaSeed {
                     count(raw);
                     view.log_level = Some(raw);
                 }
-                meta_keys::PROGRESS_TOKEN if !view.progress => {
-                    count(map.next_value::<&'de RawValue>()?);
-                    view.progress = true;
+                meta_keys::PROGRESS_TOKEN if view.progress.is_none() => {
+                    let raw = map.next_value::<&'de RawValue>()?;
+                    count(raw);
+                    view.progress = Some(raw);
                 }
                 meta_keys::PROTOCOL_VERSION
                 | meta_keys::CLIENT_CAPABILITIES
@@ -303,7 +311,29 @@ mod tests {
             assert_eq!(f.version.as_deref(), Some("v"));
             assert!(matches!(f.capabilities, Some(Some(_))));
             assert_eq!(f.log_level.unwrap(), Some(LoggingLevel::Info));
-            assert!(f.progress);
+            assert_eq!(f.progress, Some(true));
+        }
+    }
+
+    #[test]
+    fn a_progress_token_is_a_string_or_an_integer_wherever_it_was_read() {
+        for (token, valid) in [
+            (json!("p"), true),
+            (json!(7), true),
+            (json!(-7), true),
+            (json!(u64::MAX), true),
+            (json!(1.5), false),
+            (json!(1e3), false),
+            (json!(null), false),
+            (json!(true), false),
+            (json!([1]), false),
+            (json!({"a": 1}), false),
+        ] {
+            let meta = json!({ meta_keys::PROGRESS_TOKEN: token });
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"_meta": meta}});
+            let facts = read_str(&body.to_string()).unwrap().facts;
+            let tree = MetaFacts::of_tree(meta.as_object());
+            assert_eq!((facts.progress, tree.progress), (Some(valid), Some(valid)), "{token}");
         }
     }
 
@@ -320,7 +350,7 @@ mod tests {
         let tree = MetaFacts::of_tree(general_meta.as_object());
         assert_eq!(facts.version, tree.version);
         assert_eq!(facts.progress, tree.progress);
-        assert!(facts.progress, "a null progress token is sent all the same");
+        assert_eq!(facts.progress, Some(false), "a null progress token is sent, and wrong");
         assert_eq!(facts.capabilities.is_some(), tree.capabilities.is_some());
     }
 
@@ -353,6 +383,6 @@ mod tests {
         }
         let plain = read_str(r#"{"jsonrpc":"2.0","id":"a","method":"m"}"#).unwrap();
         assert!(plain.request.params.is_none() && plain.meta.is_none());
-        assert!(plain.facts.version.is_none() && !plain.facts.progress);
+        assert!(plain.facts.version.is_none() && plain.facts.progress.is_none());
     }
 }

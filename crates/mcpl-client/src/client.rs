@@ -267,8 +267,7 @@ impl ServerDetails {
 /// // Clones share the connection: hand one to another task.
 /// let worker = client.clone();
 /// let result = tokio::spawn(async move {
-///     let args = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
-///     worker.call_tool("echo", args).await
+///     worker.call_tool("echo", json!({"text": "hello"})).await
 /// })
 /// .await
 /// .expect("the task ran")?;
@@ -941,12 +940,16 @@ impl Client {
 
     /// Calls a tool.
     ///
+    /// `arguments` is anything that serializes to a JSON object: a struct, `json!({...})`, a
+    /// `serde_json::Map`; `()` (or `json!(null)`) sends none.
+    ///
     /// A tool that failed answers `Ok` with `is_error: Some(true)`; `Err` means the call could
     /// not be made or the server refused it.
     ///
     /// # Errors
     ///
-    /// As [`ping`](Self::ping).
+    /// `Serialization` (nothing is sent) if `arguments` does not serialize to an object or
+    /// null; otherwise as [`ping`](Self::ping).
     ///
     /// # Cancel safety
     ///
@@ -975,20 +978,16 @@ impl Client {
     /// let client = Client::new("app", "1.0.0");
     /// client.connect(transport).await?;
     ///
-    /// let args = json!({"text": "hello"}).as_object().cloned().unwrap_or_default();
-    /// let result = client.call_tool("echo", args).await?;
-    /// assert_ne!(result.is_error, Some(true));
+    /// let result = client.call_tool("echo", json!({"text": "hello"})).await?;
+    /// assert!(!result.is_error());
+    /// assert_eq!(result.text().as_deref(), Some("hello"));
     /// assert_eq!(result.content, [ContentBlock::text("hello")]);
     ///
     /// // A tool the server does not have is refused: `Err`, not a failed result.
-    /// assert!(client.call_tool("missing", Default::default()).await.is_err());
+    /// assert!(client.call_tool("missing", ()).await.is_err());
     /// # Ok(()) }
     /// ```
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<CallToolResult> {
+    pub async fn call_tool(&self, name: &str, arguments: impl Serialize) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, RequestOptions::new()).await
     }
 
@@ -1038,7 +1037,7 @@ impl Client {
     /// let options = RequestOptions::new()
     ///     .timeout(Duration::from_secs(30))
     ///     .on_progress(move |update| log.lock().unwrap().push(update.progress));
-    /// let result = client.call_tool_with("work", Default::default(), options).await?;
+    /// let result = client.call_tool_with("work", (), options).await?;
     /// assert_ne!(result.is_error, Some(true));
     /// // Progress sent before the result is delivered before the call returns.
     /// assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
@@ -1047,10 +1046,13 @@ impl Client {
     pub async fn call_tool_with(
         &self,
         name: &str,
-        arguments: Map<String, Value>,
+        arguments: impl Serialize,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        let params = CallToolRequestParams::new(name).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(name);
+        if let Some(arguments) = tool_arguments(arguments)? {
+            params = params.with_arguments(arguments);
+        }
         self.call_tool_params(params, options).await
     }
 
@@ -1318,6 +1320,31 @@ fn negotiate(result: InitializeResult) -> Result<ServerDetails> {
     })
 }
 
+/// The arguments of a tool call from any serializable value: an object, or none for null.
+fn tool_arguments(arguments: impl Serialize) -> Result<Option<Map<String, Value>>> {
+    let invalid = |source| Error::Serialization { what: "the tool arguments".to_owned(), source };
+    match serde_json::to_value(arguments).map_err(invalid)? {
+        Value::Object(map) => Ok(Some(map)),
+        Value::Null => Ok(None),
+        other => Err(invalid(serde::ser::Error::custom(format!(
+            "tool arguments must be a JSON object, not {}",
+            json_type(&other)
+        )))),
+    }
+}
+
+/// The JSON type name of `value`, for error messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
@@ -1326,6 +1353,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn tool_arguments_are_any_object_or_none() {
+        #[derive(Serialize)]
+        struct Query {
+            city: &'static str,
+        }
+        let expected = json!({"city": "Lisbon"}).as_object().cloned();
+        assert_eq!(tool_arguments(Query { city: "Lisbon" }).unwrap(), expected);
+        assert_eq!(tool_arguments(json!({"city": "Lisbon"})).unwrap(), expected);
+        assert_eq!(tool_arguments(expected.clone().unwrap()).unwrap(), expected);
+        assert_eq!(tool_arguments(()).unwrap(), None);
+        assert_eq!(tool_arguments(json!(null)).unwrap(), None);
+        for bad in [json!([1]), json!("x"), json!(3), json!(true)] {
+            let error = tool_arguments(&bad).unwrap_err();
+            assert_eq!(error.kind(), mcpl_core::ErrorKind::Serialization, "{bad}");
+            let cause = std::error::Error::source(&error).unwrap().to_string();
+            assert!(cause.contains("must be a JSON object"), "{cause}");
+        }
+    }
 
     #[test]
     fn mutual_version_is_the_newest_both_speak() {

@@ -234,7 +234,7 @@ impl Client {
     ///     Ok(CreateMessageResult::new(Role::Assistant, reply, "some-llm"))
     /// });
     /// client.connect(transport).await?;
-    /// let result = client.call_tool("capital", Default::default()).await?;
+    /// let result = client.call_tool("capital", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("some-llm says Paris")]);
     /// # Ok(()) }
     /// ```
@@ -292,7 +292,7 @@ impl Client {
     ///     Ok(result)
     /// });
     /// client.connect(transport).await?;
-    /// let result = client.call_tool("greet", Default::default()).await?;
+    /// let result = client.call_tool("greet", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("Hello, Ada!")]);
     /// # Ok(()) }
     /// ```
@@ -341,7 +341,7 @@ impl Client {
     /// });
     /// assert!(client.capabilities().elicitation.and_then(|e| e.url).is_some());
     /// client.connect(transport).await?;
-    /// let result = client.call_tool("connect_account", Default::default()).await?;
+    /// let result = client.call_tool("connect_account", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("sign-in: Accept")]);
     /// # Ok(()) }
     /// ```
@@ -384,7 +384,7 @@ impl Client {
     ///     Ok(vec![Root::new("file:///src/api"), Root::new("file:///src/web")])
     /// });
     /// client.connect(transport).await?;
-    /// let result = client.call_tool("project_dirs", Default::default()).await?;
+    /// let result = client.call_tool("project_dirs", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("file:///src/api, file:///src/web")]);
     /// # Ok(()) }
     /// ```

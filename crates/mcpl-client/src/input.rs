@@ -70,7 +70,7 @@ pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 10;
 ///     .on_roots(|| async { Ok(vec![Root::new("file:///work")]) })
 ///     .with_input_required(InputRequiredMode::Auto { max_rounds: 1 });
 /// client.connect(transport).await?;
-/// let err = client.call_tool("wizard", Default::default()).await.unwrap_err();
+/// let err = client.call_tool("wizard", ()).await.unwrap_err();
 /// assert_eq!(err.kind(), ErrorKind::InputRequired);
 /// let Error::InputRequired { rounds, .. } = err else { unreachable!() };
 /// assert_eq!(rounds, 1);
@@ -149,7 +149,7 @@ impl Client {
     /// client.connect(transport).await?;
     ///
     /// // The server needs input: the call hands it to us.
-    /// let Err(Error::InputRequired { result, .. }) = client.call_tool("project_dirs", Default::default()).await
+    /// let Err(Error::InputRequired { result, .. }) = client.call_tool("project_dirs", ()).await
     /// else {
     ///     panic!("expected an input-required result");
     /// };
@@ -201,7 +201,7 @@ impl Client {
     ///     .on_roots(|| async { Ok(vec![Root::new("file:///src")]) })
     ///     .with_input_required(InputRequiredMode::Manual);
     /// client.connect(transport).await?;
-    /// let Err(Error::InputRequired { result, .. }) = client.call_tool("project_dirs", Default::default()).await
+    /// let Err(Error::InputRequired { result, .. }) = client.call_tool("project_dirs", ()).await
     /// else {
     ///     panic!("expected an input-required result");
     /// };

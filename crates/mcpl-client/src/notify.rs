@@ -602,7 +602,7 @@ impl Client {
     ///     });
     /// client.connect(transport).await?;
     /// client.set_log_level(LoggingLevel::Info).await?;
-    /// client.call_tool("noisy", Default::default()).await?;
+    /// client.call_tool("noisy", ()).await?;
     ///
     /// let message = logs.recv().await.expect("a log message");
     /// assert_eq!(message.level, LoggingLevel::Warning);

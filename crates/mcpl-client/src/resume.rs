@@ -100,7 +100,7 @@ impl Link {
 /// assert_eq!(restored, snapshot);
 /// let client = Client::new("my-app", "1.0.0");
 /// client.resume(HttpTransport::new(url), restored).await?;
-/// client.call_tool("echo", Default::default()).await?;
+/// client.call_tool("echo", ()).await?;
 /// client.terminate().await?;
 /// # Ok(()) }
 /// ```
@@ -376,8 +376,7 @@ impl Client {
     /// let resumed = Client::new("my-app", "1.0.0");
     /// let details = resumed.resume(HttpTransport::new(url), snapshot.clone()).await?;
     /// assert_eq!(details.server_info.name, "echo-server");
-    /// let args = json!({"text": "still here"}).as_object().cloned().unwrap_or_default();
-    /// let result = resumed.call_tool("echo", args).await?;
+    /// let result = resumed.call_tool("echo", json!({"text": "still here"})).await?;
     /// assert_eq!(result.content, [ContentBlock::text("still here")]);
     ///
     /// // A snapshot belongs to its endpoint.

@@ -46,7 +46,7 @@ async fn handshake_lists_and_calls_tools() {
     let result = client.call_tool("echo", args).await.unwrap();
     assert_eq!(serde_json::to_value(&result.content).unwrap()[0]["text"], "hello");
     assert_eq!(session.client_info().unwrap().name, "test-client");
-    let err = client.call_tool("missing", Default::default()).await.unwrap_err();
+    let err = client.call_tool("missing", ()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Rpc);
 }
 

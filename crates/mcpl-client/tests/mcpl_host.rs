@@ -947,7 +947,7 @@ async fn rollback_goes_only_to_sets_that_declare_it() {
     host.set_policy(HostPolicy::default().deny("tools")).await.unwrap();
     let e = client.list_tools().await.unwrap_err();
     assert_eq!(e.kind(), mcpl_core::ErrorKind::CapabilityNotSupported);
-    let e = client.call_tool("t", Default::default()).await.unwrap_err();
+    let e = client.call_tool("t", ()).await.unwrap_err();
     assert_eq!(e.kind(), mcpl_core::ErrorKind::CapabilityNotSupported, "refused locally");
     // ... and the sets that use it are disabled with it.
     assert!(matches!(

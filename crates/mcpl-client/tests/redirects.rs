@@ -109,7 +109,7 @@ async fn a_same_origin_redirect_is_followed() {
     tokio::spawn(mcpl_server::http::serve(listener, router));
     for client in [pinned(), Client::new("redirects", "0.0.1")] {
         connect(&client, &format!("http://{addr}/old")).await.unwrap();
-        let result = client.call_tool("echo", Default::default()).await.unwrap();
+        let result = client.call_tool("echo", ()).await.unwrap();
         assert_eq!(result.content.len(), 1);
         client.close().await.unwrap();
     }

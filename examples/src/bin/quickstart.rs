@@ -34,16 +34,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("forecast", json!({})),
     ];
     for (name, args) in calls {
-        let args = args.as_object().cloned().unwrap_or_default();
         let result = client.call_tool(name, args).await?;
-        let text: Vec<String> = result
-            .content
-            .iter()
-            .filter_map(|c| serde_json::to_value(c).ok())
-            .filter_map(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_owned))
-            .collect();
-        let marker = if result.is_error == Some(true) { "error" } else { "ok" };
-        println!("call {name} -> {marker}: {}", text.join(" "));
+        let text = result.text().unwrap_or_default();
+        let marker = if result.is_error() { "error" } else { "ok" };
+        println!("call {name} -> {marker}: {}", text.replace('\n', " "));
     }
 
     client.ping().await?;

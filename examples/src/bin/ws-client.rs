@@ -18,8 +18,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for tool in client.list_tools().await? {
         println!("tool {}", tool.name);
     }
-    let args = json!({"city": "Lisbon"}).as_object().cloned().unwrap_or_default();
-    let result = client.call_tool("forecast", args).await?;
+    let result = client.call_tool("forecast", json!({"city": "Lisbon"})).await?;
     println!("{}", serde_json::to_string(&result.content)?);
     client.close().await?;
     Ok(())

@@ -465,7 +465,7 @@ impl ClientCredentials {
     /// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback").client(issuer, credentials));
     /// let client = Client::new("my-app", "1.0.0");
     /// client.connect(HttpTransport::new(url).auth(oauth)).await?;
-    /// client.call_tool("hello", Default::default()).await?;
+    /// client.call_tool("hello", ()).await?;
     /// # Ok(()) }
     /// ```
     pub fn confidential(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
@@ -873,7 +873,7 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
 /// // The first request is refused (401): discovery, registration, authorization with PKCE,
 /// // the token; then the request goes again, with the token.
 /// client.connect(HttpTransport::new(url.clone()).auth(oauth.clone())).await?;
-/// let result = client.call_tool("hello", Default::default()).await?;
+/// let result = client.call_tool("hello", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text("hi")]);
 /// assert!(oauth.access_token(&url).is_some());
 /// # Ok(()) }
@@ -1115,7 +1115,7 @@ impl OAuth {
     /// let oauth = Arc::new(OAuth::client_credentials(Some(issuer), credentials));
     /// let client = Client::new("nightly-job", "1.0.0");
     /// client.connect(HttpTransport::new(url.clone()).auth(oauth.clone())).await?;
-    /// let result = client.call_tool("hello", Default::default()).await?;
+    /// let result = client.call_tool("hello", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("hi")]);
     /// assert!(oauth.access_token(&url).is_some());
     /// # Ok(()) }

@@ -972,8 +972,8 @@ impl Client {
     /// assert_eq!(first, again);
     /// assert_eq!(server.count("tools/list"), 1);
     /// // Calls are never cached.
-    /// client.call_tool("search", Default::default()).await?;
-    /// client.call_tool("search", Default::default()).await?;
+    /// client.call_tool("search", ()).await?;
+    /// client.call_tool("search", ()).await?;
     /// assert_eq!(server.count("tools/call"), 2);
     /// # Ok(()) }
     /// ```

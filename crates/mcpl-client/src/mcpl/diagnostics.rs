@@ -89,7 +89,7 @@ use mcpl_core::mcpl::policy::PolicyReceipt;
 /// client.connect(transport).await?;
 ///
 /// // The server's event is tagged "acme:disk" and "urgent"; tags need a namespace.
-/// client.call_tool("alert", Default::default()).await?;
+/// client.call_tool("alert", ()).await?;
 /// assert_eq!(*dropped_tags.lock().unwrap(), ["urgent"]);
 /// # Ok(()) }
 /// ```
@@ -289,8 +289,8 @@ impl Diagnostic {
     /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
     /// client.connect(transport).await?;
     /// // The `alert` tool pushes the same event id twice: one tag dropped, then one duplicate.
-    /// client.call_tool("alert", Default::default()).await?;
-    /// client.call_tool("alert", Default::default()).await?;
+    /// client.call_tool("alert", ()).await?;
+    /// client.call_tool("alert", ()).await?;
     /// let kinds = kinds.lock().unwrap();
     /// assert!(kinds.contains(&"unnamespaced_tag"));
     /// assert!(kinds.contains(&"duplicate_push"));

@@ -126,7 +126,7 @@ use super::{Diagnostic, McplHost, channels, read};
 /// });
 /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
 /// client.connect(transport).await?;
-/// client.call_tool("alert", Default::default()).await?;
+/// client.call_tool("alert", ()).await?;
 /// assert_eq!(seen.recv().await.as_deref(), Some(r#"[alerts] disk-1 "Disk almost full""#));
 /// # Ok(()) }
 /// ```
@@ -227,7 +227,7 @@ pub type PushEvent = PushEventParams;
 /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
 /// client.connect(transport).await?;
 /// // The server's `alert` tool reports what the host answered.
-/// let result = client.call_tool("alert", Default::default()).await?;
+/// let result = client.call_tool("alert", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text("accepted: false")]);
 /// # Ok(()) }
 /// ```
@@ -377,7 +377,7 @@ impl PushOutcome {
 /// client.connect(transport).await?;
 ///
 /// // The server's `relay` tool registers `chat:general` and forwards a message from it.
-/// let result = client.call_tool("relay", Default::default()).await?;
+/// let result = client.call_tool("relay", ()).await?;
 /// let expected = r#"[{"messageId":"m-7","accepted":true,"conversationId":"conv-chat:general"}]"#;
 /// assert_eq!(result.content, [ContentBlock::text(expected)]);
 /// assert_eq!(host.channels()[0].id, "chat:general");
@@ -507,7 +507,7 @@ pub enum IncomingOutcome {
 /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
 /// client.connect(transport).await?;
 /// // The server's `stream` tool reports the chunks it received and the result.
-/// let result = client.call_tool("stream", Default::default()).await?;
+/// let result = client.call_tool("stream", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text("Hel|lo => Hello")]);
 /// # Ok(()) }
 /// ```
@@ -632,7 +632,7 @@ pub struct InferenceCall {
 /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
 /// client.connect(transport).await?;
 /// // The server's `save` tool stores a draft, then reads it back.
-/// let result = client.call_tool("save", Default::default()).await?;
+/// let result = client.call_tool("save", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text(r#"{"data":{"draft":"v1"}}"#)]);
 /// # Ok(()) }
 /// ```
@@ -768,7 +768,7 @@ pub enum StateCall {
 /// });
 /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
 /// client.connect(transport).await?;
-/// let result = client.call_tool("stream", Default::default()).await?;
+/// let result = client.call_tool("stream", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text("a|b|c => abc")]);
 /// assert_eq!(*indexes.lock().unwrap(), [0, 1, 2]);
 /// # Ok(()) }
@@ -894,7 +894,7 @@ impl ChunkSender {
     /// });
     /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
     /// client.connect(transport).await?;
-    /// let result = client.call_tool("stream", Default::default()).await?;
+    /// let result = client.call_tool("stream", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("streamed |words => streamed words")]);
     /// # Ok(()) }
     /// ```
@@ -1021,7 +1021,7 @@ impl ChunkSender {
     /// });
     /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
     /// client.connect(transport).await?;
-    /// client.call_tool("stream", Default::default()).await?;
+    /// client.call_tool("stream", ()).await?;
     /// assert_eq!(ids.lock().unwrap().len(), 1);
     /// # Ok(()) }
     /// ```

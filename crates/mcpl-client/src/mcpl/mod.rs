@@ -280,7 +280,7 @@ pub(crate) struct Inner {
 /// assert!(host.grant().is_some_and(|g| g.is_granted(paths::PUSH_EVENTS)));
 ///
 /// // The server's `alert` tool pushes an event to the host.
-/// let result = client.call_tool("alert", Default::default()).await?;
+/// let result = client.call_tool("alert", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
 /// assert_eq!(events.recv().await.as_deref(), Some("alerts"));
 /// # Ok(()) }
@@ -447,7 +447,7 @@ impl McplHost {
     /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
     /// client.connect(transport).await?;
     ///
-    /// let result = client.call_tool("alert", Default::default()).await?;
+    /// let result = client.call_tool("alert", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
     /// assert_eq!(*inbox.lock().unwrap(), ["Disk almost full"]);
     /// # Ok(()) }
@@ -547,7 +547,7 @@ impl McplHost {
     /// client.connect(transport).await?;
     ///
     /// // The server's `summarize` tool asks the host for an inference.
-    /// let result = client.call_tool("summarize", Default::default()).await?;
+    /// let result = client.call_tool("summarize", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("The disk is nearly full.")]);
     /// # Ok(()) }
     /// ```
@@ -643,7 +643,7 @@ impl McplHost {
     /// client.connect(transport).await?;
     ///
     /// // The server's `model` tool asks which model the host runs.
-    /// let result = client.call_tool("model", Default::default()).await?;
+    /// let result = client.call_tool("model", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("claude-example")]);
     /// # Ok(()) }
     /// ```
@@ -806,7 +806,7 @@ impl McplHost {
     /// client.connect(transport).await?;
     ///
     /// // The server's event carries the tags "acme:disk" and "urgent".
-    /// let result = client.call_tool("alert", Default::default()).await?;
+    /// let result = client.call_tool("alert", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
     /// assert!(!diagnostics.lock().unwrap().is_empty());
     /// # Ok(()) }
@@ -1099,7 +1099,7 @@ impl McplHost {
     /// // The `alert` tool pushes the same event id each time: the handler sees it once, and the
     /// // repeat gets the first answer.
     /// for _ in 0..3 {
-    ///     let result = client.call_tool("alert", Default::default()).await?;
+    ///     let result = client.call_tool("alert", ()).await?;
     ///     assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
     /// }
     /// assert_eq!(handled.load(Ordering::SeqCst), 1);

@@ -56,8 +56,7 @@ use serde_json::{Map, Value};
 /// let client = Client::new("my-app", "1.0.0");
 /// client.connect(HttpTransport::new(url)).await?;
 /// client.list_tools().await?; // the transport learns the annotations here
-/// let args = json!({"region": "eu-west"}).as_object().cloned().unwrap_or_default();
-/// client.call_tool("deploy", args).await?;
+/// client.call_tool("deploy", json!({"region": "eu-west"})).await?;
 ///
 /// let header = format!("{MCP_PARAM_PREFIX}region");
 /// let seen = seen.lock().unwrap();

@@ -235,7 +235,7 @@ pub const MCP_METHOD: &str = "mcp-method";
 /// let (url, seen) = serve_recording().await?;
 /// let client = Client::new("my-app", "1.0.0");
 /// client.connect(HttpTransport::new(url)).await?;
-/// client.call_tool("echo", Default::default()).await?;
+/// client.call_tool("echo", ()).await?;
 ///
 /// // A 2026-era `tools/call` names its tool in a header.
 /// let seen = seen.lock().unwrap();
@@ -638,7 +638,7 @@ impl HttpTransport {
     ///
     /// let oauth = Arc::new(OAuth::new(Browser, "http://127.0.0.1:8765/callback"));
     /// client.connect(HttpTransport::new(url).auth(oauth)).await?;
-    /// client.call_tool("hello", Default::default()).await?;
+    /// client.call_tool("hello", ()).await?;
     /// # Ok(()) }
     /// ```
     #[cfg(feature = "auth")]
@@ -811,10 +811,10 @@ impl HttpTransport {
     /// let client = Client::new("my-app", "1.0.0");
     /// client.connect(HttpTransport::new(url).max_response_size(4096)).await?;
     ///
-    /// let err = client.call_tool("big", Default::default()).await.unwrap_err();
+    /// let err = client.call_tool("big", ()).await.unwrap_err();
     /// assert_eq!(err.kind(), ErrorKind::MessageTooLarge);
     /// // Only that call failed: the connection goes on.
-    /// client.call_tool("small", Default::default()).await?;
+    /// client.call_tool("small", ()).await?;
     /// # Ok(()) }
     /// ```
     pub fn max_response_size(mut self, bytes: usize) -> Self {

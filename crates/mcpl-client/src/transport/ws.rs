@@ -177,8 +177,7 @@ impl WebSocketTransport {
     /// let url = serve_ws().await?; // ws://127.0.0.1:<port>/ws
     /// let client = Client::new("my-app", "1.0.0");
     /// client.connect(WebSocketTransport::new(url)).await?;
-    /// let args = json!({"text": "over a socket"}).as_object().cloned().unwrap_or_default();
-    /// let result = client.call_tool("echo", args).await?;
+    /// let result = client.call_tool("echo", json!({"text": "over a socket"})).await?;
     /// assert_eq!(result.content, [ContentBlock::text("over a socket")]);
     ///
     /// // The address is checked when the transport starts, before anything is dialled.
@@ -337,7 +336,7 @@ impl WebSocketTransport {
     /// client.connect(WebSocketTransport::new(url).max_message_size(16 * 1024)).await?;
     ///
     /// // The `big` tool answers 64 KiB: over the limit, which ends the connection.
-    /// let err = client.call_tool("big", Default::default()).await.unwrap_err();
+    /// let err = client.call_tool("big", ()).await.unwrap_err();
     /// assert_eq!(err.kind(), ErrorKind::ConnectionClosed);
     /// # Ok(()) }
     /// ```

@@ -306,6 +306,22 @@ impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text(TextContent::new(text))
     }
+
+    /// The text of a `text` block; `None` for the other kinds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::ContentBlock;
+    ///
+    /// assert_eq!(ContentBlock::text("hi").as_text(), Some("hi"));
+    /// ```
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
 }
 
 /// Content in sampling messages, tagged by `type`.

@@ -325,6 +325,67 @@ impl CallToolResult {
             ..Default::default()
         }
     }
+
+    /// Whether the tool reported a failure (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.is_error == Some(true)
+    }
+
+    /// The text of the result's `text` blocks, joined by newlines; `None` when it has none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{CallToolResult, ContentBlock};
+    ///
+    /// let result = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
+    /// assert_eq!(result.text().as_deref(), Some("a\nb"));
+    /// assert_eq!(CallToolResult::success(vec![]).text(), None);
+    /// ```
+    pub fn text(&self) -> Option<String> {
+        let mut texts = self.content.iter().filter_map(ContentBlock::as_text);
+        let first = texts.next()?;
+        Some(texts.fold(first.to_owned(), |mut all, t| {
+            all.push('\n');
+            all.push_str(t);
+            all
+        }))
+    }
+
+    /// The structured content decoded as `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::CallToolResult;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Forecast {
+    ///     celsius: f64,
+    /// }
+    ///
+    /// let mut result = CallToolResult::default();
+    /// result.structured_content = Some(serde_json::json!({"celsius": 21.5}));
+    /// assert_eq!(result.structured::<Forecast>().unwrap().celsius, 21.5);
+    /// assert!(CallToolResult::default().structured::<Forecast>().is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serialization`](crate::Error::Serialization) when the result has no structured
+    /// content or it does not decode as `T`.
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> crate::Result<T> {
+        let decode_error = |source| crate::Error::Serialization {
+            what: "the tool result's structuredContent".to_owned(),
+            source,
+        };
+        match &self.structured_content {
+            Some(value) => T::deserialize(value).map_err(decode_error),
+            None => {
+                Err(decode_error(serde::de::Error::custom("the result has no structuredContent")))
+            }
+        }
+    }
 }
 
 impl_result_type!(ListToolsResult, CallToolResult);

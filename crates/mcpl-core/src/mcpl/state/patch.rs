@@ -9,6 +9,19 @@
 //! from what each operation adds and removes, the depth from where it inserts and the depth of
 //! what it inserts, so a patch costs time linear in its own length and in the values it copies,
 //! never a walk of the whole document per operation.
+//!
+//! # Why not the `json-patch` crate
+//!
+//! This applier replaced a thin wrapper over `json_patch::patch`. The patch comes from a server
+//! the host may not trust, and `json_patch` offers no budget: it applies each operation to the
+//! whole document with no bound on depth, size or work (a 971-byte patch of root `copy`s doubles
+//! the state per operation until memory runs out; a deep `add` chain overflows the stack when the
+//! result is later dropped or serialized), and it can only be checked after the fact, by which
+//! time the damage is done. Its `test` also compares numbers by representation (`1` is not
+//! `1.0`). Keeping the budget per operation needs the size and depth bookkeeping to live beside
+//! each operation, which is most of an applier; RFC 6902 itself is small (six operations over
+//! RFC 6901 pointers), so we keep our own, held by unit tests of every operation and pointer
+//! edge case and by property tests (failures leave the state unchanged; the budget holds).
 
 use serde_json::Value;
 

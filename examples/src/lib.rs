@@ -105,6 +105,11 @@ async fn signal_received() {
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
+/// The migration guide's code blocks, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../MIGRATION.md")]
+struct MigrationDoctests;
+
 /// A server whose tools need input from the client, for both eras: `greet` asks the user for
 /// their name (form elicitation, with a default), `ask_model` asks the client's model
 /// (sampling), `workspace` asks for the client's roots, `visit` sends the user to a URL

@@ -18,11 +18,15 @@
 //! // Serve it on stdin/stdout: mcpl_server::stdio::serve(server).await?;
 //! ```
 //!
-//! This release serves the stateful (2025) era over stream transports: the `initialize`
-//! handshake with version negotiation and a lifecycle guard, `ping`, tools (typed arguments,
-//! input and output schema validation), resources and resource templates (with subscriptions),
-//! prompts, argument completion, logging, pagination of every list, and changes of all of these
-//! while sessions are live (`notifications/*/list_changed`).
+//! One server serves both protocol eras. To 2025-11-25 (and older) clients: the `initialize`
+//! handshake with version negotiation, a lifecycle guard and sessions. To 2026-07-28 clients:
+//! stateless requests with per-request `_meta`, `server/discover`, `subscriptions/listen`,
+//! input-required results and cache hints. Over stdio, any stream transport, WebSocket and
+//! Streamable HTTP (2025 sessions with SSE resumption, 2026 stateless requests, on one
+//! endpoint): `ping`, tools (typed arguments, input and output schema validation), resources
+//! and resource templates (with subscriptions), prompts, argument completion, logging,
+//! pagination of every list, changes of all of these while clients are connected, the tasks and
+//! skills extensions, and MCPL 0.5 ([`mcpl`]).
 //!
 //! # Modules
 //!

@@ -54,6 +54,9 @@ pub fn memory_manifest() -> Manifest {
     let mut store =
         FeatureSet::new("Remember, recall and forget; the host keeps the state", ["tools"]);
     store.rollback = Some(true);
+    // The host keeps the state and sends it back with each call (host-managed), so changes
+    // travel as patches against it.
+    store.extra.insert("hostState".into(), Value::Bool(true));
     let hooks = ContextHooksCapability {
         before_inference: Some(Capability::Detailed(BeforeInferenceCapability {
             observe: Some(true),

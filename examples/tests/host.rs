@@ -25,12 +25,17 @@ struct HostProc {
 
 impl HostProc {
     async fn start(config: &Path) -> HostProc {
+        HostProc::start_logging(config, Stdio::null()).await
+    }
+
+    /// Starts the host with its log (stderr) going to `log`.
+    async fn start_logging(config: &Path, log: impl Into<Stdio>) -> HostProc {
         let mut child = Command::new(HOST)
             .arg("--config")
             .arg(config)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -335,4 +340,26 @@ async fn hooks_fan_out_to_the_servers_that_have_them() {
     assert!(out["system"].as_array().unwrap().is_empty(), "inject.system is denied by default");
     assert!(out["failed"].as_array().unwrap().is_empty(), "{out}");
     host.quit().await;
+}
+
+#[tokio::test]
+async fn the_memory_server_runs_clean_in_normal_use() {
+    let d = dir("clean");
+    let memory = env!("CARGO_BIN_EXE_mcpl-memory-server");
+    let config = write_config(&d, json!({"memory": {"command": memory}}));
+    let log_path = d.join("host.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut host = HostProc::start_logging(&config, log).await;
+    host.call("mcpl--memory--remember", json!({"text": "milk"})).await;
+    host.call("mcpl--memory--remember", json!({"text": "eggs"})).await;
+    let recalled = host.call("mcpl--memory--recall", json!({})).await;
+    assert!(recalled.to_string().contains("milk"), "{recalled}");
+    host.call("mcpl--memory--forget", json!({"text": "milk"})).await;
+    let state = host.state("memory").await;
+    assert_eq!(state["memory.store"]["mode"], "host-managed", "{state}");
+    assert_eq!(state["memory.store"]["state"], json!({"memories": ["eggs"]}), "{state}");
+    host.quit().await;
+    // Normal use logs no warning or error (the log is the host's and, through it, the server's).
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.contains("WARN") && !log.contains("ERROR"), "{log}");
 }

@@ -122,11 +122,57 @@ impl HttpConfig {
     /// Origins (`scheme://host[:port]`) allowed besides those on an allowed host. Requests with
     /// another `Origin` get `403`. Default: none.
     ///
+    /// This allow-list and CORS are two halves of serving a browser app on another origin. The
+    /// allow-list is the endpoint's defence (against DNS rebinding and cross-site requests): a
+    /// request from an origin not on it is refused whatever the browser does. CORS is what lets
+    /// the browser send those requests and read the answers at all: the endpoint does not
+    /// answer preflights or add `Access-Control-*` headers itself, so add a CORS layer for the
+    /// same origins (and expose `Mcp-Session-Id`, which 2025 clients read).
+    ///
     /// # Examples
     ///
     /// ```
-    /// let config = mcpl_server::http::HttpConfig::new().allowed_origins(["https://app.example.com"]);
-    /// # drop(config);
+    /// use axum::http::{HeaderName, HeaderValue, Method};
+    /// use mcpl_server::Server;
+    /// use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// use tower_http::cors::{Any, CorsLayer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// const APP: &str = "https://app.example.com";
+    /// let config = HttpConfig::new().allowed_origins([APP]);
+    /// let cors = CorsLayer::new()
+    ///     .allow_origin(HeaderValue::from_static(APP))
+    ///     .allow_methods([Method::GET, Method::POST, Method::DELETE])
+    ///     .allow_headers(Any)
+    ///     .expose_headers([HeaderName::from_static("mcp-session-id")]);
+    /// let app = StreamableHttp::new(Server::builder("demo", "1.0.0").build(), config)
+    ///     .into_router("/mcp")
+    ///     .layer(cors);
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::http::serve(listener, app));
+    /// # let http = reqwest::Client::new();
+    ///
+    /// // The browser's preflight from the app is answered by the CORS layer...
+    /// let preflight = http
+    ///     .request(reqwest::Method::OPTIONS, &url)
+    ///     .header("Origin", APP)
+    ///     .header("Access-Control-Request-Method", "POST")
+    ///     .send()
+    ///     .await?;
+    /// assert_eq!(preflight.headers()["access-control-allow-origin"], APP);
+    ///
+    /// // ...and a request from an origin on neither list is refused by the endpoint.
+    /// let forged = http
+    ///     .post(&url)
+    ///     .header("Origin", "https://evil.example")
+    ///     .header("Content-Type", "application/json")
+    ///     .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+    ///     .send()
+    ///     .await?;
+    /// assert_eq!(forged.status(), 403);
+    /// # Ok(()) }
     /// ```
     pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(
         mut self,

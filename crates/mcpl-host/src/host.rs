@@ -26,13 +26,14 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
-use mcpl_client::Client;
 use mcpl_client::handlers::HandlerResult;
 use mcpl_client::mcpl::{
     DEFAULT_PUSH_DEDUPE, Diagnostic, InferenceCall, McplError, McplHost, McplStatus, PushEvent,
     PushOutcome, StateCall,
 };
 use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
+use mcpl_client::{Client, Negotiation, ServerDetails};
+use mcpl_core::Era;
 use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::log_safe::LogSafe;
@@ -1305,8 +1306,26 @@ impl Host {
         }
         self.emit(HostEvent::Connected { server: id.clone() });
         self.refresh_tools(&id).await;
+        self.listen(lease.clone(), link.clone());
         self.watch(lease, link);
         Ok(())
+    }
+
+    /// In the stateless era, keeps a `subscriptions/listen` open for the server's tool-list
+    /// changes (the 2025 era carries them on the session), if it declares any.
+    fn listen(&self, lease: Lease, link: Link) {
+        let declares = link.client.server().is_some_and(|details| {
+            details.is_stateless()
+                && details.capabilities.tools.as_ref().is_some_and(|t| t.list_changed == Some(true))
+        });
+        if !declares {
+            return;
+        }
+        let host = self.clone();
+        tokio::spawn(async move {
+            let id = lease.id().to_owned();
+            crate::listen::keep(link.client, lease, || host.refresh_tools(&id)).await;
+        });
     }
 
     /// Builds one connection: the MCPL host side and the client wired to this host.
@@ -1379,15 +1398,19 @@ impl Host {
         };
         let refresh = self.clone();
         let refresh_id = id.clone();
-        let mut client = Client::new("mcpl-host", env!("CARGO_PKG_VERSION"))
-            .with_mcpl(mcpl.clone())
-            .on_tools_list_changed(move || {
-                let host = refresh.clone();
-                let id = refresh_id.clone();
-                async move {
-                    tokio::spawn(async move { host.refresh_tools(&id).await });
-                }
-            });
+        let client =
+            Client::new("mcpl-host", env!("CARGO_PKG_VERSION")).with_negotiation(config.protocol);
+        // MCPL needs the stateful era: pinned to a stateless revision, the server is plain MCP.
+        let stateless =
+            matches!(config.protocol, Negotiation::Pinned(v) if v.era() == Era::Stateless);
+        let client = if stateless { client } else { client.with_mcpl(mcpl.clone()) };
+        let mut client = client.on_tools_list_changed(move || {
+            let host = refresh.clone();
+            let id = refresh_id.clone();
+            async move {
+                tokio::spawn(async move { host.refresh_tools(&id).await });
+            }
+        });
         if let Some(handler) = &handlers.sampling {
             let (handler, server) = (handler.clone(), id.clone());
             client = client.on_sampling(move |params| handler(server.clone(), params));
@@ -1784,6 +1807,48 @@ impl Host {
                 Some((id, prefix, phase))
             })
             .collect()
+    }
+
+    /// What a connected server said about itself: the negotiated protocol revision (and so
+    /// the era), its capabilities, identity and instructions. `None` while it is not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object()), |_, _| async { Ok(ToolOutput::text("added")) })
+    /// #     .build();
+    /// # let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::http::serve(listener, app));
+    ///
+    /// // A notes server serves both eras over Streamable HTTP at `url`.
+    /// let config = HostConfig::from_json(&json!({"servers": {
+    ///     "auto": {"url": url},
+    ///     "pinned": {"url": url, "protocol": "stateless"}
+    /// }}).to_string())?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // Negotiation tries the 2025 era first (where MCPL lives); a pin decides.
+    /// let era = |id: &str| host.server(id).map(|details| details.protocol_version);
+    /// assert_eq!(era("auto"), Some(ProtocolVersion::V2025_11_25));
+    /// assert_eq!(era("pinned"), Some(ProtocolVersion::V2026_07_28));
+    /// assert!(host.server("web").is_none());
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn server(&self, id: &str) -> Option<ServerDetails> {
+        let client = lock(&self.inner.registry).connection(id).map(|l| l.client.clone());
+        client.and_then(|c| c.server())
     }
 
     /// The checkpoint manager (trees, injection, rollback bookkeeping).

@@ -36,6 +36,7 @@ pub mod checkpoint;
 pub mod config;
 mod dedupe;
 pub mod host;
+mod listen;
 pub mod naming;
 pub mod prefix;
 pub mod registry;

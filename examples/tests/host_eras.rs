@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcpl_core::ProtocolVersion;
+use mcpl_core::types::ContentBlock;
 use mcpl_host::checkpoint::RecordOutcome;
 use mcpl_host::config::HostConfig;
 use mcpl_host::registry::Phase;
@@ -37,7 +38,10 @@ async fn http_server(era: &str) -> (Child, String) {
 }
 
 fn text(call: &ToolCall) -> String {
-    call.result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    match call.result.content.first() {
+        Some(ContentBlock::Text(text)) => text.text.clone(),
+        other => panic!("not text: {other:?}"),
+    }
 }
 
 fn names(host: &Host) -> Vec<String> {

@@ -14,7 +14,7 @@
 //!     println!("{}", tool["name"]);
 //! }
 //! let call = host.call_tool("mcpl--memory--remember", json!({"key": "k", "value": "v"})).await?;
-//! println!("{}", call.result);
+//! println!("{:?}", call.result.content);
 //! while let Some(event) = events.recv().await {
 //!     println!("{event:?}");
 //! }
@@ -44,7 +44,7 @@ use mcpl_core::mcpl::hooks::{
 use mcpl_core::mcpl::inference::InferenceResult;
 use mcpl_core::mcpl::policy::PolicyReceipt;
 use mcpl_core::types::{
-    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult,
+    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Root,
 };
 use serde_json::{Map, Value, json};
@@ -263,6 +263,7 @@ pub enum HostEvent {
 /// # Examples
 ///
 /// ```
+/// use mcpl_core::types::ContentBlock;
 /// use mcpl_host::checkpoint::RecordOutcome;
 /// use mcpl_host::config::HostConfig;
 /// use mcpl_host::{Host, ToolCall};
@@ -270,8 +271,11 @@ pub enum HostEvent {
 ///
 /// /// The text an agent hands back to the model.
 /// fn text_of(call: &ToolCall) -> String {
-///     let blocks = call.result["content"].as_array().into_iter().flatten();
-///     blocks.filter_map(|block| block["text"].as_str()).collect::<Vec<_>>().join("\n")
+///     let texts = call.result.content.iter().filter_map(|block| match block {
+///         ContentBlock::Text(text) => Some(text.text.as_str()),
+///         _ => None,
+///     });
+///     texts.collect::<Vec<_>>().join("\n")
 /// }
 /// # use mcpl_core::types::{Tool, ToolSchema};
 /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
@@ -298,6 +302,7 @@ pub enum HostEvent {
 /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
 /// assert_eq!((call.server.as_str(), call.tool.as_str()), ("notes", "add"));
 /// assert_eq!(text_of(&call), "added milk");
+/// assert_ne!(call.result.is_error, Some(true));
 /// assert_eq!(call.state, RecordOutcome::NoState); // the notes server keeps no checkpoints
 /// # host.shutdown().await;
 /// # Ok(()) }
@@ -308,8 +313,9 @@ pub struct ToolCall {
     pub server: String,
     /// The server's own tool name.
     pub tool: String,
-    /// The `CallToolResult`, without the `state` member (which the host keeps).
-    pub result: Value,
+    /// The server's result, without its MCPL `state` member (which the host records: see
+    /// [`state`](Self::state)). A tool that failed is `Ok` with `is_error: Some(true)`.
+    pub result: CallToolResult,
     /// What happened to the result's state.
     pub state: RecordOutcome,
 }
@@ -541,7 +547,7 @@ impl HostBuilder {
     /// });
     /// let (host, _events) = builder.start().await?;
     /// let call = host.call_tool("mcpl--writer--title", json!({})).await?;
-    /// assert_eq!(call.result["content"][0]["text"], "writer: 1 message(s) seen");
+    /// assert_eq!(call.result.content, [ContentBlock::text("writer: 1 message(s) seen")]);
     /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
@@ -819,6 +825,7 @@ fn names_in(tools: &ToolIndex, server: &str) -> Vec<String> {
 /// # Examples
 ///
 /// ```
+/// use mcpl_core::types::ContentBlock;
 /// use mcpl_host::Host;
 /// use mcpl_host::config::HostConfig;
 /// use mcpl_host::registry::Phase;
@@ -849,7 +856,7 @@ fn names_in(tools: &ToolIndex, server: &str) -> Vec<String> {
 /// // The model sees namespaced tools; a call by that name is routed back to the server.
 /// assert_eq!(host.tools()[0]["name"], "mcpl--notes--add");
 /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
-/// assert_eq!(call.result["content"][0]["text"], "added milk");
+/// assert_eq!(call.result.content, [ContentBlock::text("added milk")]);
 /// host.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -1927,6 +1934,7 @@ impl Host {
     /// # Examples
     ///
     /// ```
+    /// use mcpl_core::types::ContentBlock;
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
     /// use serde_json::json;
@@ -1953,7 +1961,7 @@ impl Host {
     /// let config = HostConfig::from_json(&text)?;
     /// let (host, _events) = Host::start(config).await?;
     /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
-    /// assert_eq!(call.result["content"][0]["text"], "added milk");
+    /// assert_eq!(call.result.content, [ContentBlock::text("added milk")]);
     /// // No server lists this name and no prefix covers it: nothing is sent.
     /// let err = host.call_tool("mcpl--web--search", json!({})).await.unwrap_err();
     /// assert_eq!(err.kind(), "unknown_tool");
@@ -1989,19 +1997,12 @@ impl Host {
         let injection =
             self.inner.checkpoints.injection(&route.server, route.feature_set.as_deref());
         injection.apply_to(&mut params.extra);
-        let result = link
+        let mut result = link
             .client
             .call_tool_params(params, RequestOptions::new())
             .await
             .map_err(|source| HostError::Call { server: route.server.clone(), source })?;
-        let mut result = serde_json::to_value(&result).map_err(|e| HostError::Call {
-            server: route.server.clone(),
-            source: mcpl_core::Error::Serialization {
-                what: "a tools/call result".into(),
-                source: e,
-            },
-        })?;
-        let state = match result.as_object_mut().and_then(|o| o.remove("state")) {
+        let state = match result.extra.remove("state") {
             Some(state) => {
                 // Applying a patch within the budget can take milliseconds: off the runtime.
                 let (checkpoints, server) = (self.inner.checkpoints.clone(), route.server.clone());

@@ -15,8 +15,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcpl_core::types::{
-    CreateMessageResult, ElicitAction, ElicitResult, Role, Root, SamplingMessageContentBlock,
-    TextContent,
+    ContentBlock, CreateMessageResult, ElicitAction, ElicitResult, Role, Root,
+    SamplingMessageContentBlock, TextContent,
 };
 use mcpl_host::config::HostConfig;
 use mcpl_host::registry::Phase;
@@ -70,8 +70,11 @@ fn names(host: &Host) -> Vec<String> {
 }
 
 fn text(call: &ToolCall) -> String {
-    let blocks = call.result["content"].as_array().cloned().unwrap_or_default();
-    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+    let texts = call.result.content.iter().filter_map(|block| match block {
+        ContentBlock::Text(text) => Some(text.text.as_str()),
+        _ => None,
+    });
+    texts.collect::<Vec<_>>().join("\n")
 }
 
 /// Waits until every tool of `wanted` is offered (the conditional ones are registered after
@@ -108,7 +111,7 @@ async fn exercise(host: &Host) {
     let call = host.call_tool("mcpl--everything--get-sum", json!({"a": 2, "b": 3})).await.unwrap();
     assert!(text(&call).contains('5'), "{}", text(&call));
     let call = host.call_tool("mcpl--everything--get-tiny-image", json!({})).await.unwrap();
-    assert_eq!(call.result["content"][1]["type"], "image", "{}", call.result);
+    assert!(matches!(call.result.content[1], ContentBlock::Image(_)), "{:?}", call.result);
 
     // The server's own requests reach the embedder's handlers.
     let call = host
@@ -125,7 +128,7 @@ async fn exercise(host: &Host) {
     // A tool error is a result, not a failed call.
     let call = host.call_tool("mcpl--everything--get-sum", json!({"a": "x"})).await;
     match call {
-        Ok(call) => assert_eq!(call.result["isError"], true, "{}", call.result),
+        Ok(call) => assert_eq!(call.result.is_error, Some(true), "{:?}", call.result),
         Err(e) => assert_eq!(e.kind(), "call", "{e}"),
     }
 }

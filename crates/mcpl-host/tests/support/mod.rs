@@ -266,7 +266,10 @@ pub fn notes() -> Server {
         .build()
 }
 
-/// The text of a `tools/call` result.
-pub fn text(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+/// The text of a `tools/call` result's first block.
+pub fn text(result: &mcpl_core::types::CallToolResult) -> String {
+    match result.content.first() {
+        Some(mcpl_core::types::ContentBlock::Text(text)) => text.text.clone(),
+        _ => String::new(),
+    }
 }

@@ -1197,10 +1197,30 @@ impl Host {
                 removed: before,
             });
         }
-        lock(&self.inner.pushes).forget(id);
-        lock(&self.inner.stale).remove(id);
-        self.inner.checkpoints.remove_server(id)?;
+        let removed_trees = self.inner.checkpoints.remove_server(id);
+        // Last, still under the gate: a commit waiting on it finds the server gone.
+        self.forget(id);
+        removed_trees?;
         Ok(())
+    }
+
+    /// Forgets what the host keeps per server id (the lifecycle and refresh gates, the push
+    /// dedupe, the stale mark) once the id is gone from the registry, so these do not grow with
+    /// ids that are gone. An id registered again meanwhile keeps them.
+    fn forget(&self, id: &str) {
+        let gone = |host: &Host| lock(&host.inner.registry).phase(id).is_none();
+        // Each map's lock is held across the check, as where entries are made.
+        for gates in [&self.inner.lifecycle, &self.inner.refreshing] {
+            let mut gates = lock(gates);
+            if gone(self) {
+                gates.remove(id);
+            }
+        }
+        let mut pushes = lock(&self.inner.pushes);
+        if gone(self) {
+            pushes.forget(id);
+            lock(&self.inner.stale).remove(id);
+        }
     }
 
     /// The one connect path of first connects, restarts and [`Host::start`]: establishes the
@@ -1249,6 +1269,9 @@ impl Host {
                 // previous configuration back.
                 let keep = config.reconnect.enabled && !cancelled;
                 let kept = lock(&self.inner.registry).release(reservation, keep);
+                if kept.is_none() {
+                    self.forget(&config.id);
+                }
                 match outcome {
                     Some(Err(detail)) if !cancelled => {
                         let reconnect = kept.is_some_and(|c| c.reconnect.enabled);
@@ -1296,6 +1319,7 @@ impl Host {
             Err(link) => {
                 drop(one_at_a_time);
                 let _ = link.client.close().await;
+                self.forget(&id);
                 return Err(Failed::Cancelled);
             }
         };
@@ -1307,11 +1331,12 @@ impl Host {
             });
         }
         self.register_feature_sets(&id, &link);
+        // Announced under the gate: a removal waiting on it comes after, never before.
+        self.emit(HostEvent::Connected { server: id.clone() });
         drop(one_at_a_time);
         if link.mcpl.status() == Some(McplStatus::Refused) {
             self.policy_refused(&id, link.mcpl.receipt().as_ref());
         }
-        self.emit(HostEvent::Connected { server: id.clone() });
         self.refresh_tools(&id).await;
         self.listen(lease.clone(), link.clone());
         self.watch(lease, link);
@@ -1596,7 +1621,8 @@ impl Host {
         });
     }
 
-    /// The gate that orders a server's commits and removals.
+    /// The gate that orders a server's commits and removals (forgotten with the server, see
+    /// [`Host::forget`]).
     fn lifecycle_gate(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         lock(&self.inner.lifecycle).entry(id.to_owned()).or_default().clone()
     }
@@ -1648,7 +1674,14 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn refresh_tools(&self, id: &str) {
-        let gate = lock(&self.inner.refreshing).entry(id.to_owned()).or_default().clone();
+        let gate = {
+            let mut gates = lock(&self.inner.refreshing);
+            // No gate for an id the host does not have (it would outlive it).
+            if lock(&self.inner.registry).phase(id).is_none() {
+                return;
+            }
+            gates.entry(id.to_owned()).or_default().clone()
+        };
         let _one_at_a_time = gate.lock().await;
         let (link, config) = {
             let registry = lock(&self.inner.registry);
@@ -2328,4 +2361,55 @@ pub fn state_view(host: &Host, server: &str) -> BTreeMap<String, Value> {
             Some((k.feature_set, view))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use mcpl_core::types::{Tool, ToolSchema};
+    use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    use mcpl_server::{Server, ToolOutput};
+
+    use super::*;
+
+    fn server(id: &str, member: Value) -> ServerConfig {
+        let text = json!({"servers": {id: member}}).to_string();
+        HostConfig::from_json(&text).unwrap().servers.remove(0)
+    }
+
+    fn gates(host: &Host) -> (usize, usize) {
+        (lock(&host.inner.lifecycle).len(), lock(&host.inner.refreshing).len())
+    }
+
+    #[tokio::test]
+    async fn the_per_server_gates_forget_ids_that_are_gone() {
+        let notes = Server::builder("notes", "1.0.0")
+            .tool(Tool::new("add", ToolSchema::object()), |_, _| async {
+                Ok(ToolOutput::text("added"))
+            })
+            .build();
+        let app = WebSocketEndpoint::new(notes, WsConfig::new()).into_router("/ws");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+        tokio::spawn(mcpl_server::ws::serve(listener, app));
+
+        let (host, _events) = Host::start(HostConfig::default()).await.unwrap();
+        for n in 0..10 {
+            let id = format!("s{n}");
+            host.connect(server(&id, json!({"url": url}))).await.unwrap();
+            host.refresh_tools(&id).await;
+            assert_eq!(gates(&host), (1, 1), "the live server has its gates");
+            host.disconnect(&id).await.unwrap();
+            // Ids the host does not have leave nothing behind either.
+            let ghost = format!("ghost{n}");
+            host.refresh_tools(&ghost).await;
+            host.disconnect(&ghost).await.unwrap();
+            // Nor does a first connect that failed for good.
+            let missing = json!({"command": "/nonexistent/mcpl-host-test", "reconnect": false});
+            host.connect(server(&format!("gone{n}"), missing)).await.unwrap_err();
+        }
+        assert_eq!(gates(&host), (0, 0));
+        host.shutdown().await;
+    }
 }

@@ -58,6 +58,7 @@ use crate::config::{ConfigError, HostConfig, ServerConfig, Transport};
 use crate::dedupe::SeenEvents;
 use crate::registry::{Lease, Phase, Registry, RegistryError, Reservation};
 use crate::tools::{Listing, ToolIndex, listing};
+use crate::unavailable::{self, DisabledFeatureSet};
 
 /// How long a handshake (initialize and the initial policy) may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -1337,6 +1338,9 @@ impl Host {
         if link.mcpl.status() == Some(McplStatus::Refused) {
             self.policy_refused(&id, link.mcpl.receipt().as_ref());
         }
+        for disabled in unavailable::disabled_feature_sets(config, &link.mcpl) {
+            tracing::info!(server = %id, feature_set = %disabled.feature_set, "{disabled}");
+        }
         self.refresh_tools(&id).await;
         self.listen(lease.clone(), link.clone());
         self.watch(lease, link);
@@ -1519,12 +1523,26 @@ impl Host {
     }
 
     /// Raises `mcpl-policy-refused`: the server answered the host's policy `accepted: false`.
+    /// The message names the capabilities it said it needs and what would supply them.
     fn policy_refused(&self, id: &str, receipt: Option<&PolicyReceipt>) {
-        let mut alert = OpsAlert::new(
-            kinds::POLICY_REFUSED,
-            id,
-            format!("server {id} refused the host policy"),
-        );
+        let mut message = format!("server {id} refused the host policy");
+        if let Some(PolicyReceipt::Refused(refused)) = receipt {
+            if let Some(reason) = &refused.reason {
+                message.push_str(&format!(" ({reason})"));
+            }
+            let (link, config) = {
+                let registry = lock(&self.inner.registry);
+                (registry.connection(id).cloned(), registry.config(id).cloned())
+            };
+            if let (Some(link), Some(config), Some(missing)) =
+                (link, config, refused.missing_capabilities.as_deref().filter(|m| !m.is_empty()))
+            {
+                let missing = unavailable::missing_capabilities(&config, &link.mcpl, missing);
+                let needs: Vec<String> = missing.iter().map(ToString::to_string).collect();
+                message.push_str(&format!(": it needs {}", needs.join("; and ")));
+            }
+        }
+        let mut alert = OpsAlert::new(kinds::POLICY_REFUSED, id, message);
         if let Some(PolicyReceipt::Refused(refused)) = receipt {
             alert = alert.with("fallback", refused.fallback.as_str());
             if let Some(reason) = &refused.reason {
@@ -1889,6 +1907,58 @@ impl Host {
     pub fn server(&self, id: &str) -> Option<ServerDetails> {
         let client = lock(&self.inner.registry).connection(id).map(|l| l.client.clone());
         client.and_then(|c| c.server())
+    }
+
+    /// The feature sets a connected MCPL server declares that its grant and policy leave
+    /// disabled, each with why and what would enable it: which capability is missing, and
+    /// whether the host offers it only with a `HostBuilder` handler, the server's `grant.allow`
+    /// must name it, or its `grant.deny` names it. Empty for plain MCP servers and servers not
+    /// connected. The host also logs each (at INFO) when the server connects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use mcpl_host::unavailable::Remedy;
+    /// use serde_json::json;
+    /// # use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// # use mcpl_server::mcpl::Mcpl;
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::Server;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let manifest = Manifest::new()
+    /// #     .with_model_info(true)
+    /// #     .with_feature_set("chat.model", FeatureSet::new("Model-aware replies", ["modelInfo"]));
+    /// # let server = Server::builder("chat", "1.0.0").mcpl(Mcpl::new(manifest)).build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A chat server at `url` declares `chat.model`, which uses `modelInfo`.
+    /// let config = HostConfig::from_json(&json!({"servers": {"chat": {"url": url,
+    ///     "grant": {"allow": ["tools"]}}}}).to_string())?;
+    /// // No HostBuilder::model_info, and the grant does not allow it.
+    /// let (host, _events) = Host::start(config).await?;
+    /// let disabled = host.disabled_feature_sets("chat");
+    /// assert_eq!(disabled[0].feature_set, "chat.model");
+    /// assert_eq!(disabled[0].missing[0].capability, "modelInfo");
+    /// assert_eq!(disabled[0].missing[0].remedies, [Remedy::Handler("model_info"), Remedy::Allow]);
+    /// assert!(disabled[0].to_string().contains("HostBuilder::model_info"));
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn disabled_feature_sets(&self, id: &str) -> Vec<DisabledFeatureSet> {
+        let (link, config) = {
+            let registry = lock(&self.inner.registry);
+            (registry.connection(id).cloned(), registry.config(id).cloned())
+        };
+        match (link, config) {
+            (Some(link), Some(config)) => unavailable::disabled_feature_sets(&config, &link.mcpl),
+            _ => Vec::new(),
+        }
     }
 
     /// The checkpoint manager (trees, injection, rollback bookkeeping).

@@ -102,6 +102,17 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
                         entry["protocolVersion"] = json!(details.protocol_version);
                         entry["mcpl"] = json!(host.mcpl(&id).is_some_and(|m| m.is_ready()));
                     }
+                    // Feature sets left disabled, with what is missing and how to grant it.
+                    let disabled: Vec<Value> = host
+                        .disabled_feature_sets(&id)
+                        .iter()
+                        .map(|d| json!({"featureSet": d.feature_set, "reason": d.reason.as_str(),
+                            "missingCapabilities": d.missing.iter().map(|m| &m.capability).collect::<Vec<_>>(),
+                            "message": d.to_string()}))
+                        .collect();
+                    if !disabled.is_empty() {
+                        entry["disabledFeatureSets"] = json!(disabled);
+                    }
                     entry
                 })
                 .collect(),

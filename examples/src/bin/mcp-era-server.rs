@@ -51,11 +51,13 @@ async fn main() -> ExitCode {
             Err(e) => Err(e.to_string()),
         },
     };
-    match served {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match served {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("mcp-era-server: {e}");
-            ExitCode::FAILURE
+            1
         }
-    }
+    };
+    // The runtime would wait for its stdin reader (a blocking thread) until stdin closes.
+    std::process::exit(code)
 }

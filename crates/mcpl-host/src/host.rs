@@ -1085,9 +1085,12 @@ impl Host {
     /// Restarts a server, optionally with a new configuration: validated against every other
     /// server first (a refused restart leaves the server running), then the old connection is
     /// closed and a new one opened. Checkpoint trees are kept. A restart whose handshake fails
-    /// puts the server back exactly as it was registered: its previous configuration and
-    /// prefix (held for it while the handshake ran), its tools (stale), and its reconnects
-    /// under that configuration when it enables them.
+    /// puts the server back as it was: its previous configuration and prefix (held for it
+    /// while the handshake ran) and, if it was connected and the restart changed its
+    /// configuration, a connection under the previous one again at once (one attempt, whatever
+    /// its `reconnect`), before the error returns. If that fails too, or the configuration was
+    /// kept (it just failed), its tools stay offered, marked stale, and reconnects follow when
+    /// the configuration enables them.
     ///
     /// # Errors
     ///
@@ -1123,14 +1126,40 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn restart(&self, id: &str, config: Option<ServerConfig>) -> Result<(), HostError> {
-        let (reservation, old) = lock(&self.inner.registry).reserve_again(id, config)?;
+        let (reservation, old, previous) = {
+            let mut registry = lock(&self.inner.registry);
+            let previous = registry.config(id).cloned();
+            let (reservation, old) = registry.reserve_again(id, config)?;
+            (reservation, old, previous)
+        };
+        let was_connected = old.is_some();
         if let Some(old) = old {
             let _ = old.client.close().await;
         }
         self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
         let config = lock(&self.inner.registry).config(id).cloned();
         let Some(config) = config else { return Err(HostError::Cancelled(id.to_owned())) };
-        self.drive(reservation, config).await
+        let lease = reservation.lease().clone();
+        match self.establish(reservation, &config).await {
+            Ok(()) => Ok(()),
+            Err(Failed::Cancelled) => Err(HostError::Cancelled(id.to_owned())),
+            Err(Failed::Handshake { detail, reconnect }) => {
+                // The registry holds the previous configuration again. It was connected, and
+                // the connection that failed was a different one: connect it again at once.
+                // (The same configuration just failed: its reconnects, if any, follow.)
+                let mut reconnect = reconnect;
+                if was_connected && previous.as_ref() != Some(&config) {
+                    reconnect = match self.reconnect_now(&lease).await {
+                        Ok(()) | Err(Failed::Cancelled) => false,
+                        Err(Failed::Handshake { reconnect, .. }) => reconnect,
+                    };
+                }
+                if reconnect {
+                    self.spawn_reconnect(lease, 1);
+                }
+                Err(HostError::Connect { server: id.to_owned(), detail })
+            }
+        }
     }
 
     /// Removes a server permanently: cancels its connect or reconnects, closes it, forgets its
@@ -1600,15 +1629,7 @@ impl Host {
                     () = lease.cancelled() => return,
                     () = tokio::time::sleep(policy.delay(attempt)) => {}
                 }
-                let (reservation, config) = {
-                    let mut registry = lock(&host.inner.registry);
-                    let Some(reservation) = registry.retry(&lease) else { return };
-                    match registry.config(&id).cloned() {
-                        Some(config) => (reservation, config),
-                        None => return,
-                    }
-                };
-                match host.establish(reservation, &config).await {
+                match host.reconnect_now(&lease).await {
                     Ok(()) => {
                         if alerted {
                             host.alert(OpsAlert::new(
@@ -1637,6 +1658,20 @@ impl Host {
                 }
             }
         });
+    }
+
+    /// One reconnect of a server that is down, under the configuration it is registered with,
+    /// if `lease` is still its work (else `Failed::Cancelled`).
+    async fn reconnect_now(&self, lease: &Lease) -> Result<(), Failed> {
+        let (reservation, config) = {
+            let mut registry = lock(&self.inner.registry);
+            let config = registry.config(lease.id()).cloned();
+            match (config, registry.retry(lease)) {
+                (Some(config), Some(reservation)) => (reservation, config),
+                _ => return Err(Failed::Cancelled),
+            }
+        };
+        self.establish(reservation, &config).await
     }
 
     /// The gate that orders a server's commits and removals (forgotten with the server, see

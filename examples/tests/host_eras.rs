@@ -4,6 +4,8 @@
 //! 2026`), one that speaks only the 2025 era over stdio (`--era 2025`), and the MCPL memory
 //! server. Each is negotiated in its own era; plain servers are namespaced and routed like MCPL
 //! ones; tool-list changes arrive over `subscriptions/listen` (2026) and the session (2025).
+//! With the reference "everything" server installed (`MCPL_EVERYTHING_SERVER`, as in
+//! `crates/mcpl-host/tests/everything.rs`), it joins them over stdio and Streamable HTTP.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -162,5 +164,92 @@ async fn a_pinned_era_is_spoken_or_the_connect_fails() {
     assert_eq!(ids, ["pinned"], "a 2026-only server pinned to the 2025 era does not connect");
     let call = host.call_tool("mcpl--pinned--era", json!({})).await.unwrap();
     assert_eq!(text(&call), "2026-07-28");
+    host.shutdown().await;
+}
+
+/// `(node, entry script)` of the reference "everything" server, if installed: as in
+/// `crates/mcpl-host/tests/everything.rs`, `MCPL_EVERYTHING_SERVER` names its `dist/index.js`
+/// and `MCPL_EVERYTHING_NODE` its Node (`.ci/run` sets both); without them the test says so.
+fn everything_installed() -> Option<(String, String)> {
+    let entry = std::env::var("MCPL_EVERYTHING_SERVER").ok().filter(|e| !e.is_empty())?;
+    assert!(std::path::Path::new(&entry).is_file(), "MCPL_EVERYTHING_SERVER={entry} is not a file");
+    let node = std::env::var("MCPL_EVERYTHING_NODE").ok().filter(|n| !n.is_empty());
+    Some((node.unwrap_or_else(|| "node".to_owned()), entry))
+}
+
+/// The everything server's Streamable HTTP transport on a free loopback port, once it listens.
+async fn everything_http(node: &str, entry: &str) -> (Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(node)
+        .args([entry, "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("the everything server ended before listening");
+    };
+    tokio::time::timeout(GUARD, listening).await.expect("the everything server did not listen");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[tokio::test]
+async fn the_everything_server_beside_a_2026_only_and_an_mcpl_server() {
+    let Some((node, entry)) = everything_installed() else {
+        eprintln!("skipped (set MCPL_EVERYTHING_SERVER to the installed server's dist/index.js)");
+        return;
+    };
+    let (_everything_http, everything_url) = everything_http(&node, &entry).await;
+    let (_new_http, new_url) = http_server("2026").await;
+    let config = json!({"servers": {
+        "ev": {"command": node, "args": [entry, "stdio"]},
+        "evweb": {"url": everything_url},
+        "new": {"command": ERA_SERVER, "args": ["--era", "2026"]},
+        "newweb": {"url": new_url},
+        "mem": {"command": MEMORY}
+    }});
+    let config = HostConfig::from_json(&config.to_string()).unwrap();
+    let (host, mut events) =
+        tokio::time::timeout(GUARD, Host::start(config)).await.expect("hang").unwrap();
+    let phases: Vec<(String, Phase)> =
+        host.servers().into_iter().map(|(id, _, phase)| (id, phase)).collect();
+    let up = |id: &str| (id.to_owned(), Phase::Connected);
+    assert_eq!(phases, [up("ev"), up("evweb"), up("mem"), up("new"), up("newweb")]);
+    for plain in ["ev", "evweb", "new", "newweb"] {
+        assert_eq!(host.mcpl(plain).unwrap().status(), None, "{plain} is a server without MCPL");
+    }
+    assert!(host.mcpl("mem").unwrap().is_ready());
+    let version = |id: &str| host.server(id).map(|details| details.protocol_version);
+    assert_eq!(version("new"), Some(ProtocolVersion::V2026_07_28));
+    assert_eq!(version("newweb"), Some(ProtocolVersion::V2026_07_28));
+
+    // Every server's calls are routed to it, side by side.
+    for id in ["ev", "evweb"] {
+        let name = format!("mcpl--{id}--echo");
+        let call = host.call_tool(&name, json!({"message": id})).await.unwrap();
+        assert_eq!((call.server.as_str(), text(&call)), (id, format!("Echo: {id}")));
+    }
+    for id in ["new", "newweb"] {
+        let call = host.call_tool(&format!("mcpl--{id}--era"), json!({})).await.unwrap();
+        assert_eq!((call.server.as_str(), text(&call).as_str()), (id, "2026-07-28"));
+    }
+    let call =
+        host.call_tool("mcpl--mem--remember", json!({"text": "the cat is Tom"})).await.unwrap();
+    assert!(matches!(call.state, RecordOutcome::Recorded { .. }), "{:?}", call.state);
+
+    // Refreshes in each era: the 2026 server's over `subscriptions/listen`.
+    host.call_tool("mcpl--newweb--grow", json!({})).await.unwrap();
+    next_event(&mut events, "newweb's new tool", added("newweb", "mcpl--newweb--grown-1")).await;
+    let tools = names(&host);
+    assert!(!tools.contains(&"mcpl--new--grown-1".to_owned()), "only newweb grew: {tools:?}");
     host.shutdown().await;
 }

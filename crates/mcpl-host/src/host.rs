@@ -1760,8 +1760,9 @@ impl Host {
                         return;
                     }
                     self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
+                    // Under the registry's lock: a removal cannot come between and leave it.
+                    lock(&self.inner.stale).insert(id.to_owned());
                 }
-                lock(&self.inner.stale).insert(id.to_owned());
                 self.alert(OpsAlert::new(
                     kinds::TOOLS_STALE,
                     id,

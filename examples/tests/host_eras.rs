@@ -11,7 +11,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use mcpl_core::ProtocolVersion;
-use mcpl_core::types::ContentBlock;
 use mcpl_host::checkpoint::RecordOutcome;
 use mcpl_host::config::HostConfig;
 use mcpl_host::registry::Phase;
@@ -40,10 +39,7 @@ async fn http_server(era: &str) -> (Child, String) {
 }
 
 fn text(call: &ToolCall) -> String {
-    match call.result.content.first() {
-        Some(ContentBlock::Text(text)) => text.text.clone(),
-        other => panic!("not text: {other:?}"),
-    }
+    call.result.text().unwrap_or_else(|| panic!("not text: {:?}", call.result))
 }
 
 fn names(host: &Host) -> Vec<String> {

@@ -10,7 +10,6 @@ use std::time::Duration;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::mcpl::hooks::{ModelInfo, Usage};
 use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
-use mcpl_core::types::ContentBlock;
 use mcpl_host::config::HostConfig;
 use mcpl_host::unavailable::Remedy;
 use mcpl_host::{Host, HostBuilder, ToolCall};
@@ -35,10 +34,7 @@ fn builder(grant: Value) -> HostBuilder {
 }
 
 fn text(call: &ToolCall) -> String {
-    match call.result.content.first() {
-        Some(ContentBlock::Text(text)) => text.text.clone(),
-        other => panic!("not text: {other:?}"),
-    }
+    call.result.text().unwrap_or_else(|| panic!("not text: {:?}", call.result))
 }
 
 #[tokio::test]

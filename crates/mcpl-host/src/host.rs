@@ -264,7 +264,6 @@ pub enum HostEvent {
 /// # Examples
 ///
 /// ```
-/// use mcpl_core::types::ContentBlock;
 /// use mcpl_host::checkpoint::RecordOutcome;
 /// use mcpl_host::config::HostConfig;
 /// use mcpl_host::{Host, ToolCall};
@@ -272,11 +271,7 @@ pub enum HostEvent {
 ///
 /// /// The text an agent hands back to the model.
 /// fn text_of(call: &ToolCall) -> String {
-///     let texts = call.result.content.iter().filter_map(|block| match block {
-///         ContentBlock::Text(text) => Some(text.text.as_str()),
-///         _ => None,
-///     });
-///     texts.collect::<Vec<_>>().join("\n")
+///     call.result.text().unwrap_or_default()
 /// }
 /// # use mcpl_core::types::{Tool, ToolSchema};
 /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
@@ -303,7 +298,7 @@ pub enum HostEvent {
 /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
 /// assert_eq!((call.server.as_str(), call.tool.as_str()), ("notes", "add"));
 /// assert_eq!(text_of(&call), "added milk");
-/// assert_ne!(call.result.is_error, Some(true));
+/// assert!(!call.result.is_error());
 /// assert_eq!(call.state, RecordOutcome::NoState); // the notes server keeps no checkpoints
 /// # host.shutdown().await;
 /// # Ok(()) }

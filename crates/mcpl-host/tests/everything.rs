@@ -70,11 +70,7 @@ fn names(host: &Host) -> Vec<String> {
 }
 
 fn text(call: &ToolCall) -> String {
-    let texts = call.result.content.iter().filter_map(|block| match block {
-        ContentBlock::Text(text) => Some(text.text.as_str()),
-        _ => None,
-    });
-    texts.collect::<Vec<_>>().join("\n")
+    call.result.text().unwrap_or_default()
 }
 
 /// Waits until every tool of `wanted` is offered (the conditional ones are registered after

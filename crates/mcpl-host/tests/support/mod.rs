@@ -268,8 +268,5 @@ pub fn notes() -> Server {
 
 /// The text of a `tools/call` result's first block.
 pub fn text(result: &mcpl_core::types::CallToolResult) -> String {
-    match result.content.first() {
-        Some(mcpl_core::types::ContentBlock::Text(text)) => text.text.clone(),
-        _ => String::new(),
-    }
+    result.content.first().and_then(|block| block.as_text()).unwrap_or_default().to_owned()
 }

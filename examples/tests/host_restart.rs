@@ -53,6 +53,9 @@ async fn a_failed_restart_puts_the_server_back_connected_as_it_was() {
     assert_eq!(state_view(&host, "mem"), state, "the checkpoint trees are untouched");
     let call = host.call_tool("mcpl--mem--recall", json!({})).await.unwrap();
     assert_eq!((call.server.as_str(), call.result.is_error), ("mem", None));
+    // The memory server keeps no state of its own: what it recalls is the host's tree.
+    let recalled = call.result.text().unwrap_or_default();
+    assert!(recalled.contains("the cat is called Tom"), "{recalled}");
     let mut seen = Vec::new();
     while let Ok(event) = events.try_recv() {
         seen.push(event);

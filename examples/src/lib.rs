@@ -6,6 +6,8 @@
 //! - `mcpl-memory-server` ([`mcpl_memory`]) and `mcpl-channel-server` ([`mcpl_channels`]):
 //!   MCPL 0.5 servers over stdio, or over WebSocket with `--ws ADDR` ([`mcpl_cli`]);
 //!   `--conformance` adds the `mcpl_conformance_trigger` tool ([`mcpl_trigger`]).
+//! - `mcp-era-server` ([`one_era`]): a plain MCP server that speaks one protocol era only
+//!   (2026-07-28 or 2025), over stdio or Streamable HTTP, as servers built on other SDKs do.
 //! - `oauth`: a client reaching the weather server behind OAuth bearer-token protection, with
 //!   a minimal authorization server, in one process (`--bin oauth`).
 
@@ -13,6 +15,7 @@ pub mod mcpl_channels;
 pub mod mcpl_cli;
 pub mod mcpl_memory;
 pub mod mcpl_trigger;
+pub mod one_era;
 
 use mcpl_core::types::{Tool, ToolAnnotations, ToolSchema};
 use mcpl_server::{Server, ToolOutput};

@@ -121,7 +121,7 @@ async fn server_inference_requests_reach_the_hosts_handler_with_streaming() {
     let trigger = "mcpl--chat--mcpl_conformance_trigger";
     let args = json!({"action": "inference", "featureSet": "chat.assist", "stream": true});
     let call = host.call_tool(trigger, args).await.unwrap();
-    let outcome = &call.result["structuredContent"];
+    let outcome = call.result.structured_content.as_ref().unwrap();
     assert_eq!(outcome["sent"], true, "{outcome}");
     assert_eq!(outcome["result"]["content"], "pong");
     assert_eq!(outcome["chunks"], json!(["po", "ng"]));
@@ -129,7 +129,7 @@ async fn server_inference_requests_reach_the_hosts_handler_with_streaming() {
     // A push from the same server arrives on the event stream.
     let args = json!({"action": "push", "featureSet": "chat.notify"});
     let call = host.call_tool(trigger, args).await.unwrap();
-    assert_eq!(call.result["structuredContent"]["sent"], true);
+    assert_eq!(call.result.structured_content.as_ref().unwrap()["sent"], true);
     let push = tokio::time::timeout(GUARD, async {
         loop {
             if let Some(HostEvent::Push { server, event }) = events.recv().await {

@@ -10,7 +10,7 @@ use mcpl_core::types::{
     EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
     Initialized, ListTools, Meta, Method, Outcome, Ping, RequestParams, ServerCapabilities, Tool,
 };
-use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
+use mcpl_core::{Era, Error, ErrorKind, Peer, ProtocolVersion, Result, Transport};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -346,10 +346,12 @@ impl Client {
     }
 
     /// Speaks MCPL on every connection with `host`'s policy and handlers (see
-    /// [`crate::mcpl`]). The client then negotiates the `initialize` (2025) era, where MCPL
-    /// lives: [`Negotiation::Auto`] goes straight to `initialize`, and pinning a stateless
-    /// revision makes [`connect`](Self::connect) fail. The host advertisement joins the
-    /// client capabilities (`experimental.mcpl`).
+    /// [`crate::mcpl`]). MCPL lives in the `initialize` (2025) era, so
+    /// [`Negotiation::Auto`] tries `initialize` first; a server that does not speak that era
+    /// (it answers `initialize` with an error) is reached with `server/discover` in the
+    /// stateless era instead, as plain MCP (the host's `status()` stays `None`). Pinning a
+    /// stateless revision makes [`connect`](Self::connect) fail. The host advertisement joins
+    /// the client capabilities (`experimental.mcpl`) of the `initialize` era only.
     ///
     /// ```
     /// use mcpl_client::Client;
@@ -629,8 +631,6 @@ impl Client {
         let link = Link::of(&transport);
         let negotiation = match (self.negotiation, &self.mcpl) {
             (negotiation, None) => negotiation,
-            // MCPL rides on `initialize`: only the stateful era carries it.
-            (Negotiation::Auto, Some(_)) => Negotiation::Pinned(ProtocolVersion::LATEST_STATEFUL),
             (Negotiation::Pinned(v), Some(_)) if v.era() == Era::Stateless => {
                 return Err(Error::UnsupportedProtocolVersion {
                     requested: v.to_string(),
@@ -643,16 +643,26 @@ impl Client {
             }
             (pinned, Some(_)) => pinned,
         };
-        let hello =
-            Hello { negotiation, info: self.info.clone(), capabilities: self.capabilities() };
+        let hello = Hello {
+            negotiation,
+            // MCPL rides on `initialize`: a host tries the stateful era first.
+            stateful_first: self.mcpl.is_some(),
+            info: self.info.clone(),
+            capabilities: self.capabilities(),
+        };
         let (peer, details) = self
             .engine
             .connect_with(transport, |peer: Peer| async move { hello.run(&peer).await })
             .await?;
         self.established(details.clone(), link);
         if let Some(host) = &self.mcpl {
-            // The initial policy, before anything else MCPL.
-            host.attach(peer, &details).await;
+            if details.is_stateless() {
+                // The stateless era has no MCPL: this connection is plain MCP.
+                host.detach();
+            } else {
+                // The initial policy, before anything else MCPL.
+                host.attach(peer, &details).await;
+            }
         }
         Ok(details)
     }
@@ -803,8 +813,10 @@ impl Client {
     /// client capabilities, client identity).
     pub(crate) fn with_request_meta(&self, options: RequestOptions) -> RequestOptions {
         match self.server() {
-            Some(details) if details.is_stateless() => options
-                .meta(request_meta(details.protocol_version, &self.capabilities(), &self.info).0),
+            Some(details) if details.is_stateless() => options.meta(
+                request_meta(details.protocol_version, &stateless(self.capabilities()), &self.info)
+                    .0,
+            ),
             _ => options,
         }
     }
@@ -1139,6 +1151,8 @@ impl Client {
 /// What the client says about itself when it connects.
 struct Hello {
     negotiation: Negotiation,
+    /// [`Negotiation::Auto`] tries `initialize` before `server/discover` (an MCPL host).
+    stateful_first: bool,
     info: Implementation,
     pub(crate) capabilities: ClientCapabilities,
 }
@@ -1159,6 +1173,7 @@ impl Hello {
                 })
             }
             Negotiation::Pinned(v) => self.initialize(peer, v).await,
+            Negotiation::Auto if self.stateful_first => self.stateful_first(peer).await,
             Negotiation::Auto => {
                 let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
                 match self.discover(peer, ProtocolVersion::LATEST, options).await {
@@ -1183,13 +1198,53 @@ impl Hello {
         }
     }
 
+    /// [`Negotiation::Auto`] for an MCPL host: `initialize` (where MCPL lives); a server that
+    /// answers it with an error is asked `server/discover` (the stateless era, plain MCP). When
+    /// both fail, the error of the era the server seems to speak is returned: `discover`'s if
+    /// `initialize` was unknown to it (`-32601`) or refused for its version, else
+    /// `initialize`'s.
+    async fn stateful_first(&self, peer: &Peer) -> Result<ServerDetails> {
+        let refused = match self.initialize(peer, ProtocolVersion::LATEST_STATEFUL).await {
+            Ok(details) => return Ok(details),
+            Err(e) if e.is_closed() => return Err(e),
+            Err(e) => e,
+        };
+        if let Error::UnsupportedProtocolVersion { supported, .. } = &refused {
+            match mutual(supported) {
+                Some(v) if v.era() == Era::Stateful => return self.initialize(peer, v).await,
+                Some(v) => return self.discover(peer, v, RequestOptions::new()).await,
+                None => {}
+            }
+        }
+        tracing::debug!(error = %refused, "initialize failed; trying server/discover");
+        let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
+        let discovered = match self.discover(peer, ProtocolVersion::LATEST, options).await {
+            Err(Error::UnsupportedProtocolVersion { supported, requested }) => {
+                match mutual(&supported).filter(|v| v.era() == Era::Stateless) {
+                    Some(v) => self.discover(peer, v, RequestOptions::new()).await,
+                    None => Err(Error::UnsupportedProtocolVersion { supported, requested }),
+                }
+            }
+            other => other,
+        };
+        let unknown_era = refused.kind() == ErrorKind::UnsupportedProtocolVersion
+            || refused.rpc_error().is_some_and(|o| o.code == ErrorCode::METHOD_NOT_FOUND);
+        match discovered {
+            Err(e) if !unknown_era => {
+                tracing::debug!(error = %e, "server/discover failed too");
+                Err(refused)
+            }
+            other => other,
+        }
+    }
+
     async fn discover(
         &self,
         peer: &Peer,
         version: ProtocolVersion,
         options: RequestOptions,
     ) -> Result<ServerDetails> {
-        let meta = request_meta(version, &self.capabilities, &self.info);
+        let meta = request_meta(version, &stateless(self.capabilities.clone()), &self.info);
         let result: DiscoverResult =
             peer.send::<Discover>(RequestParams::with_meta(meta), options).await.map_err(lift)?;
         let server_info = result
@@ -1219,6 +1274,18 @@ impl Hello {
         peer.send_notification::<Initialized>(Default::default()).await?;
         Ok(details)
     }
+}
+
+/// `capabilities` as the stateless era sees them: without the MCPL host advertisement (MCPL
+/// needs `initialize`).
+fn stateless(mut capabilities: ClientCapabilities) -> ClientCapabilities {
+    if let Some(experimental) = &mut capabilities.experimental {
+        experimental.remove(mcpl_core::mcpl::manifest::EXPERIMENTAL_KEY);
+        if experimental.is_empty() {
+            capabilities.experimental = None;
+        }
+    }
+    capabilities
 }
 
 /// The `_meta` every stateless-era request carries.

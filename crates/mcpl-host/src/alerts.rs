@@ -694,27 +694,53 @@ impl AlertSink for WebhookSink {
     }
 }
 
+/// How many (subject, kind) windows a throttled sink keeps before it forgets those that are
+/// over (subjects are server ids, which come and go).
+const PRUNE_AT: usize = 256;
+
 #[derive(Debug)]
 struct Throttled {
     sink: Arc<dyn AlertSink>,
     window: Duration,
     clock: Arc<dyn Clock>,
-    last: Mutex<HashMap<(String, String), SystemTime>>,
+    last: Mutex<Windows>,
+}
+
+/// When each (subject, kind) was last delivered; pruned of the windows that are over whenever
+/// it reaches `prune_at`, which then doubles past the windows still open.
+#[derive(Debug)]
+struct Windows {
+    at: HashMap<(String, String), SystemTime>,
+    prune_at: usize,
+}
+
+impl Windows {
+    fn new() -> Windows {
+        Windows { at: HashMap::new(), prune_at: PRUNE_AT }
+    }
 }
 
 impl Throttled {
+    fn open(&self, at: SystemTime, now: SystemTime) -> bool {
+        now.duration_since(at).unwrap_or_default() < self.window
+    }
+
     fn deliver(&self, alert: &OpsAlert) {
         let now = self.clock.now();
         {
             let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
             let key = (alert.subject.clone(), alert.kind.clone());
-            if let Some(at) = last.get(&key)
-                && now.duration_since(*at).unwrap_or_default() < self.window
+            if let Some(at) = last.at.get(&key)
+                && self.open(*at, now)
             {
                 return;
             }
+            if last.at.len() >= last.prune_at {
+                last.at.retain(|_, at| self.open(*at, now));
+                last.prune_at = (last.at.len() * 2).max(PRUNE_AT);
+            }
             // Stamped before delivering, so a burst cannot race past the window.
-            last.insert(key, now);
+            last.at.insert(key, now);
         }
         self.sink.deliver(alert);
     }
@@ -813,7 +839,7 @@ impl Alerts {
             sink,
             window,
             clock,
-            last: Mutex::new(HashMap::new()),
+            last: Mutex::new(Windows::new()),
         }));
         self
     }
@@ -856,6 +882,26 @@ impl Alerts {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_throttle_forgets_windows_that_are_over() {
+        let clock = Arc::new(ManualClock::default());
+        let hook = Arc::new(RecordingSink::default());
+        let window = Duration::from_secs(900);
+        let alerts = Alerts::new().with_throttled(hook.clone(), window, clock.clone());
+        let windows = || alerts.throttled[0].last.lock().unwrap().at.len();
+        // Servers come and go under new ids, each alerting once, a minute apart.
+        for n in 0..2_000 {
+            alerts.raise(&OpsAlert::new(kinds::SERVER_DOWN, format!("s{n}"), "down"));
+            clock.advance(Duration::from_secs(60));
+        }
+        assert_eq!(hook.count(), 2_000, "every new subject is delivered");
+        // Only windows still open (15 minutes' worth) and fewer than a pruning round are kept.
+        assert!(windows() <= 16 + PRUNE_AT, "{} windows kept", windows());
+        // A window still open keeps throttling after a prune.
+        alerts.raise(&OpsAlert::new(kinds::SERVER_DOWN, "s1999", "down"));
+        assert_eq!(hook.count(), 2_000);
+    }
 
     #[test]
     fn throttle_is_per_subject_and_kind() {

@@ -1,20 +1,26 @@
 //! The host configuration (a JSON file): the servers to run and how, and where state lives.
 //!
 //! ```
+//! use mcpl_client::Negotiation;
+//! use mcpl_core::ProtocolVersion;
 //! use mcpl_host::config::{HostConfig, Transport};
 //!
 //! let config = HostConfig::from_json(r#"{
 //!     "servers": {
 //!         "memory": {"command": "mcpl-memory-server", "env": {"RUST_LOG": "warn"}},
 //!         "chat": {"url": "ws://127.0.0.1:9000/mcpl", "toolPrefix": "chat",
-//!                  "tools": {"deny": ["admin_*"]}}
+//!                  "tools": {"deny": ["admin_*"]}},
+//!         "search": {"url": "https://search.example/mcp", "protocol": "stateless"}
 //!     },
 //!     "state": {"dir": "state", "retention": 500}
 //! }"#).unwrap();
-//! assert_eq!(config.servers.len(), 2);
+//! assert_eq!(config.servers.len(), 3);
 //! assert_eq!(config.servers[0].prefix(), "chat");
 //! assert_eq!(config.servers[1].prefix(), "mcpl--memory");
 //! assert!(matches!(config.servers[1].transport, Transport::Stdio { .. }));
+//! // The era is negotiated unless pinned: "search" speaks only 2026-07-28 (plain MCP).
+//! assert_eq!(config.servers[1].protocol, Negotiation::Auto);
+//! assert_eq!(config.servers[2].protocol, Negotiation::Pinned(ProtocolVersion::V2026_07_28));
 //!
 //! // Prefixes that meet are refused, naming both servers, both prefixes and the rule.
 //! let err = HostConfig::from_json(r#"{"servers": [
@@ -28,8 +34,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mcpl_client::Negotiation;
 use mcpl_client::mcpl::HostPolicy;
 use mcpl_client::transport::redacted_url;
+use mcpl_core::ProtocolVersion;
 use mcpl_core::mcpl::capability::paths;
 use mcpl_core::mcpl::state::StateBudget;
 use serde::Deserialize;
@@ -171,8 +179,8 @@ pub enum Transport {
         /// Pass the host's whole environment on (`inheritEnv`; default `false`).
         inherit_env: bool,
     },
-    /// A URL: `ws://`, `wss://` or `mcpl://` (WebSocket), or `http(s)://` (2025-era Streamable
-    /// HTTP sessions).
+    /// A URL: `ws://`, `wss://` or `mcpl://` (WebSocket), or `http(s)://` (Streamable HTTP:
+    /// 2025-era sessions, or 2026-07-28 stateless requests; see [`ServerConfig::protocol`]).
     Url {
         /// The URL.
         url: String,
@@ -330,6 +338,13 @@ pub struct ServerConfig {
     pub grant_allow: Option<Vec<String>>,
     /// Capability paths never granted.
     pub grant_deny: Vec<String>,
+    /// How the protocol era is chosen (`protocol`): [`Negotiation::Auto`] (`"auto"`, the
+    /// default) tries `initialize` first, where MCPL lives, and reaches a server that does not
+    /// speak that era with `server/discover` (2026-07-28, plain MCP); a pinned revision
+    /// (`"stateful"` for the newest 2025-era one, `"stateless"` for 2026-07-28, or the revision
+    /// itself, such as `"2025-06-18"`) is spoken or the connect fails. MCPL needs a stateful
+    /// revision: pinned to a stateless one, the server is plain MCP.
+    pub protocol: Negotiation,
 }
 
 impl ServerConfig {
@@ -521,6 +536,7 @@ struct RawServer {
     tools: RawFilter,
     #[serde(default)]
     grant: RawGrant,
+    protocol: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -668,6 +684,16 @@ impl HostConfig {
                 (None, Some(url)) => Transport::Url { url, headers: raw.headers },
                 _ => return Err(ConfigError::Transport(id)),
             };
+            let protocol = match raw.protocol.as_deref() {
+                None => Negotiation::Auto,
+                Some(text) => protocol(text).ok_or_else(|| {
+                    ConfigError::Invalid(format!(
+                        "server {id:?}: protocol {text:?} is not \"auto\", \"stateful\", \"stateless\" \
+                         or one of the revisions {}",
+                        ProtocolVersion::ALL.map(|v| v.as_str()).join(", ")
+                    ))
+                })?,
+            };
             let defaults = Reconnect::default();
             let server = ServerConfig {
                 transport,
@@ -684,6 +710,7 @@ impl HostConfig {
                 tools: ToolFilter::new(raw.tools.allow, raw.tools.deny),
                 grant_allow: raw.grant.allow,
                 grant_deny: raw.grant.deny,
+                protocol,
                 id,
             };
             server.validate()?;
@@ -730,6 +757,16 @@ impl HostConfig {
             failures_log: raw.failures_log,
             ops_webhook: raw.ops_webhook,
         })
+    }
+}
+
+/// The negotiation a `protocol` member names.
+fn protocol(text: &str) -> Option<Negotiation> {
+    match text {
+        "auto" => Some(Negotiation::Auto),
+        "stateful" => Some(Negotiation::Pinned(ProtocolVersion::LATEST_STATEFUL)),
+        "stateless" => Some(Negotiation::Pinned(ProtocolVersion::LATEST)),
+        revision => ProtocolVersion::parse(revision).map(Negotiation::Pinned),
     }
 }
 
@@ -816,6 +853,32 @@ mod tests {
             assert!(policy.permits(path), "{path}");
         }
         assert!(!policy.permits(paths::CHANNELS_PUBLISH));
+    }
+
+    #[test]
+    fn protocol_pins_or_chooses_the_era() {
+        let protocol = |member: &str| {
+            let text = format!(r#"{{"servers": {{"a": {{"command": "x"{member}}}}}}}"#);
+            HostConfig::from_json(&text).map(|c| c.servers[0].protocol)
+        };
+        assert_eq!(protocol("").unwrap(), Negotiation::Auto);
+        assert_eq!(protocol(r#", "protocol": "auto""#).unwrap(), Negotiation::Auto);
+        let pinned = |v| Negotiation::Pinned(v);
+        assert_eq!(
+            protocol(r#", "protocol": "stateful""#).unwrap(),
+            pinned(ProtocolVersion::LATEST_STATEFUL)
+        );
+        assert_eq!(
+            protocol(r#", "protocol": "stateless""#).unwrap(),
+            pinned(ProtocolVersion::V2026_07_28)
+        );
+        assert_eq!(
+            protocol(r#", "protocol": "2025-06-18""#).unwrap(),
+            pinned(ProtocolVersion::V2025_06_18)
+        );
+        let err = protocol(r#", "protocol": "2024-99-99""#).unwrap_err();
+        assert_eq!(err.kind(), "invalid");
+        assert!(err.to_string().contains("2026-07-28"), "{err}");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!     println!("{}", tool["name"]);
 //! }
 //! let call = host.call_tool("mcpl--memory--remember", json!({"key": "k", "value": "v"})).await?;
-//! println!("{}", call.result);
+//! println!("{:?}", call.result.content);
 //! while let Some(event) = events.recv().await {
 //!     println!("{event:?}");
 //! }
@@ -26,13 +26,14 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
-use mcpl_client::Client;
 use mcpl_client::handlers::HandlerResult;
 use mcpl_client::mcpl::{
     DEFAULT_PUSH_DEDUPE, Diagnostic, InferenceCall, McplError, McplHost, McplStatus, PushEvent,
     PushOutcome, StateCall,
 };
 use mcpl_client::transport::{ChildProcess, HttpTransport, WebSocketTransport};
+use mcpl_client::{Client, Negotiation, ServerDetails};
+use mcpl_core::Era;
 use mcpl_core::engine::{BoxFuture, RequestOptions};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::log_safe::LogSafe;
@@ -43,7 +44,7 @@ use mcpl_core::mcpl::hooks::{
 use mcpl_core::mcpl::inference::InferenceResult;
 use mcpl_core::mcpl::policy::PolicyReceipt;
 use mcpl_core::types::{
-    CallToolRequestParams, CreateMessageRequestParams, CreateMessageResult,
+    CallToolRequestParams, CallToolResult, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult, Root,
 };
 use serde_json::{Map, Value, json};
@@ -57,6 +58,7 @@ use crate::config::{ConfigError, HostConfig, ServerConfig, Transport};
 use crate::dedupe::SeenEvents;
 use crate::registry::{Lease, Phase, Registry, RegistryError, Reservation};
 use crate::tools::{Listing, ToolIndex, listing};
+use crate::unavailable::{self, DisabledFeatureSet};
 
 /// How long a handshake (initialize and the initial policy) may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -269,8 +271,7 @@ pub enum HostEvent {
 ///
 /// /// The text an agent hands back to the model.
 /// fn text_of(call: &ToolCall) -> String {
-///     let blocks = call.result["content"].as_array().into_iter().flatten();
-///     blocks.filter_map(|block| block["text"].as_str()).collect::<Vec<_>>().join("\n")
+///     call.result.text().unwrap_or_default()
 /// }
 /// # use mcpl_core::types::{Tool, ToolSchema};
 /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
@@ -297,6 +298,7 @@ pub enum HostEvent {
 /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
 /// assert_eq!((call.server.as_str(), call.tool.as_str()), ("notes", "add"));
 /// assert_eq!(text_of(&call), "added milk");
+/// assert!(!call.result.is_error());
 /// assert_eq!(call.state, RecordOutcome::NoState); // the notes server keeps no checkpoints
 /// # host.shutdown().await;
 /// # Ok(()) }
@@ -307,8 +309,9 @@ pub struct ToolCall {
     pub server: String,
     /// The server's own tool name.
     pub tool: String,
-    /// The `CallToolResult`, without the `state` member (which the host keeps).
-    pub result: Value,
+    /// The server's result, without its MCPL `state` member (which the host records: see
+    /// [`state`](Self::state)). A tool that failed is `Ok` with `is_error: Some(true)`.
+    pub result: CallToolResult,
     /// What happened to the result's state.
     pub state: RecordOutcome,
 }
@@ -540,7 +543,7 @@ impl HostBuilder {
     /// });
     /// let (host, _events) = builder.start().await?;
     /// let call = host.call_tool("mcpl--writer--title", json!({})).await?;
-    /// assert_eq!(call.result["content"][0]["text"], "writer: 1 message(s) seen");
+    /// assert_eq!(call.result.content, [ContentBlock::text("writer: 1 message(s) seen")]);
     /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
@@ -818,6 +821,7 @@ fn names_in(tools: &ToolIndex, server: &str) -> Vec<String> {
 /// # Examples
 ///
 /// ```
+/// use mcpl_core::types::ContentBlock;
 /// use mcpl_host::Host;
 /// use mcpl_host::config::HostConfig;
 /// use mcpl_host::registry::Phase;
@@ -848,7 +852,7 @@ fn names_in(tools: &ToolIndex, server: &str) -> Vec<String> {
 /// // The model sees namespaced tools; a call by that name is routed back to the server.
 /// assert_eq!(host.tools()[0]["name"], "mcpl--notes--add");
 /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
-/// assert_eq!(call.result["content"][0]["text"], "added milk");
+/// assert_eq!(call.result.content, [ContentBlock::text("added milk")]);
 /// host.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -1076,9 +1080,12 @@ impl Host {
     /// Restarts a server, optionally with a new configuration: validated against every other
     /// server first (a refused restart leaves the server running), then the old connection is
     /// closed and a new one opened. Checkpoint trees are kept. A restart whose handshake fails
-    /// puts the server back exactly as it was registered: its previous configuration and
-    /// prefix (held for it while the handshake ran), its tools (stale), and its reconnects
-    /// under that configuration when it enables them.
+    /// puts the server back as it was: its previous configuration and prefix (held for it
+    /// while the handshake ran) and, if it was connected and the restart changed its
+    /// configuration, a connection under the previous one again at once (one attempt, whatever
+    /// its `reconnect`), before the error returns. If that fails too, or the configuration was
+    /// kept (it just failed), its tools stay offered, marked stale, and reconnects follow when
+    /// the configuration enables them.
     ///
     /// # Errors
     ///
@@ -1114,14 +1121,40 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn restart(&self, id: &str, config: Option<ServerConfig>) -> Result<(), HostError> {
-        let (reservation, old) = lock(&self.inner.registry).reserve_again(id, config)?;
+        let (reservation, old, previous) = {
+            let mut registry = lock(&self.inner.registry);
+            let previous = registry.config(id).cloned();
+            let (reservation, old) = registry.reserve_again(id, config)?;
+            (reservation, old, previous)
+        };
+        let was_connected = old.is_some();
         if let Some(old) = old {
             let _ = old.client.close().await;
         }
         self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
         let config = lock(&self.inner.registry).config(id).cloned();
         let Some(config) = config else { return Err(HostError::Cancelled(id.to_owned())) };
-        self.drive(reservation, config).await
+        let lease = reservation.lease().clone();
+        match self.establish(reservation, &config).await {
+            Ok(()) => Ok(()),
+            Err(Failed::Cancelled) => Err(HostError::Cancelled(id.to_owned())),
+            Err(Failed::Handshake { detail, reconnect }) => {
+                // The registry holds the previous configuration again. It was connected, and
+                // the connection that failed was a different one: connect it again at once.
+                // (The same configuration just failed: its reconnects, if any, follow.)
+                let mut reconnect = reconnect;
+                if was_connected && previous.as_ref() != Some(&config) {
+                    reconnect = match self.reconnect_now(&lease).await {
+                        Ok(()) | Err(Failed::Cancelled) => false,
+                        Err(Failed::Handshake { reconnect, .. }) => reconnect,
+                    };
+                }
+                if reconnect {
+                    self.spawn_reconnect(lease, 1);
+                }
+                Err(HostError::Connect { server: id.to_owned(), detail })
+            }
+        }
     }
 
     /// Removes a server permanently: cancels its connect or reconnects, closes it, forgets its
@@ -1189,10 +1222,30 @@ impl Host {
                 removed: before,
             });
         }
-        lock(&self.inner.pushes).forget(id);
-        lock(&self.inner.stale).remove(id);
-        self.inner.checkpoints.remove_server(id)?;
+        let removed_trees = self.inner.checkpoints.remove_server(id);
+        // Last, still under the gate: a commit waiting on it finds the server gone.
+        self.forget(id);
+        removed_trees?;
         Ok(())
+    }
+
+    /// Forgets what the host keeps per server id (the lifecycle and refresh gates, the push
+    /// dedupe, the stale mark) once the id is gone from the registry, so these do not grow with
+    /// ids that are gone. An id registered again meanwhile keeps them.
+    fn forget(&self, id: &str) {
+        let gone = |host: &Host| lock(&host.inner.registry).phase(id).is_none();
+        // Each map's lock is held across the check, as where entries are made.
+        for gates in [&self.inner.lifecycle, &self.inner.refreshing] {
+            let mut gates = lock(gates);
+            if gone(self) {
+                gates.remove(id);
+            }
+        }
+        let mut pushes = lock(&self.inner.pushes);
+        if gone(self) {
+            pushes.forget(id);
+            lock(&self.inner.stale).remove(id);
+        }
     }
 
     /// The one connect path of first connects, restarts and [`Host::start`]: establishes the
@@ -1241,6 +1294,9 @@ impl Host {
                 // previous configuration back.
                 let keep = config.reconnect.enabled && !cancelled;
                 let kept = lock(&self.inner.registry).release(reservation, keep);
+                if kept.is_none() {
+                    self.forget(&config.id);
+                }
                 match outcome {
                     Some(Err(detail)) if !cancelled => {
                         let reconnect = kept.is_some_and(|c| c.reconnect.enabled);
@@ -1288,6 +1344,7 @@ impl Host {
             Err(link) => {
                 drop(one_at_a_time);
                 let _ = link.client.close().await;
+                self.forget(&id);
                 return Err(Failed::Cancelled);
             }
         };
@@ -1299,14 +1356,36 @@ impl Host {
             });
         }
         self.register_feature_sets(&id, &link);
+        // Announced under the gate: a removal waiting on it comes after, never before.
+        self.emit(HostEvent::Connected { server: id.clone() });
         drop(one_at_a_time);
         if link.mcpl.status() == Some(McplStatus::Refused) {
             self.policy_refused(&id, link.mcpl.receipt().as_ref());
         }
-        self.emit(HostEvent::Connected { server: id.clone() });
+        for disabled in unavailable::disabled_feature_sets(config, &link.mcpl) {
+            tracing::info!(server = %id, feature_set = %disabled.feature_set, "{disabled}");
+        }
         self.refresh_tools(&id).await;
+        self.listen(lease.clone(), link.clone());
         self.watch(lease, link);
         Ok(())
+    }
+
+    /// In the stateless era, keeps a `subscriptions/listen` open for the server's tool-list
+    /// changes (the 2025 era carries them on the session), if it declares any.
+    fn listen(&self, lease: Lease, link: Link) {
+        let declares = link.client.server().is_some_and(|details| {
+            details.is_stateless()
+                && details.capabilities.tools.as_ref().is_some_and(|t| t.list_changed == Some(true))
+        });
+        if !declares {
+            return;
+        }
+        let host = self.clone();
+        tokio::spawn(async move {
+            let id = lease.id().to_owned();
+            crate::listen::keep(link.client, lease, || host.refresh_tools(&id)).await;
+        });
     }
 
     /// Builds one connection: the MCPL host side and the client wired to this host.
@@ -1379,15 +1458,19 @@ impl Host {
         };
         let refresh = self.clone();
         let refresh_id = id.clone();
-        let mut client = Client::new("mcpl-host", env!("CARGO_PKG_VERSION"))
-            .with_mcpl(mcpl.clone())
-            .on_tools_list_changed(move || {
-                let host = refresh.clone();
-                let id = refresh_id.clone();
-                async move {
-                    tokio::spawn(async move { host.refresh_tools(&id).await });
-                }
-            });
+        let client =
+            Client::new("mcpl-host", env!("CARGO_PKG_VERSION")).with_negotiation(config.protocol);
+        // MCPL needs the stateful era: pinned to a stateless revision, the server is plain MCP.
+        let stateless =
+            matches!(config.protocol, Negotiation::Pinned(v) if v.era() == Era::Stateless);
+        let client = if stateless { client } else { client.with_mcpl(mcpl.clone()) };
+        let mut client = client.on_tools_list_changed(move || {
+            let host = refresh.clone();
+            let id = refresh_id.clone();
+            async move {
+                tokio::spawn(async move { host.refresh_tools(&id).await });
+            }
+        });
         if let Some(handler) = &handlers.sampling {
             let (handler, server) = (handler.clone(), id.clone());
             client = client.on_sampling(move |params| handler(server.clone(), params));
@@ -1464,12 +1547,26 @@ impl Host {
     }
 
     /// Raises `mcpl-policy-refused`: the server answered the host's policy `accepted: false`.
+    /// The message names the capabilities it said it needs and what would supply them.
     fn policy_refused(&self, id: &str, receipt: Option<&PolicyReceipt>) {
-        let mut alert = OpsAlert::new(
-            kinds::POLICY_REFUSED,
-            id,
-            format!("server {id} refused the host policy"),
-        );
+        let mut message = format!("server {id} refused the host policy");
+        if let Some(PolicyReceipt::Refused(refused)) = receipt {
+            if let Some(reason) = &refused.reason {
+                message.push_str(&format!(" ({reason})"));
+            }
+            let (link, config) = {
+                let registry = lock(&self.inner.registry);
+                (registry.connection(id).cloned(), registry.config(id).cloned())
+            };
+            if let (Some(link), Some(config), Some(missing)) =
+                (link, config, refused.missing_capabilities.as_deref().filter(|m| !m.is_empty()))
+            {
+                let missing = unavailable::missing_capabilities(&config, &link.mcpl, missing);
+                let needs: Vec<String> = missing.iter().map(ToString::to_string).collect();
+                message.push_str(&format!(": it needs {}", needs.join("; and ")));
+            }
+        }
+        let mut alert = OpsAlert::new(kinds::POLICY_REFUSED, id, message);
         if let Some(PolicyReceipt::Refused(refused)) = receipt {
             alert = alert.with("fallback", refused.fallback.as_str());
             if let Some(reason) = &refused.reason {
@@ -1527,15 +1624,7 @@ impl Host {
                     () = lease.cancelled() => return,
                     () = tokio::time::sleep(policy.delay(attempt)) => {}
                 }
-                let (reservation, config) = {
-                    let mut registry = lock(&host.inner.registry);
-                    let Some(reservation) = registry.retry(&lease) else { return };
-                    match registry.config(&id).cloned() {
-                        Some(config) => (reservation, config),
-                        None => return,
-                    }
-                };
-                match host.establish(reservation, &config).await {
+                match host.reconnect_now(&lease).await {
                     Ok(()) => {
                         if alerted {
                             host.alert(OpsAlert::new(
@@ -1566,7 +1655,22 @@ impl Host {
         });
     }
 
-    /// The gate that orders a server's commits and removals.
+    /// One reconnect of a server that is down, under the configuration it is registered with,
+    /// if `lease` is still its work (else `Failed::Cancelled`).
+    async fn reconnect_now(&self, lease: &Lease) -> Result<(), Failed> {
+        let (reservation, config) = {
+            let mut registry = lock(&self.inner.registry);
+            let config = registry.config(lease.id()).cloned();
+            match (config, registry.retry(lease)) {
+                (Some(config), Some(reservation)) => (reservation, config),
+                _ => return Err(Failed::Cancelled),
+            }
+        };
+        self.establish(reservation, &config).await
+    }
+
+    /// The gate that orders a server's commits and removals (forgotten with the server, see
+    /// [`Host::forget`]).
     fn lifecycle_gate(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         lock(&self.inner.lifecycle).entry(id.to_owned()).or_default().clone()
     }
@@ -1618,7 +1722,14 @@ impl Host {
     /// # Ok(()) }
     /// ```
     pub async fn refresh_tools(&self, id: &str) {
-        let gate = lock(&self.inner.refreshing).entry(id.to_owned()).or_default().clone();
+        let gate = {
+            let mut gates = lock(&self.inner.refreshing);
+            // No gate for an id the host does not have (it would outlive it).
+            if lock(&self.inner.registry).phase(id).is_none() {
+                return;
+            }
+            gates.entry(id.to_owned()).or_default().clone()
+        };
         let _one_at_a_time = gate.lock().await;
         let (link, config) = {
             let registry = lock(&self.inner.registry);
@@ -1644,8 +1755,9 @@ impl Host {
                         return;
                     }
                     self.inner.tools.write().unwrap_or_else(PoisonError::into_inner).mark_stale(id);
+                    // Under the registry's lock: a removal cannot come between and leave it.
+                    lock(&self.inner.stale).insert(id.to_owned());
                 }
-                lock(&self.inner.stale).insert(id.to_owned());
                 self.alert(OpsAlert::new(
                     kinds::TOOLS_STALE,
                     id,
@@ -1786,6 +1898,100 @@ impl Host {
             .collect()
     }
 
+    /// What a connected server said about itself: the negotiated protocol revision (and so
+    /// the era), its capabilities, identity and instructions. `None` while it is not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::ProtocolVersion;
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use serde_json::json;
+    /// # use mcpl_core::types::{Tool, ToolSchema};
+    /// # use mcpl_server::http::{HttpConfig, StreamableHttp};
+    /// # use mcpl_server::{Server, ToolOutput};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let server = Server::builder("notes", "1.0.0")
+    /// #     .tool(Tool::new("add", ToolSchema::object()), |_, _| async { Ok(ToolOutput::text("added")) })
+    /// #     .build();
+    /// # let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("http://{}/mcp", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::http::serve(listener, app));
+    ///
+    /// // A notes server serves both eras over Streamable HTTP at `url`.
+    /// let config = HostConfig::from_json(&json!({"servers": {
+    ///     "auto": {"url": url},
+    ///     "pinned": {"url": url, "protocol": "stateless"}
+    /// }}).to_string())?;
+    /// let (host, _events) = Host::start(config).await?;
+    /// // Negotiation tries the 2025 era first (where MCPL lives); a pin decides.
+    /// let era = |id: &str| host.server(id).map(|details| details.protocol_version);
+    /// assert_eq!(era("auto"), Some(ProtocolVersion::V2025_11_25));
+    /// assert_eq!(era("pinned"), Some(ProtocolVersion::V2026_07_28));
+    /// assert!(host.server("web").is_none());
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn server(&self, id: &str) -> Option<ServerDetails> {
+        let client = lock(&self.inner.registry).connection(id).map(|l| l.client.clone());
+        client.and_then(|c| c.server())
+    }
+
+    /// The feature sets a connected MCPL server declares that its grant and policy leave
+    /// disabled, each with why and what would enable it: which capability is missing, and
+    /// whether the host offers it only with a `HostBuilder` handler, the server's `grant.allow`
+    /// must name it, or its `grant.deny` names it. Empty for plain MCP servers and servers not
+    /// connected. The host also logs each (at INFO) when the server connects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    /// use mcpl_host::unavailable::Remedy;
+    /// use serde_json::json;
+    /// # use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
+    /// # use mcpl_server::mcpl::Mcpl;
+    /// # use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    /// # use mcpl_server::Server;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let manifest = Manifest::new()
+    /// #     .with_model_info(true)
+    /// #     .with_feature_set("chat.model", FeatureSet::new("Model-aware replies", ["modelInfo"]));
+    /// # let server = Server::builder("chat", "1.0.0").mcpl(Mcpl::new(manifest)).build();
+    /// # let app = WebSocketEndpoint::new(server, WsConfig::new()).into_router("/ws");
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let url = format!("ws://{}/ws", listener.local_addr()?);
+    /// # tokio::spawn(mcpl_server::ws::serve(listener, app));
+    ///
+    /// // A chat server at `url` declares `chat.model`, which uses `modelInfo`.
+    /// let config = HostConfig::from_json(&json!({"servers": {"chat": {"url": url,
+    ///     "grant": {"allow": ["tools"]}}}}).to_string())?;
+    /// // No HostBuilder::model_info, and the grant does not allow it.
+    /// let (host, _events) = Host::start(config).await?;
+    /// let disabled = host.disabled_feature_sets("chat");
+    /// assert_eq!(disabled[0].feature_set, "chat.model");
+    /// assert_eq!(disabled[0].missing[0].capability, "modelInfo");
+    /// assert_eq!(disabled[0].missing[0].remedies, [Remedy::Handler("model_info"), Remedy::Allow]);
+    /// assert!(disabled[0].to_string().contains("HostBuilder::model_info"));
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn disabled_feature_sets(&self, id: &str) -> Vec<DisabledFeatureSet> {
+        let (link, config) = {
+            let registry = lock(&self.inner.registry);
+            (registry.connection(id).cloned(), registry.config(id).cloned())
+        };
+        match (link, config) {
+            (Some(link), Some(config)) => unavailable::disabled_feature_sets(&config, &link.mcpl),
+            _ => Vec::new(),
+        }
+    }
+
     /// The checkpoint manager (trees, injection, rollback bookkeeping).
     ///
     /// # Examples
@@ -1862,6 +2068,7 @@ impl Host {
     /// # Examples
     ///
     /// ```
+    /// use mcpl_core::types::ContentBlock;
     /// use mcpl_host::Host;
     /// use mcpl_host::config::HostConfig;
     /// use serde_json::json;
@@ -1888,7 +2095,7 @@ impl Host {
     /// let config = HostConfig::from_json(&text)?;
     /// let (host, _events) = Host::start(config).await?;
     /// let call = host.call_tool("mcpl--notes--add", json!({"item": "milk"})).await?;
-    /// assert_eq!(call.result["content"][0]["text"], "added milk");
+    /// assert_eq!(call.result.content, [ContentBlock::text("added milk")]);
     /// // No server lists this name and no prefix covers it: nothing is sent.
     /// let err = host.call_tool("mcpl--web--search", json!({})).await.unwrap_err();
     /// assert_eq!(err.kind(), "unknown_tool");
@@ -1924,19 +2131,12 @@ impl Host {
         let injection =
             self.inner.checkpoints.injection(&route.server, route.feature_set.as_deref());
         injection.apply_to(&mut params.extra);
-        let result = link
+        let mut result = link
             .client
             .call_tool_params(params, RequestOptions::new())
             .await
             .map_err(|source| HostError::Call { server: route.server.clone(), source })?;
-        let mut result = serde_json::to_value(&result).map_err(|e| HostError::Call {
-            server: route.server.clone(),
-            source: mcpl_core::Error::Serialization {
-                what: "a tools/call result".into(),
-                source: e,
-            },
-        })?;
-        let state = match result.as_object_mut().and_then(|o| o.remove("state")) {
+        let state = match result.extra.remove("state") {
             Some(state) => {
                 // Applying a patch within the budget can take milliseconds: off the runtime.
                 let (checkpoints, server) = (self.inner.checkpoints.clone(), route.server.clone());
@@ -2262,4 +2462,55 @@ pub fn state_view(host: &Host, server: &str) -> BTreeMap<String, Value> {
             Some((k.feature_set, view))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use mcpl_core::types::{Tool, ToolSchema};
+    use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    use mcpl_server::{Server, ToolOutput};
+
+    use super::*;
+
+    fn server(id: &str, member: Value) -> ServerConfig {
+        let text = json!({"servers": {id: member}}).to_string();
+        HostConfig::from_json(&text).unwrap().servers.remove(0)
+    }
+
+    fn gates(host: &Host) -> (usize, usize) {
+        (lock(&host.inner.lifecycle).len(), lock(&host.inner.refreshing).len())
+    }
+
+    #[tokio::test]
+    async fn the_per_server_gates_forget_ids_that_are_gone() {
+        let notes = Server::builder("notes", "1.0.0")
+            .tool(Tool::new("add", ToolSchema::object()), |_, _| async {
+                Ok(ToolOutput::text("added"))
+            })
+            .build();
+        let app = WebSocketEndpoint::new(notes, WsConfig::new()).into_router("/ws");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+        tokio::spawn(mcpl_server::ws::serve(listener, app));
+
+        let (host, _events) = Host::start(HostConfig::default()).await.unwrap();
+        for n in 0..10 {
+            let id = format!("s{n}");
+            host.connect(server(&id, json!({"url": url}))).await.unwrap();
+            host.refresh_tools(&id).await;
+            assert_eq!(gates(&host), (1, 1), "the live server has its gates");
+            host.disconnect(&id).await.unwrap();
+            // Ids the host does not have leave nothing behind either.
+            let ghost = format!("ghost{n}");
+            host.refresh_tools(&ghost).await;
+            host.disconnect(&ghost).await.unwrap();
+            // Nor does a first connect that failed for good.
+            let missing = json!({"command": "/nonexistent/mcpl-host-test", "reconnect": false});
+            host.connect(server(&format!("gone{n}"), missing)).await.unwrap_err();
+        }
+        assert_eq!(gates(&host), (0, 0));
+        host.shutdown().await;
+    }
 }

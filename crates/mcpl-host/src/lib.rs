@@ -26,6 +26,7 @@
 //! - [`checkpoint`]: per-(server, feature set) checkpoint trees, attribution, persistence.
 //! - [`registry`]: which servers are configured, connecting or connected (reservations).
 //! - [`tools`]: listings (first wins), allow/deny filters, routing namespaced names.
+//! - [`unavailable`]: why a server's feature sets are disabled, and what would enable them.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -36,10 +37,12 @@ pub mod checkpoint;
 pub mod config;
 mod dedupe;
 pub mod host;
+mod listen;
 pub mod naming;
 pub mod prefix;
 pub mod registry;
 pub mod tools;
+pub mod unavailable;
 
 #[doc(inline)]
 pub use self::host::{Host, HostBuilder, HostError, HostEvent, Injections, ToolCall};

@@ -45,13 +45,16 @@ async fn a_refused_policy_raises_mcpl_policy_refused() {
             async move { Ok(answer) }
         });
         engine.on_request("featureSets/update", |_, _| async {
-            Ok(json!({"accepted": false, "fallback": "mcp-only", "reason": "needs channels",
-                      "missingCapabilities": ["channels"]}))
+            Ok(json!({"accepted": false, "fallback": "mcp-only", "reason": "needs push events",
+                      "missingCapabilities": ["pushEvents"]}))
         });
         engine.on_request("tools/list", |_, _| async { Ok(json!({"tools": []})) });
     })
     .await;
-    let (host, mut events) = Host::start(one_server(&url)).await.unwrap();
+    let config = json!({"servers": {"s": {"url": url, "reconnect": false,
+        "grant": {"deny": ["pushEvents"]}}}});
+    let config = HostConfig::from_json(&config.to_string()).unwrap();
+    let (host, mut events) = Host::start(config).await.unwrap();
     let HostEvent::Alert(alert) = next_event(
         &mut events,
         "the policy alert",
@@ -63,8 +66,14 @@ async fn a_refused_policy_raises_mcpl_policy_refused() {
     };
     assert_eq!(alert.subject, "s");
     assert_eq!(alert.data["fallback"], "mcp-only");
-    assert_eq!(alert.data["reason"], "needs channels");
-    assert_eq!(alert.data["missingCapabilities"], json!(["channels"]));
+    assert_eq!(alert.data["reason"], "needs push events");
+    assert_eq!(alert.data["missingCapabilities"], json!(["pushEvents"]));
+    // The message names what is missing and what would grant it.
+    assert_eq!(
+        alert.message,
+        "server s refused the host policy (needs push events): it needs pushEvents, which is \
+         not granted (remove the pattern matching \"pushEvents\" from the server's grant.deny)"
+    );
     // MCPL is off; the server stays connected as plain MCP.
     assert!(!host.mcpl("s").unwrap().is_ready());
     host.shutdown().await;

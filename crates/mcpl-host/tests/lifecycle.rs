@@ -274,3 +274,109 @@ async fn shutdown_stops_reconnects_and_cancels_connects() {
     let later = host.connect(server("late", &held.url, json!({}))).await.unwrap_err();
     assert_eq!(later.kind(), "shut_down");
 }
+
+/// A scripted MCPL server (a host-managed set, so a commit registers a tree) whose first
+/// connection's `tools/list` waits for `release`; later connections list `two` at once. Each
+/// `tools/list` that arrives and each connection that closes is signalled.
+struct Stalling {
+    url: String,
+    listed: tokio::sync::mpsc::UnboundedReceiver<usize>,
+    closed: tokio::sync::mpsc::UnboundedReceiver<usize>,
+    release: std::sync::Arc<tokio::sync::Notify>,
+}
+
+async fn stalling() -> Stalling {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let manifest = json!({"version": "0.5", "featureSets": {
+        "notes.store": {"description": "notes", "uses": ["tools"], "hostState": true}}});
+    let (listed_tx, listed) = tokio::sync::mpsc::unbounded_channel();
+    let (closed_tx, closed) = tokio::sync::mpsc::unbounded_channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let gate = release.clone();
+    let url = support::scripted(move |engine| {
+        let n = connections.fetch_add(1, Ordering::SeqCst) + 1;
+        let manifest = manifest.clone();
+        engine.on_request("initialize", move |_, _| {
+            let answer = support::initialize_result(Some(manifest.clone()));
+            async move { Ok(answer) }
+        });
+        engine.on_request("featureSets/update", |_, _| async { Ok(json!({"accepted": true})) });
+        let (listed_tx, gate) = (listed_tx.clone(), gate.clone());
+        engine.on_request("tools/list", move |_, _| {
+            let _ = listed_tx.send(n);
+            let gate = gate.clone();
+            async move {
+                if n == 1 {
+                    gate.notified().await;
+                }
+                let name = if n == 1 { "one" } else { "two" };
+                Ok(json!({"tools": [{"name": name, "inputSchema": {"type": "object"}}]}))
+            }
+        });
+        let closed_tx = closed_tx.clone();
+        engine.on_close(move |_| {
+            let _ = closed_tx.send(n);
+        });
+    })
+    .await;
+    Stalling { url, listed, closed, release }
+}
+
+#[tokio::test]
+async fn a_disconnect_right_after_the_handshake_wins() {
+    let mut s = stalling().await;
+    let (host, mut events) = Host::start(HostConfig::default()).await.unwrap();
+    let connecting = tokio::spawn({
+        let (host, config) = (host.clone(), server("s", &s.url, json!({"reconnect": false})));
+        async move { host.connect(config).await }
+    });
+    // The handshake is over and committed: the tools are being listed.
+    assert_eq!(within("the first listing", s.listed.recv()).await, Some(1));
+    assert_eq!(host.servers(), [("s".into(), "mcpl--s".into(), Phase::Connected)]);
+    assert_eq!(host.checkpoints().keys().len(), 1);
+    drain(&mut events);
+
+    host.disconnect("s").await.unwrap();
+    // The connect that was listing ends (it had connected), and leaves nothing behind.
+    within("the connect", connecting).await.unwrap().unwrap();
+    assert_eq!(within("the close", s.closed.recv()).await, Some(1));
+    s.release.notify_waiters();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(host.servers().is_empty());
+    assert!(host.tools().is_empty());
+    assert!(host.checkpoints().keys().is_empty(), "no checkpoint tree came back");
+    let after = drain(&mut events);
+    assert!(
+        !after.iter().any(|e| matches!(e, HostEvent::Connected { .. } | HostEvent::Alert(_))
+            || matches!(e, HostEvent::ToolsChanged { added, .. } if !added.is_empty())),
+        "{after:?}"
+    );
+    assert_eq!(host.call_tool("mcpl--s--one", json!({})).await.unwrap_err().kind(), "unknown_tool");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restart_right_after_the_handshake_wins() {
+    let mut s = stalling().await;
+    let (host, mut events) = Host::start(HostConfig::default()).await.unwrap();
+    let connecting = tokio::spawn({
+        let (host, config) = (host.clone(), server("s", &s.url, json!({"reconnect": false})));
+        async move { host.connect(config).await }
+    });
+    assert_eq!(within("the first listing", s.listed.recv()).await, Some(1));
+    // Restarted while the first connection still lists its tools: the old connection is
+    // closed, the new one lists at once.
+    within("the restart", host.restart("s", None)).await.unwrap();
+    assert_eq!(within("the old connection closed", s.closed.recv()).await, Some(1));
+    within("the first connect", connecting).await.unwrap().unwrap();
+    s.release.notify_waiters();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(names(&host), ["mcpl--s--two"], "the old connection's listing never lands");
+    assert_eq!(host.servers(), [("s".into(), "mcpl--s".into(), Phase::Connected)]);
+    assert_eq!(host.checkpoints().keys().len(), 1, "the tree is kept across the restart");
+    let events = drain(&mut events);
+    assert!(!events.iter().any(|e| matches!(e, HostEvent::Alert(_))), "{events:?}");
+    host.shutdown().await;
+}

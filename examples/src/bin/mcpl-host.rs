@@ -1,5 +1,6 @@
-//! `mcpl-host --config host.json`: an agent host running the configured MCPL servers, driven
-//! by JSON lines on stdin; answers and events are JSON lines on stdout.
+//! `mcpl-host --config host.json`: an agent host running the configured MCP and MCPL servers
+//! (either protocol era), driven by JSON lines on stdin; answers and events are JSON lines on
+//! stdout.
 //!
 //! Requests (`id` is echoed; any JSON value):
 //!
@@ -94,7 +95,26 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
         "servers" => Ok(Value::Array(
             host.servers()
                 .into_iter()
-                .map(|(id, prefix, phase)| json!({"id": id, "prefix": prefix, "phase": format!("{phase:?}").to_lowercase()}))
+                .map(|(id, prefix, phase)| {
+                    let mut entry = json!({"id": id, "prefix": prefix, "phase": format!("{phase:?}").to_lowercase()});
+                    // While connected: the negotiated revision, and whether MCPL is in force.
+                    if let Some(details) = host.server(&id) {
+                        entry["protocolVersion"] = json!(details.protocol_version);
+                        entry["mcpl"] = json!(host.mcpl(&id).is_some_and(|m| m.is_ready()));
+                    }
+                    // Feature sets left disabled, with what is missing and how to grant it.
+                    let disabled: Vec<Value> = host
+                        .disabled_feature_sets(&id)
+                        .iter()
+                        .map(|d| json!({"featureSet": d.feature_set, "reason": d.reason.as_str(),
+                            "missingCapabilities": d.missing.iter().map(|m| &m.capability).collect::<Vec<_>>(),
+                            "message": d.to_string()}))
+                        .collect();
+                    if !disabled.is_empty() {
+                        entry["disabledFeatureSets"] = json!(disabled);
+                    }
+                    entry
+                })
                 .collect(),
         )),
         "tools" => Ok(json!({"tools": host.tools()})),

@@ -51,7 +51,7 @@ pub mod manifest;
 mod policy;
 mod session;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
@@ -68,7 +68,7 @@ use mcpl_core::mcpl::manifest::{
     InferenceRequestCapability, Manifest, McplCapabilities,
 };
 use mcpl_core::mcpl::methods::UpdateFeatureSets;
-use mcpl_core::mcpl::policy::{FeatureSetsUpdateParams, PolicyReceipt};
+use mcpl_core::mcpl::policy::{DisabledReason, FeatureSetsUpdateParams, PolicyReceipt};
 use mcpl_core::{Engine, Peer};
 use serde_json::Value;
 
@@ -1766,6 +1766,93 @@ impl McplHost {
     /// ```
     pub fn understood(&self) -> Option<BTreeSet<String>> {
         self.with_session(|s| s.understood.clone())
+    }
+
+    /// The declared feature sets the current grant and policy leave disabled, with why
+    /// (`MissingCapabilities` names the capabilities their `uses` need that are not granted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::Client;
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+    /// use mcpl_core::mcpl::policy::DisabledReason;
+    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
+    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
+    /// # /// ask the host to run an inference.
+    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
+    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
+    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
+    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
+    /// #     use mcpl_core::types::{Tool, ToolSchema};
+    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
+    /// #     use mcpl_server::ToolOutput;
+    /// #     let manifest = Manifest::new()
+    /// #         .with_push_events(true)
+    /// #         .with_model_info(true)
+    /// #         .with_inference_request(Capability::Flag(true))
+    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
+    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
+    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
+    /// #         .mcpl(Mcpl::new(manifest))
+    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
+    /// #                 .event_id("disk-1")
+    /// #                 .tags(["acme:disk", "urgent"]);
+    /// #             match mcpl.push_event(event).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
+    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             match mcpl.model_info().await {
+    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
+    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+    /// #             let params = InferenceRequestParams {
+    /// #                 feature_set: "summaries".into(),
+    /// #                 conversation_id: None,
+    /// #                 stream: None,
+    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
+    /// #                 preferences: None,
+    /// #                 extra: Default::default(),
+    /// #             };
+    /// #             match mcpl.request_inference(params).await {
+    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
+    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
+    /// #             }
+    /// #         })
+    /// #         .build();
+    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
+    /// #     let session = server.serve(theirs).await?;
+    /// #     Ok((server, session, ours))
+    /// # }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// // Push events are handled; `summaries` needs `inferenceRequest`, which this host lacks.
+    /// let host = McplHost::new(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
+    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// client.connect(transport).await?;
+    /// let disabled = host.disabled_feature_sets().expect("an MCPL connection");
+    /// let missing = DisabledReason::MissingCapabilities(vec!["inferenceRequest".into()]);
+    /// assert_eq!(disabled, [("summaries".to_owned(), missing)].into());
+    /// # Ok(()) }
+    /// ```
+    pub fn disabled_feature_sets(&self) -> Option<BTreeMap<String, DisabledReason>> {
+        self.with_session(|s| {
+            let disabled =
+                s.derived.iter().filter_map(|(n, r)| r.clone().err().map(|r| (n.clone(), r)));
+            disabled.collect()
+        })
     }
 
     /// The enabled feature sets under the current grant.

@@ -266,7 +266,7 @@ pub fn notes() -> Server {
         .build()
 }
 
-/// The text of a `tools/call` result.
-pub fn text(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+/// The text of a `tools/call` result's first block.
+pub fn text(result: &mcpl_core::types::CallToolResult) -> String {
+    result.content.first().and_then(|block| block.as_text()).unwrap_or_default().to_owned()
 }

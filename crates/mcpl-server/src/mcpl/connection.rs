@@ -712,7 +712,7 @@ impl McplConnection {
         if let Some(Err(reason)) = derived.get(name) {
             return Err(SendError::FeatureSetDisabled {
                 feature_set: name.to_owned(),
-                reason: reason.as_str(),
+                reason: reason.clone(),
             });
         }
         let uses = set.valid_uses().unwrap_or_default();

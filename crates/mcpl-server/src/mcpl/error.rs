@@ -3,6 +3,7 @@
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::mcpl::digest::DigestError;
 use mcpl_core::mcpl::manifest::InvalidFeatureSet;
+use mcpl_core::mcpl::policy::DisabledReason;
 
 /// A server-to-host MCPL message the gate refused to send, or whose exchange failed.
 ///
@@ -37,14 +38,15 @@ pub enum SendError {
         /// The feature set.
         feature_set: String,
     },
-    /// The message's feature set is declared but disabled by the host's policy.
-    #[error("feature set {feature_set:?} is disabled ({reason})")]
+    /// The message's feature set is declared but disabled by the host's policy. The text says
+    /// why in words, naming the capabilities the host did not grant.
+    #[error("feature set {feature_set:?} is disabled: {}", why_disabled(reason))]
     FeatureSetDisabled {
         /// The feature set.
         feature_set: String,
-        /// Why it is disabled (`missing_capabilities`, `not_selected`, `invalid_uses`,
-        /// `disabled`).
-        reason: &'static str,
+        /// Why it is disabled; [`DisabledReason::MissingCapabilities`] lists the capabilities
+        /// its `uses` needs that the host did not grant.
+        reason: DisabledReason,
     },
     /// The feature set's `uses` does not list the capability the message exercises.
     #[error("feature set {feature_set:?} does not declare {capability:?} in its uses")]
@@ -65,6 +67,29 @@ pub enum SendError {
     /// one yourself, e.g. [`PushEvent::event_id`](super::PushEvent::event_id)).
     #[error("no unguessable id: the OS random source failed")]
     NoRandomness,
+}
+
+/// The words of a [`SendError::FeatureSetDisabled`].
+fn why_disabled(reason: &DisabledReason) -> String {
+    match reason {
+        DisabledReason::MissingCapabilities(missing) => match missing.as_slice() {
+            [] => "the host did not grant every capability its uses need".into(),
+            [one] => format!("the host did not grant {one} (its uses need it)"),
+            [rest @ .., last] => {
+                format!(
+                    "the host did not grant {} and {last} (its uses need them)",
+                    rest.join(", ")
+                )
+            }
+        },
+        DisabledReason::NotSelected => {
+            "the host's policy does not enable it (not in its enabled list)".into()
+        }
+        DisabledReason::Disabled => "the host's policy disables it".into(),
+        DisabledReason::InvalidUses => {
+            "its uses are invalid (this server's manifest is wrong)".into()
+        }
+    }
 }
 
 /// The stable kind of a [`SendError`].
@@ -121,10 +146,19 @@ impl SendErrorKind {
     /// The name suits logs, metrics and tool results that report a refusal:
     ///
     /// ```
+    /// use mcpl_core::mcpl::policy::DisabledReason;
     /// use mcpl_server::mcpl::SendError;
     ///
-    /// let refused = SendError::FeatureSetDisabled { feature_set: "alerts".into(), reason: "disabled" };
+    /// let refused = SendError::FeatureSetDisabled {
+    ///     feature_set: "chat.assist".into(),
+    ///     reason: DisabledReason::MissingCapabilities(vec!["modelInfo".into()]),
+    /// };
     /// assert_eq!(refused.kind().as_str(), "feature_set_disabled");
+    /// // The text names what the host did not grant.
+    /// assert_eq!(
+    ///     refused.to_string(),
+    ///     "feature set \"chat.assist\" is disabled: the host did not grant modelInfo (its uses need it)"
+    /// );
     /// let lost = SendError::Transport(mcpl_core::Error::ConnectionClosed);
     /// assert_eq!(lost.kind().as_str(), "transport");
     /// ```
@@ -301,5 +335,25 @@ impl ManifestError {
             ManifestError::InvalidUses { .. } => "invalid_uses",
             ManifestError::FeatureSetsNotAnObject => "feature_sets_not_an_object",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disabled_feature_set_says_why_in_words() {
+        let disabled =
+            |reason| SendError::FeatureSetDisabled { feature_set: "s".into(), reason }.to_string();
+        let missing = ["inferenceRequest", "inferenceRequest.streaming", "modelInfo"];
+        assert_eq!(
+            disabled(DisabledReason::MissingCapabilities(missing.map(String::from).to_vec())),
+            "feature set \"s\" is disabled: the host did not grant inferenceRequest, \
+             inferenceRequest.streaming and modelInfo (its uses need them)"
+        );
+        assert!(disabled(DisabledReason::NotSelected).contains("does not enable it"));
+        assert!(disabled(DisabledReason::Disabled).contains("disables it"));
+        assert!(disabled(DisabledReason::InvalidUses).contains("uses are invalid"));
     }
 }

@@ -38,6 +38,24 @@
 //! [`Refusals`]. A cancelled [`ConnectionConfig::shutdown_on`] token shuts the endpoint down
 //! gracefully.
 //!
+//! # A fleet of instances
+//!
+//! Several instances of one server behind a load balancer share their state through the
+//! stores: [`session_store::SessionStore`] (a 2025 session initialized at one instance is
+//! continued at another, which restores it without a new `initialize`),
+//! [`event_store::EventStore`] (an SSE stream cut at one resumes at another with
+//! `Last-Event-ID`), and the server's [`TaskStore`](crate::task::TaskStore) (tasks polled and
+//! cancelled anywhere); give every instance the same
+//! [`StateSealer`](crate::state::StateSealer) key. The `mcpl-redis` crate implements them on
+//! Redis. With a session store that expires sessions itself
+//! ([`SessionStore::expires_idle`](session_store::SessionStore::expires_idle)), an instance
+//! checks the store at every request to a session it holds (a `DELETE` at another instance
+//! ends it here too: `404`) and, when it lets an idle session go, only drops its own copy. When
+//! the store fails, a new session is refused with `503` and `Retry-After`, a session held here
+//! is still served, one held elsewhere gets `503` and `Retry-After`, and stateless requests
+//! are served as ever. Notifications produced at one instance reach only the streams open at
+//! that instance.
+//!
 //! # Throughput
 //!
 //! The endpoint serves every request on the task of the connection that carried it (a

@@ -1,0 +1,321 @@
+//! Two real `fleet-server` processes on one real `redis-server` (each test starts its own, on
+//! free loopback ports), and a client that alternates between them: session continuity,
+//! resumption at the other instance, tasks across instances, DELETE everywhere, and Redis
+//! killed mid-traffic then restarted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use mcpl_redis::RedisServer;
+use serde_json::{Value, json};
+
+/// One `fleet-server` process, killed when dropped.
+struct Instance {
+    child: Child,
+    url: String,
+}
+
+impl Instance {
+    fn start(redis: &RedisServer, name: &str, prefix: &str) -> Instance {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fleet-server"))
+            .env("REDIS_URL", redis.url())
+            .env("REDIS_PREFIX", prefix)
+            .env("PORT", "0")
+            .env("INSTANCE", name)
+            .env("RUST_LOG", "off")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(20)).expect("the instance started");
+        let url = line.trim().strip_prefix("listening on ").expect("its address").to_owned();
+        Instance { child, url }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fleet: Redis and two instances, A and B.
+fn fleet(test: &str) -> (RedisServer, Instance, Instance) {
+    let redis = RedisServer::start().unwrap();
+    let a = Instance::start(&redis, "A", test);
+    let b = Instance::start(&redis, "B", test);
+    (redis, a, b)
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder().timeout(Duration::from_secs(20)).build().unwrap()
+}
+
+fn post(url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+    let mut request = http()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(session) = session {
+        request =
+            request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    request
+}
+
+/// The SSE events of `text`: (id, data as JSON) for those with data.
+fn events(text: &str) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let (mut id, mut data) = (String::new(), String::new());
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = v.trim().to_owned();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.trim_start());
+            }
+        }
+        if !data.is_empty() {
+            out.push((id, serde_json::from_str(&data).unwrap()));
+        }
+    }
+    out
+}
+
+/// The JSON-RPC reply in a response body (JSON, or the last message of an SSE stream).
+async fn reply(response: reqwest::Response) -> Value {
+    let text = response.text().await.unwrap();
+    serde_json::from_str(&text)
+        .unwrap_or_else(|_| events(&text).pop().map(|(_, v)| v).unwrap_or(Value::Null))
+}
+
+/// A 2025 session initialized at `url`: its id.
+async fn initialize(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "fleet-test", "version": "1"}}});
+    let response = post(url, None, &init).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let done = post(url, Some(&session), &initialized).send().await.unwrap();
+    assert_eq!(done.status(), 202);
+    session
+}
+
+async fn call_tool(url: &str, session: &str, id: u64, tool: &str) -> (u16, Value) {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": {}}});
+    let response = post(url, Some(session), &call).send().await.unwrap();
+    (response.status().as_u16(), reply(response).await)
+}
+
+#[tokio::test]
+async fn a_session_continues_at_the_other_instance_and_delete_ends_it_everywhere() {
+    let (_redis, a, b) = fleet("continuity");
+    let session = initialize(&a.url).await;
+    // The client alternates: each instance serves the session, B never saw `initialize`.
+    for (n, (at, name)) in [(&b, "B"), (&a, "A"), (&b, "B")].into_iter().enumerate() {
+        let (status, reply) = call_tool(&at.url, &session, n as u64 + 1, "whoami").await;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(reply["result"]["content"][0]["text"], name);
+    }
+    // DELETE at B: ended at both, though A holds it live.
+    let deleted = http()
+        .delete(&b.url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    for at in [&a, &b] {
+        let (status, _) = call_tool(&at.url, &session, 9, "whoami").await;
+        assert_eq!(status, 404, "{}", at.url);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_at_one_instance_resumes_at_the_other_with_exactly_the_missed_events() {
+    let (_redis, a, b) = fleet("resumption");
+    let session = initialize(&a.url).await;
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "ticks", "arguments": {"count": 4, "delay_ms": 150},
+        "_meta": {"progressToken": "p"}}});
+    let response = post(&a.url, Some(&session), &call).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // Read until the first progress event, then drop the connection.
+    let mut body = response.bytes_stream();
+    let mut text = String::new();
+    let seen = loop {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        let so_far = events(&text);
+        if let Some((id, _)) = so_far.iter().find(|(_, m)| m["method"] == "notifications/progress")
+        {
+            break id.clone();
+        }
+    };
+    drop(body);
+    // Let the tool finish at A.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    // Then the client calls a tool at B, on streams of B's own: they never mix with (or
+    // discard) the stream A left.
+    let other_call = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "ticks", "arguments": {"count": 2}, "_meta": {"progressToken": "q"}}});
+    let at_b = post(&b.url, Some(&session), &other_call).send().await.unwrap();
+    assert_eq!(events(&at_b.text().await.unwrap()).len(), 3);
+    // Resume at B, which never saw the stream.
+    let resumed = http()
+        .get(&b.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &seen)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let replayed = events(&resumed.text().await.unwrap());
+    let (stream, first) = seen.split_once('-').unwrap();
+    let first: u64 = first.parse().unwrap();
+    let ids: Vec<String> = replayed.iter().map(|(id, _)| id.clone()).collect();
+    let expected: Vec<String> = (first + 1..=first + 4).map(|s| format!("{stream}-{s}")).collect();
+    assert_eq!(ids, expected, "exactly the missed events, in order");
+    let progress: Vec<&Value> =
+        replayed[..3].iter().map(|(_, m)| &m["params"]["progress"]).collect();
+    assert_eq!(progress, [&json!(2.0), &json!(3.0), &json!(4.0)]);
+    assert_eq!(replayed[3].1["result"]["content"][0]["text"], "4 ticks");
+
+    // Another session cannot replay this one's stream.
+    let other = initialize(&b.url).await;
+    let stolen = http()
+        .get(&b.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &other)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("last-event-id", &seen)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stolen.status(), 404);
+}
+
+/// A 2026 request at `url` declaring the tasks extension.
+async fn stateless(url: &str, method: &str, mut params: Value) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let name = params["name"].as_str().or(params["taskId"].as_str()).map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = post(url, None, &body)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), reply(response).await)
+}
+
+async fn task_status(url: &str, id: &str) -> Value {
+    let (status, reply) = stateless(url, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(status, 200, "{reply}");
+    reply["result"].clone()
+}
+
+#[tokio::test]
+async fn a_task_created_at_one_instance_is_polled_and_cancelled_at_the_other() {
+    let (_redis, a, b) = fleet("tasks");
+    let (status, created) =
+        stateless(&a.url, "tools/call", json!({"name": "job", "arguments": {"ms": 300}})).await;
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(task_status(&b.url, &id).await["status"], "working");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        let task = task_status(&b.url, &id).await;
+        if task["status"] == "completed" || Instant::now() > deadline {
+            break task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "done by A");
+
+    // Cancelled at B while its handler runs at A: cancelled for good, at both.
+    let (_, created) =
+        stateless(&a.url, "tools/call", json!({"name": "job", "arguments": {"ms": 400}})).await;
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let (status, _) = stateless(&b.url, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(status, 200);
+    assert_eq!(task_status(&a.url, &id).await["status"], "cancelled");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(task_status(&a.url, &id).await["status"], "cancelled", "not completed after all");
+    // An unknown task is unknown at every instance.
+    let (_, unknown) = stateless(&b.url, "tasks/get", json!({"taskId": "nope"})).await;
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn redis_killed_mid_traffic_refuses_new_sessions_then_recovers() {
+    let (mut redis, a, b) = fleet("fault");
+    let held = initialize(&a.url).await;
+    redis.kill().unwrap();
+
+    // New sessions: refused with 503 and Retry-After (within the Redis timeouts).
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "fleet-test", "version": "1"}}});
+    let refused = post(&b.url, None, &init).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    // The session A holds live is still served there; B cannot load it: 503, not 404.
+    assert_eq!(call_tool(&a.url, &held, 1, "whoami").await.0, 200);
+    let (status, _) = call_tool(&b.url, &held, 2, "whoami").await;
+    assert_eq!(status, 503);
+    // A stateless call that needs no store is served as ever.
+    let (status, discover) = stateless(&b.url, "server/discover", json!({})).await;
+    assert_eq!(status, 200, "{discover}");
+    assert_eq!(
+        discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "fleet-example"
+    );
+
+    // Redis back (empty): sessions are made again, at either instance, with no restart.
+    redis.restart().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let response = post(&b.url, None, &init).send().await.unwrap();
+        if response.status() == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "B did not recover: {}", response.status());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let fresh = initialize(&a.url).await;
+    assert_eq!(call_tool(&b.url, &fresh, 3, "whoami").await.1["result"]["content"][0]["text"], "B");
+    // The session recorded before the crash is gone with Redis's data: A ends its copy too.
+    assert_eq!(call_tool(&a.url, &held, 4, "whoami").await.0, 404);
+}

@@ -39,20 +39,18 @@ done
 a="http://127.0.0.1:$port_a/mcp"
 b="http://127.0.0.1:$port_b/mcp"
 headers=(-H 'content-type: application/json' -H 'accept: application/json, text/event-stream')
-session_headers() { echo -H "mcp-session-id: $1" -H 'mcp-protocol-version: 2025-11-25'; }
 
 echo "== initialize at A"
 session="$(curl -s -D - -o /dev/null "${headers[@]}" "$a" -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' \
   | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')"
 echo "session $session"
-# shellcheck disable=SC2046
-curl -s "${headers[@]}" $(session_headers "$session") "$b" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+in_session=(-H "mcp-session-id: $session" -H 'mcp-protocol-version: 2025-11-25')
+curl -s "${headers[@]}" "${in_session[@]}" "$b" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 for at in "$b" "$a" "$b"; do
   echo "== whoami at $at"
-  # shellcheck disable=SC2046
-  curl -s "${headers[@]}" $(session_headers "$session") "$at" \
-    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' | grep '^data:' | grep -v '^data: *$'
+    curl -s "${headers[@]}" "${in_session[@]}" "$at" \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}' | grep '^data: {' || true
 done
 
 echo "== a task started at A, polled at B (2026 era)"
@@ -66,10 +64,8 @@ curl -s "${headers[@]}" -H 'mcp-protocol-version: 2026-07-28' -H 'mcp-method: ta
 echo
 
 echo "== DELETE at B, then A answers 404"
-# shellcheck disable=SC2046
-curl -s -o /dev/null -w '%{http_code}\n' -X DELETE $(session_headers "$session") "$b"
-# shellcheck disable=SC2046
-curl -s -o /dev/null -w '%{http_code}\n' "${headers[@]}" $(session_headers "$session") "$a" \
+curl -s -o /dev/null -w '%{http_code}\n' -X DELETE "${in_session[@]}" "$b"
+curl -s -o /dev/null -w '%{http_code}\n' "${headers[@]}" "${in_session[@]}" "$a" \
   -d '{"jsonrpc":"2.0","id":4,"method":"ping"}'
 
 if [ -n "${KEEP:-}" ]; then

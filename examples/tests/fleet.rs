@@ -220,11 +220,21 @@ async fn a_stream_cut_at_one_instance_resumes_at_the_other_with_exactly_the_miss
 }
 
 /// A 2026 request at `url` declaring the tasks extension.
-async fn stateless(url: &str, method: &str, mut params: Value) -> (u16, Value) {
+async fn stateless(url: &str, method: &str, params: Value) -> (u16, Value) {
+    let caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    stateless_with(url, method, params, caps).await
+}
+
+/// A 2026 request at `url` declaring `capabilities`.
+async fn stateless_with(
+    url: &str,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+) -> (u16, Value) {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
     });
     let name = params["name"].as_str().or(params["taskId"].as_str()).map(str::to_owned);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
@@ -318,4 +328,114 @@ async fn redis_killed_mid_traffic_refuses_new_sessions_then_recovers() {
     assert_eq!(call_tool(&b.url, &fresh, 3, "whoami").await.1["result"]["content"][0]["text"], "B");
     // The session recorded before the crash is gone with Redis's data: A ends its copy too.
     assert_eq!(call_tool(&a.url, &held, 4, "whoami").await.0, 404);
+}
+
+/// Reads SSE events from `response` into `text` until `done` holds for the messages so far.
+async fn read_until(
+    response: &mut reqwest::Response,
+    text: &mut String,
+    done: impl Fn(&[(String, Value)]) -> bool,
+    mut between: impl AsyncFnMut(),
+) -> Vec<(String, Value)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let so_far = events(text);
+        if done(&so_far) {
+            return so_far;
+        }
+        assert!(Instant::now() < deadline, "not seen in time: {so_far:?}");
+        between().await;
+        if let Ok(chunk) = tokio::time::timeout(Duration::from_millis(300), response.chunk()).await
+        {
+            text.push_str(std::str::from_utf8(&chunk.unwrap().unwrap()).unwrap());
+        }
+    }
+}
+
+fn has(events: &[(String, Value)], method: &str) -> bool {
+    events.iter().any(|(_, m)| m["method"] == method)
+}
+
+#[tokio::test]
+async fn a_change_made_at_one_instance_reaches_the_streams_open_at_the_other() {
+    let (_redis, a, b) = fleet("changes");
+    // 2026: a `subscriptions/listen` stream open at B.
+    let listen = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["note://1"]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut listening = post(&b.url, None, &listen)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listening.status(), 200);
+    // 2025: a session begun at A whose standalone GET stream is at B.
+    let session = initialize(&a.url).await;
+    let mut standalone = http()
+        .get(&b.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(standalone.status(), 200);
+
+    // The change is made at A (again until seen: B's relay subscribes as it starts).
+    let mut text = String::new();
+    let seen = read_until(
+        &mut listening,
+        &mut text,
+        |e| has(e, "notifications/resources/updated"),
+        async || {
+            let update = json!({"name": "update_note", "arguments": {"uri": "note://1"}});
+            assert_eq!(stateless(&a.url, "tools/call", update).await.0, 200);
+        },
+    )
+    .await;
+    assert_eq!(seen[0].1["method"], "notifications/subscriptions/acknowledged");
+    let updated = seen.iter().find(|(_, m)| m["method"] == "notifications/resources/updated");
+    assert_eq!(updated.unwrap().1["params"]["uri"], "note://1");
+
+    // A list change at A: told to both streams at B.
+    assert_eq!(
+        stateless(&a.url, "tools/call", json!({"name": "add_tool", "arguments": {}})).await.0,
+        200
+    );
+    read_until(
+        &mut listening,
+        &mut text,
+        |e| has(e, "notifications/tools/list_changed"),
+        async || {},
+    )
+    .await;
+    let mut text = String::new();
+    read_until(
+        &mut standalone,
+        &mut text,
+        |e| has(e, "notifications/tools/list_changed"),
+        async || {},
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_request_state_sealed_at_one_instance_opens_at_the_other() {
+    let (_redis, a, b) = fleet("sealing");
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut first = json!({"name": "two_rounds", "arguments": {}});
+    let (status, asked) = stateless_with(&a.url, "tools/call", first.take(), caps.clone()).await;
+    assert_eq!(status, 200, "{asked}");
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let state = result["requestState"].as_str().expect("a sealed state").to_owned();
+    // The answer goes to B, which never saw the first round.
+    let retry = json!({"name": "two_rounds", "arguments": {},
+        "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": state});
+    let (status, answered) = stateless_with(&b.url, "tools/call", retry, caps).await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["result"]["content"][0]["text"], "asked by A, answered at B", "{answered}");
 }

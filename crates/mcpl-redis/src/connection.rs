@@ -175,8 +175,10 @@ impl RedisConfig {
 /// ```
 #[derive(Clone)]
 pub struct Redis {
+    client: redis::Client,
     manager: ConnectionManager,
     prefix: std::sync::Arc<str>,
+    connect_timeout: Duration,
 }
 
 impl std::fmt::Debug for Redis {
@@ -212,8 +214,13 @@ impl Redis {
             .set_number_of_retries(config.retries)
             .set_min_delay(Duration::from_millis(50))
             .set_max_delay(Duration::from_millis(500));
-        let manager = ConnectionManager::new_lazy_with_config(client, manager_config)?;
-        Ok(Redis { manager, prefix: config.prefix.into() })
+        let manager = ConnectionManager::new_lazy_with_config(client.clone(), manager_config)?;
+        Ok(Redis {
+            client,
+            manager,
+            prefix: config.prefix.into(),
+            connect_timeout: config.connect_timeout,
+        })
     }
 
     /// Checks that Redis answers.
@@ -232,6 +239,14 @@ impl Redis {
     pub async fn ping(&self) -> Result<(), Error> {
         let _: String = redis::cmd("PING").query_async(&mut self.connection()).await?;
         Ok(())
+    }
+
+    /// A connection of its own for subscribing (pub/sub), made within the connect timeout.
+    pub(crate) async fn pubsub(&self) -> Result<redis::aio::PubSub, Error> {
+        match tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub()).await {
+            Ok(pubsub) => Ok(pubsub?),
+            Err(elapsed) => Err(Error::new(crate::ErrorKind::Timeout, elapsed)),
+        }
     }
 
     /// The connection, for one command (clones share it).

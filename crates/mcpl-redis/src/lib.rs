@@ -14,6 +14,9 @@
 //!   polled and cancelled at any other.
 //! - [`RedisCacheStore`] (`mcpl_client::cache::CacheStore`): client processes share cached
 //!   lists and reads, partitioned by server and principal as in memory.
+//! - [`FleetEvents`]: list changes and resource updates made at one instance reach the
+//!   sessions and `subscriptions/listen` streams of every instance (Redis pub/sub);
+//!   [`shared_state_sealer`]: one `requestState` key for the fleet.
 //!
 //! Keys are `<prefix>:v1:...` and every value carries its format version
 //! ([`FORMAT_VERSION`]); failures are [`Error`]s with a stable [`ErrorKind`].
@@ -62,6 +65,7 @@ mod codec;
 mod connection;
 mod error;
 mod events;
+mod fleet;
 mod server;
 mod session;
 mod tasks;
@@ -73,6 +77,7 @@ pub use self::connection::{
 };
 pub use self::error::{Error, ErrorKind};
 pub use self::events::{DEFAULT_MAX_EVENT_BYTES, RedisEventStore};
+pub use self::fleet::{FleetEvents, shared_state_sealer};
 pub use self::server::RedisServer;
 pub use self::session::{DEFAULT_FLEET_SESSIONS, DEFAULT_SESSION_IDLE, RedisSessionStore};
 pub use self::tasks::RedisTaskStore;

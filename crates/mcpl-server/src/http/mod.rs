@@ -53,8 +53,11 @@
 //! ends it here too: `404`) and, when it lets an idle session go, only drops its own copy. When
 //! the store fails, a new session is refused with `503` and `Retry-After`, a session held here
 //! is still served, one held elsewhere gets `503` and `Retry-After`, and stateless requests
-//! are served as ever. Notifications produced at one instance reach only the streams open at
-//! that instance.
+//! are served as ever. The server's changes (list changes, resource updates) reach the
+//! clients of every instance once relayed ([`Server::notify_change`](crate::Server::notify_change)
+//! announces one made elsewhere; `mcpl_redis::FleetEvents` relays them); other messages for
+//! a session (a log message, a request) reach only the streams open at the instance serving
+//! the request.
 //!
 //! # Throughput
 //!

@@ -79,5 +79,7 @@ pub use self::error::{Error, ErrorKind};
 pub use self::events::{DEFAULT_MAX_EVENT_BYTES, RedisEventStore};
 pub use self::fleet::{FleetEvents, shared_state_sealer};
 pub use self::server::RedisServer;
-pub use self::session::{DEFAULT_FLEET_SESSIONS, DEFAULT_SESSION_IDLE, RedisSessionStore};
+pub use self::session::{
+    DEFAULT_FLEET_SESSIONS, DEFAULT_SESSION_HANDSHAKE, DEFAULT_SESSION_IDLE, RedisSessionStore,
+};
 pub use self::tasks::RedisTaskStore;

@@ -27,11 +27,22 @@ pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// ```
 pub const DEFAULT_FLEET_SESSIONS: usize = 10_000;
 
+/// How long a new session is kept before its first request after `initialize` by default:
+/// 10 seconds (as `HttpConfig::handshake_timeout`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_redis::DEFAULT_SESSION_HANDSHAKE.as_secs(), 10);
+/// ```
+pub const DEFAULT_SESSION_HANDSHAKE: Duration = Duration::from_secs(10);
+
 /// The longest session id looked up; a longer one (only a hostile client sends it) is unknown
 /// without asking Redis.
 const MAX_ID_LEN: usize = 128;
 
-/// Records a new session unless the fleet is at its cap. Expired sessions leave the index first.
+/// Records a new session unless the fleet is at its cap, for the handshake's time only (its
+/// next request, at any instance, extends it). Expired sessions leave the index first.
 const SAVE: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -40,8 +51,21 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[4])
-redis.call('PEXPIRE', KEYS[2], ttl)
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
+";
+
+/// Reads a recorded session and pushes its expiry back (it is in use at another instance).
+const LOAD: &str = r"
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
+local ttl = tonumber(ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ttl)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[2])
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+return value
 ";
 
 /// Pushes a recorded session's expiry back; 0 when it is no longer recorded.
@@ -54,7 +78,7 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ttl)
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 ";
 
@@ -62,7 +86,11 @@ return 1
 /// one instance is continued at any other, a `DELETE` at one ends it at all (the others find it
 /// gone at their next request and answer `404`), a session idle for
 /// [`idle_timeout`](Self::idle_timeout) anywhere expires everywhere, and the fleet holds at most
-/// [`max_sessions`](Self::max_sessions) (one more is refused with `503` and `Retry-After`).
+/// [`max_sessions`](Self::max_sessions) (one more is refused with `503` and `Retry-After`). A
+/// session whose client never sends a second request is forgotten after
+/// [`handshake_timeout`](Self::handshake_timeout), so abandoned handshakes do not hold the
+/// fleet's cap. At the cap no session is evicted (an instance cannot tell whether another is
+/// busy with it): new ones are refused until some end or expire.
 ///
 /// Give every instance's endpoint the same settings: `HttpConfig::session_idle_timeout` bounds
 /// how long an instance keeps its own copy of an idle session; this store's idle timeout, how
@@ -90,8 +118,10 @@ return 1
 pub struct RedisSessionStore {
     redis: Redis,
     idle: Duration,
+    handshake: Duration,
     max_sessions: usize,
     save: std::sync::Arc<Script>,
+    load: std::sync::Arc<Script>,
     touch: std::sync::Arc<Script>,
 }
 
@@ -113,8 +143,10 @@ impl RedisSessionStore {
         RedisSessionStore {
             redis,
             idle: DEFAULT_SESSION_IDLE,
+            handshake: DEFAULT_SESSION_HANDSHAKE,
             max_sessions: DEFAULT_FLEET_SESSIONS,
             save: std::sync::Arc::new(Script::new(SAVE)),
+            load: std::sync::Arc::new(Script::new(LOAD)),
             touch: std::sync::Arc::new(Script::new(TOUCH)),
         }
     }
@@ -138,6 +170,26 @@ impl RedisSessionStore {
         self
     }
 
+    /// Forgets a new session whose client sent nothing after `initialize` within `timeout`
+    /// (default [`DEFAULT_SESSION_HANDSHAKE`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), mcpl_redis::Error> {
+    /// # let redis = mcpl_redis::Redis::open(mcpl_redis::RedisConfig::new("redis://127.0.0.1:6379"))?;
+    /// let sessions = mcpl_redis::RedisSessionStore::new(redis)
+    ///     .handshake_timeout(std::time::Duration::from_secs(30));
+    /// # drop(sessions);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake = timeout.max(Duration::from_millis(1));
+        self
+    }
+
     /// Holds at most `max` sessions in the whole fleet (default [`DEFAULT_FLEET_SESSIONS`]).
     ///
     /// # Examples
@@ -157,7 +209,7 @@ impl RedisSessionStore {
     }
 
     fn ttl_ms(&self) -> u64 {
-        u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX)
+        millis(self.idle)
     }
 
     fn record_key(&self, id: &str) -> String {
@@ -180,7 +232,7 @@ impl RedisSessionStore {
             .key(self.record_key(&record.id))
             .key(self.index_key())
             .arg(value)
-            .arg(self.ttl_ms())
+            .arg(millis(self.handshake.min(self.idle)))
             .arg(self.max_sessions)
             .arg(&record.id)
             .invoke_async(&mut self.redis.connection())
@@ -194,7 +246,8 @@ impl RedisSessionStore {
         Ok(())
     }
 
-    /// The session `id`, if recorded (see [`SessionStore::load`]).
+    /// The session `id`, if recorded (see [`SessionStore::load`]); its expiry is pushed back
+    /// (an instance is about to serve it).
     ///
     /// # Errors
     ///
@@ -203,9 +256,13 @@ impl RedisSessionStore {
         if !plausible_id(id) {
             return Ok(None);
         }
-        let text: Option<String> = redis::cmd("GET")
-            .arg(self.record_key(id))
-            .query_async(&mut self.redis.connection())
+        let text: Option<String> = self
+            .load
+            .key(self.record_key(id))
+            .key(self.index_key())
+            .arg(self.ttl_ms())
+            .arg(id)
+            .invoke_async(&mut self.redis.connection())
             .await?;
         text.map(|t| codec::decode(&t)).transpose()
     }
@@ -275,6 +332,10 @@ impl RedisSessionStore {
             .await?;
         Ok(count)
     }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Milliseconds since the epoch by this machine's clock.

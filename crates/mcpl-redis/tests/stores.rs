@@ -62,6 +62,17 @@ async fn sessions_are_shared_capped_and_expire() {
     tokio::time::sleep(Duration::from_millis(450)).await;
     assert!(!short.touch("brief").await.unwrap());
     assert_eq!(short.load("brief").await.unwrap(), None);
+    // A session whose client never comes back after `initialize` goes after the handshake
+    // timeout; one that does is kept for the idle timeout.
+    let handshakes = RedisSessionStore::new(redis(&server))
+        .handshake_timeout(Duration::from_millis(200))
+        .idle_timeout(Duration::from_secs(60));
+    handshakes.save(record("abandoned")).await.unwrap();
+    handshakes.save(record("used")).await.unwrap();
+    assert!(handshakes.load("used").await.unwrap().is_some());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(handshakes.load("abandoned").await.unwrap(), None);
+    assert!(handshakes.touch("used").await.unwrap());
     // Hostile ids never reach Redis.
     assert_eq!(a.load(&"x".repeat(10_000)).await.unwrap(), None);
 }

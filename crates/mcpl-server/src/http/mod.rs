@@ -47,15 +47,15 @@
 //! `Last-Event-ID`), and the server's [`TaskStore`](crate::task::TaskStore) (tasks polled and
 //! cancelled anywhere); give every instance the same
 //! [`StateSealer`](crate::state::StateSealer) key. The `mcpl-redis` crate implements them on
-//! Redis. With a session store that expires sessions itself
-//! ([`SessionStore::expires_idle`](session_store::SessionStore::expires_idle)), an instance
-//! checks the store at every request to a session it holds (a `DELETE` at another instance
-//! ends it here too: `404`) and, when it lets an idle session go, only drops its own copy. When
+//! Redis. With a session store that expires sessions itself ([`SessionStore::expires_idle`]),
+//! an instance checks the store at every request to a session it holds (a `DELETE` at another
+//! instance ends it here too: `404`) and, when it lets an idle session go, only drops its own
+//! copy. When
 //! the store fails, a new session is refused with `503` and `Retry-After`, a session held here
 //! is still served, one held elsewhere gets `503` and `Retry-After`, and stateless requests
 //! are served as ever. The server's changes (list changes, resource updates) reach the
-//! clients of every instance once relayed ([`Server::notify_change`](crate::Server::notify_change)
-//! announces one made elsewhere; `mcpl_redis::FleetEvents` relays them); other messages for
+//! clients of every instance once relayed ([`Server::notify_change`] announces one made
+//! elsewhere; `mcpl_redis::FleetEvents` relays them); other messages for
 //! a session (a log message, a request) reach only the streams open at the instance serving
 //! the request.
 //!

@@ -328,6 +328,35 @@ async fn redis_killed_mid_traffic_refuses_new_sessions_then_recovers() {
     assert_eq!(call_tool(&b.url, &fresh, 3, "whoami").await.1["result"]["content"][0]["text"], "B");
     // The session recorded before the crash is gone with Redis's data: A ends its copy too.
     assert_eq!(call_tool(&a.url, &held, 4, "whoami").await.0, 404);
+    // The relay of changes resubscribed by itself: a change at A reaches a stream at B.
+    let mut listening = listen_at(&b.url).await;
+    let mut text = String::new();
+    read_until(
+        &mut listening,
+        &mut text,
+        |e| has(e, "notifications/resources/updated"),
+        async || {
+            let update = json!({"name": "update_note", "arguments": {"uri": "note://1"}});
+            assert_eq!(stateless(&a.url, "tools/call", update).await.0, 200);
+        },
+    )
+    .await;
+}
+
+/// A `subscriptions/listen` stream at `url` for tool list changes and `note://1`.
+async fn listen_at(url: &str) -> reqwest::Response {
+    let listen = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["note://1"]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let listening = post(url, None, &listen)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listening.status(), 200);
+    listening
 }
 
 /// Reads SSE events from `response` into `text` until `done` holds for the messages so far.
@@ -360,17 +389,7 @@ fn has(events: &[(String, Value)], method: &str) -> bool {
 async fn a_change_made_at_one_instance_reaches_the_streams_open_at_the_other() {
     let (_redis, a, b) = fleet("changes");
     // 2026: a `subscriptions/listen` stream open at B.
-    let listen = json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
-        "params": {"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["note://1"]},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let mut listening = post(&b.url, None, &listen)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(listening.status(), 200);
+    let mut listening = listen_at(&b.url).await;
     // 2025: a session begun at A whose standalone GET stream is at B.
     let session = initialize(&a.url).await;
     let mut standalone = http()

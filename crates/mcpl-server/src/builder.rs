@@ -514,6 +514,25 @@ impl Server {
         self.publish(ServerEvent::ResourceUpdated { uri: uri.into() });
     }
 
+    /// Tells this server's clients about `event` as if it happened here: for a change made
+    /// elsewhere, such as at another instance of a fleet (the `mcpl-redis` crate relays them).
+    /// Every session and `subscriptions/listen` stream that wants it is told, and
+    /// [`subscribe_changes`](Self::subscribe_changes) receivers see it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::{Server, ServerEvent};
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// let mut changes = server.subscribe_changes();
+    /// server.notify_change(ServerEvent::ToolsListChanged);
+    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::ToolsListChanged);
+    /// ```
+    pub fn notify_change(&self, event: ServerEvent) {
+        self.publish(event);
+    }
+
     /// Receives every [`ServerEvent`] from now on, for a transport that forwards them to its
     /// clients (sessions served by [`Server::serve`] subscribe on their own).
     ///

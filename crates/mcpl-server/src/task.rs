@@ -256,7 +256,9 @@ impl Default for TaskOptions {
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new task.
     fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>>;
-    /// Replaces the state of a stored task.
+    /// Replaces the state of a stored task, unless that state is terminal: a terminal state
+    /// is final, so a task cancelled at one instance of a fleet is not then completed by its
+    /// handler running at another.
     fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>>;
     /// The task `task_id`; `None` when unknown or expired.
     fn get(&self, task_id: &str) -> BoxFuture<'_, Result<Option<DetailedTask>, ErrorObject>>;
@@ -339,7 +341,9 @@ impl TaskStore for InMemoryTaskStore {
     fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
         self.with(|t| {
             if let Some(entry) = t.get_mut(&task.task_id) {
-                entry.0 = task;
+                if !entry.0.status.is_terminal() {
+                    entry.0 = task;
+                }
             }
         });
         Box::pin(std::future::ready(Ok(())))
@@ -834,7 +838,16 @@ pub(crate) async fn cancel(server: &Server, ctx: &Context, params: Option<Value>
     check_owner(server, ctx, &params.task_id)?;
     let tasks = &server.inner.tasks;
     let Some(live) = tasks.live(&params.task_id) else {
-        tasks.lookup(&params.task_id).await?;
+        // Not running here: finished, or running at another instance sharing the store. The
+        // latter is recorded cancelled at once (a store shared by a fleet keeps it so).
+        let mut task = tasks.lookup(&params.task_id).await?;
+        if !task.status.is_terminal() {
+            task.status = TaskStatus::Cancelled;
+            task.status_message = Some("Cancelled at the client's request".into());
+            task.input_requests = None;
+            task.last_updated_at = crate::ids::iso8601(SystemTime::now());
+            tasks.store.update(task).await?;
+        }
         return encode(Map::new());
     };
     let mut state = live.state.lock().await;

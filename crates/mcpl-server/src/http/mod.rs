@@ -38,6 +38,27 @@
 //! [`Refusals`]. A cancelled [`ConnectionConfig::shutdown_on`] token shuts the endpoint down
 //! gracefully.
 //!
+//! # A fleet of instances
+//!
+//! Several instances of one server behind a load balancer share their state through the
+//! stores: [`session_store::SessionStore`] (a 2025 session initialized at one instance is
+//! continued at another, which restores it without a new `initialize`),
+//! [`event_store::EventStore`] (an SSE stream cut at one resumes at another with
+//! `Last-Event-ID`), and the server's [`TaskStore`](crate::task::TaskStore) (tasks polled and
+//! cancelled anywhere); give every instance the same
+//! [`StateSealer`](crate::state::StateSealer) key. The `mcpl-redis` crate implements them on
+//! Redis. With a session store that expires sessions itself ([`SessionStore::expires_idle`]),
+//! an instance checks the store at every request to a session it holds (a `DELETE` at another
+//! instance ends it here too: `404`) and, when it lets an idle session go, only drops its own
+//! copy. When
+//! the store fails, a new session is refused with `503` and `Retry-After`, a session held here
+//! is still served, one held elsewhere gets `503` and `Retry-After`, and stateless requests
+//! are served as ever. The server's changes (list changes, resource updates) reach the
+//! clients of every instance once relayed ([`Server::notify_change`] announces one made
+//! elsewhere; `mcpl_redis::FleetEvents` relays them); other messages for
+//! a session (a log message, a request) reach only the streams open at the instance serving
+//! the request.
+//!
 //! # Throughput
 //!
 //! The endpoint serves every request on the task of the connection that carried it (a
@@ -466,8 +487,14 @@ impl StreamableHttp {
                 self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             sessions.drain().map(|(_, s)| s).collect()
         };
+        let fleet = self.inner.store.as_ref().is_some_and(|s| s.expires_idle());
         for session in sessions {
-            session.close().await;
+            if fleet {
+                // Another instance continues it: its events stay in the shared store.
+                session.detach().await;
+            } else {
+                session.close().await;
+            }
         }
         if self.inner.config.connections.shutdown.is_cancelled() {
             // Task handlers run apart from any request: they stop with the server.
@@ -496,6 +523,22 @@ impl StreamableHttp {
         };
         inner.reserved.fetch_add(1, Ordering::SeqCst);
         Some((SessionSlot(inner), evicted))
+    }
+
+    /// Closes a session this endpoint let go of (idle, or evicted at the cap), already out
+    /// of its table. With a store that expires sessions itself (a fleet's), only this copy
+    /// ends: the client may carry on at another instance. Otherwise the session ends.
+    async fn drop_local(&self, session: &HttpSession) {
+        match &self.inner.store {
+            Some(store) if store.expires_idle() => session.detach().await,
+            Some(store) => {
+                if let Err(e) = store.remove(&session.id).await {
+                    tracing::warn!(session = %session.id, error = %e, "session store remove failed");
+                }
+                session.close().await;
+            }
+            None => session.close().await,
+        }
     }
 
     fn start_reaper(&self) {
@@ -601,10 +644,8 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
         };
         for session in expired {
             tracing::debug!(session = %session.id, "closing idle session");
-            if let Some(store) = &inner.store {
-                store.remove(&session.id).await;
-            }
-            session.close().await;
+            let http = StreamableHttp { inner: inner.clone() };
+            http.drop_local(&session).await;
         }
     }
 }
@@ -746,6 +787,14 @@ impl StreamableHttp {
     }
 }
 
+/// A random first stream number for a restored session: below 2^52, so its streams' numbers
+/// stay exact as JSON numbers too, and far from those of any other copy of the session.
+fn random_stream_base() -> Result<u64, getrandom::Error> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)?;
+    Ok((u64::from_le_bytes(bytes) >> 12).max(1 << 32))
+}
+
 fn new_session_id() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)?;
@@ -776,15 +825,21 @@ impl Reject {
 }
 
 impl Reject {
-    /// The response, its JSON-RPC error naming the request `id` refused.
+    /// The response, its JSON-RPC error naming the request `id` refused (a `503` says when
+    /// to retry).
     fn respond(self, id: Option<RequestId>) -> Response {
-        rpc_error_for(id, self.status, self.code, self.message)
+        let retry = self.status == StatusCode::SERVICE_UNAVAILABLE;
+        let mut response = rpc_error_for(id, self.status, self.code, self.message);
+        if retry {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
 impl IntoResponse for Reject {
     fn into_response(self) -> Response {
-        rpc_error(self.status, self.code, self.message)
+        self.respond(None)
     }
 }
 
@@ -921,10 +976,29 @@ async fn find_session(
             return Err(another());
         }
         session.touch();
+        if let Some(store) = &http.inner.store {
+            match store.touch(id).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Ended elsewhere (deleted at another endpoint, or expired): here too.
+                    tracing::debug!(session = %id, "session no longer recorded; closing it");
+                    if http.remove_session(id).is_some() {
+                        session.close().await;
+                    }
+                    return Err(Reject::new(
+                        StatusCode::NOT_FOUND,
+                        ErrorCode(-32001),
+                        "session not found",
+                    ));
+                }
+                // The live copy keeps serving while the store is away.
+                Err(e) => tracing::warn!(session = %id, error = %e, "session store touch failed"),
+            }
+        }
         return Ok(session);
     }
     let recorded = match &http.inner.store {
-        Some(store) => store.load(id).await,
+        Some(store) => store.load(id).await.map_err(|e| store_unavailable(&e))?,
         None => None,
     };
     match recorded {
@@ -932,6 +1006,16 @@ async fn find_session(
         Some(record) => restore(http, record).await,
         None => Err(not_found()),
     }
+}
+
+/// `503` with `Retry-After` for a request that needs the session store while it fails.
+fn store_unavailable(error: &session_store::StoreError) -> Reject {
+    tracing::warn!(error = %error, "session store failed");
+    let message = match error.kind() {
+        session_store::StoreErrorKind::Full => "too many sessions",
+        _ => "the session store is unavailable",
+    };
+    Reject::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::INTERNAL_ERROR, message)
 }
 
 /// Brings a recorded session back to life by replaying its handshake server-side.
@@ -943,11 +1027,15 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
             format!("could not restore the session: {what}"),
         )
     };
+    // Streams numbered from a random point: never the ids another endpoint gave this
+    // session's streams, whose events a shared event store may hold.
+    let first_stream = random_stream_base().map_err(|e| failed(&e.to_string()))?;
     let session = Arc::new(HttpSession::start(
         Arc::from(record.id.as_str()),
         record.principal.clone(),
         &http.inner.session_engine,
         http.inner.events.clone(),
+        first_stream,
     ));
     let params = InitializeRequestParams::new(
         record.protocol_version.clone(),
@@ -1119,10 +1207,7 @@ async fn initialize(
     };
     if let Some(evicted) = evicted {
         tracing::debug!(session = %evicted.id, "closing an idle session to make room for a new one");
-        if let Some(store) = &http.inner.store {
-            store.remove(&evicted.id).await;
-        }
-        evicted.close().await;
+        http.drop_local(&evicted).await;
     }
     let Message::Request(req) = message else {
         return rpc_error(
@@ -1146,6 +1231,7 @@ async fn initialize(
         token.as_ref().and_then(|t| t.principal()),
         &http.inner.session_engine,
         http.inner.events.clone(),
+        0,
     ));
     let request_id = req.id.clone();
     let Ok((_stream, mut rx)) = session.open_request_stream(&request_id, true) else {
@@ -1175,11 +1261,6 @@ async fn initialize(
         session.close().await;
         return json_body(StatusCode::OK, &event.message);
     }
-    http.inner
-        .sessions
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(session.id.clone(), session.clone());
     if let (Some(store), Some(version), Some(client_info), Some(client_capabilities)) = (
         &http.inner.store,
         session.protocol_version(),
@@ -1193,8 +1274,22 @@ async fn initialize(
             client_capabilities,
             principal: session.principal.clone(),
         };
-        store.save(record).await;
+        if let Err(e) = store.save(record).await {
+            // Not recorded, so not continued elsewhere: no session at all.
+            session.close().await;
+            let kind = match e.kind() {
+                session_store::StoreErrorKind::Full => RefusalKind::SessionLimit,
+                _ => RefusalKind::StoreUnavailable,
+            };
+            http.refuse(kind, peer, &e.to_string());
+            return store_unavailable(&e).respond(Some(request_id));
+        }
     }
+    http.inner
+        .sessions
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(session.id.clone(), session.clone());
     http.start_reaper();
     let mut response = if http.inner.config.json_response {
         json_body(StatusCode::OK, &event.message)
@@ -1362,10 +1457,13 @@ async fn delete(http: StreamableHttp, request: Request, principal: Option<Princi
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
-    http.remove_session(&session.id);
     if let Some(store) = &http.inner.store {
-        store.remove(&session.id).await;
+        if let Err(e) = store.remove(&session.id).await {
+            // Still recorded: it would live on at other endpoints. The client may retry.
+            return store_unavailable(&e).into_response();
+        }
     }
+    http.remove_session(&session.id);
     session.close().await;
     StatusCode::NO_CONTENT.into_response()
 }

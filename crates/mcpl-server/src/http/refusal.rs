@@ -52,11 +52,14 @@ pub enum RefusalKind {
     /// Accepting connections failed (such as when file descriptors ran out): accepting is
     /// retried with a growing delay.
     AcceptFailed,
+    /// The session store failed (unreachable, or too slow) when a new session was to be
+    /// recorded: `503` with `Retry-After`.
+    StoreUnavailable,
 }
 
 impl RefusalKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RefusalKind; 11] = [
+    pub const ALL: [RefusalKind; 12] = [
         RefusalKind::HeaderTimeout,
         RefusalKind::BodyTimeout,
         RefusalKind::ConnectionLimit,
@@ -68,6 +71,7 @@ impl RefusalKind {
         RefusalKind::Unauthorized,
         RefusalKind::ShuttingDown,
         RefusalKind::AcceptFailed,
+        RefusalKind::StoreUnavailable,
     ];
 
     /// The stable snake-case name logged in the `refusal` field.
@@ -90,6 +94,7 @@ impl RefusalKind {
             RefusalKind::Unauthorized => "unauthorized",
             RefusalKind::ShuttingDown => "shutting_down",
             RefusalKind::AcceptFailed => "accept_failed",
+            RefusalKind::StoreUnavailable => "store_unavailable",
         }
     }
 

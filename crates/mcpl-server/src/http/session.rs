@@ -107,14 +107,18 @@ impl std::fmt::Debug for HttpSession {
 }
 
 impl HttpSession {
-    /// Starts a new session with id `id` on `engine` (see [`crate::session::shared_engine`]).
+    /// Starts a new session with id `id` on `engine` (see [`crate::session::shared_engine`]),
+    /// numbering its streams after `first_stream` (a session restored from the store starts at
+    /// a random point, so its streams never take the ids of those another endpoint opened).
     pub(crate) fn start(
         id: Arc<str>,
         principal: Option<Principal>,
         engine: &Engine,
         events: Arc<dyn EventStore>,
+        first_stream: u64,
     ) -> HttpSession {
-        let routes: SharedRoutes = Arc::default();
+        let routes: SharedRoutes =
+            Arc::new(Mutex::new(Routes { next_stream: first_stream, ..Routes::default() }));
         let state = SessionState::default();
         let sender = SessionSender {
             session: id.clone(),
@@ -327,6 +331,13 @@ impl HttpSession {
 
     /// Ends the session: the engine closes and stored events are dropped.
     pub(crate) async fn close(&self) {
+        self.detach().await;
+        self.events.remove_session(&self.id).await;
+    }
+
+    /// Drops this endpoint's copy of the session (the engine closes), leaving its stored events
+    /// for another endpoint sharing the store to replay.
+    pub(crate) async fn detach(&self) {
         {
             let mut routes = lock(&self.routes);
             routes.closed = true;
@@ -336,7 +347,6 @@ impl HttpSession {
         if let Err(e) = self.driven.close().await {
             tracing::debug!(error = %e, session = %self.id, "closing session engine failed");
         }
-        self.events.remove_session(&self.id).await;
     }
 }
 

@@ -71,14 +71,135 @@ pub struct SessionRecord {
 /// # drop((a, b));
 /// ```
 pub trait SessionStore: Send + Sync + 'static {
-    /// Records (or replaces) a session.
-    fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()>;
+    /// Records a new session.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreErrorKind::Full`] when the store holds as many sessions as it allows (the
+    /// endpoint refuses the session with `503` and `Retry-After`), [`StoreErrorKind::Unavailable`]
+    /// when the store cannot be reached (the same answer).
+    fn save(&self, record: SessionRecord) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// Looks a session up.
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<SessionRecord>>;
+    ///
+    /// # Errors
+    ///
+    /// The store's failure: the endpoint answers `503` with `Retry-After`.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>>;
 
     /// Forgets a session (it was deleted or expired).
-    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()>;
+    ///
+    /// # Errors
+    ///
+    /// The store's failure: a `DELETE` is answered `503` (the session may live on elsewhere).
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Marks activity on a session this endpoint holds live, and tells whether it is still
+    /// recorded: `false` means it ended elsewhere (a `DELETE` on another instance, or it
+    /// expired), and the endpoint ends its live copy (`404`). Called for every request to a
+    /// live session. The default looks the session up.
+    ///
+    /// # Errors
+    ///
+    /// The store's failure: the endpoint keeps serving its live copy meanwhile.
+    fn touch<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { Ok(self.load(id).await?.is_some()) })
+    }
+
+    /// Whether the store forgets idle sessions by itself, for every endpoint sharing it (a
+    /// fleet's store, refreshed by [`touch`](Self::touch)). Then an endpoint that closes a
+    /// session it holds (idle here, evicted at its cap, or at shutdown) only drops its own
+    /// copy: the record and the session's stored events stay, since the client may carry on
+    /// at another instance. Otherwise (the default) the endpoint removes the record of a
+    /// session it closes for idleness or eviction.
+    fn expires_idle(&self) -> bool {
+        false
+    }
+}
+
+/// What kind of failure a [`StoreError`] is.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::http::session_store::{StoreError, StoreErrorKind};
+///
+/// let error = StoreError::new(StoreErrorKind::Full, "capped at 10 sessions");
+/// assert_eq!(error.kind(), StoreErrorKind::Full);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The store cannot be reached, or did not answer in time.
+    Unavailable,
+    /// The store holds as many sessions as it allows.
+    Full,
+    /// A stored value could not be read (a corrupt record, or one of an unknown format).
+    Corrupt,
+}
+
+impl std::fmt::Display for StoreErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreErrorKind::Unavailable => "the session store is unavailable",
+            StoreErrorKind::Full => "the session store is full",
+            StoreErrorKind::Corrupt => "a stored session could not be read",
+        })
+    }
+}
+
+/// A [`SessionStore`] failure: its [`kind`](Self::kind), and the cause in
+/// [`source`](std::error::Error::source).
+///
+/// # Examples
+///
+/// ```
+/// use std::error::Error as _;
+/// use mcpl_server::http::session_store::{StoreError, StoreErrorKind};
+///
+/// let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+/// let error = StoreError::new(StoreErrorKind::Unavailable, cause);
+/// assert_eq!(error.to_string(), "the session store is unavailable");
+/// assert_eq!(error.source().unwrap().to_string(), "refused");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
+pub struct StoreError {
+    kind: StoreErrorKind,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl StoreError {
+    /// A failure of `kind`, caused by `source`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::session_store::{StoreError, StoreErrorKind};
+    ///
+    /// let error = StoreError::new(StoreErrorKind::Corrupt, "format version 9 is unknown");
+    /// assert_eq!(error.kind(), StoreErrorKind::Corrupt);
+    /// ```
+    pub fn new(
+        kind: StoreErrorKind,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        StoreError { kind, source: source.into() }
+    }
+
+    /// What kind of failure it is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::session_store::{StoreError, StoreErrorKind};
+    ///
+    /// assert_eq!(StoreError::new(StoreErrorKind::Unavailable, "down").kind(), StoreErrorKind::Unavailable);
+    /// ```
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
 }
 
 /// A [`SessionStore`] in this process's memory.
@@ -98,10 +219,12 @@ pub trait SessionStore: Send + Sync + 'static {
 ///     client_capabilities: ClientCapabilities::default(),
 ///     principal: None,
 /// };
-/// store.save(record.clone()).await;
-/// assert_eq!(store.load("s1").await, Some(record));
-/// store.remove("s1").await;
-/// assert_eq!(store.load("s1").await, None);
+/// store.save(record.clone()).await?;
+/// assert_eq!(store.load("s1").await?, Some(record));
+/// assert!(store.touch("s1").await?);
+/// store.remove("s1").await?;
+/// assert_eq!(store.load("s1").await?, None);
+/// assert!(!store.touch("s1").await?, "ended: an endpoint holding it live ends it too");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
@@ -173,32 +296,44 @@ impl InMemorySessionStore {
 }
 
 impl SessionStore for InMemorySessionStore {
-    fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()> {
+    fn save(&self, record: SessionRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         self.records().insert(record.id.clone(), record);
-        Box::pin(std::future::ready(()))
+        Box::pin(std::future::ready(Ok(())))
     }
 
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<SessionRecord>> {
-        Box::pin(std::future::ready(self.records().get(id).cloned()))
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.records().get(id).cloned())))
     }
 
-    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()> {
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         self.records().remove(id);
-        Box::pin(std::future::ready(()))
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn touch<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(self.records().contains_key(id))))
     }
 }
 
 /// Lets one store be shared by several endpoints (or processes' worth of endpoints in tests).
 impl<S: SessionStore> SessionStore for std::sync::Arc<S> {
-    fn save(&self, record: SessionRecord) -> BoxFuture<'_, ()> {
+    fn save(&self, record: SessionRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         (**self).save(record)
     }
 
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Option<SessionRecord>> {
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>> {
         (**self).load(id)
     }
 
-    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()> {
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         (**self).remove(id)
+    }
+
+    fn touch<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).touch(id)
+    }
+
+    fn expires_idle(&self) -> bool {
+        (**self).expires_idle()
     }
 }

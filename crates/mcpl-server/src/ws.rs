@@ -493,7 +493,7 @@ async fn upgrade(
         .protocols([SUBPROTOCOL])
         .on_failed_upgrade(|e| tracing::debug!(error = %e, "websocket upgrade failed"))
         .on_upgrade(move |socket| async move {
-            serve_socket(&endpoint, socket, token).await;
+            serve_socket(&endpoint, socket, peer, token).await;
             drop(slot);
         })
 }
@@ -502,6 +502,7 @@ async fn upgrade(
 async fn serve_socket(
     endpoint: &WebSocketEndpoint,
     socket: WebSocket,
+    peer: Option<SocketAddr>,
     token: Option<Arc<AccessToken>>,
 ) {
     let config = &endpoint.config;
@@ -509,7 +510,9 @@ async fn serve_socket(
         .max_message_size(config.max_message_size)
         .idle_timeout(config.idle_timeout)
         .ping_every(config.ping_every);
-    match endpoint.server.serve_as(transport, token).await {
+    let engine = endpoint.server.engine();
+    config.connections.refusals.count_engine(&engine, peer);
+    match endpoint.server.serve_as(engine, transport, token).await {
         Ok(session) => {
             tracing::debug!("websocket connection open");
             if let Some(hook) = &endpoint.on_session {

@@ -266,11 +266,11 @@ impl Connection {
         self.room.give_back(item.held);
     }
 
-    /// Logs a refusal once and tells the engine's refusal hook.
+    /// Hands a refusal to the engine's refusal hook, or logs it once if there is none.
     pub(crate) fn refused(&self, refusal: Refusal) {
-        tracing::debug!(refusal = refusal.as_str(), generation = self.generation, "{refusal}");
-        if let Some(shared) = self.shared.upgrade() {
-            shared.run_refusal_hook(&refusal);
+        let told = self.shared.upgrade().is_some_and(|shared| shared.run_refusal_hook(&refusal));
+        if !told {
+            tracing::debug!(refusal = refusal.as_str(), generation = self.generation, "{refusal}");
         }
     }
 

@@ -203,8 +203,8 @@ impl EngineConfig {
     /// How long one write to the transport may take. A write still unfinished then means
     /// the peer stopped reading (its buffers and ours are full): the connection is closed
     /// (its close reason is [`CloseReason::Failed`] with [`Error::WriteTimeout`]), and the
-    /// refusal is logged once at `debug` and handed to the hook of [`Engine::on_refusal`]
-    /// ([`Refusal::WriteTimeout`]). `None`: a write may wait forever (the queue bound still
+    /// refusal, [`Refusal::WriteTimeout`], is handed to the hook of [`Engine::on_refusal`]
+    /// (or logged once at `debug`). `None`: a write may wait forever (the queue bound still
     /// holds the memory). Connections served inline and driven connections whose sender
     /// never blocks are not concerned. Default: `None`.
     ///
@@ -324,11 +324,10 @@ impl Shared {
         }
     }
 
-    pub(crate) fn run_refusal_hook(&self, refusal: &Refusal) {
+    /// Runs the refusal hook; `false` if there is none.
+    pub(crate) fn run_refusal_hook(&self, refusal: &Refusal) -> bool {
         let hook = read(&self.on_refusal).clone();
-        if let Some(hook) = hook {
-            hook(refusal);
-        }
+        hook.map(|hook| hook(refusal)).is_some()
     }
 }
 
@@ -432,8 +431,9 @@ impl Engine {
     }
 
     /// Sets the hook told of every [`Refusal`] on this engine's connections (requests over the
-    /// in-flight limit, peers that stopped reading), after the refusal is logged at `debug`:
-    /// where a server counts them. It runs on the connection's tasks: keep it cheap.
+    /// in-flight limit, peers that stopped reading): where a server logs and counts them.
+    /// Without a hook, each is logged once at `debug`; with one, the hook does the logging.
+    /// It runs on the connection's tasks: keep it cheap.
     ///
     /// # Examples
     ///

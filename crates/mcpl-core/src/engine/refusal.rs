@@ -5,8 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 /// Something of the peer's the engine turned away, handed to the hook of
-/// [`Engine::on_refusal`](super::Engine::on_refusal) (once per refusal, after it was logged at
-/// `debug`).
+/// [`Engine::on_refusal`](super::Engine::on_refusal) once per refusal (without a hook, the
+/// engine logs it once at `debug`).
 ///
 /// # Examples
 ///

@@ -29,12 +29,13 @@
 //! Every limit a client can push against has a default safe for the open internet, set in
 //! [`ConnectionConfig`] (given to [`HttpConfig::connections`] and to [`serve_with`]) and
 //! [`HttpConfig`]: a connection cap (one more is answered `503` and closed), a deadline for a
-//! request's head (also the keep-alive idle timeout) and one for its body (`408`), bodies read
-//! into one buffer bounded by the body limit whatever their chunking, a session cap at which
-//! idle sessions yield to new ones, a short life for sessions that never finish their
-//! handshake, bounded event storage ([`event_store::InMemoryEventStore`]), and at most
+//! request's head (also the keep-alive idle timeout) and one for its body (`408`), one for a
+//! write to a client that reads nothing (its connection is closed), bodies read into one
+//! buffer bounded by the body limit whatever their chunking, a session cap at which idle
+//! sessions yield to new ones, a short life for sessions that never finish their handshake,
+//! bounded event storage ([`event_store::InMemoryEventStore`]), and at most
 //! [`mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS`] requests of a session running at
-//! once. Each refusal is logged once at `debug` with the client's address and counted in
+//! once (more are refused, and counted). Each refusal is logged once at `debug` with the client's address and counted in
 //! [`Refusals`]. A cancelled [`ConnectionConfig::shutdown_on`] token shuts the endpoint down
 //! gracefully.
 //!
@@ -302,6 +303,7 @@ impl StreamableHttp {
         // (`Engine::run_request`); the endpoint itself answers it.
         let stateless = mcpl_core::Engine::new();
         let session_engine = crate::session::shared_engine(&server);
+        config.connections.refusals.count_engine(&session_engine, None);
         let server_info = serde_json::to_value(server.info()).unwrap_or_default();
         let server_info_json = server_info.to_string();
         StreamableHttp {

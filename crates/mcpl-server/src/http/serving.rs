@@ -5,14 +5,17 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -44,8 +47,9 @@ const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(5), Duration
 ///
 /// The defaults suit a server on the open internet: at most
 /// [`DEFAULT_MAX_CONNECTIONS`] connections, 10 s to send a request's head (which is also how
-/// long an idle kept-alive connection stays open), 30 s to send its body, and 10 s for
-/// in-flight requests to finish once shutdown starts. Clones share the shutdown signal and
+/// long an idle kept-alive connection stays open), 30 s to send its body, 30 s for a write
+/// to the client to make progress, and 10 s for in-flight requests to finish once shutdown
+/// starts. Clones share the shutdown signal and
 /// the refusal counts.
 ///
 /// # Examples
@@ -70,6 +74,7 @@ pub struct ConnectionConfig {
     pub(crate) max_connections: usize,
     pub(crate) header_read_timeout: Option<Duration>,
     pub(crate) body_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
     pub(crate) keep_alive: bool,
     pub(crate) shutdown: CancellationToken,
     pub(crate) shutdown_grace: Duration,
@@ -82,6 +87,7 @@ impl Default for ConnectionConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: Some(Duration::from_secs(10)),
             body_timeout: Some(Duration::from_secs(30)),
+            write_timeout: Some(Duration::from_secs(30)),
             keep_alive: true,
             shutdown: CancellationToken::new(),
             shutdown_grace: Duration::from_secs(10),
@@ -123,8 +129,10 @@ impl ConnectionConfig {
     /// How long a client may take to send a request's head (request line and headers) once
     /// the server waits for one; then the connection is closed. The wait starts when the
     /// connection opens and again after each response, so this is also how long an idle
-    /// kept-alive connection stays open. `None`: forever (not for a public server). Default:
-    /// 10 s.
+    /// kept-alive connection stays open. Only a connection that sent part of a head is a
+    /// refusal ([`RefusalKind::HeaderTimeout`]); one that sent nothing more is just idle, and
+    /// closed without a count (logged at `trace`). `None`: forever (not for a public server).
+    /// Default: 10 s.
     ///
     /// # Examples
     ///
@@ -155,6 +163,26 @@ impl ConnectionConfig {
     /// ```
     pub fn body_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.body_timeout = timeout;
+        self
+    }
+
+    /// How long a write to a client may go without making progress (its socket's buffers
+    /// full: the client reads nothing); then the connection is closed, and the refusal
+    /// logged once and counted ([`RefusalKind::WriteTimeout`]). This bounds how long a
+    /// client that stops reading holds a connection, an SSE stream or a WebSocket. `None`:
+    /// forever (not for a public server). Default: 30 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let connections =
+    ///     mcpl_server::http::ConnectionConfig::new().write_timeout(Some(Duration::from_secs(60)));
+    /// # drop(connections);
+    /// ```
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
         self
     }
 
@@ -255,6 +283,110 @@ impl ConnectionSlot {
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What a served connection's socket saw, read once the connection ended.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Bytes came in since the last response went out: a request head was under way.
+    reading: AtomicBool,
+    /// A write made no progress for the write timeout.
+    write_stalled: AtomicBool,
+}
+
+/// A connection's socket, watched (see [`Seen`]): a write that makes no progress for the
+/// write timeout fails with [`std::io::ErrorKind::TimedOut`].
+struct Watched {
+    io: TcpStream,
+    seen: Arc<Seen>,
+    write_timeout: Option<Duration>,
+    /// Since when a write waits, as the deadline it has (only while one waits).
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Watched {
+    /// After a write returned `Pending`: whether it has waited for the write timeout.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(timeout) = self.write_timeout else { return false };
+        let stall = self.stall.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if stall.as_mut().poll(cx).is_ready() {
+            self.seen.write_stalled.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Acts on the outcome of a write (or flush): a response going out (`wrote` bytes) ends
+    /// the head that was being read.
+    fn wrote<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: Poll<std::io::Result<T>>,
+        wrote: impl FnOnce(&T) -> bool,
+    ) -> Poll<std::io::Result<T>> {
+        match poll {
+            Poll::Ready(done) => {
+                self.stall = None;
+                if done.as_ref().is_ok_and(wrote) {
+                    self.seen.reading.store(false, Ordering::Relaxed);
+                }
+                Poll::Ready(done)
+            }
+            Poll::Pending if self.stalled(cx) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing for the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.seen.reading.store(true, Ordering::Relaxed);
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(cx, poll, |n| *n > 0)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(cx, poll, |n| *n > 0)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_flush(cx);
+        self.wrote(cx, poll, |()| false)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
@@ -382,7 +514,10 @@ where
             http.timer(TokioTimer::new())
                 .header_read_timeout(config.header_read_timeout)
                 .keep_alive(config.keep_alive);
-            let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+            let seen = Arc::new(Seen::default());
+            let write_timeout = config.write_timeout;
+            let io = Watched { io: stream, seen: seen.clone(), write_timeout, stall: None };
+            let conn = http.serve_connection(TokioIo::new(io), service).with_upgrades();
             tokio::pin!(conn);
             let ended = tokio::select! {
                 ended = conn.as_mut() => ended,
@@ -394,11 +529,21 @@ where
             };
             match ended {
                 Ok(()) => {}
-                Err(e) if e.is_timeout() => config.refusals.record(
-                    RefusalKind::HeaderTimeout,
+                Err(_) if seen.write_stalled.load(Ordering::Relaxed) => config.refusals.record(
+                    RefusalKind::WriteTimeout,
                     Some(peer),
-                    "no complete request head in time",
+                    "the client read nothing for the write timeout",
                 ),
+                // Part of a head came, not all of it: a refusal. Nothing at all: an idle
+                // connection (kept alive, or opened ahead of need) closed on time.
+                Err(e) if e.is_timeout() && seen.reading.load(Ordering::Relaxed) => {
+                    config.refusals.record(
+                        RefusalKind::HeaderTimeout,
+                        Some(peer),
+                        "no complete request head in time",
+                    );
+                }
+                Err(e) if e.is_timeout() => tracing::trace!(%peer, "idle connection closed"),
                 Err(e) => tracing::debug!(error = %e, %peer, "connection ended with an error"),
             }
             drop(slot);

@@ -597,9 +597,21 @@ async fn serve_at_shuts_down_gracefully_under_traffic() {
         .await
         .unwrap();
     assert_eq!(get.status(), 200);
-    let call = tokio::spawn(session.call(1, "sleep", json!({"ms": 700, "tag": "serve_at"})).send());
+    let call =
+        tokio::spawn(session.call(1, "sleep", json!({"ms": 1500, "tag": "serve_at"})).send());
     entered("serve_at").await;
     shutdown.cancel();
+    // While the call drains, a client can still reach the server on a new connection (for
+    // what in-flight work needs of it): new work gets 503, a notification is taken.
+    let mut fresh = Session::new(addr);
+    fresh.client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    fresh.id = session.id.clone();
+    let late = fresh.post(&json!({"jsonrpc": "2.0", "id": "late", "method": "ping"}));
+    let late = late.send().await.expect("refused a connection while draining");
+    assert_eq!(late.status(), 503);
+    assert_eq!(late.headers()["retry-after"], "1");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"});
+    assert_eq!(fresh.post(&note).send().await.unwrap().status(), 202);
     // The GET stream ends at once, advising a retry.
     let rest = tokio::time::timeout(BOUND, async {
         let mut rest = Vec::new();
@@ -650,24 +662,101 @@ async fn a_websocket_endpoint_shuts_down_gracefully_under_traffic() {
     ws.send(Ws::text(call.to_string())).await.unwrap();
     entered("ws").await;
     shutdown.cancel();
-    let mut answered = false;
+    // Serving returns only once the upgraded connection was drained and closed.
+    let watch = endpoint.clone();
+    let serving = tokio::spawn(async move {
+        tokio::time::timeout(BOUND, serving)
+            .await
+            .expect("serve_with did not return")
+            .unwrap()
+            .unwrap();
+        watch.connection_count()
+    });
+    let (mut answered, mut close) = (false, None);
     let ended = tokio::time::timeout(BOUND, async {
         while let Some(Ok(frame)) = ws.next().await {
-            if let Ws::Text(text) = frame {
-                let reply: Value = serde_json::from_str(&text).unwrap();
-                answered |= reply["id"] == 1 && reply["result"].is_object();
+            match frame {
+                Ws::Text(text) => {
+                    let reply: Value = serde_json::from_str(&text).unwrap();
+                    answered |= reply["id"] == 1 && reply["result"].is_object();
+                }
+                Ws::Close(frame) => {
+                    close = frame.map(|f| (u16::from(f.code), f.reason.to_string()))
+                }
+                _ => {}
             }
         }
     })
     .await;
     assert!(ended.is_ok(), "the connection stayed open at shutdown");
     assert!(answered, "the call in flight was not answered");
-    tokio::time::timeout(BOUND, serving)
-        .await
-        .expect("serve_with did not return")
-        .unwrap()
-        .unwrap();
-    eventually("the connection is gone", || endpoint.connection_count() == 0).await;
+    // Going away (1001), not a normal close: the client may reconnect.
+    assert_eq!(close, Some((1001, "going away".to_owned())));
+    assert_eq!(serving.await.unwrap(), 0, "serve_with returned with the connection open");
+}
+
+#[tokio::test]
+async fn stateless_streams_end_with_a_retry_hint_at_shutdown() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connections = ConnectionConfig::new()
+        .shutdown_on(shutdown.clone())
+        .shutdown_grace(Duration::from_secs(5));
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    let stateless = |method: &str, name: Option<&str>, body: Value| {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .timeout(BOUND)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        request.body(body.to_string()).send()
+    };
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    // A listen stream, and a call under way on a stream of its own (it asked for progress).
+    let listen = stateless(
+        "subscriptions/listen",
+        None,
+        json!({"jsonrpc": "2.0", "id": 1,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
+    );
+    let mut listen = listen.await.unwrap();
+    assert_eq!(listen.status(), 200);
+    let mut call_meta = meta.clone();
+    call_meta["progressToken"] = json!("p");
+    let call = tokio::spawn(stateless(
+        "tools/call",
+        Some("sleep"),
+        json!({"jsonrpc": "2.0",
+        "id": 2, "method": "tools/call", "params": {"name": "sleep",
+        "arguments": {"ms": 700, "tag": "stateless-sse"}, "_meta": call_meta}}),
+    ));
+    entered("stateless-sse").await;
+    shutdown.cancel();
+    // The listen stream ends at once, advising a retry.
+    let rest = tokio::time::timeout(BOUND, async {
+        let mut rest = Vec::new();
+        while let Ok(Some(chunk)) = listen.chunk().await {
+            rest.extend_from_slice(&chunk);
+        }
+        String::from_utf8_lossy(&rest).into_owned()
+    })
+    .await
+    .expect("the listen stream stayed open at shutdown");
+    assert!(rest.contains("retry: 1000"), "{rest}");
+    // The call in flight is answered on its stream.
+    let call = call.await.unwrap().unwrap();
+    assert_eq!(call.headers()["content-type"], "text/event-stream");
+    assert!(call.text().await.unwrap().contains("slept"));
+    tokio::time::timeout(BOUND, serving).await.expect("serve_at did not return").unwrap().unwrap();
 }
 
 #[tokio::test]

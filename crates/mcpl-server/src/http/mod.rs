@@ -678,9 +678,11 @@ pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io
     serve_with(listener, router, ConnectionConfig::default()).await
 }
 
-/// Serves `router` on `listener` under `connections`: its connection cap, header and body
-/// timeouts, and shutdown signal. Once that signal fires, no connection is accepted, open
-/// connections finish their requests within the grace period, and this returns. Give the
+/// Serves `router` on `listener` under `connections`: its connection cap, header, body and
+/// write timeouts, and shutdown signal. Once that signal fires, open connections (WebSocket
+/// ones too) finish their requests within the grace period, a connection opened meanwhile
+/// carries one request (new work is refused with `503`), and once all are done the listener
+/// is closed and this returns (see [`ConnectionConfig::shutdown_on`]). Give the
 /// endpoints in `router` the same `connections` (with [`HttpConfig::connections`] and
 /// [`WsConfig::connections`](crate::ws::WsConfig::connections)), so they end their streams and
 /// sessions on the same signal and count refusals in the same place.
@@ -1374,24 +1376,30 @@ fn sse_reply(
         },
     );
     let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
-    // At shutdown, a request's stream gets the grace period to carry its response; any
-    // other ends at once. Either ends with a `retry` hint.
-    let connections = &http.inner.config.connections;
-    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
-    let stop = sse::Stop {
-        stop: Box::pin(async move {
-            token.cancelled().await;
-            if live_request {
-                tokio::time::sleep(grace).await;
-            }
-        }),
-        retry,
-    };
+    let stop = stop_at_shutdown(http, live_request);
     let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
     }
     response
+}
+
+/// When an SSE stream of `http` ends at shutdown: a stream that carries a request's response
+/// gets the grace period to carry it; any other ends at once. Either ends with a `retry` hint
+/// (the connection stays up a moment past the grace for it; see
+/// [`serving::serve_connections`]).
+pub(crate) fn stop_at_shutdown(http: &StreamableHttp, carries_response: bool) -> sse::Stop {
+    let connections = &http.inner.config.connections;
+    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
+    sse::Stop {
+        stop: Box::pin(async move {
+            token.cancelled().await;
+            if carries_response {
+                tokio::time::sleep(grace).await;
+            }
+        }),
+        retry: http.inner.config.retry,
+    }
 }
 
 /// `405` for GET and DELETE without a session: only stateful-era sessions have streams to get

@@ -33,6 +33,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// What a connection over the cap is told before it is closed.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
+/// How long connections stay up past the shutdown grace period, for streams ended at its end
+/// to write their last frame (a `retry` hint).
+const FLUSH_MARGIN: Duration = Duration::from_millis(500);
+
 /// How long accepting must go without failing for a new failure to be logged as a new burst.
 const ACCEPT_QUIET: Duration = Duration::from_secs(5);
 
@@ -79,6 +83,9 @@ pub struct ConnectionConfig {
     pub(crate) shutdown: CancellationToken,
     pub(crate) shutdown_grace: Duration,
     pub(crate) refusals: Refusals,
+    /// Connections handed off to an upgrade (WebSocket) and still served: shutdown waits for
+    /// them too.
+    pub(crate) upgraded: Arc<AtomicUsize>,
 }
 
 impl Default for ConnectionConfig {
@@ -92,6 +99,7 @@ impl Default for ConnectionConfig {
             shutdown: CancellationToken::new(),
             shutdown_grace: Duration::from_secs(10),
             refusals: Refusals::new(),
+            upgraded: Arc::default(),
         }
     }
 }
@@ -200,11 +208,16 @@ impl ConnectionConfig {
         self
     }
 
-    /// Shuts down gracefully once `token` is cancelled: the listener stops accepting,
-    /// endpoints refuse new requests with `503`, end their SSE streams with a `retry` hint,
-    /// let in-flight requests finish within [`shutdown_grace`](Self::shutdown_grace), then
-    /// close their sessions and stop the server's running task handlers, and serving
-    /// returns. Default: a token nobody cancels.
+    /// Shuts down gracefully once `token` is cancelled: idle connections close, endpoints
+    /// refuse new requests with `503` (and `Retry-After`), end their SSE streams with a
+    /// `retry` hint (a stream carrying a call's response once the call answered or the grace
+    /// period passed), close WebSocket connections with `1001` (going away) once their
+    /// in-flight requests finished, and let in-flight requests finish within
+    /// [`shutdown_grace`](Self::shutdown_grace); then they close their sessions and stop the
+    /// server's running task handlers, and serving returns. Meanwhile the listener stays open:
+    /// a connection opened then carries one request, for what in-flight work needs of a
+    /// client (a 2025 client's answer to a server request, a cancellation). Default: a token
+    /// nobody cancels.
     ///
     /// # Examples
     ///
@@ -222,7 +235,8 @@ impl ConnectionConfig {
     }
 
     /// How long in-flight requests may take to finish once shutdown starts; then their
-    /// connections are dropped. Default: 10 s.
+    /// connections are dropped (half a second later, for their streams' last frame).
+    /// Default: 10 s.
     ///
     /// # Examples
     ///
@@ -428,9 +442,13 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 }
 
 /// Accepts connections on `listener` and serves each with `service_for(peer)` (HTTP/1.1, upgrades
-/// allowed, `TCP_NODELAY` set) under `config`, until `config`'s shutdown signal; then stops
-/// accepting, lets open connections finish their requests within the grace period, drops
-/// the rest and returns.
+/// allowed, `TCP_NODELAY` set) under `config`, until `config`'s shutdown signal; then drains:
+/// open connections finish their requests within the grace period (idle ones close at once),
+/// while the listener stays open for what in-flight work needs of its clients (a 2025
+/// client's answer to the server's request, a cancellation, on a connection of its own):
+/// such a connection carries one request (the endpoints refuse new work with `503`). Once
+/// every connection ended (or the grace period and [`FLUSH_MARGIN`] passed: the rest are
+/// dropped), the listener is closed and this returns.
 pub(crate) async fn serve_connections<F, S, B>(
     listener: TcpListener,
     config: ConnectionConfig,
@@ -457,11 +475,30 @@ where
     let mut failures = 0u32;
     let mut last_failure: Option<tokio::time::Instant> = None;
     let mut warned = false;
+    // Once shutdown started: until when the open connections may finish.
+    let mut draining: Option<tokio::time::Instant> = None;
+    let mut drained = true;
     loop {
+        let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
         let accepted = tokio::select! {
             biased;
-            () = shutdown.cancelled() => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            () = shutdown.cancelled(), if draining.is_none() => {
+                draining = Some(tokio::time::Instant::now() + config.shutdown_grace + FLUSH_MARGIN);
+                if connections.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            () = tokio::time::sleep_until(deadline), if draining.is_some() => {
+                drained = false;
+                break;
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {
+                if draining.is_some() && connections.is_empty() {
+                    break;
+                }
+                continue;
+            }
             accepted = listener.accept() => accepted,
         };
         let (stream, peer) = match accepted {
@@ -482,10 +519,9 @@ where
                 config.refusals.record(RefusalKind::AcceptFailed, None, &e.to_string());
                 failures = failures.saturating_add(1);
                 let pause = ACCEPT_BACKOFF.0.saturating_mul(1 << failures.min(8).saturating_sub(1));
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    () = tokio::time::sleep(pause.min(ACCEPT_BACKOFF.1)) => continue,
-                }
+                // At most a second; shutdown is seen at the top of the loop.
+                tokio::time::sleep(pause.min(ACCEPT_BACKOFF.1)).await;
+                continue;
             }
         };
         if failures > 0 {
@@ -510,18 +546,22 @@ where
         let service = service_for(peer);
         let (config, shutdown) = (config.clone(), shutdown.clone());
         connections.spawn(async move {
+            // Opened while draining: one request (an answer in-flight work waits for), then
+            // closed.
+            let draining = shutdown.is_cancelled();
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(TokioTimer::new())
                 .header_read_timeout(config.header_read_timeout)
-                .keep_alive(config.keep_alive);
+                .keep_alive(config.keep_alive && !draining);
             let seen = Arc::new(Seen::default());
             let write_timeout = config.write_timeout;
             let io = Watched { io: stream, seen: seen.clone(), write_timeout, stall: None };
             let conn = http.serve_connection(TokioIo::new(io), service).with_upgrades();
             tokio::pin!(conn);
             let ended = tokio::select! {
+                biased;
                 ended = conn.as_mut() => ended,
-                () = shutdown.cancelled() => {
+                () = shutdown.cancelled(), if !draining => {
                     // Idle connections close now; busy ones after their response.
                     conn.as_mut().graceful_shutdown();
                     conn.await
@@ -550,16 +590,22 @@ where
         });
     }
     drop(listener);
-    let grace = config.shutdown_grace;
-    let drained =
-        tokio::time::timeout(grace, async { while connections.join_next().await.is_some() {} })
-            .await;
-    if drained.is_err() {
+    // Connections upgraded to WebSocket left the set above: their endpoint drains them on
+    // the same signal, within the same deadline.
+    if let Some(deadline) = draining {
+        while config.upgraded.load(Ordering::SeqCst) > 0 && drained {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => drained = false,
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    }
+    if !drained {
         tracing::debug!(
             open = connections.len(),
             "connections still busy after the grace period; dropped"
         );
-        connections.shutdown().await;
     }
+    connections.shutdown().await;
     Ok(())
 }

@@ -166,13 +166,27 @@ async fn unread(addr: std::net::SocketAddr, pid: u32, calls: usize) {
     let pad = "x".repeat(64 * 1024);
     let started = Instant::now();
     let mut sent = 0usize;
-    for id in 1..=calls {
-        let call = format!(
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"unread","version":"0"}}}"#;
+    let ready = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let messages = [init.to_owned(), ready.to_owned()].into_iter().chain((1..=calls).map(|id| {
+        format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"pad":"{pad}"}}}}}}"#
-        );
+        )
+    }));
+    for call in messages {
         // A masked text frame (zero key: the payload goes as it is).
-        let mut frame = vec![0x81, 0x80 | 127];
-        frame.extend_from_slice(&(call.len() as u64).to_be_bytes());
+        let mut frame = vec![0x81];
+        match call.len() {
+            n @ 0..126 => frame.push(0x80 | n as u8),
+            n @ 126..65536 => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
         frame.extend_from_slice(&[0, 0, 0, 0]);
         frame.extend_from_slice(call.as_bytes());
         match tokio::time::timeout(Duration::from_secs(2), tcp.write_all(&frame)).await {

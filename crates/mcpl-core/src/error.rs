@@ -24,6 +24,8 @@ pub enum ErrorKind {
     StatelessTransportReuse,
     /// A request got no response in time.
     RequestTimeout,
+    /// A write to the peer made no progress in time: the peer stopped reading.
+    WriteTimeout,
     /// A request was cancelled.
     Cancelled,
     /// The peer did not advertise the capability an operation needs.
@@ -75,6 +77,14 @@ pub enum Error {
         method: String,
         /// How long the request waited.
         elapsed: Duration,
+    },
+    /// A write to the peer did not finish within the write timeout (see
+    /// [`EngineConfig::write_timeout`](crate::engine::EngineConfig::write_timeout)): the peer
+    /// stopped reading, and its connection was closed.
+    #[error("the peer read nothing for {timeout:?} (write timeout)")]
+    WriteTimeout {
+        /// The timeout.
+        timeout: Duration,
     },
     /// A request was cancelled.
     #[error("request cancelled{}", reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default())]
@@ -213,6 +223,7 @@ impl Error {
             Error::ConnectionClosed => ErrorKind::ConnectionClosed,
             Error::StatelessTransportReuse => ErrorKind::StatelessTransportReuse,
             Error::RequestTimeout { .. } => ErrorKind::RequestTimeout,
+            Error::WriteTimeout { .. } => ErrorKind::WriteTimeout,
             Error::Cancelled { .. } => ErrorKind::Cancelled,
             Error::CapabilityNotSupported { .. } => ErrorKind::CapabilityNotSupported,
             Error::UnsupportedProtocolVersion { .. } => ErrorKind::UnsupportedProtocolVersion,

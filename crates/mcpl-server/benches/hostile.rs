@@ -1,5 +1,6 @@
-//! Server memory under hostile clients on loopback: a body dribbled one byte per write, and
-//! N slow connections (half-sent heads, half-sent bodies). A benchmark, not a test: it prints
+//! Server memory under hostile clients on loopback: a body dribbled one byte per write, N slow
+//! connections (half-sent heads, half-sent bodies), and a WebSocket client that sends calls
+//! but reads none of their answers. A benchmark, not a test: it prints
 //! the server's resident memory (`VmRSS`, and the peak `VmHWM`, from `/proc`) at each step.
 //!
 //! ```sh
@@ -14,7 +15,8 @@
 //! 131072), `--every N` and `--pause-us US` (a pause of US µs, default 20, after every N
 //! one-byte writes, default 1, so that the server reads about one byte at a time),
 //! `--slow N` (default 500), `--hold SECS` (how long the slow connections are held before
-//! the last reading, default 12). Figures: `docs/performance.md`.
+//! the last reading, default 12), `--unread N` (the calls of the client that reads nothing,
+//! 64 KB each, default 2000; 0 skips the step). Figures: `docs/performance.md`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -97,11 +99,20 @@ struct Args {
     every: usize,
     /// How long each pause is, in microseconds.
     pause_us: u64,
+    /// How many calls the client that reads nothing sends.
+    unread: usize,
 }
 
 fn args() -> Args {
-    let mut args =
-        Args { server: None, dribble: 128 * 1024, slow: 500, hold: 12, every: 1, pause_us: 20 };
+    let mut args = Args {
+        server: None,
+        dribble: 128 * 1024,
+        slow: 500,
+        hold: 12,
+        every: 1,
+        pause_us: 20,
+        unread: 2000,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -111,6 +122,7 @@ fn args() -> Args {
             "--hold" => args.hold = it.next().unwrap().parse().unwrap(),
             "--pause-us" => args.pause_us = it.next().unwrap().parse().unwrap(),
             "--every" => args.every = it.next().unwrap().parse::<usize>().unwrap().max(1),
+            "--unread" => args.unread = it.next().unwrap().parse().unwrap(),
             _ => {} // `cargo bench` passes `--bench`
         }
     }
@@ -144,6 +156,71 @@ fn report(pid: u32, step: &str) {
         rss as f64 / 1024.0,
         hwm as f64 / 1024.0
     );
+}
+
+/// Step 3: a WebSocket client that sends `calls` calls of `echo` (64 KB each, so as much to
+/// answer) and reads nothing: how much the server reads of them, its memory, and whether
+/// (and when) it closes the connection.
+async fn unread(addr: std::net::SocketAddr, pid: u32, calls: usize) {
+    let mut tcp = websocket(addr).await;
+    let pad = "x".repeat(64 * 1024);
+    let started = Instant::now();
+    let mut sent = 0usize;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"unread","version":"0"}}}"#;
+    let ready = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let messages = [init.to_owned(), ready.to_owned()].into_iter().chain((1..=calls).map(|id| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"pad":"{pad}"}}}}}}"#
+        )
+    }));
+    for call in messages {
+        // A masked text frame (zero key: the payload goes as it is).
+        let mut frame = vec![0x81];
+        match call.len() {
+            n @ 0..126 => frame.push(0x80 | n as u8),
+            n @ 126..65536 => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        frame.extend_from_slice(call.as_bytes());
+        match tokio::time::timeout(Duration::from_secs(2), tcp.write_all(&frame)).await {
+            Ok(Ok(())) => sent += frame.len(),
+            // Stalled for 2 s: the server stopped reading (or went away).
+            Ok(Err(_)) | Err(_) => break,
+        }
+    }
+    report(
+        pid,
+        &format!(
+            "a WebSocket client reading nothing: {:.1} of {:.1} MB of calls taken",
+            sent as f64 / 1e6,
+            (calls * (64 * 1024 + 120)) as f64 / 1e6
+        ),
+    );
+    // Closed: a write fails (the server reset the connection). Never read: that would let
+    // the server write again.
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let outcome = loop {
+        if Instant::now() > deadline {
+            break "still open 45 s later".to_owned();
+        }
+        match tcp.try_write(&[0x89, 0x80, 0, 0, 0, 0]) {
+            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                break format!(
+                    "closed {:.0} s after the first call",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            _ => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    };
+    report(pid, &format!("... {outcome}"));
 }
 
 fn head(extra: &str) -> String {
@@ -309,6 +386,10 @@ async fn bench() {
     }
     report(pid, &format!("{} s later: {open} of {} still open", args.hold, slow.len()));
     drop(slow);
+
+    if args.server.is_none() && args.unread > 0 {
+        unread(addr, pid, args.unread).await;
+    }
     child.kill().ok();
     child.wait().ok();
 }

@@ -31,6 +31,16 @@ use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
 use mcpl_core::mcpl::digest::Revision;
 use mcpl_core::mcpl::manifest::Manifest;
 
+/// The default bound on one write to a stdio or WebSocket client: 30 seconds (see
+/// [`ServerBuilder::write_timeout`]).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::DEFAULT_WRITE_TIMEOUT, std::time::Duration::from_secs(30));
+/// ```
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A built server: its identity and features. Cheap to clone (clones share the features);
 /// serve it with [`Server::serve`] or [`crate::stdio::serve`].
 ///
@@ -87,6 +97,10 @@ pub(crate) struct ServerInner {
     pub(crate) tasks: Tasks,
     /// The most requests of one connection (or 2025 HTTP session) whose handlers run at once.
     pub(crate) max_inflight_requests: usize,
+    /// The bound on each connection's outgoing queue: messages, bytes.
+    pub(crate) max_queued: (usize, usize),
+    /// How long one write to a connection may take.
+    pub(crate) write_timeout: Option<Duration>,
     registry: RwLock<Registry>,
     events: broadcast::Sender<ServerEvent>,
     pub(crate) mcpl: Option<Arc<McplHub>>,
@@ -129,6 +143,11 @@ impl Server {
             task_ttl: None,
             task_poll_interval: None,
             max_inflight_requests: mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
+            max_queued: (
+                mcpl_core::engine::DEFAULT_MAX_QUEUED_MESSAGES,
+                mcpl_core::engine::DEFAULT_MAX_QUEUED_BYTES,
+            ),
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
             registry: Registry::default(),
             mcpl: None,
             errors: Vec::new(),
@@ -696,6 +715,8 @@ pub struct ServerBuilder {
     task_ttl: Option<Option<Duration>>,
     task_poll_interval: Option<Duration>,
     max_inflight_requests: usize,
+    max_queued: (usize, usize),
+    write_timeout: Option<Duration>,
     registry: Registry,
     mcpl: Option<Arc<McplHub>>,
     errors: Vec<RegistrationError>,
@@ -980,6 +1001,47 @@ impl ServerBuilder {
     /// ```
     pub fn max_inflight_requests(mut self, max: usize) -> Self {
         self.max_inflight_requests = max;
+        self
+    }
+
+    /// The bound on what waits to be written to one client connection (a stdio or WebSocket
+    /// connection, or a 2025 HTTP session): at most `messages` messages and `bytes` bytes (the
+    /// JSON size of their payloads). At the bound, handlers' answers and the server's
+    /// notifications and requests wait, and the connection reads no more requests than the
+    /// in-flight limit lets run: a client that stops reading costs at most this much memory
+    /// (see [`EngineConfig::max_queued_messages`](mcpl_core::engine::EngineConfig::max_queued_messages)).
+    /// Default: 256 messages, 8 MiB.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").max_queued(64, 1024 * 1024).build();
+    /// # drop(server);
+    /// ```
+    pub fn max_queued(mut self, messages: usize, bytes: usize) -> Self {
+        self.max_queued = (messages, bytes);
+        self
+    }
+
+    /// How long one write to a stdio or WebSocket client may take before the client is taken
+    /// to have stopped reading: its connection is closed, and the refusal is logged once and
+    /// counted ([`RefusalKind::WriteTimeout`](crate::http::RefusalKind::WriteTimeout) for a
+    /// WebSocket endpoint). HTTP connections have their own,
+    /// [`ConnectionConfig::write_timeout`](crate::http::ConnectionConfig::write_timeout).
+    /// `None`: a write may wait forever (the queue bound of [`max_queued`](Self::max_queued)
+    /// still holds the memory). Default: [`DEFAULT_WRITE_TIMEOUT`] (30 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let server =
+    ///     mcpl_server::Server::builder("s", "1").write_timeout(Some(Duration::from_secs(60))).build();
+    /// # drop(server);
+    /// ```
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
         self
     }
 
@@ -1474,6 +1536,8 @@ impl ServerBuilder {
                 sealer,
                 tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
                 max_inflight_requests: self.max_inflight_requests,
+                max_queued: self.max_queued,
+                write_timeout: self.write_timeout,
                 registry: RwLock::new(self.registry),
                 events,
                 mcpl: self.mcpl,

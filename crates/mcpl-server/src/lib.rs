@@ -81,7 +81,9 @@ pub mod uri_template;
 pub mod ws;
 
 #[doc(inline)]
-pub use self::builder::{BuildError, RegistrationError, Server, ServerBuilder};
+pub use self::builder::{
+    BuildError, DEFAULT_WRITE_TIMEOUT, RegistrationError, Server, ServerBuilder,
+};
 #[doc(inline)]
 pub use self::context::Context;
 #[doc(inline)]

@@ -129,10 +129,15 @@ pub(crate) fn shared_engine(server: &Server) -> Engine {
 }
 
 impl Server {
-    /// A new engine with this server's settings (its in-flight limit).
+    /// A new engine with this server's settings (its in-flight limit, its outgoing queue's
+    /// bound and write timeout).
     pub(crate) fn engine(&self) -> Engine {
+        let (messages, bytes) = self.inner.max_queued;
         let config = mcpl_core::engine::EngineConfig::new()
-            .max_inflight_requests(self.inner.max_inflight_requests);
+            .max_inflight_requests(self.inner.max_inflight_requests)
+            .max_queued_messages(messages)
+            .max_queued_bytes(bytes)
+            .write_timeout(self.inner.write_timeout);
         Engine::with_config(config)
     }
 
@@ -167,18 +172,18 @@ impl Server {
     /// # }
     /// ```
     pub async fn serve<T: Transport>(&self, transport: T) -> Result<Session> {
-        self.serve_as(transport, None).await
+        self.serve_as(self.engine(), transport, None).await
     }
 
-    /// [`serve`](Self::serve), for a connection whose client presented `token` (verified): its
-    /// handlers see it ([`Context::access_token`]), and what its requests create is bound to
-    /// its principal.
+    /// [`serve`](Self::serve) on `engine` (one of [`engine`](Self::engine)'s), for a connection
+    /// whose client presented `token` (verified): its handlers see it
+    /// ([`Context::access_token`]), and what its requests create is bound to its principal.
     pub(crate) async fn serve_as<T: Transport>(
         &self,
+        engine: Engine,
         transport: T,
         token: Option<Arc<crate::http::auth::AccessToken>>,
     ) -> Result<Session> {
-        let engine = self.engine();
         let phase = Arc::new(AtomicU8::new(NEW));
         let state = ClientState { access_token: token, ..ClientState::default() };
         let client: SharedClientState = Arc::new(Mutex::new(state));

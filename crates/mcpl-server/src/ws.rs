@@ -48,7 +48,7 @@ use axum::routing::get;
 use futures::{SinkExt, StreamExt, future};
 use mcpl_core::Error;
 use mcpl_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
-use mcpl_core::transport::framed::{FramedTransport, Inbound, Outbound};
+use mcpl_core::transport::framed::{CloseCode, FramedTransport, Inbound, Outbound};
 use tokio_tungstenite::tungstenite;
 
 use crate::builder::Server;
@@ -487,14 +487,16 @@ async fn upgrade(
     // The token a protecting layer verified (see `http::auth::BearerAuth`) is the connection's.
     let token = extensions.get::<AccessToken>().cloned().map(Arc::new);
     let max = endpoint.config.max_message_size;
+    // Counted until served, for the listener's shutdown to wait for.
+    let upgraded = ConnectionSlot::take(&endpoint.config.connections.upgraded, usize::MAX);
     upgrade
         .max_message_size(max)
         .max_frame_size(max)
         .protocols([SUBPROTOCOL])
         .on_failed_upgrade(|e| tracing::debug!(error = %e, "websocket upgrade failed"))
         .on_upgrade(move |socket| async move {
-            serve_socket(&endpoint, socket, token).await;
-            drop(slot);
+            serve_socket(&endpoint, socket, peer, token).await;
+            drop((slot, upgraded));
         })
 }
 
@@ -502,6 +504,7 @@ async fn upgrade(
 async fn serve_socket(
     endpoint: &WebSocketEndpoint,
     socket: WebSocket,
+    peer: Option<SocketAddr>,
     token: Option<Arc<AccessToken>>,
 ) {
     let config = &endpoint.config;
@@ -509,7 +512,10 @@ async fn serve_socket(
         .max_message_size(config.max_message_size)
         .idle_timeout(config.idle_timeout)
         .ping_every(config.ping_every);
-    match endpoint.server.serve_as(transport, token).await {
+    let close_code = transport.close_code_handle();
+    let engine = endpoint.server.engine();
+    config.connections.refusals.count_engine(&engine, peer);
+    match endpoint.server.serve_as(engine, transport, token).await {
         Ok(session) => {
             tracing::debug!("websocket connection open");
             if let Some(hook) = &endpoint.on_session {
@@ -520,6 +526,8 @@ async fn serve_socket(
                 () = session.closed() => {}
                 () = connections.shutdown.cancelled() => {
                     crate::session::drain(session.peer(), connections.shutdown_grace).await;
+                    // The client may reconnect, to another instance: going away (1001).
+                    close_code.set(CloseCode::GoingAway);
                     if let Err(e) = session.close().await {
                         tracing::debug!(error = %e, "closing a websocket connection at shutdown failed");
                     }

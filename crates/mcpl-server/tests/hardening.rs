@@ -186,22 +186,138 @@ async fn a_half_sent_head_is_closed_after_the_header_timeout() {
     .unwrap();
 }
 
+/// Waits until one half-sent head was counted, after whatever closed before: then exactly
+/// one must be (the idle connections closed before were not refusals).
+async fn only_a_half_sent_head_counts(addr: SocketAddr, endpoint: &StreamableHttp) {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"POST /mcp HTTP/1.1\r\nhost: local").await.unwrap();
+    read_to_close(&mut tcp).await;
+    tokio::time::timeout(BOUND, async {
+        while endpoint.refusals().count(RefusalKind::HeaderTimeout) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(endpoint.refusals().count(RefusalKind::HeaderTimeout), 1);
+    assert_eq!(endpoint.refusals().total(), 1, "{:?}", endpoint.refusals());
+}
+
 #[tokio::test]
 async fn a_connection_that_sends_nothing_is_closed() {
-    let (addr, _endpoint) = start(HttpConfig::new().connections(quick())).await;
+    let (addr, endpoint) = start(HttpConfig::new().connections(quick())).await;
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     assert_eq!(read_to_close(&mut tcp).await, "");
+    // Opened ahead of need (as browsers do), not an attack: closed, not counted.
+    only_a_half_sent_head_counts(addr, &endpoint).await;
 }
 
 #[tokio::test]
 async fn an_idle_kept_alive_connection_is_closed() {
-    let (addr, _endpoint) = start(HttpConfig::new().connections(quick())).await;
+    let (addr, endpoint) = start(HttpConfig::new().connections(quick())).await;
     let body = echo_body();
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     let request = format!("{}{body}", post_head(&format!("content-length: {}\r\n", body.len())));
     tcp.write_all(request.as_bytes()).await.unwrap();
     let answer = read_to_close(&mut tcp).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Closed by the keep-alive timeout: not a refusal.
+    only_a_half_sent_head_counts(addr, &endpoint).await;
+}
+
+// A client that stops reading is cut after the write timeout.
+
+/// A listener, and a client socket for it, whose buffers are small: a client that stops
+/// reading shows at once (Linux lets loopback buffers grow to megabytes otherwise).
+fn small_buffers() -> (tokio::net::TcpListener, tokio::net::TcpSocket) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_send_buffer_size(32 * 1024).unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(16).unwrap();
+    let client = tokio::net::TcpSocket::new_v4().unwrap();
+    client.set_recv_buffer_size(32 * 1024).unwrap();
+    (listener, client)
+}
+
+#[tokio::test]
+async fn an_http_client_that_reads_nothing_is_cut_after_the_write_timeout() {
+    let connections = ConnectionConfig::new().write_timeout(Some(Duration::from_millis(300)));
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let (listener, client) = small_buffers();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    // A 3 MB answer, far more than both sockets hold, that the client never reads.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"pad": "x".repeat(3 * 1024 * 1024)},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let mut tcp = client.connect(addr).await.unwrap();
+    let head = post_head(&format!("content-length: {}\r\n", body.len()));
+    tcp.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+    tokio::time::timeout(BOUND, async {
+        while endpoint.refusals().count(RefusalKind::WriteTimeout) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("a client that reads nothing kept its connection");
+    // The connection is gone: what the sockets held, then the end.
+    let got = read_to_close(&mut tcp).await;
+    assert!(got.len() < 3 * 1024 * 1024, "the whole answer went out: {} bytes", got.len());
+    assert_eq!(endpoint.refusals().count(RefusalKind::WriteTimeout), 1);
+}
+
+#[tokio::test]
+async fn a_websocket_client_that_reads_nothing_is_cut_after_the_write_timeout() {
+    use futures::SinkExt;
+    use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
+    use tokio_tungstenite::tungstenite::Message as Ws;
+
+    let server = Server::builder("slow-reader", "0")
+        .write_timeout(Some(Duration::from_millis(300)))
+        .tool(Tool::new("echo", ToolSchema::object()), |_ctx, args| async move {
+            Ok(ToolOutput::text(Value::Object(args).to_string()))
+        })
+        .build();
+    let endpoint = WebSocketEndpoint::new(server, WsConfig::new());
+    let (listener, client) = small_buffers();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.clone().into_router("/ws")));
+    let tcp = client.connect(addr).await.unwrap();
+    let (mut ws, _) =
+        tokio_tungstenite::client_async(format!("ws://{addr}/ws"), tcp).await.unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    ws.send(Ws::text(init.to_string())).await.unwrap();
+    // Calls whose answers (64 KB each) nobody reads: the server's writes stall.
+    let pad = "x".repeat(64 * 1024);
+    let sending = async {
+        for id in 1..=200 {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"pad": pad}}});
+            if ws.send(Ws::text(call.to_string())).await.is_err() {
+                break;
+            }
+        }
+    };
+    let cut = async {
+        while endpoint.refusals().count(RefusalKind::WriteTimeout) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(BOUND, async { tokio::join!(sending, cut) })
+        .await
+        .expect("a client that reads nothing kept its connection");
+    tokio::time::timeout(BOUND, async {
+        while endpoint.connection_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the connection stayed open");
+    assert_eq!(endpoint.refusals().count(RefusalKind::WriteTimeout), 1);
 }
 
 #[tokio::test]
@@ -481,9 +597,21 @@ async fn serve_at_shuts_down_gracefully_under_traffic() {
         .await
         .unwrap();
     assert_eq!(get.status(), 200);
-    let call = tokio::spawn(session.call(1, "sleep", json!({"ms": 700, "tag": "serve_at"})).send());
+    let call =
+        tokio::spawn(session.call(1, "sleep", json!({"ms": 1500, "tag": "serve_at"})).send());
     entered("serve_at").await;
     shutdown.cancel();
+    // While the call drains, a client can still reach the server on a new connection (for
+    // what in-flight work needs of it): new work gets 503, a notification is taken.
+    let mut fresh = Session::new(addr);
+    fresh.client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    fresh.id = session.id.clone();
+    let late = fresh.post(&json!({"jsonrpc": "2.0", "id": "late", "method": "ping"}));
+    let late = late.send().await.expect("refused a connection while draining");
+    assert_eq!(late.status(), 503);
+    assert_eq!(late.headers()["retry-after"], "1");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"});
+    assert_eq!(fresh.post(&note).send().await.unwrap().status(), 202);
     // The GET stream ends at once, advising a retry.
     let rest = tokio::time::timeout(BOUND, async {
         let mut rest = Vec::new();
@@ -534,24 +662,101 @@ async fn a_websocket_endpoint_shuts_down_gracefully_under_traffic() {
     ws.send(Ws::text(call.to_string())).await.unwrap();
     entered("ws").await;
     shutdown.cancel();
-    let mut answered = false;
+    // Serving returns only once the upgraded connection was drained and closed.
+    let watch = endpoint.clone();
+    let serving = tokio::spawn(async move {
+        tokio::time::timeout(BOUND, serving)
+            .await
+            .expect("serve_with did not return")
+            .unwrap()
+            .unwrap();
+        watch.connection_count()
+    });
+    let (mut answered, mut close) = (false, None);
     let ended = tokio::time::timeout(BOUND, async {
         while let Some(Ok(frame)) = ws.next().await {
-            if let Ws::Text(text) = frame {
-                let reply: Value = serde_json::from_str(&text).unwrap();
-                answered |= reply["id"] == 1 && reply["result"].is_object();
+            match frame {
+                Ws::Text(text) => {
+                    let reply: Value = serde_json::from_str(&text).unwrap();
+                    answered |= reply["id"] == 1 && reply["result"].is_object();
+                }
+                Ws::Close(frame) => {
+                    close = frame.map(|f| (u16::from(f.code), f.reason.to_string()))
+                }
+                _ => {}
             }
         }
     })
     .await;
     assert!(ended.is_ok(), "the connection stayed open at shutdown");
     assert!(answered, "the call in flight was not answered");
-    tokio::time::timeout(BOUND, serving)
-        .await
-        .expect("serve_with did not return")
-        .unwrap()
-        .unwrap();
-    eventually("the connection is gone", || endpoint.connection_count() == 0).await;
+    // Going away (1001), not a normal close: the client may reconnect.
+    assert_eq!(close, Some((1001, "going away".to_owned())));
+    assert_eq!(serving.await.unwrap(), 0, "serve_with returned with the connection open");
+}
+
+#[tokio::test]
+async fn stateless_streams_end_with_a_retry_hint_at_shutdown() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let connections = ConnectionConfig::new()
+        .shutdown_on(shutdown.clone())
+        .shutdown_grace(Duration::from_secs(5));
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    let stateless = |method: &str, name: Option<&str>, body: Value| {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .timeout(BOUND)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        request.body(body.to_string()).send()
+    };
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    // A listen stream, and a call under way on a stream of its own (it asked for progress).
+    let listen = stateless(
+        "subscriptions/listen",
+        None,
+        json!({"jsonrpc": "2.0", "id": 1,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}}),
+    );
+    let mut listen = listen.await.unwrap();
+    assert_eq!(listen.status(), 200);
+    let mut call_meta = meta.clone();
+    call_meta["progressToken"] = json!("p");
+    let call = tokio::spawn(stateless(
+        "tools/call",
+        Some("sleep"),
+        json!({"jsonrpc": "2.0",
+        "id": 2, "method": "tools/call", "params": {"name": "sleep",
+        "arguments": {"ms": 700, "tag": "stateless-sse"}, "_meta": call_meta}}),
+    ));
+    entered("stateless-sse").await;
+    shutdown.cancel();
+    // The listen stream ends at once, advising a retry.
+    let rest = tokio::time::timeout(BOUND, async {
+        let mut rest = Vec::new();
+        while let Ok(Some(chunk)) = listen.chunk().await {
+            rest.extend_from_slice(&chunk);
+        }
+        String::from_utf8_lossy(&rest).into_owned()
+    })
+    .await
+    .expect("the listen stream stayed open at shutdown");
+    assert!(rest.contains("retry: 1000"), "{rest}");
+    // The call in flight is answered on its stream.
+    let call = call.await.unwrap().unwrap();
+    assert_eq!(call.headers()["content-type"], "text/event-stream");
+    assert!(call.text().await.unwrap().contains("slept"));
+    tokio::time::timeout(BOUND, serving).await.expect("serve_at did not return").unwrap().unwrap();
 }
 
 #[tokio::test]
@@ -635,7 +840,7 @@ async fn a_request_flood_on_one_websocket_is_refused_beyond_the_in_flight_limit(
     let endpoint = WebSocketEndpoint::new(server(), WsConfig::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.clone().into_router("/ws")));
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws")).await.unwrap();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -672,6 +877,8 @@ async fn a_request_flood_on_one_websocket_is_refused_beyond_the_in_flight_limit(
     .expect("not every request was answered");
     assert!(busy >= 100, "{busy} refused");
     assert!(results <= limit + 1, "{results} served");
+    // Each one counted with the endpoint's other refusals.
+    assert_eq!(endpoint.refusals().count(RefusalKind::InFlightLimit), busy);
 }
 
 // Item 13: what abandoned streams leave in the event store is bounded.
@@ -763,7 +970,7 @@ async fn a_2025_session_over_its_in_flight_limit_gets_errors_not_a_queue() {
     let endpoint = StreamableHttp::new(server, HttpConfig::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+    tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
     let mut session = Session::new(addr);
     session.initialize().await;
     let calls = (1..=10).map(|id| {
@@ -775,6 +982,7 @@ async fn a_2025_session_over_its_in_flight_limit_gets_errors_not_a_queue() {
     let served = answers.iter().filter(|a| a.contains("slept")).count();
     assert_eq!(busy + served, 10, "{answers:?}");
     assert!(busy >= 6 && served <= 4, "{busy} refused, {served} served");
+    assert_eq!(endpoint.refusals().count(RefusalKind::InFlightLimit), busy as u64);
 }
 
 #[tokio::test]

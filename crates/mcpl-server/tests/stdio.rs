@@ -3,7 +3,9 @@
 //!
 //! Checks that the tasks extension stays out of the stateful era (SEP-2663 defines it for
 //! 2026-07-28 only): a task-capable tool answers synchronously even when the client declared
-//! the extension in `initialize`, and `tasks/*` are unknown methods.
+//! the extension in `initialize`, and `tasks/*` are unknown methods. And that a client that
+//! stops reading the server's stdout is cut after the write timeout (`MCPL_STDIO_TEST_CHILD=
+//! slow-reader`): the server exits instead of buffering answers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -121,17 +123,82 @@ async fn parent() {
     assert!(status.unwrap().success());
 }
 
+/// The server of the slow-reader child: answers as large as the calls, a short write timeout.
+fn echo_server() -> Server {
+    Server::builder("stdio-echo", "1.0.0")
+        .write_timeout(Some(Duration::from_millis(300)))
+        .tool(Tool::new("echo", ToolSchema::object()), |_ctx, args| async move {
+            Ok(ToolOutput::text(Value::Object(args).to_string()))
+        })
+        .build()
+}
+
+/// A client that writes calls to the server's stdin and never reads its stdout: the server's
+/// writes stall on the full pipe, and after the write timeout it gives up and exits.
+async fn slow_reader() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, "slow-reader")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Held open and never read.
+    let _stdout = child.stdout.take().unwrap();
+    let pad = "x".repeat(64 * 1024);
+    let writing = async move {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "slow-reader", "version": "1"}}});
+        let mut lines = vec![init];
+        lines.extend((1..=2000).map(|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"pad": pad}}})
+        }));
+        for line in lines {
+            let mut line = serde_json::to_vec(&line).unwrap();
+            line.push(b'\n');
+            // Fails once the server is gone.
+            if stdin.write_all(&line).await.is_err() {
+                return;
+            }
+        }
+        panic!("the server read 128 MB of calls whose answers nobody read");
+    };
+    let exited = async {
+        let status = child.wait().await.unwrap();
+        assert!(status.success(), "{status}");
+    };
+    tokio::time::timeout(Duration::from_secs(30), async { tokio::join!(writing, exited) })
+        .await
+        .expect("the server kept serving a client that reads nothing");
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    if std::env::var_os(CHILD).is_some() {
-        runtime.block_on(mcpl_server::stdio::serve(server())).unwrap();
-        return;
+    match std::env::var(CHILD).as_deref() {
+        Ok("slow-reader") => {
+            runtime.block_on(mcpl_server::stdio::serve(echo_server())).unwrap();
+            // Stdin is still open: the blocking thread reading it would hold the runtime.
+            std::process::exit(0)
+        }
+        Ok(_) => {
+            runtime.block_on(mcpl_server::stdio::serve(server())).unwrap();
+            return;
+        }
+        Err(_) => {}
     }
-    // `cargo test` passes libtest flags; a filter that excludes this file's one test skips it.
+    // `cargo test` passes libtest flags; a filter that excludes a test skips it.
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    if filter.is_some_and(|f| !"stdio_task_tools_are_synchronous_in_the_2025_era".contains(&f)) {
-        return;
+    let wanted = |name: &str| filter.as_ref().is_none_or(|f| name.contains(f.as_str()));
+    if wanted("stdio_task_tools_are_synchronous_in_the_2025_era") {
+        runtime.block_on(parent());
+        println!("test stdio_task_tools_are_synchronous_in_the_2025_era ... ok");
     }
-    runtime.block_on(parent());
-    println!("test stdio_task_tools_are_synchronous_in_the_2025_era ... ok");
+    if wanted("stdio_client_that_reads_nothing_is_cut_after_the_write_timeout") {
+        runtime.block_on(slow_reader());
+        println!("test stdio_client_that_reads_nothing_is_cut_after_the_write_timeout ... ok");
+    }
 }

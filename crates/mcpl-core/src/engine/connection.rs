@@ -22,7 +22,8 @@ use super::handler::{
 };
 use super::lazy_meta::{LazyMeta, MetaSlot};
 use super::options::{ProgressUpdate, RequestOptions};
-use super::{CloseReason, HandlerTable, Shared, lock};
+use super::room::{Held, Reservation, Room, weigh};
+use super::{CloseReason, HandlerTable, Refusal, Shared, lock};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
@@ -154,6 +155,9 @@ pub(crate) struct Connection {
     close_timeout: Duration,
     max_inflight: usize,
     notification_queue_bytes: usize,
+    /// Room in the outgoing queue (see [`super::EngineConfig::max_queued_messages`]).
+    room: Room,
+    write_timeout: Option<Duration>,
     handlers: Arc<HandlerTable>,
     shared: Weak<Shared>,
 }
@@ -203,6 +207,8 @@ impl Connection {
             close_timeout: shared.config.close_timeout,
             max_inflight: shared.config.max_inflight_requests,
             notification_queue_bytes: shared.config.notification_queue_bytes,
+            room: Room::new(shared.config.max_queued_messages, shared.config.max_queued_bytes),
+            write_timeout: shared.config.write_timeout,
             handlers: shared.handlers.clone(),
             shared: Arc::downgrade(shared),
         })
@@ -212,22 +218,59 @@ impl Connection {
         self.closed.is_cancelled()
     }
 
-    fn send(self: &Arc<Self>, message: Message) -> Result<()> {
-        self.send_related(message, None)
-    }
-
-    fn send_related(self: &Arc<Self>, message: Message, related: Option<RequestId>) -> Result<()> {
+    /// Queues `message` without waiting: in the `reserved` room, else in any room left, else
+    /// past the bound (only for what cannot wait; see
+    /// [`super::EngineConfig::max_queued_messages`]).
+    fn send_now(
+        self: &Arc<Self>,
+        message: Message,
+        related: Option<RequestId>,
+        reserved: Option<Reservation<'_>>,
+    ) -> Result<()> {
         if self.closed.is_cancelled() {
             return Err(Error::ConnectionClosed);
         }
+        let reserved = reserved.or_else(|| self.room.try_reserve(weigh(&message)));
+        // Given back by whoever takes the message off the queue (`taken`).
+        let held = reserved.map(Reservation::hold).unwrap_or_default();
+        let item = Outbound { message, related, held };
         match &self.outbound {
-            Outlet::Channel(tx) => {
-                tx.unbounded_send((message, related)).map_err(|_| Error::ConnectionClosed)
-            }
+            Outlet::Channel(tx) => tx.unbounded_send(item).map_err(|_| Error::ConnectionClosed),
             Outlet::Queue(queue) => {
-                queue.push(self, (message, related));
+                queue.push(self, item);
                 Ok(())
             }
+        }
+    }
+
+    /// Queues `message` once the outgoing queue has room for it.
+    async fn send(self: &Arc<Self>, message: Message, related: Option<RequestId>) -> Result<()> {
+        let room = self.reserve(weigh(&message)).await.ok_or(Error::ConnectionClosed)?;
+        self.send_now(message, related, Some(room))
+    }
+
+    /// Waits for room in the outgoing queue for a message of `size` bytes (see
+    /// [`weigh`]): the room is the caller's until it is used (by
+    /// [`send_now`](Self::send_now)) or dropped. `None` once the connection closed.
+    async fn reserve(&self, size: usize) -> Option<Reservation<'_>> {
+        self.room.reserve(size).await
+    }
+
+    /// How long one write may take (see [`super::EngineConfig::write_timeout`]).
+    pub(crate) fn write_timeout(&self) -> Option<Duration> {
+        self.write_timeout
+    }
+
+    /// Called by whoever takes `item` off the outgoing queue: gives back the room it held.
+    pub(crate) fn taken(&self, item: &Outbound) {
+        self.room.give_back(item.held);
+    }
+
+    /// Hands a refusal to the engine's refusal hook, or logs it once if there is none.
+    pub(crate) fn refused(&self, refusal: Refusal) {
+        let told = self.shared.upgrade().is_some_and(|shared| shared.run_refusal_hook(&refusal));
+        if !told {
+            tracing::debug!(refusal = refusal.as_str(), generation = self.generation, "{refusal}");
         }
     }
 
@@ -252,6 +295,7 @@ impl Connection {
         // 2. In-flight handlers are cancelled (their tokens are children of `closed`), and no
         //    further message can be queued on this connection.
         self.closed.cancel();
+        self.room.close();
         lock(&self.inflight).clear();
         // 3. Pending requests settle with `ConnectionClosed`.
         let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
@@ -312,13 +356,14 @@ impl Connection {
         });
     }
 
-    fn dispatch_request(self: &Arc<Self>, request: Request) {
+    /// Starts the handler of `request`; returns the answer to send at once instead when it
+    /// cannot run.
+    fn dispatch_request(self: &Arc<Self>, request: Request) -> Option<Message> {
         let Request { id, method, params } = request;
         let Some(handler) = self.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
-            let _ = self
-                .send(ErrorResponse::new(Some(id), ErrorObject::method_not_found(&method)).into());
-            return;
+            let error = ErrorObject::method_not_found(&method);
+            return Some(ErrorResponse::new(Some(id), error).into());
         };
         let token = self.closed.child_token();
         {
@@ -328,22 +373,15 @@ impl Connection {
                 let error = ErrorObject::invalid_request(format_args!(
                     "request id {id} is already in flight"
                 ));
-                let _ = self.send(ErrorResponse::new(Some(id), error).into());
-                return;
+                return Some(ErrorResponse::new(Some(id), error).into());
             }
             if inflight.len() >= self.max_inflight {
                 // Refused at once, never queued: the peer may retry once answers come back.
                 drop(inflight);
-                tracing::debug!(
-                    refusal = "in_flight_limit",
-                    limit = self.max_inflight,
-                    %method,
-                    "request refused: too many in flight on this connection"
-                );
+                self.refused(Refusal::InFlightLimit { limit: self.max_inflight });
                 let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight")
                     .with_data(serde_json::json!({ "maxInFlight": self.max_inflight }));
-                let _ = self.send(ErrorResponse::new(Some(id), error).into());
-                return;
+                return Some(ErrorResponse::new(Some(id), error).into());
             }
             inflight.insert(id.clone(), token.clone());
         }
@@ -357,13 +395,24 @@ impl Connection {
                 _ = token.cancelled() => None,
                 outcome = run_handler(handler, ctx, params) => Some(outcome),
             };
+            // A cancelled request gets no response at all (and is no longer in the table: the
+            // cancel, or the close, took it out).
+            let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) else { return };
+            let message = answer(id.clone(), outcome);
+            // The request counts as in flight until its answer is queued: a peer that does not
+            // read holds up its own requests, not the server's memory.
+            let room = tokio::select! {
+                biased;
+                _ = token.cancelled() => None,
+                room = conn.reserve(weigh(&message)) => room,
+            };
+            let Some(room) = room.filter(|_| !token.is_cancelled()) else { return };
             remove_shrinking(&mut lock(&conn.inflight), &id);
-            // A cancelled request gets no response at all.
-            if let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) {
-                let _ = conn.send_related(answer(id.clone(), outcome), Some(id));
+            if conn.send_now(message, Some(id), Some(room)).is_ok() {
                 after.run();
             }
         });
+        None
     }
 
     /// Serves `request` on the caller's task: no reader, writer or handler tasks. What the
@@ -439,14 +488,16 @@ impl Connection {
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some((message, related)) = outbound.next() => {
-                    self.forward_inline(sender, message, related).await?;
+                Some(item) = outbound.next() => {
+                    self.taken(&item);
+                    self.forward_inline(sender, item.message, item.related).await?;
                 }
                 outcome = &mut handler => break outcome,
             }
         };
-        while let Ok((message, related)) = outbound.try_recv() {
-            self.forward_inline(sender, message, related).await?;
+        while let Ok(item) = outbound.try_recv() {
+            self.taken(&item);
+            self.forward_inline(sender, item.message, item.related).await?;
         }
         // Nothing the handler left behind may send after its response.
         self.closed.cancel();
@@ -580,7 +631,33 @@ where
 }
 
 /// A message to write, with the incoming request it relates to.
-pub(crate) type Outbound = (Message, Option<RequestId>);
+pub(crate) struct Outbound {
+    pub(crate) message: Message,
+    pub(crate) related: Option<RequestId>,
+    /// The room it holds in the queue (given back when it is taken off).
+    held: Held,
+}
+
+/// Writes one message through `sender`, within `timeout` if there is one. A write that does
+/// not finish in time is a peer that stopped reading: refused (logged once and told to the
+/// hook of `conn`'s engine) and [`Error::WriteTimeout`].
+pub(crate) async fn write_within(
+    send: impl Future<Output = Result<()>>,
+    timeout: Option<Duration>,
+    conn: &Weak<Connection>,
+) -> Result<()> {
+    let Some(timeout) = timeout else { return send.await };
+    match tokio::time::timeout(timeout, send).await {
+        Ok(sent) => sent,
+        Err(_) => {
+            let refusal = Refusal::WriteTimeout { timeout };
+            if let Some(conn) = conn.upgrade() {
+                conn.refused(refusal);
+            }
+            Err(Error::WriteTimeout { timeout })
+        }
+    }
+}
 
 async fn write_loop<S: TransportSender>(
     conn: Arc<Connection>,
@@ -588,15 +665,20 @@ async fn write_loop<S: TransportSender>(
     mut rx: UnboundedReceiver<Outbound>,
 ) -> Result<()> {
     let closed = conn.closed.clone();
+    let timeout = conn.write_timeout;
     // Do not keep the connection alive from its own writer.
     let weak = Arc::downgrade(&conn);
     drop(conn);
     loop {
         tokio::select! {
             biased;
-            message = rx.next() => {
-                let Some((message, related)) = message else { break };
-                if let Err(e) = sender.send_related(message, related).await {
+            item = rx.next() => {
+                let Some(item) = item else { break };
+                if let Some(conn) = weak.upgrade() {
+                    conn.taken(&item);
+                }
+                let send = sender.send_related(item.message, item.related);
+                if let Err(e) = write_within(send, timeout, &weak).await {
                     tracing::debug!(error = %e, "transport send failed");
                     if let Some(conn) = weak.upgrade() {
                         conn.lost(CloseReason::Failed(Arc::new(e)));
@@ -607,9 +689,17 @@ async fn write_loop<S: TransportSender>(
             _ = closed.cancelled() => break,
         }
     }
-    // Flush what was queued before the close, then close the transport.
-    while let Ok((message, related)) = rx.try_recv() {
-        if sender.send_related(message, related).await.is_err() {
+    // Flush what was queued before the close (each write still bounded by the timeout: a
+    // peer that stopped reading is not told twice), then close the transport.
+    while let Ok(item) = rx.try_recv() {
+        let send = sender.send_related(item.message, item.related);
+        let flushed = match timeout {
+            Some(timeout) => {
+                tokio::time::timeout(timeout, send).await.unwrap_or(Err(Error::ConnectionClosed))
+            }
+            None => send.await,
+        };
+        if flushed.is_err() {
             break;
         }
     }
@@ -630,14 +720,18 @@ async fn read_loop<R: TransportReceiver>(
             }
             Err(Error::InvalidMessage(e)) => {
                 tracing::debug!(error = %e, "invalid message from peer");
-                let _ = conn.send(e.to_response().into());
+                if conn.send(e.to_response().into(), None).await.is_err() {
+                    return;
+                }
                 continue;
             }
             Err(Error::MessageTooLarge { limit }) => {
                 tracing::warn!(limit, "message from peer over the size limit; discarded");
                 let error =
                     ErrorObject::invalid_request(format_args!("message exceeds {limit} bytes"));
-                let _ = conn.send(ErrorResponse::new(None, error).into());
+                if conn.send(ErrorResponse::new(None, error).into(), None).await.is_err() {
+                    return;
+                }
                 continue;
             }
             Err(e) => {
@@ -649,9 +743,18 @@ async fn read_loop<R: TransportReceiver>(
         if conn.is_closed() {
             return;
         }
-        if let Some(notification) = conn.receive(message) {
-            if notify.send(notification).await.is_err() {
-                return;
+        match conn.receive(message) {
+            Received::Done => {}
+            Received::Notification(notification) => {
+                if notify.send(notification).await.is_err() {
+                    return;
+                }
+            }
+            // The reader waits for room for it: a peer that reads nothing stops being read.
+            Received::Answer(answer) => {
+                if conn.send(answer, None).await.is_err() {
+                    return;
+                }
             }
         }
     }
@@ -665,12 +768,14 @@ impl Connection {
         (Arc::new(Semaphore::new(total as usize)), total)
     }
 
-    /// Acts on one incoming message: a request starts its handler, a response settles its
-    /// request, cancellation and progress are applied. Returns any other notification, for the
-    /// caller to hand to its handler (in order).
-    pub(crate) fn receive(self: &Arc<Self>, message: Message) -> Option<Notification> {
+    /// Acts on one incoming message: a request starts its handler (or gets an answer at
+    /// once), a response settles its request, cancellation and progress are applied. Returns
+    /// what is left for the caller to do.
+    pub(crate) fn receive(self: &Arc<Self>, message: Message) -> Received {
         match message {
-            Message::Request(request) => self.dispatch_request(request),
+            Message::Request(request) => {
+                return self.dispatch_request(request).map_or(Received::Done, Received::Answer);
+            }
             Message::Response(Response { id, result }) => self.settle(&id, Ok(result)),
             Message::Error(ErrorResponse { id: Some(id), error }) => {
                 self.settle(&id, Err(Error::from_rpc(error)))
@@ -682,10 +787,27 @@ impl Connection {
                 self.on_cancelled(n.params.as_ref())
             }
             Message::Notification(n) if n.method == PROGRESS => self.on_progress(n.params.as_ref()),
-            Message::Notification(n) => return self.route_related(n),
+            Message::Notification(n) => {
+                return self.route_related(n).map_or(Received::Done, Received::Notification);
+            }
         }
-        None
+        Received::Done
     }
+
+    /// Queues the answer [`receive`](Self::receive) gave, once there is room for it.
+    pub(crate) async fn answer_now(self: &Arc<Self>, answer: Message) -> Result<()> {
+        self.send(answer, None).await
+    }
+}
+
+/// What is left to do with an incoming message once [`Connection::receive`] acted on it.
+pub(crate) enum Received {
+    /// Nothing.
+    Done,
+    /// Hand this notification to its handler, in order.
+    Notification(Notification),
+    /// Send this answer (the request could not run); wait for room for it.
+    Answer(Message),
 }
 
 async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Queued>) {
@@ -759,7 +881,8 @@ impl PendingGuard<'_> {
             return;
         }
         let params = serde_json::json!({ "requestId": id, "reason": reason });
-        let _ = self.conn.send(Notification::new(CANCELLED, Some(params)).into());
+        // This cannot wait: it goes past the queue's bound if the queue is full.
+        let _ = self.conn.send_now(Notification::new(CANCELLED, Some(params)).into(), None, None);
     }
 }
 
@@ -770,13 +893,16 @@ impl Drop for PendingGuard<'_> {
 }
 
 impl Peer {
-    /// Sends a request and waits for its response.
+    /// Sends a request and waits for its response. The request goes out once the
+    /// connection's outgoing queue has room for it (see
+    /// [`EngineConfig::max_queued_messages`](super::EngineConfig::max_queued_messages)); that
+    /// wait counts toward the timeout.
     ///
     /// # Errors
     ///
     /// - `ConnectionClosed` if the connection is closed or closes before the response.
     /// - `RequestTimeout` after the timeout (see [`RequestOptions`]); the peer is sent
-    ///   `notifications/cancelled`.
+    ///   `notifications/cancelled` (unless the request never left the queue's wait).
     /// - `Cancelled` when the options' cancellation token fires, or when this handle belongs
     ///   to a request handler whose request was cancelled (before the request is sent, or
     ///   while it waits: the peer is then sent `notifications/cancelled`).
@@ -804,32 +930,6 @@ impl Peer {
             meta,
             related,
         } = options;
-        let (progress_tx, mut progress_rx) = match on_progress {
-            Some(_) => {
-                let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
-                (Some(tx), Some(rx))
-            }
-            None => (None, None),
-        };
-        let params = with_meta(params, meta, progress_tx.as_ref().map(|_| &id));
-        let (tx, mut rx) = oneshot::channel();
-        let (related_tx, mut related_rx, on_related) = match related {
-            Some((method, f)) => {
-                let (tx, rx) = mpsc::unbounded_channel();
-                (Some((method, tx)), Some(rx), Some(f))
-            }
-            None => (None, None, None),
-        };
-        lock(&conn.pending)
-            .insert(id.clone(), PendingEntry { tx, progress: progress_tx, related: related_tx });
-        let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
-        if let Err(e) =
-            conn.send_related(Request::new(id, method, params).into(), self.related.clone())
-        {
-            guard.disarm();
-            return Err(e);
-        }
-
         let start = Instant::now();
         let timeout = timeout.unwrap_or(conn.request_timeout);
         let hard_deadline = max_total_timeout.map(|m| start + m);
@@ -841,6 +941,46 @@ impl Peer {
         tokio::pin!(sleep);
         let cancel = cancel.unwrap_or_default();
         let served = self.served.clone().unwrap_or_default();
+        let (progress_tx, mut progress_rx) = match on_progress {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let params = with_meta(params, meta, progress_tx.as_ref().map(|_| &id));
+        let request: Message = Request::new(id.clone(), method, params).into();
+        // Room in the outgoing queue first: the wait counts toward the request's timeout, and
+        // a request that never went out needs no cancelling.
+        let room = tokio::select! {
+            biased;
+            room = conn.reserve(weigh(&request)) => room.ok_or(Error::ConnectionClosed)?,
+            _ = cancel.cancelled() => {
+                return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
+            }
+            _ = served.cancelled() => {
+                return Err(if conn.is_closed() { Error::ConnectionClosed } else { served_cancelled() });
+            }
+            _ = &mut sleep => {
+                return Err(Error::RequestTimeout { method: method.to_owned(), elapsed: start.elapsed() });
+            }
+        };
+        let (tx, mut rx) = oneshot::channel();
+        let (related_tx, mut related_rx, on_related) = match related {
+            Some((method, f)) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some((method, tx)), Some(rx), Some(f))
+            }
+            None => (None, None, None),
+        };
+        lock(&conn.pending)
+            .insert(id.clone(), PendingEntry { tx, progress: progress_tx, related: related_tx });
+        let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
+        if let Err(e) = conn.send_now(request, self.related.clone(), Some(room)) {
+            guard.disarm();
+            return Err(e);
+        }
+
         loop {
             tokio::select! {
                 biased;
@@ -890,7 +1030,9 @@ impl Peer {
         }
     }
 
-    /// Sends a notification.
+    /// Sends a notification, once the connection's outgoing queue has room for it (see
+    /// [`EngineConfig::max_queued_messages`](super::EngineConfig::max_queued_messages)): a
+    /// peer that reads slowly slows its sender down.
     ///
     /// # Errors
     ///
@@ -899,10 +1041,15 @@ impl Peer {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: the notification is queued before the first await point.
+    /// Cancel safe: dropping the future before it resolves sends nothing; once it resolved,
+    /// the notification is queued.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         self.check_open()?;
-        self.conn.send_related(Notification::new(method, params).into(), self.related.clone())
+        let notification: Message = Notification::new(method, params).into();
+        let room = self.conn.reserve(weigh(&notification)).await.ok_or(Error::ConnectionClosed)?;
+        // The request this handle serves may have been cancelled while it waited.
+        self.check_open()?;
+        self.conn.send_now(notification, self.related.clone(), Some(room))
     }
 
     /// `ConnectionClosed` once the connection closed, `Cancelled` once the request this

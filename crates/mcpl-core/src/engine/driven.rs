@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::task::JoinHandle;
 
-use super::connection::{Connection, Outbound};
+use super::connection::{Connection, Outbound, Received, write_within};
 use super::{CloseReason, Peer, lock};
 use crate::engine::BoxFuture;
 use crate::error::{Error, Result};
@@ -75,7 +75,8 @@ impl Queue {
         if start {
             match tokio::runtime::Handle::try_current() {
                 Ok(handle) => {
-                    handle.spawn(drain(self.state.clone(), Arc::downgrade(conn)));
+                    let timeout = conn.write_timeout();
+                    handle.spawn(drain(self.state.clone(), Arc::downgrade(conn), timeout));
                 }
                 Err(_) => {
                     tracing::warn!(
@@ -102,8 +103,8 @@ impl Queue {
         drop(state);
         Some(tokio::spawn(async move {
             let mut sender = sender;
-            for (message, related) in items {
-                if sender.send_related(message, related).await.is_err() {
+            for item in items {
+                if sender.send_related(item.message, item.related).await.is_err() {
                     break;
                 }
             }
@@ -112,8 +113,13 @@ impl Queue {
     }
 }
 
-/// Sends what is queued, in order, then ends (handing the sender back).
-async fn drain(state: Arc<Mutex<QueueState>>, conn: Weak<Connection>) {
+/// Sends what is queued, in order, each write within `timeout` (if any), then ends (handing
+/// the sender back).
+async fn drain(
+    state: Arc<Mutex<QueueState>>,
+    conn: Weak<Connection>,
+    timeout: Option<std::time::Duration>,
+) {
     let Some(mut sender) = lock(&state).sender.take() else {
         lock(&state).draining = false;
         return;
@@ -135,14 +141,18 @@ async fn drain(state: Arc<Mutex<QueueState>>, conn: Weak<Connection>) {
                 }
             }
         };
-        let Some((message, related)) = next else {
+        let Some(item) = next else {
             // Closed while draining: this task closes the sender.
             if let Err(e) = sender.close().await {
                 tracing::debug!(error = %e, "closing a driven connection's sender failed");
             }
             return;
         };
-        if let Err(e) = sender.send_related(message, related).await {
+        if let Some(conn) = conn.upgrade() {
+            conn.taken(&item);
+        }
+        let send = sender.send_related(item.message, item.related);
+        if let Err(e) = write_within(send, timeout, &conn).await {
             tracing::debug!(error = %e, "transport send failed");
             {
                 let mut s = lock(&state);
@@ -197,7 +207,9 @@ impl Driven {
     /// A request starts its handler (in a task of its own) and returns at once; a response
     /// settles the request it answers; `notifications/cancelled` and `notifications/progress`
     /// are acted on; any other notification runs its handler to completion before this
-    /// returns, so notifications delivered one after another are handled in order.
+    /// returns, so notifications delivered one after another are handled in order. A request
+    /// answered at once (no handler, a duplicate id, over the in-flight limit) waits for room
+    /// in the outgoing queue for its answer.
     ///
     /// # Errors
     ///
@@ -207,10 +219,14 @@ impl Driven {
         if conn.is_closed() {
             return Err(Error::ConnectionClosed);
         }
-        if let Some(notification) = conn.receive(message) {
-            conn.notified(notification).await;
+        match conn.receive(message) {
+            Received::Done => Ok(()),
+            Received::Notification(notification) => {
+                conn.notified(notification).await;
+                Ok(())
+            }
+            Received::Answer(answer) => conn.answer_now(answer).await,
         }
-        Ok(())
     }
 
     /// A handle for sending requests and notifications to the peer.

@@ -50,6 +50,8 @@ mod driven;
 mod handler;
 mod lazy_meta;
 mod options;
+mod refusal;
+mod room;
 mod typed;
 
 use self::connection::Connection;
@@ -62,10 +64,18 @@ pub use self::handler::{
 use self::handler::{SharedNotificationHandler, SharedRequestHandler};
 pub use self::lazy_meta::LazyMeta;
 pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
+pub use self::refusal::Refusal;
 pub use tokio_util::sync::CancellationToken;
 
 /// The default bound on the peer's requests in flight on one connection: 256.
 pub const DEFAULT_MAX_INFLIGHT_REQUESTS: usize = 256;
+
+/// The default bound on the messages of one connection waiting to be written to the peer: 256.
+pub const DEFAULT_MAX_QUEUED_MESSAGES: usize = 256;
+
+/// The default bound on the bytes of one connection waiting to be written to the peer: 8 MiB
+/// (see [`EngineConfig::max_queued_bytes`]).
+pub const DEFAULT_MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
 
 /// The default bound on how long closing a transport may take: 5 seconds.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -86,6 +96,9 @@ pub struct EngineConfig {
     close_timeout: Duration,
     max_inflight_requests: usize,
     notification_queue_bytes: usize,
+    max_queued_messages: usize,
+    max_queued_bytes: usize,
+    write_timeout: Option<Duration>,
 }
 
 impl Default for EngineConfig {
@@ -95,6 +108,9 @@ impl Default for EngineConfig {
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             max_inflight_requests: DEFAULT_MAX_INFLIGHT_REQUESTS,
             notification_queue_bytes: DEFAULT_NOTIFICATION_QUEUE_BYTES,
+            max_queued_messages: DEFAULT_MAX_QUEUED_MESSAGES,
+            max_queued_bytes: DEFAULT_MAX_QUEUED_BYTES,
+            write_timeout: None,
         }
     }
 }
@@ -142,6 +158,68 @@ impl EngineConfig {
         self.notification_queue_bytes = bytes.max(1);
         self
     }
+
+    /// The most outgoing messages of one connection that wait for the transport to take
+    /// them (with [`max_queued_bytes`](Self::max_queued_bytes), the bound on the outgoing
+    /// queue). At the bound, senders wait for room (backpressure): a handler's response (its
+    /// request still counts as in flight meanwhile, so the in-flight limit then refuses
+    /// more), [`Peer::notify`], [`Peer::request`] (the wait counts toward its timeout), and
+    /// the connection's reader when it has an answer of its own to send (a refusal over the
+    /// in-flight limit, an unknown method, a parse error), so it reads nothing more. A peer
+    /// that sends but never reads thus stops being read, instead of piling up answers in
+    /// memory; with a [`write_timeout`](Self::write_timeout) it is then cut. The one message
+    /// that cannot wait, the `notifications/cancelled` of an outgoing request whose caller
+    /// gave up, goes past the bound (at most one per request in flight). Default:
+    /// [`DEFAULT_MAX_QUEUED_MESSAGES`]; 0 is taken as 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_core::engine::EngineConfig::new().max_queued_messages(64);
+    /// # drop(config);
+    /// ```
+    pub fn max_queued_messages(mut self, max: usize) -> Self {
+        self.max_queued_messages = max.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        self
+    }
+
+    /// The most bytes of one connection's outgoing messages that wait for the transport to
+    /// take them, as the JSON size of their payloads (see
+    /// [`max_queued_messages`](Self::max_queued_messages) for what waits at the bound). A
+    /// message larger than the whole budget waits for the queue to empty, then goes alone.
+    /// Default: [`DEFAULT_MAX_QUEUED_BYTES`] (8 MiB); 0 is taken as 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = mcpl_core::engine::EngineConfig::new().max_queued_bytes(1024 * 1024);
+    /// # drop(config);
+    /// ```
+    pub fn max_queued_bytes(mut self, bytes: usize) -> Self {
+        self.max_queued_bytes = bytes.max(1);
+        self
+    }
+
+    /// How long one write to the transport may take. A write still unfinished then means
+    /// the peer stopped reading (its buffers and ours are full): the connection is closed
+    /// (its close reason is [`CloseReason::Failed`] with [`Error::WriteTimeout`]), and the
+    /// refusal, [`Refusal::WriteTimeout`], is handed to the hook of [`Engine::on_refusal`]
+    /// (or logged once at `debug`). `None`: a write may wait forever (the queue bound still
+    /// holds the memory). Connections served inline and driven connections whose sender
+    /// never blocks are not concerned. Default: `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let config = mcpl_core::engine::EngineConfig::new().write_timeout(Some(Duration::from_secs(30)));
+    /// # drop(config);
+    /// ```
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
 }
 
 /// Why a connection ended.
@@ -167,6 +245,7 @@ impl fmt::Display for CloseReason {
 }
 
 type CloseCallback = Arc<dyn Fn(&CloseReason) + Send + Sync>;
+type RefusalHook = Arc<dyn Fn(&Refusal) + Send + Sync>;
 
 #[derive(Default)]
 pub(crate) struct HandlerTable {
@@ -222,6 +301,7 @@ pub(crate) struct Shared {
     next_generation: AtomicU64,
     pub(crate) config: EngineConfig,
     on_close: RwLock<Option<CloseCallback>>,
+    on_refusal: RwLock<Option<RefusalHook>>,
 }
 
 impl Shared {
@@ -242,6 +322,12 @@ impl Shared {
         if let Some(callback) = callback {
             callback(reason);
         }
+    }
+
+    /// Runs the refusal hook; `false` if there is none.
+    pub(crate) fn run_refusal_hook(&self, refusal: &Refusal) -> bool {
+        let hook = read(&self.on_refusal).clone();
+        hook.map(|hook| hook(refusal)).is_some()
     }
 }
 
@@ -285,6 +371,7 @@ impl Engine {
                 next_generation: AtomicU64::new(1),
                 config,
                 on_close: RwLock::new(None),
+                on_refusal: RwLock::new(None),
             }),
         }
     }
@@ -340,6 +427,32 @@ impl Engine {
     /// handlers are cancelled and pending requests settle.
     pub fn on_close(&self, callback: impl Fn(&CloseReason) + Send + Sync + 'static) -> &Self {
         *write(&self.shared.on_close) = Some(Arc::new(callback));
+        self
+    }
+
+    /// Sets the hook told of every [`Refusal`] on this engine's connections (requests over the
+    /// in-flight limit, peers that stopped reading): where a server logs and counts them.
+    /// Without a hook, each is logged once at `debug`; with one, the hook does the logging.
+    /// It runs on the connection's tasks: keep it cheap.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use mcpl_core::engine::{Engine, Refusal};
+    ///
+    /// let refused = Arc::new(AtomicU64::new(0));
+    /// let counter = refused.clone();
+    /// let engine = Engine::new();
+    /// engine.on_refusal(move |refusal: &Refusal| {
+    ///     tracing::info!(refusal = refusal.as_str(), "refused");
+    ///     counter.fetch_add(1, Ordering::Relaxed);
+    /// });
+    /// # drop(engine);
+    /// ```
+    pub fn on_refusal(&self, hook: impl Fn(&Refusal) + Send + Sync + 'static) -> &Self {
+        *write(&self.shared.on_refusal) = Some(Arc::new(hook));
         self
     }
 

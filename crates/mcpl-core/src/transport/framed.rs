@@ -22,7 +22,9 @@
 //!   [`CloseCode::Idle`]).
 //! - **Close.** A peer's close with a normal code ends the receiver cleanly (`Ok(None)`); any
 //!   other close code, and any error of the stream, is a transport failure. Closing the sender
-//!   sends [`Outbound::Close`] with the reason the connection ends for, then closes the sink.
+//!   sends [`Outbound::Close`] with the reason the connection ends for (set by the receiver,
+//!   or by the owner through a [`CloseCodeHandle`], such as [`CloseCode::GoingAway`] at a
+//!   server's shutdown), then closes the sink.
 //!   Once the sink has failed (or a write to it was abandoned), it is never polled again: later
 //!   sends fail with `ConnectionClosed` and the close has nothing left to do. Sinks need not
 //!   survive being polled after an error (`SinkExt::sink_map_err` panics).
@@ -104,16 +106,20 @@ pub enum Outbound {
 }
 
 /// Why this side ends a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum CloseCode {
     /// An orderly close (WebSocket `1000`).
+    #[default]
     Normal,
     /// Nothing came from the peer for the idle timeout (WebSocket `1000`, reason
     /// `"idle timeout"`).
     Idle,
     /// The peer sent a message over the size limit (WebSocket `1009`).
     TooLarge,
+    /// This side is going away, such as a server shutting down (WebSocket `1001`, reason
+    /// `"going away"`): set with [`CloseCodeHandle::set`] before closing.
+    GoingAway,
 }
 
 impl CloseCode {
@@ -128,6 +134,7 @@ impl CloseCode {
     pub fn code(self) -> u16 {
         match self {
             CloseCode::Normal | CloseCode::Idle => 1000,
+            CloseCode::GoingAway => 1001,
             CloseCode::TooLarge => 1009,
         }
     }
@@ -138,7 +145,47 @@ impl CloseCode {
             CloseCode::Normal => "",
             CloseCode::Idle => "idle timeout",
             CloseCode::TooLarge => "message too big",
+            CloseCode::GoingAway => "going away",
         }
+    }
+}
+
+/// The code a [`FramedTransport`] is closed with when its sender closes, for whoever ends the
+/// connection for a reason of its own: a server shutting down sets [`CloseCode::GoingAway`],
+/// then closes. Clones share the code. Got from [`FramedTransport::close_code_handle`] before
+/// the transport starts.
+///
+/// # Examples
+///
+/// ```
+/// use futures::{SinkExt, StreamExt};
+/// use mcpl_core::transport::framed::{CloseCode, FramedTransport, Inbound, Outbound};
+/// use mcpl_core::transport::{Transport, TransportSender};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+/// let (wire, mut written) = futures::channel::mpsc::unbounded::<Outbound>();
+/// let (_feed, inbound) = futures::channel::mpsc::unbounded::<mcpl_core::Result<Inbound>>();
+/// let transport =
+///     FramedTransport::new(inbound, wire.sink_map_err(|e| mcpl_core::Error::transport("send", e)));
+/// let close = transport.close_code_handle();
+/// let (sender, _receiver) = transport.start().await?;
+/// close.set(CloseCode::GoingAway);
+/// sender.close().await?;
+/// assert_eq!(written.next().await, Some(Outbound::Close(CloseCode::GoingAway)));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CloseCodeHandle(Arc<Mutex<CloseCode>>);
+
+impl CloseCodeHandle {
+    /// Sets the code the connection is closed with (the last one set wins).
+    pub fn set(&self, code: CloseCode) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = code;
+    }
+
+    /// The code the connection will be closed with.
+    pub fn get(&self) -> CloseCode {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -160,6 +207,7 @@ pub struct FramedTransport {
     ping_every: Option<Duration>,
     idle_timeout: Option<Duration>,
     endpoint: Option<String>,
+    close: CloseCodeHandle,
 }
 
 impl fmt::Debug for FramedTransport {
@@ -188,7 +236,14 @@ impl FramedTransport {
             ping_every: None,
             idle_timeout: None,
             endpoint: None,
+            close: CloseCodeHandle::default(),
         }
+    }
+
+    /// The handle that sets the code this connection is closed with (see
+    /// [`CloseCodeHandle`]).
+    pub fn close_code_handle(&self) -> CloseCodeHandle {
+        self.close.clone()
     }
 
     /// The largest text message accepted, in bytes. Default: 4 MiB. A limit of 0 is raised to
@@ -223,7 +278,7 @@ impl FramedTransport {
 /// connection ends, which the sender's close puts on the wire.
 struct Shared {
     sink: tokio::sync::Mutex<Writer>,
-    close: Mutex<CloseCode>,
+    close: CloseCodeHandle,
 }
 
 /// The sink, polled only while it is sound: after an error, a close, or a write that was
@@ -262,11 +317,11 @@ impl Writer {
 
 impl Shared {
     fn set_close(&self, code: CloseCode) {
-        *self.close.lock().unwrap_or_else(PoisonError::into_inner) = code;
+        self.close.set(code);
     }
 
     fn close_code(&self) -> CloseCode {
-        *self.close.lock().unwrap_or_else(PoisonError::into_inner)
+        self.close.get()
     }
 }
 
@@ -277,7 +332,7 @@ impl Transport for FramedTransport {
     async fn start(self) -> Result<(FramedSender, FramedReceiver)> {
         let shared = Arc::new(Shared {
             sink: tokio::sync::Mutex::new(Writer { sink: self.sink, sound: true }),
-            close: Mutex::new(CloseCode::Normal),
+            close: self.close,
         });
         let ping = self.ping_every.map(|period| {
             let mut interval = tokio::time::interval_at(Instant::now() + period, period);
@@ -648,5 +703,7 @@ mod tests {
         assert_eq!(CloseCode::Idle.code(), 1000);
         assert_eq!(CloseCode::Idle.reason(), "idle timeout");
         assert_eq!(CloseCode::TooLarge.code(), 1009);
+        assert_eq!(CloseCode::GoingAway.code(), 1001);
+        assert_eq!(CloseCode::GoingAway.reason(), "going away");
     }
 }

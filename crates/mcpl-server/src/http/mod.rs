@@ -29,12 +29,13 @@
 //! Every limit a client can push against has a default safe for the open internet, set in
 //! [`ConnectionConfig`] (given to [`HttpConfig::connections`] and to [`serve_with`]) and
 //! [`HttpConfig`]: a connection cap (one more is answered `503` and closed), a deadline for a
-//! request's head (also the keep-alive idle timeout) and one for its body (`408`), bodies read
-//! into one buffer bounded by the body limit whatever their chunking, a session cap at which
-//! idle sessions yield to new ones, a short life for sessions that never finish their
-//! handshake, bounded event storage ([`event_store::InMemoryEventStore`]), and at most
+//! request's head (also the keep-alive idle timeout) and one for its body (`408`), one for a
+//! write to a client that reads nothing (its connection is closed), bodies read into one
+//! buffer bounded by the body limit whatever their chunking, a session cap at which idle
+//! sessions yield to new ones, a short life for sessions that never finish their handshake,
+//! bounded event storage ([`event_store::InMemoryEventStore`]), and at most
 //! [`mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS`] requests of a session running at
-//! once. Each refusal is logged once at `debug` with the client's address and counted in
+//! once (more are refused, and counted). Each refusal is logged once at `debug` with the client's address and counted in
 //! [`Refusals`]. A cancelled [`ConnectionConfig::shutdown_on`] token shuts the endpoint down
 //! gracefully.
 //!
@@ -302,6 +303,7 @@ impl StreamableHttp {
         // (`Engine::run_request`); the endpoint itself answers it.
         let stateless = mcpl_core::Engine::new();
         let session_engine = crate::session::shared_engine(&server);
+        config.connections.refusals.count_engine(&session_engine, None);
         let server_info = serde_json::to_value(server.info()).unwrap_or_default();
         let server_info_json = server_info.to_string();
         StreamableHttp {
@@ -676,9 +678,11 @@ pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io
     serve_with(listener, router, ConnectionConfig::default()).await
 }
 
-/// Serves `router` on `listener` under `connections`: its connection cap, header and body
-/// timeouts, and shutdown signal. Once that signal fires, no connection is accepted, open
-/// connections finish their requests within the grace period, and this returns. Give the
+/// Serves `router` on `listener` under `connections`: its connection cap, header, body and
+/// write timeouts, and shutdown signal. Once that signal fires, open connections (WebSocket
+/// ones too) finish their requests within the grace period, a connection opened meanwhile
+/// carries one request (new work is refused with `503`), and once all are done the listener
+/// is closed and this returns (see [`ConnectionConfig::shutdown_on`]). Give the
 /// endpoints in `router` the same `connections` (with [`HttpConfig::connections`] and
 /// [`WsConfig::connections`](crate::ws::WsConfig::connections)), so they end their streams and
 /// sessions on the same signal and count refusals in the same place.
@@ -1372,24 +1376,30 @@ fn sse_reply(
         },
     );
     let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
-    // At shutdown, a request's stream gets the grace period to carry its response; any
-    // other ends at once. Either ends with a `retry` hint.
-    let connections = &http.inner.config.connections;
-    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
-    let stop = sse::Stop {
-        stop: Box::pin(async move {
-            token.cancelled().await;
-            if live_request {
-                tokio::time::sleep(grace).await;
-            }
-        }),
-        retry,
-    };
+    let stop = stop_at_shutdown(http, live_request);
     let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID, value);
     }
     response
+}
+
+/// When an SSE stream of `http` ends at shutdown: a stream that carries a request's response
+/// gets the grace period to carry it; any other ends at once. Either ends with a `retry` hint
+/// (the connection stays up a moment past the grace for it; see
+/// [`serving::serve_connections`]).
+pub(crate) fn stop_at_shutdown(http: &StreamableHttp, carries_response: bool) -> sse::Stop {
+    let connections = &http.inner.config.connections;
+    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
+    sse::Stop {
+        stop: Box::pin(async move {
+            token.cancelled().await;
+            if carries_response {
+                tokio::time::sleep(grace).await;
+            }
+        }),
+        retry: http.inner.config.retry,
+    }
 }
 
 /// `405` for GET and DELETE without a session: only stateful-era sessions have streams to get

@@ -1,5 +1,6 @@
 //! [`Refusals`]: what the HTTP and WebSocket entry points turn away (a timeout, a cap, an
-//! oversized body, a bad header), each logged once and counted.
+//! oversized body, a bad header, a request over the in-flight limit, a client that stopped
+//! reading), each logged once and counted.
 //!
 //! Every refusal is one `tracing` event at `debug` (target `mcpl_server::refusal`) with the
 //! fields `refusal` (the [`RefusalKind`] as a stable snake-case name), `peer` (the client's
@@ -55,11 +56,18 @@ pub enum RefusalKind {
     /// The session store failed (unreachable, or too slow) when a new session was to be
     /// recorded: `503` with `Retry-After`.
     StoreUnavailable,
+    /// A request over the in-flight limit of its connection or session
+    /// ([`ServerBuilder::max_inflight_requests`](crate::ServerBuilder::max_inflight_requests)):
+    /// answered at once with `-32000`.
+    InFlightLimit,
+    /// A client read nothing for the write timeout (its connection's buffers full): the
+    /// connection was closed.
+    WriteTimeout,
 }
 
 impl RefusalKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RefusalKind; 12] = [
+    pub const ALL: [RefusalKind; 14] = [
         RefusalKind::HeaderTimeout,
         RefusalKind::BodyTimeout,
         RefusalKind::ConnectionLimit,
@@ -72,6 +80,8 @@ impl RefusalKind {
         RefusalKind::ShuttingDown,
         RefusalKind::AcceptFailed,
         RefusalKind::StoreUnavailable,
+        RefusalKind::InFlightLimit,
+        RefusalKind::WriteTimeout,
     ];
 
     /// The stable snake-case name logged in the `refusal` field.
@@ -95,6 +105,8 @@ impl RefusalKind {
             RefusalKind::ShuttingDown => "shutting_down",
             RefusalKind::AcceptFailed => "accept_failed",
             RefusalKind::StoreUnavailable => "store_unavailable",
+            RefusalKind::InFlightLimit => "in_flight_limit",
+            RefusalKind::WriteTimeout => "write_timeout",
         }
     }
 
@@ -226,6 +238,22 @@ impl Refusals {
     /// ```
     pub fn total(&self) -> u64 {
         self.inner.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Counts the refusals of `engine`'s connections (requests over the in-flight limit,
+    /// clients that stopped reading) here, as from `peer`: logged once here (the engine does
+    /// not log what it hands to a hook).
+    pub(crate) fn count_engine(&self, engine: &mcpl_core::Engine, peer: Option<SocketAddr>) {
+        let refusals = self.clone();
+        engine.on_refusal(move |refusal: &mcpl_core::engine::Refusal| {
+            use mcpl_core::engine::Refusal;
+            let kind = match refusal {
+                Refusal::InFlightLimit { .. } => RefusalKind::InFlightLimit,
+                Refusal::WriteTimeout { .. } => RefusalKind::WriteTimeout,
+                _ => return,
+            };
+            refusals.record(kind, peer, &refusal.to_string());
+        });
     }
 
     /// Logs (once, at `debug`), counts, and hands to the hook one refusal.

@@ -5,14 +5,17 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +33,10 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// What a connection over the cap is told before it is closed.
 const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
 
+/// How long connections stay up past the shutdown grace period, for streams ended at its end
+/// to write their last frame (a `retry` hint).
+const FLUSH_MARGIN: Duration = Duration::from_millis(500);
+
 /// How long accepting must go without failing for a new failure to be logged as a new burst.
 const ACCEPT_QUIET: Duration = Duration::from_secs(5);
 
@@ -44,8 +51,9 @@ const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(5), Duration
 ///
 /// The defaults suit a server on the open internet: at most
 /// [`DEFAULT_MAX_CONNECTIONS`] connections, 10 s to send a request's head (which is also how
-/// long an idle kept-alive connection stays open), 30 s to send its body, and 10 s for
-/// in-flight requests to finish once shutdown starts. Clones share the shutdown signal and
+/// long an idle kept-alive connection stays open), 30 s to send its body, 30 s for a write
+/// to the client to make progress, and 10 s for in-flight requests to finish once shutdown
+/// starts. Clones share the shutdown signal and
 /// the refusal counts.
 ///
 /// # Examples
@@ -70,10 +78,14 @@ pub struct ConnectionConfig {
     pub(crate) max_connections: usize,
     pub(crate) header_read_timeout: Option<Duration>,
     pub(crate) body_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
     pub(crate) keep_alive: bool,
     pub(crate) shutdown: CancellationToken,
     pub(crate) shutdown_grace: Duration,
     pub(crate) refusals: Refusals,
+    /// Connections handed off to an upgrade (WebSocket) and still served: shutdown waits for
+    /// them too.
+    pub(crate) upgraded: Arc<AtomicUsize>,
 }
 
 impl Default for ConnectionConfig {
@@ -82,10 +94,12 @@ impl Default for ConnectionConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: Some(Duration::from_secs(10)),
             body_timeout: Some(Duration::from_secs(30)),
+            write_timeout: Some(Duration::from_secs(30)),
             keep_alive: true,
             shutdown: CancellationToken::new(),
             shutdown_grace: Duration::from_secs(10),
             refusals: Refusals::new(),
+            upgraded: Arc::default(),
         }
     }
 }
@@ -123,8 +137,10 @@ impl ConnectionConfig {
     /// How long a client may take to send a request's head (request line and headers) once
     /// the server waits for one; then the connection is closed. The wait starts when the
     /// connection opens and again after each response, so this is also how long an idle
-    /// kept-alive connection stays open. `None`: forever (not for a public server). Default:
-    /// 10 s.
+    /// kept-alive connection stays open. Only a connection that sent part of a head is a
+    /// refusal ([`RefusalKind::HeaderTimeout`]); one that sent nothing more is just idle, and
+    /// closed without a count (logged at `trace`). `None`: forever (not for a public server).
+    /// Default: 10 s.
     ///
     /// # Examples
     ///
@@ -158,6 +174,26 @@ impl ConnectionConfig {
         self
     }
 
+    /// How long a write to a client may go without making progress (its socket's buffers
+    /// full: the client reads nothing); then the connection is closed, and the refusal
+    /// logged once and counted ([`RefusalKind::WriteTimeout`]). This bounds how long a
+    /// client that stops reading holds a connection, an SSE stream or a WebSocket. `None`:
+    /// forever (not for a public server). Default: 30 s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let connections =
+    ///     mcpl_server::http::ConnectionConfig::new().write_timeout(Some(Duration::from_secs(60)));
+    /// # drop(connections);
+    /// ```
+    pub fn write_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
     /// Whether connections are kept open between requests (HTTP/1.1 keep-alive). Default:
     /// `true`.
     ///
@@ -172,11 +208,16 @@ impl ConnectionConfig {
         self
     }
 
-    /// Shuts down gracefully once `token` is cancelled: the listener stops accepting,
-    /// endpoints refuse new requests with `503`, end their SSE streams with a `retry` hint,
-    /// let in-flight requests finish within [`shutdown_grace`](Self::shutdown_grace), then
-    /// close their sessions and stop the server's running task handlers, and serving
-    /// returns. Default: a token nobody cancels.
+    /// Shuts down gracefully once `token` is cancelled: idle connections close, endpoints
+    /// refuse new requests with `503` (and `Retry-After`), end their SSE streams with a
+    /// `retry` hint (a stream carrying a call's response once the call answered or the grace
+    /// period passed), close WebSocket connections with `1001` (going away) once their
+    /// in-flight requests finished, and let in-flight requests finish within
+    /// [`shutdown_grace`](Self::shutdown_grace); then they close their sessions and stop the
+    /// server's running task handlers, and serving returns. Meanwhile the listener stays open:
+    /// a connection opened then carries one request, for what in-flight work needs of a
+    /// client (a 2025 client's answer to a server request, a cancellation). Default: a token
+    /// nobody cancels.
     ///
     /// # Examples
     ///
@@ -194,7 +235,8 @@ impl ConnectionConfig {
     }
 
     /// How long in-flight requests may take to finish once shutdown starts; then their
-    /// connections are dropped. Default: 10 s.
+    /// connections are dropped (half a second later, for their streams' last frame).
+    /// Default: 10 s.
     ///
     /// # Examples
     ///
@@ -258,6 +300,110 @@ impl Drop for ConnectionSlot {
     }
 }
 
+/// What a served connection's socket saw, read once the connection ended.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Bytes came in since the last response went out: a request head was under way.
+    reading: AtomicBool,
+    /// A write made no progress for the write timeout.
+    write_stalled: AtomicBool,
+}
+
+/// A connection's socket, watched (see [`Seen`]): a write that makes no progress for the
+/// write timeout fails with [`std::io::ErrorKind::TimedOut`].
+struct Watched {
+    io: TcpStream,
+    seen: Arc<Seen>,
+    write_timeout: Option<Duration>,
+    /// Since when a write waits, as the deadline it has (only while one waits).
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Watched {
+    /// After a write returned `Pending`: whether it has waited for the write timeout.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(timeout) = self.write_timeout else { return false };
+        let stall = self.stall.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if stall.as_mut().poll(cx).is_ready() {
+            self.seen.write_stalled.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Acts on the outcome of a write (or flush): a response going out (`wrote` bytes) ends
+    /// the head that was being read.
+    fn wrote<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: Poll<std::io::Result<T>>,
+        wrote: impl FnOnce(&T) -> bool,
+    ) -> Poll<std::io::Result<T>> {
+        match poll {
+            Poll::Ready(done) => {
+                self.stall = None;
+                if done.as_ref().is_ok_and(wrote) {
+                    self.seen.reading.store(false, Ordering::Relaxed);
+                }
+                Poll::Ready(done)
+            }
+            Poll::Pending if self.stalled(cx) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing for the write timeout",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.seen.reading.store(true, Ordering::Relaxed);
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(cx, poll, |n| *n > 0)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(cx, poll, |n| *n > 0)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_flush(cx);
+        self.wrote(cx, poll, |()| false)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
 /// The peer address of a request served by the accept loop (axum's `ConnectInfo`, so a router
 /// can extract it too).
 pub(crate) fn peer_of<B>(request: &hyper::Request<B>) -> Option<SocketAddr> {
@@ -296,9 +442,13 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 }
 
 /// Accepts connections on `listener` and serves each with `service_for(peer)` (HTTP/1.1, upgrades
-/// allowed, `TCP_NODELAY` set) under `config`, until `config`'s shutdown signal; then stops
-/// accepting, lets open connections finish their requests within the grace period, drops
-/// the rest and returns.
+/// allowed, `TCP_NODELAY` set) under `config`, until `config`'s shutdown signal; then drains:
+/// open connections finish their requests within the grace period (idle ones close at once),
+/// while the listener stays open for what in-flight work needs of its clients (a 2025
+/// client's answer to the server's request, a cancellation, on a connection of its own):
+/// such a connection carries one request (the endpoints refuse new work with `503`). Once
+/// every connection ended (or the grace period and [`FLUSH_MARGIN`] passed: the rest are
+/// dropped), the listener is closed and this returns.
 pub(crate) async fn serve_connections<F, S, B>(
     listener: TcpListener,
     config: ConnectionConfig,
@@ -325,11 +475,30 @@ where
     let mut failures = 0u32;
     let mut last_failure: Option<tokio::time::Instant> = None;
     let mut warned = false;
+    // Once shutdown started: until when the open connections may finish.
+    let mut draining: Option<tokio::time::Instant> = None;
+    let mut drained = true;
     loop {
+        let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
         let accepted = tokio::select! {
             biased;
-            () = shutdown.cancelled() => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            () = shutdown.cancelled(), if draining.is_none() => {
+                draining = Some(tokio::time::Instant::now() + config.shutdown_grace + FLUSH_MARGIN);
+                if connections.is_empty() {
+                    break;
+                }
+                continue;
+            }
+            () = tokio::time::sleep_until(deadline), if draining.is_some() => {
+                drained = false;
+                break;
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {
+                if draining.is_some() && connections.is_empty() {
+                    break;
+                }
+                continue;
+            }
             accepted = listener.accept() => accepted,
         };
         let (stream, peer) = match accepted {
@@ -350,10 +519,9 @@ where
                 config.refusals.record(RefusalKind::AcceptFailed, None, &e.to_string());
                 failures = failures.saturating_add(1);
                 let pause = ACCEPT_BACKOFF.0.saturating_mul(1 << failures.min(8).saturating_sub(1));
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    () = tokio::time::sleep(pause.min(ACCEPT_BACKOFF.1)) => continue,
-                }
+                // At most a second; shutdown is seen at the top of the loop.
+                tokio::time::sleep(pause.min(ACCEPT_BACKOFF.1)).await;
+                continue;
             }
         };
         if failures > 0 {
@@ -378,15 +546,22 @@ where
         let service = service_for(peer);
         let (config, shutdown) = (config.clone(), shutdown.clone());
         connections.spawn(async move {
+            // Opened while draining: one request (an answer in-flight work waits for), then
+            // closed.
+            let draining = shutdown.is_cancelled();
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(TokioTimer::new())
                 .header_read_timeout(config.header_read_timeout)
-                .keep_alive(config.keep_alive);
-            let conn = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+                .keep_alive(config.keep_alive && !draining);
+            let seen = Arc::new(Seen::default());
+            let write_timeout = config.write_timeout;
+            let io = Watched { io: stream, seen: seen.clone(), write_timeout, stall: None };
+            let conn = http.serve_connection(TokioIo::new(io), service).with_upgrades();
             tokio::pin!(conn);
             let ended = tokio::select! {
+                biased;
                 ended = conn.as_mut() => ended,
-                () = shutdown.cancelled() => {
+                () = shutdown.cancelled(), if !draining => {
                     // Idle connections close now; busy ones after their response.
                     conn.as_mut().graceful_shutdown();
                     conn.await
@@ -394,27 +569,43 @@ where
             };
             match ended {
                 Ok(()) => {}
-                Err(e) if e.is_timeout() => config.refusals.record(
-                    RefusalKind::HeaderTimeout,
+                Err(_) if seen.write_stalled.load(Ordering::Relaxed) => config.refusals.record(
+                    RefusalKind::WriteTimeout,
                     Some(peer),
-                    "no complete request head in time",
+                    "the client read nothing for the write timeout",
                 ),
+                // Part of a head came, not all of it: a refusal. Nothing at all: an idle
+                // connection (kept alive, or opened ahead of need) closed on time.
+                Err(e) if e.is_timeout() && seen.reading.load(Ordering::Relaxed) => {
+                    config.refusals.record(
+                        RefusalKind::HeaderTimeout,
+                        Some(peer),
+                        "no complete request head in time",
+                    );
+                }
+                Err(e) if e.is_timeout() => tracing::trace!(%peer, "idle connection closed"),
                 Err(e) => tracing::debug!(error = %e, %peer, "connection ended with an error"),
             }
             drop(slot);
         });
     }
     drop(listener);
-    let grace = config.shutdown_grace;
-    let drained =
-        tokio::time::timeout(grace, async { while connections.join_next().await.is_some() {} })
-            .await;
-    if drained.is_err() {
+    // Connections upgraded to WebSocket left the set above: their endpoint drains them on
+    // the same signal, within the same deadline.
+    if let Some(deadline) = draining {
+        while config.upgraded.load(Ordering::SeqCst) > 0 && drained {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => drained = false,
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    }
+    if !drained {
         tracing::debug!(
             open = connections.len(),
             "connections still busy after the grace period; dropped"
         );
-        connections.shutdown().await;
     }
+    connections.shutdown().await;
     Ok(())
 }

@@ -75,15 +75,7 @@ pub(crate) struct Stop {
 }
 
 /// An SSE response streaming `events`, with a keep-alive comment after every `keep_alive` of
-/// silence. The response ends when `events` ends.
-pub(crate) fn response<S>(events: S, keep_alive: Duration) -> Response
-where
-    S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,
-{
-    response_until(events, keep_alive, None)
-}
-
-/// [`response`], ended early by `stop` (see [`Stop`]).
+/// silence. The response ends when `events` ends, or early by `stop` (see [`Stop`]).
 pub(crate) fn response_until<S>(events: S, keep_alive: Duration, stop: Option<Stop>) -> Response
 where
     S: Stream<Item = Result<SseEvent, Infallible>> + Send + 'static,

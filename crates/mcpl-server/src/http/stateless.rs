@@ -357,7 +357,8 @@ async fn serve_request(
         // What the handler sends as it goes (progress, log messages) is streamed before the
         // answer.
         let (sender, output) = StatelessSender::for_request(id.clone());
-        sse(id, output, Box::pin(call.run(sender)), decorate, http.inner.config.keep_alive)
+        let stop = super::stop_at_shutdown(&http, true);
+        sse(id, output, Box::pin(call.run(sender)), decorate, (http.inner.config.keep_alive, stop))
     } else {
         // Without a progress token or log level nothing but the answer is wanted. (Boxed: the
         // handler's future is large, and the HTTP layer moves this one around.)
@@ -613,7 +614,7 @@ fn sse(
     output: StatelessOutput,
     driver: Driver,
     decorate: Decorator,
-    keep_alive: std::time::Duration,
+    (keep_alive, stop): (std::time::Duration, sse::Stop),
 ) -> Response {
     let state = Some((output, Some(driver), None, (id, decorate)));
     let events = futures::stream::unfold(state, |state| async move {
@@ -653,7 +654,9 @@ fn sse(
             Some((output, driver, outcome, answer)),
         ))
     });
-    sse::response(events, keep_alive)
+    // At shutdown the call gets the grace period to answer, then the stream ends with a
+    // `retry` hint.
+    sse::response_until(events, keep_alive, Some(stop))
 }
 
 /// The filter of a `subscriptions/listen` request: its `notifications`, an object of the
@@ -743,7 +746,9 @@ fn listen(http: &StreamableHttp, request: Request) -> Response {
         }
     });
     let events = first.chain(rest).map(Ok::<_, std::convert::Infallible>);
-    sse::response(events, http.inner.config.keep_alive)
+    // At shutdown the stream ends at once, with a `retry` hint.
+    let stop = super::stop_at_shutdown(http, false);
+    sse::response_until(events, http.inner.config.keep_alive, Some(stop))
 }
 
 /// A transport that serves exactly one request.

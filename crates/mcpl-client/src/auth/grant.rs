@@ -213,6 +213,33 @@ impl MachineGrant {
     }
 }
 
+/// The last assertion an authorization server (or identity provider) refused for a server,
+/// by digest: a refusal is final for that assertion (only a refused one is remembered, and
+/// only the last).
+#[derive(Debug, Default)]
+pub(crate) struct Refused(std::sync::Mutex<Option<Refusal>>);
+
+/// A refusal: the server, the assertion's digest, the OAuth error and its description.
+type Refusal = (String, [u8; 32], String, Option<String>);
+
+impl Refused {
+    /// The refusal of the assertion of digest `digest` at `server`, if it was refused.
+    pub(crate) fn previous(&self, server: &str, digest: [u8; 32]) -> Option<AuthError> {
+        let last = super::lock(&self.0);
+        let (s, d, error, description) = last.as_ref()?;
+        (s == server && *d == digest)
+            .then(|| AuthError::Refused { error: error.clone(), description: description.clone() })
+    }
+
+    /// Records `e` when it is a refusal (not a transient failure).
+    pub(crate) fn record(&self, server: &str, digest: [u8; 32], e: &AuthError) {
+        if let AuthError::Refused { error, description } = e {
+            *super::lock(&self.0) =
+                Some((server.to_owned(), digest, error.clone(), description.clone()));
+        }
+    }
+}
+
 /// Checks a token exchange response is an ID-JAG, and gives it.
 pub(crate) fn id_jag(response: &serde_json::Map<String, Value>) -> Result<String, AuthError> {
     let issued = response.get("issued_token_type").and_then(Value::as_str);

@@ -949,6 +949,8 @@ pub struct OAuth {
     dpop: Option<ClientKey>,
     /// The DPoP nonces servers gave.
     nonces: dpop::Nonces,
+    /// The last assertion refused, so that it is not sent again.
+    refused: grant::Refused,
     /// The rules for the URLs discovery produces.
     policy: DiscoveryPolicy,
     /// Serializes authorization flows.
@@ -1077,6 +1079,7 @@ impl OAuth {
             machine: None,
             dpop: None,
             nonces: dpop::Nonces::default(),
+            refused: grant::Refused::default(),
             policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
@@ -1261,6 +1264,7 @@ impl OAuth {
             machine: Some(machine),
             dpop: None,
             nonces: dpop::Nonces::default(),
+            refused: grant::Refused::default(),
             policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
@@ -2134,25 +2138,49 @@ impl OAuth {
                             .join(" ")
                     })
                     .filter(|s| !s.is_empty());
+                // The assertion the grant rests on (the workload's token, the user's ID token):
+                // once refused, it is not sent again (a rotated one is).
+                let source = match &machine.grant {
+                    MachineGrant::ClientCredentials => None,
+                    MachineGrant::JwtBearer(source) => Some(source.assertion().await?),
+                    MachineGrant::Enterprise(idp) => Some(idp.id_token.assertion().await?),
+                };
+                let digest: Option<[u8; 32]> = source.as_ref().map(|a| Sha256::digest(a).into());
+                if let Some(refusal) = digest.and_then(|d| self.refused.previous(server, d)) {
+                    tracing::debug!(%server, "this assertion was refused already; not sent again");
+                    return Err(refusal);
+                }
                 let mut form = vec![("grant_type", machine.grant.grant_type().to_owned())];
-                match &machine.grant {
-                    MachineGrant::ClientCredentials => {}
-                    MachineGrant::JwtBearer(source) => {
-                        form.push(("assertion", source.assertion().await?));
+                let outcome = async {
+                    match (&machine.grant, source) {
+                        (MachineGrant::JwtBearer(_), Some(jwt)) => form.push(("assertion", jwt)),
+                        (MachineGrant::Enterprise(idp), Some(id_token)) => {
+                            let scope = scope.as_deref();
+                            let jag =
+                                self.id_jag(idp, id_token, &as_meta, &resource, scope).await?;
+                            form.push(("assertion", jag));
+                        }
+                        _ => {}
                     }
-                    MachineGrant::Enterprise(idp) => {
-                        let jag = self.id_jag(idp, &as_meta, &resource, scope.as_deref()).await?;
-                        form.push(("assertion", jag));
+                    form.push(("resource", resource.resource.clone()));
+                    if let Some(scope) = &scope {
+                        form.push(("scope", scope.clone()));
                     }
+                    tracing::debug!(%issuer, grant = machine.grant.grant_type(), "token request");
+                    self.token_request(&as_meta, &machine.credentials, form).await
                 }
-                form.push(("resource", resource.resource.clone()));
-                if let Some(scope) = &scope {
-                    form.push(("scope", scope.clone()));
+                .await;
+                match (outcome, digest) {
+                    (Ok(tokens), _) => {
+                        self.save(server, &issuer, tokens, scope);
+                        Ok(())
+                    }
+                    (Err(e), Some(digest)) => {
+                        self.refused.record(server, digest, &e);
+                        Err(e)
+                    }
+                    (Err(e), None) => Err(e),
                 }
-                tracing::debug!(%issuer, grant = machine.grant.grant_type(), "token request");
-                let tokens = self.token_request(&as_meta, &machine.credentials, form).await?;
-                self.save(server, &issuer, tokens, scope);
-                Ok(())
             }
             None => self.authorize(server, &issuer, &as_meta, &resource, scope).await,
         }
@@ -2164,6 +2192,7 @@ impl OAuth {
     async fn id_jag(
         &self,
         idp: &IdentityProvider,
+        id_token: String,
         meta: &ServerMetadata,
         resource: &ResourceMetadata,
         scope: Option<&str>,
@@ -2177,7 +2206,7 @@ impl OAuth {
             ("requested_token_type", grant::ID_JAG_TOKEN_TYPE.to_owned()),
             ("audience", meta.issuer.clone()),
             ("resource", resource.resource.clone()),
-            ("subject_token", idp.id_token.assertion().await?),
+            ("subject_token", id_token),
             ("subject_token_type", grant::ID_TOKEN_TYPE.to_owned()),
         ];
         if let Some(scope) = scope {

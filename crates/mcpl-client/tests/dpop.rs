@@ -1,7 +1,8 @@
 //! DPoP and the machine grants end to end over real sockets: `mcpl-client` with a DPoP key
 //! against a `mcpl-server` behind `BearerAuth` (which checks the proofs), and a small
 //! authorization server that binds its tokens to the proof's key, asks for a nonce first, and
-//! takes the JWT bearer grant.
+//! takes the JWT bearer grant (a workload's token, or an ID-JAG from the identity provider it
+//! also plays).
 
 #![cfg(feature = "auth")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -18,7 +19,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures::future::BoxFuture;
 use mcpl_client::Client;
-use mcpl_client::auth::{Assertion, ClientCredentials, ClientKey, OAuth};
+use mcpl_client::auth::{Assertion, ClientCredentials, ClientKey, IdentityProvider, OAuth};
 use mcpl_client::transport::HttpTransport;
 use mcpl_core::types::{Tool, ToolSchema};
 use mcpl_server::http::auth::{
@@ -38,6 +39,8 @@ struct AsState {
     requests: Vec<(HashMap<String, String>, Option<Value>)>,
     /// Issued tokens and the key thumbprint each is bound to.
     issued: HashMap<String, Option<String>>,
+    /// Token exchange requests at the identity provider.
+    idp_requests: Vec<HashMap<String, String>>,
 }
 
 type Shared = Arc<Mutex<AsState>>;
@@ -88,9 +91,12 @@ async fn token(State(s): State<Shared>, headers: HeaderMap, body: String) -> Res
     s.requests.push((form.clone(), proof.as_deref().map(|p| part(p, 1))));
     let grant_ok = match form["grant_type"].as_str() {
         "client_credentials" => form.get("client_secret").map(String::as_str) == Some("secret"),
-        "urn:ietf:params:oauth:grant-type:jwt-bearer" => {
-            form.get("assertion").map(String::as_str) == Some("workload-jwt")
-        }
+        "urn:ietf:params:oauth:grant-type:jwt-bearer" => match form.get("assertion") {
+            Some(jag) if jag.starts_with("jag:") => {
+                form.get("client_secret").map(String::as_str) == Some("secret")
+            }
+            assertion => assertion.map(String::as_str) == Some("workload-jwt"),
+        },
         _ => false,
     };
     if !grant_ok {
@@ -112,6 +118,30 @@ async fn token(State(s): State<Shared>, headers: HeaderMap, body: String) -> Res
     }
     s.issued.insert(token.clone(), Some(jkt(&proof)));
     json_response(StatusCode::OK, &json!({"access_token": token, "token_type": "DPoP"}))
+}
+
+/// The enterprise's identity provider: exchanges Ada's ID token for an ID-JAG naming the
+/// resource.
+async fn idp_token(State(s): State<Shared>, body: String) -> Response {
+    let form = pairs(&body);
+    let mut s = s.lock().unwrap();
+    s.idp_requests.push(form.clone());
+    let ok = form["grant_type"] == "urn:ietf:params:oauth:grant-type:token-exchange"
+        && form.get("subject_token").map(String::as_str) == Some("id-token-of-ada")
+        && form["subject_token_type"] == "urn:ietf:params:oauth:token-type:id_token"
+        && form["requested_token_type"] == "urn:ietf:params:oauth:token-type:id-jag"
+        && form["audience"] == s.base;
+    if !ok {
+        return json_response(StatusCode::BAD_REQUEST, &json!({"error": "invalid_grant"}));
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "access_token": format!("jag:{}", form["resource"]),
+            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "token_type": "N_A",
+        }),
+    )
 }
 
 struct Verifier(Shared);
@@ -142,6 +172,7 @@ async fn start(dpop: DpopConfig) -> (Shared, String) {
     let auth_server = Router::new()
         .route("/.well-known/oauth-authorization-server", get(as_metadata))
         .route("/token", post(token))
+        .route("/idp/token", post(idp_token))
         .with_state(state.clone());
     tokio::spawn(mcpl_server::http::serve(as_listener, auth_server));
 
@@ -305,4 +336,48 @@ async fn a_refused_jwt_bearer_grant_is_final() {
     let grants: Vec<String> =
         state.lock().unwrap().requests.iter().map(|(f, _)| f["grant_type"].clone()).collect();
     assert_eq!(grants, ["urn:ietf:params:oauth:grant-type:jwt-bearer"]);
+}
+
+#[tokio::test]
+async fn enterprise_managed_authorization_exchanges_the_id_token_for_an_id_jag() {
+    let (state, url) = start(DpopConfig::new()).await;
+    let base = state.lock().unwrap().base.clone();
+    let idp = IdentityProvider::new(
+        base.clone(),
+        ClientCredentials::public("idp-client"),
+        Assertion::new("id-token-of-ada"),
+    )
+    .token_endpoint(format!("{base}/idp/token"));
+    let oauth = OAuth::enterprise(None, ClientCredentials::confidential("svc", "secret"), idp);
+    let client = Client::new("enterprise-test", "0.0.1");
+    client.connect(HttpTransport::new(&url).auth(Arc::new(oauth))).await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    client.close().await.unwrap();
+    let s = state.lock().unwrap();
+    let exchange = &s.idp_requests[0];
+    assert_eq!(exchange["resource"], url);
+    assert_eq!(exchange["client_id"], "idp-client");
+    let (form, _) = &s.requests[0];
+    assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
+    assert_eq!(form["assertion"], format!("jag:{url}"));
+    assert_eq!(form["client_id"], "svc");
+}
+
+#[tokio::test]
+async fn a_refused_id_token_is_not_exchanged_again() {
+    let (state, url) = start(DpopConfig::new()).await;
+    let base = state.lock().unwrap().base.clone();
+    let idp = IdentityProvider::new(
+        base.clone(),
+        ClientCredentials::public("idp-client"),
+        Assertion::new("id-token-of-mallory"),
+    )
+    .token_endpoint(format!("{base}/idp/token"));
+    let oauth = OAuth::enterprise(None, ClientCredentials::confidential("svc", "secret"), idp);
+    let client = Client::new("enterprise-test", "0.0.1");
+    let err = client.connect(HttpTransport::new(&url).auth(Arc::new(oauth))).await;
+    assert!(err.is_err());
+    let s = state.lock().unwrap();
+    assert_eq!(s.idp_requests.len(), 1, "refused once, not sent again");
+    assert!(s.requests.is_empty(), "no token request without an ID-JAG");
 }

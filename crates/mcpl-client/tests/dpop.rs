@@ -288,7 +288,14 @@ async fn a_resource_requiring_dpop_refuses_bearer_tokens_and_the_client_says_why
     let client = Client::new("dpop-test", "0.0.1");
     assert!(client.connect(HttpTransport::new(&url).auth(Arc::new(machine()))).await.is_err());
     assert!(state.lock().unwrap().requests.is_empty(), "no token requested");
-    // The metadata says so.
+    // The challenge names the DPoP scheme, and the metadata says so.
+    let refused = reqwest::Client::new().post(&url).body("{}").send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(
+        challenge.starts_with("DPoP resource_metadata=") && challenge.contains(r#"algs="ES256""#),
+        "{challenge}"
+    );
     let well_known = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
     let metadata = reqwest::get(well_known).await.unwrap().text().await.unwrap();
     let metadata: Value = serde_json::from_str(&metadata).unwrap();

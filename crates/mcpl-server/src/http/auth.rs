@@ -1094,7 +1094,14 @@ fn challenge(
         params.push(format!("scope={}", quoted(&inner.required_scopes.join(" "))));
     }
     params.push(format!("resource_metadata={}", quoted(&inner.metadata_url)));
-    let value = format!("Bearer {}", params.join(", "));
+    // Where only DPoP-bound tokens are accepted, the challenge names that scheme (RFC 9449
+    // section 7.1) and its algorithms.
+    let value = if inner.dpop.config.is_required() {
+        params.push(format!("algs={}", quoted(DPOP_ALGORITHM)));
+        format!("DPoP {}", params.join(", "))
+    } else {
+        format!("Bearer {}", params.join(", "))
+    };
     let body = serde_json::json!({
         "error": error.unwrap_or("invalid_request"),
         "error_description": description,

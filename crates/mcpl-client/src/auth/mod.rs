@@ -38,7 +38,7 @@
 //!
 //! With a DPoP key ([`OAuth::dpop`]), tokens from authorization servers that support DPoP
 //! (RFC 9449) are bound to the key and every request carries a fresh proof; server nonces are
-//! followed (see [`dpop`](self::dpop)).
+//! followed (see [`dpop`]).
 //!
 //! Every URL the flow uses is judged first by the [`DiscoveryPolicy`] (HTTPS except loopback,
 //! no stepping into a private network, resource metadata on the server's origin), and the

@@ -9,15 +9,19 @@
 //! `sep-2640-client-*`, list skills; the verification ones then load the first skill and read
 //! its files, each checked against the entry). Every connection authorizes
 //! with `mcpl_client::auth` when the server asks: the interactive step follows the test
-//! authorization server's redirect with a plain GET; `auth/*` scenarios also call each tool
-//! (step-up). Logs go to stderr only.
+//! authorization server's redirect with a plain GET; tokens are DPoP-bound where the
+//! authorization server supports it; the context's ID token (enterprise-managed
+//! authorization) or workload token (workload identity) is used when given; `auth/*` scenarios
+//! also call each tool (step-up). Logs go to stderr only.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use mcpl_client::auth::{AuthError, Authorizer, ClientCredentials, OAuth};
+use mcpl_client::auth::{
+    Assertion, AuthError, Authorizer, ClientCredentials, ClientKey, IdentityProvider, OAuth,
+};
 
 use mcpl_client::transport::HttpTransport;
 use mcpl_client::{Client, Negotiation};
@@ -61,8 +65,22 @@ impl Authorizer for FollowRedirect {
     }
 }
 
-/// The OAuth client: pre-registered credentials from the scenario context when given.
+/// The OAuth client: pre-registered credentials from the scenario context when given, an
+/// enterprise identity provider's ID token (`auth/enterprise-managed-authorization`), a
+/// workload's identity token (`auth/wif-jwt-bearer`); a DPoP key for authorization servers
+/// that support DPoP (`auth/dpop`, `auth/dpop-nonce`).
 fn oauth(context: &Value) -> Option<Arc<OAuth>> {
+    let oauth = grant(context)?;
+    match ClientKey::generate() {
+        Ok(key) => Some(Arc::new(oauth.dpop(key))),
+        Err(e) => {
+            log(format_args!("no DPoP key: {e}"));
+            Some(Arc::new(oauth))
+        }
+    }
+}
+
+fn grant(context: &Value) -> Option<OAuth> {
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build();
     let http = match http {
         Ok(http) => http,
@@ -75,6 +93,21 @@ fn oauth(context: &Value) -> Option<Arc<OAuth>> {
         .client_name("mcpl-conformance-client")
         .client_metadata_url(CLIENT_METADATA_URL);
     let text = |k: &str| context.get(k).and_then(Value::as_str);
+    if let (Some(id_token), Some(idp), Some(id), Some(secret)) =
+        (text("idp_id_token"), text("idp_issuer"), text("client_id"), text("client_secret"))
+    {
+        // Enterprise-managed: the ID token becomes an ID-JAG at the IdP, then an access token.
+        let idp_client = ClientCredentials::public(text("idp_client_id").unwrap_or(id));
+        let mut idp = IdentityProvider::new(idp, idp_client, Assertion::new(id_token));
+        if let Some(endpoint) = text("idp_token_endpoint") {
+            idp = idp.token_endpoint(endpoint);
+        }
+        return Some(OAuth::enterprise(None, ClientCredentials::confidential(id, secret), idp));
+    }
+    if let (Some(jwt), Some(id)) = (text("valid_jwt"), text("client_id")) {
+        // Workload identity: the platform's token, presented with the JWT bearer grant.
+        return Some(OAuth::jwt_bearer(None, ClientCredentials::public(id), Assertion::new(jwt)));
+    }
     let key = text("private_key_pem");
     match (text("client_id"), text("client_secret"), key, text("issuer")) {
         // Pre-registered at a named authorization server: the authorization code flow.
@@ -96,7 +129,7 @@ fn oauth(context: &Value) -> Option<Arc<OAuth>> {
         }
         _ => {}
     }
-    Some(Arc::new(oauth))
+    Some(oauth)
 }
 
 /// The harness kills a client after 30 s; finish (and say why) before that.

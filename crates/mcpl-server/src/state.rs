@@ -25,6 +25,32 @@
 //! assert!(sealer.open(&format!("{token}-TAMPERED"), &bind).is_err());
 //! assert!(sealer.open(&token, &Binding::new("tools/call", "other")).is_err());
 //! ```
+//!
+//! # Key rotation
+//!
+//! A sealer holds one sealing key and, from [`StateSealer::builder`], keys that only open:
+//! previous keys, each until its retirement plus the time to live (no state it sealed can be
+//! valid longer; a leaked old key stops working then), and upcoming keys, which open from the
+//! start so that instances can learn a key before any of them seals with it. A rotation
+//! across instances: give every instance the new key as upcoming; then make it the sealing
+//! key everywhere, the old one previous with the time of that step.
+//!
+//! ```
+//! use std::time::{Duration, SystemTime};
+//! use mcpl_server::state::{Binding, StateSealer};
+//!
+//! let bind = Binding::new("tools/call", "book_flight");
+//! let before = StateSealer::new(b"key of november");
+//! let token = before.seal(&serde_json::json!({"step": 2}), &bind);
+//! // December: a new key seals; November's still opens what it sealed, for one TTL more.
+//! let after = StateSealer::builder(b"key of december")
+//!     .previous_key(b"key of november", SystemTime::now())
+//!     .build()?;
+//! assert_eq!(after.open(&token, &bind)?, serde_json::json!({"step": 2}));
+//! let fresh = after.seal(&serde_json::json!({"step": 3}), &bind);
+//! assert!(before.open(&fresh, &bind).is_err(), "sealed with the new key");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
@@ -53,6 +79,16 @@ pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
 
 /// The version of the envelope format.
 const FORMAT: u64 = 1;
+
+/// How many keys that only open a sealer holds at most ([`StateSealerBuilder`]): each is
+/// tried on every refused token, so they are few.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::state::MAX_OPENING_KEYS, 8);
+/// ```
+pub const MAX_OPENING_KEYS: usize = 8;
 
 /// What a sealed state is bound to: the method and the name of the tool or prompt, or the URI
 /// of the resource, of the request that produced it, and who made that request (the
@@ -202,13 +238,125 @@ impl From<StateError> for ErrorObject {
 #[derive(Clone)]
 pub struct StateSealer {
     key: Arc<[u8]>,
+    /// Keys that open but do not seal.
+    opening: Arc<[OpeningKey]>,
     ttl: Duration,
+}
+
+/// A key that only opens: until `retired` (unix millis) plus the time to live, or always
+/// (`None`, an upcoming key).
+struct OpeningKey {
+    key: Box<[u8]>,
+    retired: Option<u128>,
 }
 
 impl fmt::Debug for StateSealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Never print the key.
-        f.debug_struct("StateSealer").field("ttl", &self.ttl).finish_non_exhaustive()
+        // Never print the keys.
+        f.debug_struct("StateSealer")
+            .field("ttl", &self.ttl)
+            .field("opening_keys", &self.opening.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`StateSealer`] with key rotation (see the [module docs](self#key-rotation)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use mcpl_server::state::StateSealer;
+///
+/// let retired = SystemTime::now() - Duration::from_secs(3600);
+/// let sealer = StateSealer::builder(b"current")
+///     .previous_key(b"last month", retired)
+///     .upcoming_key(b"next month")
+///     .ttl(Duration::from_secs(300))
+///     .build()?;
+/// assert_eq!(sealer.ttl(), Duration::from_secs(300));
+/// # Ok::<(), mcpl_server::state::RotationError>(())
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct StateSealerBuilder {
+    sealer: StateSealer,
+    opening: Vec<OpeningKey>,
+}
+
+impl fmt::Debug for OpeningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpeningKey").field("retired", &self.retired).finish_non_exhaustive()
+    }
+}
+
+impl StateSealerBuilder {
+    /// A key that sealed until `retired_at`: it opens states for one time to live after that
+    /// (what it sealed has expired by then), never later.
+    pub fn previous_key(mut self, key: impl AsRef<[u8]>, retired_at: SystemTime) -> Self {
+        let retired = retired_at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        self.opening.push(OpeningKey { key: key.as_ref().into(), retired: Some(retired) });
+        self
+    }
+
+    /// A key that will seal after a coming rotation: it opens from now on.
+    pub fn upcoming_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.opening.push(OpeningKey { key: key.as_ref().into(), retired: None });
+        self
+    }
+
+    /// How long sealed states stay valid (default [`DEFAULT_STATE_TTL`]); it also bounds how
+    /// long previous keys open.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.sealer.ttl = ttl;
+        self
+    }
+
+    /// The sealer.
+    ///
+    /// # Errors
+    ///
+    /// [`RotationError::TooManyKeys`] past [`MAX_OPENING_KEYS`] previous and upcoming keys.
+    pub fn build(self) -> Result<StateSealer, RotationError> {
+        if self.opening.len() > MAX_OPENING_KEYS {
+            return Err(RotationError::TooManyKeys { max: MAX_OPENING_KEYS });
+        }
+        Ok(StateSealer { opening: self.opening.into(), ..self.sealer })
+    }
+}
+
+/// Why a [`StateSealerBuilder`] could not build.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_server::state::{MAX_OPENING_KEYS, RotationError, StateSealer};
+///
+/// let mut builder = StateSealer::builder(b"current");
+/// for i in 0..=MAX_OPENING_KEYS {
+///     builder = builder.upcoming_key(format!("key {i}"));
+/// }
+/// let err = builder.build().unwrap_err();
+/// assert_eq!(err, RotationError::TooManyKeys { max: MAX_OPENING_KEYS });
+/// assert_eq!(err.kind(), "too_many_keys");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RotationError {
+    /// More previous and upcoming keys than [`MAX_OPENING_KEYS`].
+    #[error("more than {max} previous and upcoming keys")]
+    TooManyKeys {
+        /// The limit.
+        max: usize,
+    },
+}
+
+impl RotationError {
+    /// A stable name for the kind of error.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RotationError::TooManyKeys { .. } => "too_many_keys",
+        }
     }
 }
 
@@ -223,7 +371,31 @@ impl StateSealer {
     /// # drop(sealer);
     /// ```
     pub fn new(key: impl AsRef<[u8]>) -> Self {
-        StateSealer { key: Arc::from(key.as_ref()), ttl: DEFAULT_STATE_TTL }
+        StateSealer { key: Arc::from(key.as_ref()), opening: Arc::new([]), ttl: DEFAULT_STATE_TTL }
+    }
+
+    /// A builder of a sealer that seals with `key` and also opens with previous and upcoming
+    /// keys (key rotation, see the [module docs](self#key-rotation)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use mcpl_server::state::{Binding, StateError, StateSealer};
+    ///
+    /// let bind = Binding::new("tools/call", "t");
+    /// let old = StateSealer::new(b"old").seal(&serde_json::json!(1), &bind);
+    /// // Retired long ago: its window (retirement + TTL) has closed.
+    /// let long_ago = SystemTime::now() - Duration::from_secs(3600);
+    /// let sealer = StateSealer::builder(b"new")
+    ///     .previous_key(b"old", long_ago)
+    ///     .ttl(Duration::from_secs(60))
+    ///     .build()?;
+    /// assert_eq!(sealer.open(&old, &bind), Err(StateError::BadTag));
+    /// # Ok::<(), mcpl_server::state::RotationError>(())
+    /// ```
+    pub fn builder(key: impl AsRef<[u8]>) -> StateSealerBuilder {
+        StateSealerBuilder { sealer: Self::new(key), opening: Vec::new() }
     }
 
     /// A sealer with a fresh random 32-byte key from the operating system.
@@ -328,19 +500,24 @@ impl StateSealer {
     /// purpose is never valid for another): how ids handed to clients are bound to what they
     /// name without storing the binding (see [`crate::task`]).
     pub(crate) fn tag(&self, purpose: &str, parts: &[&[u8]]) -> [u8; 32] {
-        let mut mac = self.mac();
-        for part in std::iter::once(purpose.as_bytes()).chain(parts.iter().copied()) {
-            // Length-prefixed, so that parts cannot shift into one another.
-            mac.update(&(part.len() as u64).to_be_bytes());
-            mac.update(part);
-        }
-        mac.finalize().into_bytes().into()
+        tag_with(&self.key, purpose, parts)
+    }
+
+    /// The tags of `parts` for `purpose` under every key that opens now (the sealing key
+    /// first): what a tag made by [`tag`](Self::tag) before a rotation is checked against.
+    pub(crate) fn opening_tags(&self, purpose: &str, parts: &[&[u8]]) -> Vec<[u8; 32]> {
+        self.opening_keys(now_millis()).map(|key| tag_with(key, purpose, parts)).collect()
+    }
+
+    /// The sealing key, then the other keys that open at `now`.
+    fn opening_keys(&self, now: u128) -> impl Iterator<Item = &[u8]> {
+        let ttl = self.ttl.as_millis();
+        let open = move |k: &&OpeningKey| k.retired.is_none_or(|r| now <= r.saturating_add(ttl));
+        std::iter::once(&*self.key).chain(self.opening.iter().filter(open).map(|k| &*k.key))
     }
 
     fn mac(&self) -> HmacSha256 {
-        // HMAC accepts keys of any length; the error case cannot happen.
-        HmacSha256::new_from_slice(&self.key)
-            .unwrap_or_else(|_| <HmacSha256 as Mac>::new(&Default::default()))
+        mac(&self.key)
     }
 
     fn seal_at(&self, payload: &Value, bind: &Binding, now: u128) -> String {
@@ -365,9 +542,14 @@ impl StateSealer {
     fn open_at(&self, token: &str, bind: &Binding, now: u128) -> Result<Value, StateError> {
         let (body, tag) = token.split_once('.').ok_or(StateError::Malformed)?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| StateError::Malformed)?;
-        let mut mac = self.mac();
-        mac.update(body.as_bytes());
-        mac.verify_slice(&tag).map_err(|_| StateError::BadTag)?;
+        let verifies = |key: &[u8]| {
+            let mut mac = mac(key);
+            mac.update(body.as_bytes());
+            mac.verify_slice(&tag).is_ok()
+        };
+        if !self.opening_keys(now).any(verifies) {
+            return Err(StateError::BadTag);
+        }
         let bytes = URL_SAFE_NO_PAD.decode(body).map_err(|_| StateError::Malformed)?;
         let envelope: Value = serde_json::from_slice(&bytes).map_err(|_| StateError::Malformed)?;
         if envelope.get("v").and_then(Value::as_u64) != Some(FORMAT) {
@@ -396,6 +578,22 @@ impl Default for StateSealer {
     fn default() -> Self {
         Self::random()
     }
+}
+
+fn mac(key: &[u8]) -> HmacSha256 {
+    // HMAC accepts keys of any length; the error case cannot happen.
+    HmacSha256::new_from_slice(key)
+        .unwrap_or_else(|_| <HmacSha256 as Mac>::new(&Default::default()))
+}
+
+fn tag_with(key: &[u8], purpose: &str, parts: &[&[u8]]) -> [u8; 32] {
+    let mut mac = mac(key);
+    for part in std::iter::once(purpose.as_bytes()).chain(parts.iter().copied()) {
+        // Length-prefixed, so that parts cannot shift into one another.
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
 }
 
 fn now_millis() -> u128 {
@@ -471,6 +669,62 @@ mod tests {
             Err(StateError::WrongBinding)
         );
         assert_eq!(StateError::WrongBinding.to_error_object().code.0, -32602);
+    }
+
+    #[test]
+    fn rotation_the_newest_seals_previous_keys_open_within_their_window() {
+        let bind = bind();
+        let old = StateSealer::new("old").with_ttl(Duration::from_secs(10));
+        let sealed_old = old.seal_at(&json!("old"), &bind, 1_000_000);
+        let retired = UNIX_EPOCH + Duration::from_millis(1_002_000);
+        let rotated = StateSealer::builder("new")
+            .previous_key("old", retired)
+            .upcoming_key("next")
+            .ttl(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        // The old key opens what it sealed, within the state's own expiry.
+        assert_eq!(rotated.open_at(&sealed_old, &bind, 1_005_000), Ok(json!("old")));
+        assert_eq!(rotated.open_at(&sealed_old, &bind, 1_010_001), Err(StateError::Expired));
+        // A state forged with the old key after its window (retirement + TTL) is refused,
+        // whatever expiry it claims.
+        let forged = StateSealer::new("old").with_ttl(Duration::from_secs(3600));
+        let late = forged.seal_at(&json!("forged"), &bind, 1_011_000);
+        assert_eq!(rotated.open_at(&late, &bind, 1_012_000), Ok(json!("forged")), "in window");
+        assert_eq!(rotated.open_at(&late, &bind, 1_012_001), Err(StateError::BadTag));
+        // The newest key seals: the old sealer cannot open it.
+        let sealed_new = rotated.seal_at(&json!("new"), &bind, 1_005_000);
+        assert_eq!(old.open_at(&sealed_new, &bind, 1_005_000), Err(StateError::BadTag));
+        assert_eq!(rotated.open_at(&sealed_new, &bind, 1_005_000), Ok(json!("new")));
+        // An upcoming key opens (another instance already seals with it), always.
+        let next = StateSealer::new("next").with_ttl(Duration::from_secs(10));
+        let sealed_next = next.seal_at(&json!("next"), &bind, 9_000_000);
+        assert_eq!(rotated.open_at(&sealed_next, &bind, 9_000_000), Ok(json!("next")));
+        // An unknown key does not.
+        let other = StateSealer::new("other").seal_at(&json!(1), &bind, 1_005_000);
+        assert_eq!(rotated.open_at(&other, &bind, 1_005_000), Err(StateError::BadTag));
+        // Tags (task ids) are made with the sealing key (the clock-bound windows of the
+        // other keys: `rotation_keys_are_bounded`).
+        assert_eq!(rotated.opening_tags("p", &[b"x"])[0], rotated.tag("p", &[b"x"]));
+        assert!(!format!("{rotated:?}").contains("old"), "keys never printed");
+    }
+
+    #[test]
+    fn rotation_keys_are_bounded() {
+        let mut builder = StateSealer::builder("k");
+        for i in 0..MAX_OPENING_KEYS {
+            builder = builder.upcoming_key(format!("{i}"));
+        }
+        assert!(builder.upcoming_key("one too many").build().is_err());
+        let now = SystemTime::now();
+        let recent = StateSealer::builder("new").previous_key("old", now).build().unwrap();
+        let old = StateSealer::new("old");
+        assert!(recent.opening_tags("p", &[b"x"]).contains(&old.tag("p", &[b"x"])));
+        let expired = StateSealer::builder("new")
+            .previous_key("old", now - Duration::from_secs(3600))
+            .build()
+            .unwrap();
+        assert!(!expired.opening_tags("p", &[b"x"]).contains(&old.tag("p", &[b"x"])));
     }
 
     #[test]

@@ -880,11 +880,17 @@ fn new_task_id(sealer: &StateSealer, principal: Option<&Principal>) -> Result<St
     Ok(random + &tag)
 }
 
+/// What the tag of task id `random` (its first half) made for `principal` covers.
+const TASK_TAG: &str = "mcpl-server task id";
+
 /// The tag of task id `random` (its first half) made for `principal`.
 fn task_tag(sealer: &StateSealer, random: &str, principal: Option<&Principal>) -> String {
     let key = principal.map(Principal::key);
     let parts: [&[u8]; 2] = [random.as_bytes(), key.as_deref().unwrap_or("\0anonymous").as_bytes()];
-    let tag = sealer.tag("mcpl-server task id", &parts);
+    hex_tag(&sealer.tag(TASK_TAG, &parts))
+}
+
+fn hex_tag(tag: &[u8; 32]) -> String {
     tag[..TAG_BYTES].iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -897,9 +903,14 @@ fn made_for(sealer: &StateSealer, task_id: &str, principal: Option<&Principal>) 
         return false;
     }
     let (random, tag) = task_id.split_at(32);
-    let expected = task_tag(sealer, random, principal);
-    let differences = expected.bytes().zip(tag.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
-    differences == 0
+    // Under every key that opens (a task created before a key rotation stays its owner's).
+    let key = principal.map(Principal::key);
+    let parts: [&[u8]; 2] = [random.as_bytes(), key.as_deref().unwrap_or("\0anonymous").as_bytes()];
+    sealer.opening_tags(TASK_TAG, &parts).iter().any(|expected| {
+        let expected = hex_tag(expected);
+        let differences = expected.bytes().zip(tag.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        differences == 0
+    })
 }
 
 /// A task id made for another principal (or not by this server) is unknown: "not found",
@@ -936,5 +947,21 @@ mod tests {
         for bad in ["", "nope", &a[..63], &format!("{}0", &a[..63])] {
             assert!(!made_for(&sealer, bad, Some(&ada)) || bad == a, "{bad}");
         }
+    }
+
+    #[test]
+    fn task_ids_survive_a_key_rotation() {
+        let ada = Principal::Subject("ada".into());
+        let before = StateSealer::new(b"old key");
+        let id = new_task_id(&before, Some(&ada)).unwrap();
+        let after = StateSealer::builder(b"new key")
+            .previous_key(b"old key", std::time::SystemTime::now())
+            .build()
+            .unwrap();
+        assert!(made_for(&after, &id, Some(&ada)), "made under the previous key");
+        assert!(!made_for(&after, &id, Some(&Principal::Subject("bob".into()))));
+        let fresh = new_task_id(&after, Some(&ada)).unwrap();
+        assert!(made_for(&after, &fresh, Some(&ada)));
+        assert!(!made_for(&before, &fresh, Some(&ada)), "made under the new key");
     }
 }

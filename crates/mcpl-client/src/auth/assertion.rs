@@ -1,5 +1,11 @@
-//! `private_key_jwt` client authentication (RFC 7523 section 2.2): a short-lived JWT, signed
-//! ES256 with the client's key, presented at the token endpoint instead of a secret.
+//! The client's P-256 key and the JWTs it signs: `private_key_jwt` client authentication
+//! (RFC 7523 section 2.2, a short-lived JWT presented at the token endpoint instead of a
+//! secret) and DPoP proofs ([`super::dpop`]).
+//!
+//! The signatures are `p256`'s (ECDSA P-256 with SHA-256, JWS `ES256`); only the JWS compact
+//! framing (`base64url(header).base64url(claims).base64url(r || s)`) and the RFC 7638 JWK
+//! thumbprint are written here: a JWT library would bring a second crypto stack (ring or
+//! aws-lc, or RSA, P-384 and Ed25519 implementations) for the one algorithm used.
 
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -9,7 +15,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use p256::ecdsa::signature::Signer;
 use p256::ecdsa::{Signature, SigningKey};
 use p256::pkcs8::DecodePrivateKey;
-use serde_json::json;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::{AuthError, random_token};
 
@@ -22,7 +29,8 @@ const LIFETIME_SECS: u64 = 300;
 /// An upper bound on a PEM private key's size, so untrusted input stays bounded.
 const MAX_PEM_BYTES: usize = 16 * 1024;
 
-/// A client's ECDSA P-256 private key for `private_key_jwt` authentication (JWS `ES256`).
+/// A client's ECDSA P-256 private key (JWS `ES256`): for `private_key_jwt` authentication, and
+/// as the proof-of-possession key of DPoP ([`OAuth::dpop`](super::OAuth::dpop)).
 ///
 /// The key never appears in `Debug` output or logs.
 ///
@@ -70,6 +78,83 @@ impl ClientKey {
             .map_err(|e| AuthError::InvalidKey(format!("not a PKCS#8 PEM P-256 key: {e}")))
     }
 
+    /// A fresh random key (32 bytes from the operating system's generator), for a DPoP key
+    /// that lives as long as the process.
+    ///
+    /// # Errors
+    ///
+    /// [`AuthError::Random`] when the operating system has no randomness to give.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::ClientKey;
+    ///
+    /// let (a, b) = (ClientKey::generate()?, ClientKey::generate()?);
+    /// assert_ne!(a.thumbprint(), b.thumbprint());
+    /// # Ok::<(), mcpl_client::auth::AuthError>(())
+    /// ```
+    pub fn generate() -> Result<Self, AuthError> {
+        // A uniformly drawn 32-byte string is a valid scalar but with probability ~2^-32;
+        // a few draws make failure impossible in practice, and it stays an error, not a loop.
+        for _ in 0..4 {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes).map_err(|e| AuthError::Random(e.to_string()))?;
+            if let Ok(key) = SigningKey::from_bytes(&bytes.into()) {
+                return Ok(ClientKey(key));
+            }
+        }
+        Err(AuthError::Random("no valid P-256 scalar drawn".into()))
+    }
+
+    /// The key's public JWK (`kty`, `crv`, `x`, `y`), as DPoP proofs carry it.
+    pub(crate) fn public_jwk(&self) -> Value {
+        let point = self.0.verifying_key().to_encoded_point(false);
+        let coordinate = |c: Option<&p256::FieldBytes>| c.map(|c| URL_SAFE_NO_PAD.encode(c));
+        json!({
+            "kty": "EC",
+            "crv": "P-256",
+            "x": coordinate(point.x()),
+            "y": coordinate(point.y()),
+        })
+    }
+
+    /// The RFC 7638 SHA-256 thumbprint of the public key, base64url: the `jkt` a DPoP-bound
+    /// token is bound to (`cnf.jkt`) and the `dpop_jkt` of an authorization request.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::ClientKey;
+    ///
+    /// let key = ClientKey::generate()?;
+    /// assert_eq!(key.thumbprint().len(), 43, "32 bytes, base64url");
+    /// assert_eq!(key.thumbprint(), key.clone().thumbprint());
+    /// # Ok::<(), mcpl_client::auth::AuthError>(())
+    /// ```
+    pub fn thumbprint(&self) -> String {
+        let jwk = self.public_jwk();
+        // The required members in lexicographic order, no whitespace (RFC 7638 section 3).
+        let canonical = format!(
+            r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+            jwk["x"].as_str().unwrap_or_default(),
+            jwk["y"].as_str().unwrap_or_default()
+        );
+        URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+    }
+
+    /// A JWS (compact serialization) of `claims` under `header`, signed ES256.
+    pub(crate) fn sign(&self, header: &Value, claims: &Value) -> String {
+        let signing_input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        // JWS ES256: the signature is the fixed-size r || s, not DER.
+        let signature: Signature = self.0.sign(signing_input.as_bytes());
+        format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature.to_bytes()))
+    }
+
     /// A client assertion for `client_id` addressed to the authorization server `audience`
     /// (its issuer identifier): `iss` = `sub` = `client_id`, `iat`, `exp` and a random `jti`.
     pub(crate) fn assertion(&self, client_id: &str, audience: &str) -> Result<String, AuthError> {
@@ -87,14 +172,7 @@ impl ClientKey {
             "exp": now + LIFETIME_SECS,
             "jti": random_token(16)?,
         });
-        let signing_input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(claims.to_string())
-        );
-        // JWS ES256: the signature is the fixed-size r || s, not DER.
-        let signature: Signature = self.0.sign(signing_input.as_bytes());
-        Ok(format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(signature.to_bytes())))
+        Ok(self.sign(&header, &claims))
     }
 }
 

@@ -1,6 +1,8 @@
-//! The `WWW-Authenticate: Bearer ...` challenge (RFC 6750, RFC 9728 section 5.1).
+//! The `WWW-Authenticate: Bearer ...` (RFC 6750, RFC 9728 section 5.1) and `DPoP ...`
+//! (RFC 9449 section 7.1) challenges.
 
-/// What a server said when it refused a request: the parameters of its `Bearer` challenge.
+/// What a server said when it refused a request: the parameters of its `Bearer` or `DPoP`
+/// challenge.
 ///
 /// # Examples
 ///
@@ -24,11 +26,13 @@ pub struct Challenge {
     pub scope: Option<String>,
     /// `resource_metadata`: the URL of the protected resource metadata document.
     pub resource_metadata: Option<String>,
+    /// Whether the server offered the `DPoP` scheme.
+    pub dpop: bool,
 }
 
 impl Challenge {
     /// Parses the value of a `WWW-Authenticate` header; parameters of other schemes than
-    /// `Bearer` are ignored. Malformed input yields what could be read.
+    /// `Bearer` and `DPoP` are ignored (the first value of each parameter counts). Malformed input yields what could be read.
     ///
     /// # Examples
     ///
@@ -84,7 +88,7 @@ impl Challenge {
                         "resource_metadata" => Some(&mut challenge.resource_metadata),
                         _ => None,
                     };
-                    if let Some(slot) = slot {
+                    if let Some(slot) = slot.filter(|slot| slot.is_none()) {
                         *slot = Some(value);
                     }
                 }
@@ -92,7 +96,9 @@ impl Challenge {
             } else {
                 // A scheme name (or a token68, which Bearer challenges do not use). The token
                 // is not empty: `rest` starts with neither ',' nor ' ', and not '=' here.
-                in_bearer = token.eq_ignore_ascii_case("bearer");
+                let dpop = token.eq_ignore_ascii_case("dpop");
+                challenge.dpop |= dpop;
+                in_bearer = dpop || token.eq_ignore_ascii_case("bearer");
                 rest = after;
             }
         }
@@ -134,6 +140,20 @@ mod tests {
         let c = Challenge::parse("Bearer error=invalid_token,scope=\"x\\\"y\"");
         assert_eq!(c.error.as_deref(), Some("invalid_token"));
         assert_eq!(c.scope.as_deref(), Some("x\"y"));
+    }
+
+    #[test]
+    fn reads_dpop_challenges() {
+        let c = Challenge::parse(
+            r#"DPoP error="use_dpop_nonce", algs="ES256", resource_metadata="https://x/m""#,
+        );
+        assert!(c.dpop);
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://x/m"));
+        let both = Challenge::parse(r#"Bearer scope="a", DPoP algs="ES256", scope="b""#);
+        assert!(both.dpop);
+        assert_eq!(both.scope.as_deref(), Some("a"), "the first value counts");
+        assert!(!Challenge::parse(r#"Bearer scope="a""#).dpop);
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct ResourceMetadata {
     /// The scopes the resource knows.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// Whether the resource accepts DPoP-bound access tokens only (RFC 9728).
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: Option<bool>,
 }
 
 /// Authorization server metadata (RFC 8414; OpenID provider metadata has the same fields).
@@ -92,6 +95,9 @@ pub struct ServerMetadata {
     /// Whether URL client ids (client ID metadata documents) are accepted.
     #[serde(default)]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// The DPoP proof algorithms the server accepts (RFC 9449 section 5.1).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
@@ -206,6 +212,7 @@ pub(crate) fn legacy_resource(server_url: &str, server: &Url) -> ResourceMetadat
         resource: server_url.to_owned(),
         authorization_servers: vec![origin(server)],
         scopes_supported: None,
+        dpop_bound_access_tokens_required: None,
     }
 }
 
@@ -224,6 +231,19 @@ pub(crate) fn default_endpoints(issuer: &str) -> ServerMetadata {
         grant_types_supported: None,
         authorization_response_iss_parameter_supported: None,
         client_id_metadata_document_supported: None,
+        dpop_signing_alg_values_supported: None,
+    }
+}
+
+/// The metadata of an authorization server known only by its issuer and token endpoint (an
+/// identity provider the application configured).
+pub(crate) fn token_endpoint_only(issuer: &str, token_endpoint: &str) -> ServerMetadata {
+    ServerMetadata {
+        authorization_endpoint: None,
+        token_endpoint: token_endpoint.to_owned(),
+        registration_endpoint: None,
+        code_challenge_methods_supported: None,
+        ..default_endpoints(issuer)
     }
 }
 

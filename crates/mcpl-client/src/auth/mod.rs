@@ -29,7 +29,16 @@
 //!
 //! A client acting on its own behalf uses the client credentials grant instead of steps 2 and
 //! 3 ([`OAuth::client_credentials`]); it authenticates with a client secret or, given a
-//! [`ClientKey`], with a signed JWT assertion (`private_key_jwt`, RFC 7523).
+//! [`ClientKey`], with a signed JWT assertion (`private_key_jwt`, RFC 7523). A workload with an
+//! identity token from its platform presents it with the JWT bearer grant instead
+//! ([`OAuth::jwt_bearer`], workload identity federation); under enterprise-managed
+//! authorization, the user's ID token is exchanged at the enterprise's identity provider for
+//! an ID-JAG (RFC 8693 token exchange), presented with the JWT bearer grant
+//! ([`OAuth::enterprise`]).
+//!
+//! With a DPoP key ([`OAuth::dpop`]), tokens from authorization servers that support DPoP
+//! (RFC 9449) are bound to the key and every request carries a fresh proof; server nonces are
+//! followed (see [`dpop`]).
 //!
 //! Every URL the flow uses is judged first by the [`DiscoveryPolicy`] (HTTPS except loopback,
 //! no stepping into a private network, resource metadata on the server's origin), and the
@@ -52,13 +61,17 @@ use sha2::{Digest, Sha256};
 
 mod assertion;
 mod challenge;
+pub mod dpop;
+mod grant;
 mod metadata;
 mod policy;
 
+use self::grant::MachineGrant;
 use crate::transport::redirect::{self, RedirectRefused};
 
 pub use self::assertion::ClientKey;
 pub use self::challenge::Challenge;
+pub use self::grant::{Assertion, AssertionFile, AssertionSource, IdentityProvider};
 pub use self::metadata::{ResourceMetadata, ServerMetadata};
 pub use self::policy::{DiscoveryPolicy, UrlRefusal};
 
@@ -194,6 +207,13 @@ pub enum AuthError {
     /// A random number could not be drawn.
     #[error("no randomness available: {0}")]
     Random(String),
+    /// An [`AssertionSource`] could not give an assertion.
+    #[error("no assertion: {0}")]
+    Assertion(String),
+    /// The protected resource requires DPoP-bound tokens, and the client has no DPoP key or
+    /// the authorization server does not support `ES256` proofs.
+    #[error("the resource requires DPoP and {0}")]
+    DpopUnavailable(String),
 }
 
 impl AuthError {
@@ -242,6 +262,8 @@ impl AuthError {
             AuthError::InvalidResponse(_) => "invalid_response",
             AuthError::Interaction(_) => "interaction",
             AuthError::Random(_) => "random",
+            AuthError::Assertion(_) => "assertion",
+            AuthError::DpopUnavailable(_) => "dpop_unavailable",
         }
     }
 }
@@ -520,13 +542,14 @@ impl fmt::Debug for ClientCredentials {
 /// # Examples
 ///
 /// ```
-/// use mcpl_client::auth::{CredentialStore, MemoryStore, Tokens};
+/// use mcpl_client::auth::{CredentialStore, MemoryStore, TokenType, Tokens};
 ///
 /// let tokens = Tokens {
 ///     access_token: "eyJhbGciOi...".into(),
 ///     refresh_token: Some("r-123".into()),
 ///     scope: Some("mcp:tools".into()),
 ///     issuer: "https://auth.example.com".into(),
+///     token_type: TokenType::Bearer,
 /// };
 /// // Never in logs.
 /// assert!(!format!("{tokens:?}").contains("eyJhbGciOi"));
@@ -544,6 +567,37 @@ pub struct Tokens {
     pub scope: Option<String>,
     /// The issuer that issued them.
     pub issuer: String,
+    /// How the access token is presented: bearer, or bound to the DPoP key.
+    pub token_type: TokenType,
+}
+
+/// How an access token is presented (the `token_type` of the token response).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::auth::TokenType;
+///
+/// assert_eq!(TokenType::default(), TokenType::Bearer);
+/// assert_eq!(TokenType::Dpop.scheme(), "DPoP");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum TokenType {
+    /// `Authorization: Bearer <token>` (RFC 6750).
+    #[default]
+    Bearer,
+    /// `Authorization: DPoP <token>` with a proof of the key it is bound to (RFC 9449).
+    Dpop,
+}
+
+impl TokenType {
+    /// The scheme of the `Authorization` header.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            TokenType::Bearer => "Bearer",
+            TokenType::Dpop => "DPoP",
+        }
+    }
 }
 
 impl fmt::Debug for Tokens {
@@ -553,6 +607,7 @@ impl fmt::Debug for Tokens {
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
             .field("scope", &self.scope)
             .field("issuer", &self.issuer)
+            .field("token_type", &self.token_type)
             .finish()
     }
 }
@@ -887,9 +942,15 @@ pub struct OAuth {
     client_name: String,
     client_metadata_url: Option<String>,
     preregistered: HashMap<String, ClientCredentials>,
-    /// Credentials for the client credentials grant, and the issuer they belong to (`None`:
-    /// any issuer the protected resource names).
-    machine: Option<(Option<String>, ClientCredentials)>,
+    /// A client acting on its own behalf: its grant, its credentials, and the issuer they
+    /// belong to (`None`: any issuer the protected resource names).
+    machine: Option<Machine>,
+    /// The DPoP key, when tokens are to be bound to one.
+    dpop: Option<ClientKey>,
+    /// The DPoP nonces servers gave.
+    nonces: dpop::Nonces,
+    /// The last assertion refused, so that it is not sent again.
+    refused: grant::Refused,
     /// The rules for the URLs discovery produces.
     policy: DiscoveryPolicy,
     /// Serializes authorization flows.
@@ -904,6 +965,8 @@ impl fmt::Debug for OAuth {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("preregistered", &self.preregistered.keys().collect::<Vec<_>>())
             .field("store", &self.store)
+            .field("machine", &self.machine)
+            .field("dpop", &self.dpop.as_ref().map(ClientKey::thumbprint))
             .finish_non_exhaustive()
     }
 }
@@ -1014,6 +1077,9 @@ impl OAuth {
             client_metadata_url: None,
             preregistered: HashMap::new(),
             machine: None,
+            dpop: None,
+            nonces: dpop::Nonces::default(),
+            refused: grant::Refused::default(),
             policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
@@ -1121,6 +1187,72 @@ impl OAuth {
     /// # Ok(()) }
     /// ```
     pub fn client_credentials(issuer: Option<String>, credentials: ClientCredentials) -> Self {
+        Self::machine(Machine { issuer, credentials, grant: MachineGrant::ClientCredentials })
+    }
+
+    /// A workload authorizing with the JWT bearer grant (RFC 7523 section 2.1, workload
+    /// identity federation): the identity token its platform issued (from `assertion`,
+    /// asked anew for every token request) is presented at the authorization server
+    /// (`issuer`, or any the protected resource names when `None`), which trusts the platform
+    /// and issues an access token. `credentials` authenticate the client there (often a
+    /// public client: the assertion is the proof). A refusal is final: the grant is not
+    /// retried, and no other grant is tried.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{Assertion, ClientCredentials, OAuth};
+    ///
+    /// let oauth = OAuth::jwt_bearer(
+    ///     Some("https://auth.example.com".into()),
+    ///     ClientCredentials::public("billing-worker"),
+    ///     Assertion::new("eyJ...workload-token"),
+    /// );
+    /// assert!(format!("{oauth:?}").contains("JwtBearer"));
+    /// ```
+    pub fn jwt_bearer(
+        issuer: Option<String>,
+        credentials: ClientCredentials,
+        assertion: impl AssertionSource + 'static,
+    ) -> Self {
+        let grant = MachineGrant::JwtBearer(Arc::new(assertion));
+        Self::machine(Machine { issuer, credentials, grant })
+    }
+
+    /// Enterprise-managed authorization: the user's ID token is exchanged at the enterprise's
+    /// identity provider `idp` (RFC 8693) for an ID-JAG addressed to the MCP server's
+    /// authorization server and naming the MCP server as its resource; that authorization
+    /// server (`issuer`, or any the protected resource names when `None`) takes it with the
+    /// JWT bearer grant, the client authenticating with `credentials`, and issues the access
+    /// token. No browser is involved: the enterprise's policy at the identity provider
+    /// decides.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{Assertion, ClientCredentials, IdentityProvider, OAuth};
+    ///
+    /// let idp = IdentityProvider::new(
+    ///     "https://idp.example.com",
+    ///     ClientCredentials::public("my-app-at-the-idp"),
+    ///     Assertion::new("eyJ...id-token"),
+    /// );
+    /// let oauth = OAuth::enterprise(None, ClientCredentials::confidential("my-app", "secret"), idp);
+    /// assert!(format!("{oauth:?}").contains("idp.example.com"));
+    /// ```
+    pub fn enterprise(
+        issuer: Option<String>,
+        credentials: ClientCredentials,
+        idp: IdentityProvider,
+    ) -> Self {
+        Self::machine(Machine {
+            issuer,
+            credentials,
+            grant: MachineGrant::Enterprise(Box::new(idp)),
+        })
+    }
+
+    fn machine(machine: Machine) -> Self {
         OAuth {
             http: default_http(),
             authorizer: None,
@@ -1129,10 +1261,36 @@ impl OAuth {
             client_name: "mcpl-client".to_owned(),
             client_metadata_url: None,
             preregistered: HashMap::new(),
-            machine: Some((issuer, credentials)),
+            machine: Some(machine),
+            dpop: None,
+            nonces: dpop::Nonces::default(),
+            refused: grant::Refused::default(),
             policy: DiscoveryPolicy::default(),
             flow: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Binds tokens to `key` with DPoP (RFC 9449) at every authorization server that supports
+    /// `ES256` proofs (`dpop_signing_alg_values_supported`): each token request and each
+    /// request to the MCP server then carries a fresh proof signed with the key, and the
+    /// servers' nonces are followed. A token stolen without the key is useless. Tokens kept in
+    /// a [`CredentialStore`] across restarts need the same key again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::auth::{ClientCredentials, ClientKey, OAuth};
+    ///
+    /// let key = ClientKey::generate()?;
+    /// let oauth = OAuth::client_credentials(None, ClientCredentials::confidential("svc", "s"))
+    ///     .dpop(key.clone());
+    /// assert!(format!("{oauth:?}").contains(&key.thumbprint()));
+    /// # Ok::<(), mcpl_client::auth::AuthError>(())
+    /// ```
+    #[must_use]
+    pub fn dpop(mut self, key: ClientKey) -> Self {
+        self.dpop = Some(key);
+        self
     }
 
     /// The name given in dynamic client registration. Default: `mcpl-client`.
@@ -1879,6 +2037,18 @@ impl OAuth {
         sent: Option<&str>,
     ) -> Result<(), AuthError> {
         let challenge = www_authenticate.map(Challenge::parse).unwrap_or_default();
+        if challenge.error.as_deref() == Some(dpop::USE_DPOP_NONCE) {
+            // RFC 9449 section 9: the refusal carried a nonce (the transport took it); the
+            // answer is the same request with a proof carrying it.
+            if self.dpop.is_some() && self.nonces.get(server).is_some() {
+                tracing::debug!(%server, "the server asks for a DPoP nonce; sending again");
+                return Ok(());
+            }
+            return Err(AuthError::Refused {
+                error: dpop::USE_DPOP_NONCE.to_owned(),
+                description: Some("the server asked for a DPoP nonce and gave none".into()),
+            });
+        }
         if status == 403 && !challenge.is_insufficient_scope() {
             return Err(AuthError::Refused {
                 error: challenge.error.unwrap_or_else(|| "forbidden".to_owned()),
@@ -1925,6 +2095,16 @@ impl OAuth {
             Err(e) => return Err(e),
         };
         self.check_endpoints(&as_meta, &server_url).await?;
+        if resource.dpop_bound_access_tokens_required == Some(true) {
+            if self.dpop.is_none() {
+                return Err(AuthError::DpopUnavailable("the client has no DPoP key".into()));
+            }
+            if self.dpop_key(&as_meta).is_none() {
+                return Err(AuthError::DpopUnavailable(format!(
+                    "the authorization server {issuer} does not support ES256 proofs"
+                )));
+            }
+        }
         let same_issuer = current.as_ref().filter(|t| t.issuer == issuer);
         if status == 401 {
             if let Some(refresh) = same_issuer.and_then(|t| t.refresh_token.clone()) {
@@ -1945,8 +2125,8 @@ impl OAuth {
         };
         let scope = select_scope(&challenge, &resource, &as_meta, previous.as_deref());
         match &self.machine {
-            Some((expected, credentials)) => {
-                if expected.as_ref().is_some_and(|e| e != &issuer) {
+            Some(machine) => {
+                if machine.issuer.as_ref().is_some_and(|e| e != &issuer) {
                     return Err(AuthError::NoRegistration { issuer });
                 }
                 // No refresh tokens without a user: `offline_access` means nothing here.
@@ -1958,22 +2138,130 @@ impl OAuth {
                             .join(" ")
                     })
                     .filter(|s| !s.is_empty());
-                let mut form = vec![
-                    ("grant_type", "client_credentials".to_owned()),
-                    ("resource", resource.resource.clone()),
-                ];
-                if let Some(scope) = &scope {
-                    form.push(("scope", scope.clone()));
+                // The assertion the grant rests on (the workload's token, the user's ID token):
+                // once refused, it is not sent again (a rotated one is).
+                let source = match &machine.grant {
+                    MachineGrant::ClientCredentials => None,
+                    MachineGrant::JwtBearer(source) => Some(source.assertion().await?),
+                    MachineGrant::Enterprise(idp) => Some(idp.id_token.assertion().await?),
+                };
+                let digest: Option<[u8; 32]> = source.as_ref().map(|a| Sha256::digest(a).into());
+                if let Some(refusal) = digest.and_then(|d| self.refused.previous(server, d)) {
+                    tracing::debug!(%server, "this assertion was refused already; not sent again");
+                    return Err(refusal);
                 }
-                let tokens = self.token_request(&as_meta, credentials, form).await?;
-                self.save(server, &issuer, tokens, scope);
-                Ok(())
+                let mut form = vec![("grant_type", machine.grant.grant_type().to_owned())];
+                let outcome = async {
+                    match (&machine.grant, source) {
+                        (MachineGrant::JwtBearer(_), Some(jwt)) => form.push(("assertion", jwt)),
+                        (MachineGrant::Enterprise(idp), Some(id_token)) => {
+                            let scope = scope.as_deref();
+                            let jag =
+                                self.id_jag(idp, id_token, &as_meta, &resource, scope).await?;
+                            form.push(("assertion", jag));
+                        }
+                        _ => {}
+                    }
+                    form.push(("resource", resource.resource.clone()));
+                    if let Some(scope) = &scope {
+                        form.push(("scope", scope.clone()));
+                    }
+                    tracing::debug!(%issuer, grant = machine.grant.grant_type(), "token request");
+                    self.token_request(&as_meta, &machine.credentials, form).await
+                }
+                .await;
+                match (outcome, digest) {
+                    (Ok(tokens), _) => {
+                        self.save(server, &issuer, tokens, scope);
+                        Ok(())
+                    }
+                    (Err(e), Some(digest)) => {
+                        self.refused.record(server, digest, &e);
+                        Err(e)
+                    }
+                    (Err(e), None) => Err(e),
+                }
             }
             None => self.authorize(server, &issuer, &as_meta, &resource, scope).await,
         }
     }
 
     /// Judges the endpoints an authorization server's metadata names.
+    /// An ID-JAG for the authorization server of `meta` and `resource`, by token exchange
+    /// (RFC 8693) of the user's ID token at the identity provider.
+    async fn id_jag(
+        &self,
+        idp: &IdentityProvider,
+        id_token: String,
+        meta: &ServerMetadata,
+        resource: &ResourceMetadata,
+        scope: Option<&str>,
+    ) -> Result<String, AuthError> {
+        let idp_meta = match &idp.token_endpoint {
+            Some(endpoint) => metadata::token_endpoint_only(&idp.issuer, endpoint),
+            None => metadata::discover_server(&self.http, &idp.issuer).await?,
+        };
+        let mut form = vec![
+            ("grant_type", grant::TOKEN_EXCHANGE_GRANT.to_owned()),
+            ("requested_token_type", grant::ID_JAG_TOKEN_TYPE.to_owned()),
+            ("audience", meta.issuer.clone()),
+            ("resource", resource.resource.clone()),
+            ("subject_token", id_token),
+            ("subject_token_type", grant::ID_TOKEN_TYPE.to_owned()),
+        ];
+        if let Some(scope) = scope {
+            form.push(("scope", scope.to_owned()));
+        }
+        tracing::debug!(idp = %idp.issuer, audience = %meta.issuer, "token exchange for an ID-JAG");
+        let response = self.exchange(&idp_meta, &idp.client, form, None).await?;
+        grant::id_jag(&response)
+    }
+
+    /// The DPoP key to use with the authorization server of `meta`: the client's, when the
+    /// server supports `ES256` proofs.
+    fn dpop_key(&self, meta: &ServerMetadata) -> Option<&ClientKey> {
+        let supported = meta.dpop_signing_alg_values_supported.iter().flatten();
+        self.dpop.as_ref().filter(|_| supported.into_iter().any(|a| a == dpop::ALG))
+    }
+
+    /// What to send with a request of `method` to the MCP server `server`: the
+    /// `Authorization` header value and, for a DPoP-bound token, the proof (`DPoP` header).
+    /// `None` without a token (or for a DPoP-bound token without the key).
+    pub(crate) fn presentation(&self, server: &str, method: &str) -> Option<Presentation> {
+        let tokens = self.store.tokens(server)?;
+        let authorization = format!("{} {}", tokens.token_type.scheme(), tokens.access_token);
+        let proof = match tokens.token_type {
+            TokenType::Bearer => None,
+            TokenType::Dpop => {
+                let Some(key) = &self.dpop else {
+                    tracing::warn!(%server, "a DPoP-bound token but no DPoP key; not sent");
+                    return None;
+                };
+                let nonce = self.nonces.get(server);
+                let proof =
+                    dpop::proof(key, method, server, Some(&tokens.access_token), nonce.as_deref());
+                match proof {
+                    Ok(proof) => Some(proof),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "no DPoP proof; the token is not sent");
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(Presentation { access_token: tokens.access_token, authorization, proof })
+    }
+
+    /// Takes the `DPoP-Nonce` a response from `url` carries, for the next proofs sent there.
+    pub(crate) fn take_nonce(&self, url: &str, headers: &reqwest::header::HeaderMap) {
+        if self.dpop.is_none() {
+            return;
+        }
+        if let Some(nonce) = headers.get(dpop::NONCE_HEADER).and_then(|v| v.to_str().ok()) {
+            self.nonces.set(url, nonce);
+        }
+    }
+
     async fn check_endpoints(&self, meta: &ServerMetadata, server: &Url) -> Result<(), AuthError> {
         self.policy.check("token endpoint", &meta.token_endpoint, server).await?;
         if let Some(url) = &meta.authorization_endpoint {
@@ -2062,6 +2350,7 @@ impl OAuth {
             return Err(AuthError::PkceUnsupported { issuer: issuer.to_owned() });
         }
         let client = self.credentials(issuer, meta).await?;
+        let jkt = self.dpop_key(meta).map(ClientKey::thumbprint);
         let verifier = random_token(32)?;
         let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
         let state = random_token(16)?;
@@ -2085,6 +2374,10 @@ impl OAuth {
                 .append_pair("resource", &resource.resource);
             if let Some(scope) = &scope {
                 query.append_pair("scope", scope);
+            }
+            if let Some(jkt) = &jkt {
+                // RFC 9449 section 10: the code is bound to the key too.
+                query.append_pair("dpop_jkt", jkt);
             }
         }
         tracing::debug!(%issuer, scope = ?scope, "starting interactive authorization");
@@ -2145,7 +2438,7 @@ impl OAuth {
         scope: Option<String>,
     ) -> Result<(), AuthError> {
         let client = match &self.machine {
-            Some((_, credentials)) => credentials.clone(),
+            Some(machine) => machine.credentials.clone(),
             None => self.credentials(issuer, meta).await?,
         };
         let form = vec![
@@ -2154,8 +2447,8 @@ impl OAuth {
             ("resource", resource.resource.clone()),
         ];
         let mut tokens = self.token_request(meta, &client, form).await?;
-        if tokens.get("refresh_token").is_none() {
-            tokens.insert("refresh_token".to_owned(), Value::String(refresh_token.to_owned()));
+        if tokens.0.get("refresh_token").is_none() {
+            tokens.0.insert("refresh_token".to_owned(), Value::String(refresh_token.to_owned()));
         }
         self.save(server, issuer, tokens, scope);
         Ok(())
@@ -2166,7 +2459,7 @@ impl OAuth {
         &self,
         server: &str,
         issuer: &str,
-        response: serde_json::Map<String, Value>,
+        (response, token_type): (serde_json::Map<String, Value>, TokenType),
         scope: Option<String>,
     ) {
         let text = |k: &str| response.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -2176,22 +2469,97 @@ impl OAuth {
             refresh_token: text("refresh_token"),
             scope: scope.or_else(|| text("scope")),
             issuer: issuer.to_owned(),
+            token_type,
         };
-        tracing::debug!(%issuer, scope = ?tokens.scope, "obtained an access token");
+        tracing::debug!(%issuer, scope = ?tokens.scope, ?token_type, "obtained an access token");
         self.store.set_tokens(server, Some(tokens));
     }
 
+    /// A token request for an access token (with a DPoP proof when the server supports it),
+    /// and how the token is presented.
     async fn token_request(
         &self,
         meta: &ServerMetadata,
         client: &ClientCredentials,
-        mut form: Vec<(&'static str, String)>,
+        form: Vec<(&'static str, String)>,
+    ) -> Result<(serde_json::Map<String, Value>, TokenType), AuthError> {
+        let key = self.dpop_key(meta);
+        let map = self.exchange(meta, client, form, key).await?;
+        if !map.get("access_token").is_some_and(Value::is_string) {
+            return Err(AuthError::InvalidResponse("token response without access_token".into()));
+        }
+        let token_type = map.get("token_type").and_then(Value::as_str).unwrap_or("Bearer");
+        let token_type = if token_type.eq_ignore_ascii_case("bearer") {
+            TokenType::Bearer
+        } else if token_type.eq_ignore_ascii_case("dpop") && key.is_some() {
+            TokenType::Dpop
+        } else {
+            return Err(AuthError::InvalidResponse(format!(
+                "unsupported token_type {token_type:?}"
+            )));
+        };
+        Ok((map, token_type))
+    }
+
+    /// A request to the token endpoint of `meta`, the client authenticated as its
+    /// registration says, with a DPoP proof signed by `dpop` when given (sent again, once,
+    /// with the server's nonce when it asks for one): the response object.
+    async fn exchange(
+        &self,
+        meta: &ServerMetadata,
+        client: &ClientCredentials,
+        form: Vec<(&'static str, String)>,
+        dpop: Option<&ClientKey>,
     ) -> Result<serde_json::Map<String, Value>, AuthError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (response, nonce_given) =
+                self.send_token_request(meta, client, &form, dpop).await?;
+            let status = response.status();
+            if status.is_server_error() {
+                // Transient: not a verdict on the grant (a refresh token stays usable).
+                return Err(AuthError::Http {
+                    url: meta.token_endpoint.clone(),
+                    detail: format!("HTTP {status}"),
+                });
+            }
+            let value = json_body(response, &meta.token_endpoint).await?;
+            if !status.is_success() {
+                let error = oauth_error(&value, status);
+                let wants_nonce = matches!(&error, AuthError::Refused { error, .. } if error == dpop::USE_DPOP_NONCE);
+                if wants_nonce && nonce_given && attempt == 1 {
+                    tracing::debug!(url = %meta.token_endpoint, "DPoP nonce required; sending again");
+                    continue;
+                }
+                return Err(error);
+            }
+            let Value::Object(map) = value else {
+                return Err(AuthError::InvalidResponse("token response is not an object".into()));
+            };
+            return Ok(map);
+        }
+    }
+
+    /// Sends one token request; the response, and whether it gave a new DPoP nonce.
+    async fn send_token_request(
+        &self,
+        meta: &ServerMetadata,
+        client: &ClientCredentials,
+        form: &[(&'static str, String)],
+        dpop: Option<&ClientKey>,
+    ) -> Result<(reqwest::Response, bool), AuthError> {
+        let mut form = form.to_vec();
         let method = token_auth_method(meta, client);
         let mut request = self
             .http
             .post(&meta.token_endpoint)
             .header(reqwest::header::ACCEPT, "application/json");
+        if let Some(key) = dpop {
+            let nonce = self.nonces.get(&meta.token_endpoint);
+            let proof = dpop::proof(key, "POST", &meta.token_endpoint, None, nonce.as_deref())?;
+            request = request.header("DPoP", proof);
+        }
         match (method, &client.client_secret, &client.signing_key) {
             ("private_key_jwt", _, Some(key)) => {
                 // RFC 7523bis: the audience is the authorization server's issuer identifier.
@@ -2223,32 +2591,30 @@ impl OAuth {
             .send()
             .await
             .map_err(|e| AuthError::exchange(&meta.token_endpoint, &e))?;
-        let status = response.status();
-        if status.is_server_error() {
-            // Transient: not a verdict on the grant (a refresh token stays usable).
-            return Err(AuthError::Http {
-                url: meta.token_endpoint.clone(),
-                detail: format!("HTTP {status}"),
-            });
-        }
-        let value = json_body(response, &meta.token_endpoint).await?;
-        if !status.is_success() {
-            return Err(oauth_error(&value, status));
-        }
-        let Value::Object(map) = value else {
-            return Err(AuthError::InvalidResponse("token response is not an object".into()));
-        };
-        if !map.get("access_token").is_some_and(Value::is_string) {
-            return Err(AuthError::InvalidResponse("token response without access_token".into()));
-        }
-        let token_type = map.get("token_type").and_then(Value::as_str).unwrap_or("Bearer");
-        if !token_type.eq_ignore_ascii_case("bearer") {
-            return Err(AuthError::InvalidResponse(format!(
-                "unsupported token_type {token_type:?}"
-            )));
-        }
-        Ok(map)
+        let nonce = response.headers().get(dpop::NONCE_HEADER).and_then(|v| v.to_str().ok());
+        let nonce_given =
+            dpop.is_some() && nonce.is_some_and(|n| self.nonces.set(&meta.token_endpoint, n));
+        Ok((response, nonce_given))
     }
+}
+
+/// A client acting on its own behalf.
+#[derive(Debug)]
+struct Machine {
+    /// The issuer the credentials belong to; `None`: any the protected resource names.
+    issuer: Option<String>,
+    credentials: ClientCredentials,
+    grant: MachineGrant,
+}
+
+/// The credentials on one request to an MCP server.
+pub(crate) struct Presentation {
+    /// The access token (to tell, on a refusal, whether it was renewed meanwhile).
+    pub(crate) access_token: String,
+    /// The `Authorization` header value.
+    pub(crate) authorization: String,
+    /// The `DPoP` header value, for a DPoP-bound token.
+    pub(crate) proof: Option<String>,
 }
 
 /// The HTTP client of the OAuth exchanges unless one is given: same-origin redirects only.
@@ -2408,6 +2774,7 @@ mod tests {
             refresh_token: Some("ref".into()),
             scope: None,
             issuer: "i".into(),
+            token_type: TokenType::Bearer,
         };
         let text = format!("{t:?}");
         assert!(!text.contains("tok\"") && !text.contains("ref\""), "{text}");

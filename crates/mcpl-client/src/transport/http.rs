@@ -1257,6 +1257,7 @@ impl TransportSender for HttpSender {
         }
         if let Some(session) = session {
             let mut headers = self.shared.base_headers();
+            self.shared.authorize(&mut headers, "DELETE");
             insert(&mut headers, SESSION_ID, &session);
             if let Some(v) = lock(&self.shared.version).clone() {
                 insert(&mut headers, PROTOCOL_VERSION, &v);
@@ -1368,13 +1369,25 @@ fn insert(headers: &mut HeaderMap, name: &'static str, value: &str) {
     }
 }
 
-/// Sets `Authorization: Bearer <token>`.
+/// Sets `Authorization` (and `DPoP`, for a DPoP-bound token) for a request of `method` to
+/// `url`; the access token sent, if any.
 #[cfg(feature = "auth")]
-fn bearer(headers: &mut HeaderMap, token: &str) {
-    if let Ok(mut value) = HeaderValue::try_from(format!("Bearer {token}")) {
-        value.set_sensitive(true);
-        headers.insert(reqwest::header::AUTHORIZATION, value);
+fn authorize(
+    headers: &mut HeaderMap,
+    auth: &crate::auth::OAuth,
+    url: &str,
+    method: &str,
+) -> Option<String> {
+    headers.remove(reqwest::header::AUTHORIZATION);
+    headers.remove("dpop");
+    let presented = auth.presentation(url, method)?;
+    let mut value = HeaderValue::try_from(presented.authorization).ok()?;
+    value.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    if let Some(proof) = presented.proof.and_then(|p| HeaderValue::try_from(p).ok()) {
+        headers.insert("dpop", proof);
     }
+    Some(presented.access_token)
 }
 
 /// How a request's stream ended.
@@ -1401,11 +1414,18 @@ impl Shared {
     fn base_headers(&self) -> HeaderMap {
         let mut headers = self.headers.clone();
         headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
-        #[cfg(feature = "auth")]
-        if let Some(token) = self.auth.as_ref().and_then(|a| a.access_token(&self.url)) {
-            bearer(&mut headers, &token);
-        }
         headers
+    }
+
+    /// Adds the OAuth credentials of a request of `method` (a DPoP proof is made for one
+    /// request only).
+    fn authorize(&self, headers: &mut HeaderMap, method: &str) {
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            authorize(headers, auth, &self.url, method);
+        }
+        #[cfg(not(feature = "auth"))]
+        let _ = (headers, method);
     }
 
     /// POSTs `body`; with OAuth, a refusal runs the authorization flow and the POST is sent
@@ -1416,12 +1436,10 @@ impl Shared {
             let mut headers = headers;
             let mut attempts = 0;
             loop {
-                let sent = auth.access_token(&self.url);
-                if let Some(token) = &sent {
-                    bearer(&mut headers, token);
-                }
+                let sent = authorize(&mut headers, auth, &self.url, "POST");
                 let request = self.http.post(&self.url).headers(headers.clone());
                 let response = request.body(body.clone()).send().await?;
+                auth.take_nonce(&self.url, response.headers());
                 let status = response.status();
                 let refused = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
                 if !refused || attempts >= crate::auth::MAX_AUTHORIZATIONS {
@@ -1648,6 +1666,7 @@ impl Shared {
             attempts += 1;
             tokio::time::sleep(backoff(retry, self.min_retry, 0)).await;
             let mut headers = self.session_headers();
+            self.authorize(&mut headers, "GET");
             headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
             insert(&mut headers, LAST_EVENT_ID, &last_id);
             let response =
@@ -1718,6 +1737,7 @@ impl Shared {
                     *lock(&self.version) = Some(v.to_owned());
                 }
                 let mut headers = self.session_headers();
+                self.authorize(&mut headers, "POST");
                 headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 let initialized =
                     json!({"jsonrpc": "2.0", "method": names::NOTIFICATIONS_INITIALIZED});
@@ -1755,6 +1775,7 @@ impl Shared {
         let id = format!("mcpl-renew-{n}");
         request["id"] = json!(id);
         let mut headers = self.base_headers();
+        self.authorize(&mut headers, "POST");
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let response = self
             .http
@@ -1829,6 +1850,7 @@ impl Shared {
     /// `GET` of the session's event stream, after `last_id` if given.
     async fn get_stream(&self, last_id: Option<&str>) -> reqwest::Result<reqwest::Response> {
         let mut headers = self.session_headers();
+        self.authorize(&mut headers, "GET");
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(last) = last_id {
             insert(&mut headers, LAST_EVENT_ID, last);

@@ -12,6 +12,12 @@
 //! - a valid token lacking a required scope: `403` with `error="insufficient_scope"` and the
 //!   scopes needed (the client may ask for them: step-up authorization).
 //!
+//! DPoP-bound tokens (RFC 9449) are accepted through the same [`TokenVerifier`]: presented as
+//! `Authorization: DPoP <token>` with a proof of possession of the key the verifier reports
+//! ([`AccessToken::dpop_jkt`]), checked as the [`dpop`] module describes; a refused proof gets
+//! `401` with `WWW-Authenticate: DPoP error="invalid_dpop_proof"`. [`BearerAuth::dpop`] tunes
+//! the checks, and can refuse plain bearer tokens.
+//!
 //! Behind it, what a request creates belongs to the principal of its token (its subject, or
 //! its client without one: see [`AccessToken::principal`]): a 2025-era session (another
 //! principal's requests naming it get `404`, as for a session that does not exist), a task
@@ -68,6 +74,10 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+pub mod dpop;
+
+pub use self::dpop::{DPOP_ALGORITHM, DpopConfig, DpopError};
+
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
@@ -122,6 +132,9 @@ pub struct AccessToken {
     pub subject: Option<String>,
     /// When the token expires, when known; an expired token is refused.
     pub expires_at: Option<SystemTime>,
+    /// The RFC 7638 thumbprint of the key the token is bound to (its `cnf.jkt`), for a
+    /// DPoP-bound token: it is then accepted only with a proof signed by that key.
+    pub dpop_jkt: Option<String>,
 }
 
 impl AccessToken {
@@ -142,7 +155,29 @@ impl AccessToken {
             client_id: None,
             subject: None,
             expires_at: None,
+            dpop_jkt: None,
         }
+    }
+
+    /// The token is bound to the DPoP key of thumbprint `jkt` (the token's `cnf.jkt`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::auth::AccessToken;
+    ///
+    /// // From a JWT access token's claims, say.
+    /// let claims = serde_json::json!({"scope": "mcp:tools", "cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}});
+    /// let mut token = AccessToken::new(claims["scope"].as_str().unwrap_or_default().split(' '));
+    /// if let Some(jkt) = claims["cnf"]["jkt"].as_str() {
+    ///     token = token.dpop_jkt(jkt);
+    /// }
+    /// assert!(token.dpop_jkt.is_some());
+    /// ```
+    #[must_use]
+    pub fn dpop_jkt(mut self, jkt: impl Into<String>) -> Self {
+        self.dpop_jkt = Some(jkt.into());
+        self
     }
 
     /// Records the client the token was issued to.
@@ -388,6 +423,12 @@ pub struct ProtectedResourceMetadata {
     resource_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     resource_documentation: Option<String>,
+    /// Set by [`BearerAuth`]: the DPoP proof algorithms accepted (RFC 9728).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// Set by [`BearerAuth`] when only DPoP-bound tokens are accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpop_bound_access_tokens_required: Option<bool>,
 }
 
 impl ProtectedResourceMetadata {
@@ -414,6 +455,8 @@ impl ProtectedResourceMetadata {
             bearer_methods_supported: vec!["header".to_owned()],
             resource_name: None,
             resource_documentation: None,
+            dpop_signing_alg_values_supported: None,
+            dpop_bound_access_tokens_required: None,
         }
     }
 
@@ -632,6 +675,7 @@ struct Inner {
     metadata: ProtectedResourceMetadata,
     metadata_url: String,
     required_scopes: Vec<String>,
+    dpop: dpop::ProofChecker,
 }
 
 impl std::fmt::Debug for BearerAuth {
@@ -678,14 +722,46 @@ impl BearerAuth {
     /// ```
     pub fn new(verifier: impl TokenVerifier, metadata: ProtectedResourceMetadata) -> Self {
         let metadata_url = metadata.well_known_url();
+        let mut metadata = metadata;
+        metadata.dpop_signing_alg_values_supported = Some(vec![DPOP_ALGORITHM.to_owned()]);
         BearerAuth {
             inner: Inner {
                 verifier: Box::new(verifier),
                 metadata,
                 metadata_url,
                 required_scopes: Vec::new(),
+                dpop: dpop::ProofChecker::new(DpopConfig::default()),
             },
         }
+    }
+
+    /// How DPoP proofs are checked (default [`DpopConfig::new`]); with
+    /// [`DpopConfig::required`], bearer tokens are refused and the metadata says so.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcpl_server::http::auth::{BearerAuth, DpopConfig, ProtectedResourceMetadata};
+    /// # use mcpl_server::http::auth::{AccessToken, TokenVerifier, VerifyError};
+    /// # struct Jwts;
+    /// # impl TokenVerifier for Jwts {
+    /// #     fn verify<'a>(&'a self, _: &'a str) -> futures::future::BoxFuture<'a, Result<AccessToken, VerifyError>> {
+    /// #         Box::pin(async { Err(VerifyError::Invalid("no".into())) })
+    /// #     }
+    /// # }
+    ///
+    /// let metadata = ProtectedResourceMetadata::new("https://mcp.example.com/mcp");
+    /// let auth = BearerAuth::new(Jwts, metadata)
+    ///     .dpop(DpopConfig::new().max_clock_skew(Duration::from_secs(30)).required(true));
+    /// # drop(auth);
+    /// ```
+    #[must_use]
+    pub fn dpop(mut self, config: DpopConfig) -> Self {
+        self.inner.metadata.dpop_bound_access_tokens_required =
+            config.is_required().then_some(true);
+        self.inner.dpop = dpop::ProofChecker::new(config);
+        self
     }
 
     /// Scopes every token must grant; a valid token without them gets `403`
@@ -878,20 +954,25 @@ fn serve_metadata(inner: &Inner) -> Response {
 }
 
 async fn check(State(inner): State<Arc<Inner>>, mut request: Request, next: Next) -> Response {
-    let token = request
+    let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             let (scheme, rest) = v.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim().to_owned())
+            let dpop = scheme.eq_ignore_ascii_case("dpop");
+            (dpop || scheme.eq_ignore_ascii_case("bearer")).then(|| (dpop, rest.trim().to_owned()))
         })
-        .filter(|t| !t.is_empty());
-    let Some(token) = token else {
+        .filter(|(_, t)| !t.is_empty());
+    let Some((dpop, token)) = presented else {
         return challenge(&inner, StatusCode::UNAUTHORIZED, None, "authorization required");
     };
     match inner.verifier.verify(&token).await {
         Ok(access) => {
+            if let Err(refusal) = check_binding(&inner, &request, dpop, &token, &access) {
+                tracing::debug!(kind = refusal.kind(), reason = %refusal, "DPoP refused");
+                return dpop_challenge(&inner, refusal);
+            }
             if access.expires_at.is_some_and(|at| at <= SystemTime::now()) {
                 return challenge(
                     &inner,
@@ -945,6 +1026,59 @@ fn quoted(value: &str) -> String {
     out
 }
 
+/// Checks how the token is bound: a DPoP-bound one comes with a valid proof, a bearer one only
+/// where bearer tokens are accepted.
+fn check_binding(
+    inner: &Inner,
+    request: &Request,
+    dpop: bool,
+    token: &str,
+    access: &AccessToken,
+) -> Result<(), DpopError> {
+    if !dpop {
+        return match (&access.dpop_jkt, inner.dpop.config.is_required()) {
+            (Some(_), _) => Err(DpopError::BoundTokenAsBearer),
+            (None, true) => Err(DpopError::BearerRefused),
+            (None, false) => Ok(()),
+        };
+    }
+    // The URL the client addressed: the resource's origin (the server may sit behind a
+    // proxy) and the request's path.
+    let uri = request.uri();
+    let origin = inner
+        .metadata
+        .resource
+        .parse::<Uri>()
+        .ok()
+        .and_then(|r| Some(format!("{}://{}", r.scheme_str()?, r.authority()?)));
+    let url = format!("{}{}", origin.unwrap_or_default(), uri.path());
+    let presented = dpop::Request {
+        method: request.method().as_str(),
+        url,
+        token,
+        proofs: request.headers().get_all("dpop").iter().map(HeaderValue::as_bytes).collect(),
+    };
+    inner.dpop.check(&presented, access.dpop_jkt.as_deref())
+}
+
+/// The `401` refusing a request for `refusal`, with a `DPoP` challenge.
+fn dpop_challenge(inner: &Inner, refusal: DpopError) -> Response {
+    let error = refusal.oauth_error();
+    let description = refusal.to_string();
+    let value = format!(
+        "DPoP error={}, error_description={}, algs={}, resource_metadata={}",
+        quoted(error),
+        quoted(&description),
+        quoted(DPOP_ALGORITHM),
+        quoted(&inner.metadata_url)
+    );
+    let body = serde_json::json!({ "error": error, "error_description": description });
+    let mut response = super::json_body(StatusCode::UNAUTHORIZED, &body);
+    let value = HeaderValue::try_from(value).unwrap_or_else(|_| HeaderValue::from_static("DPoP"));
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    response
+}
+
 fn challenge(
     inner: &Inner,
     status: StatusCode,
@@ -960,7 +1094,14 @@ fn challenge(
         params.push(format!("scope={}", quoted(&inner.required_scopes.join(" "))));
     }
     params.push(format!("resource_metadata={}", quoted(&inner.metadata_url)));
-    let value = format!("Bearer {}", params.join(", "));
+    // Where only DPoP-bound tokens are accepted, the challenge names that scheme (RFC 9449
+    // section 7.1) and its algorithms.
+    let value = if inner.dpop.config.is_required() {
+        params.push(format!("algs={}", quoted(DPOP_ALGORITHM)));
+        format!("DPoP {}", params.join(", "))
+    } else {
+        format!("Bearer {}", params.join(", "))
+    };
     let body = serde_json::json!({
         "error": error.unwrap_or("invalid_request"),
         "error_description": description,

@@ -18,6 +18,7 @@ const CRATES: &[(&str, &str)] = &[
     ("mcpl-server", "crates/mcpl-server"),
     ("mcpl-client", "crates/mcpl-client"),
     ("mcpl-host", "crates/mcpl-host"),
+    ("mcpl-redis", "crates/mcpl-redis"),
     ("mcpl-conformance", "conformance"),
     ("mcpl-examples", "examples"),
 ];

@@ -3,118 +3,17 @@
 //! prefixes, duplicate listings, attribution across several stateful feature sets, patches
 //! with move and copy, rollback, server restart and a host restart on the same store.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
+mod support;
+
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use support::{HostProc, write_config};
 
-const GUARD: Duration = Duration::from_secs(60);
-const HOST: &str = env!("CARGO_BIN_EXE_mcpl-host");
 const FIXTURE: &str = env!("CARGO_BIN_EXE_mcpl-state-fixture");
 
-struct HostProc {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-    events: Vec<Value>,
-    next: u64,
-}
-
-impl HostProc {
-    async fn start(config: &Path) -> HostProc {
-        HostProc::start_logging(config, Stdio::null()).await
-    }
-
-    /// Starts the host with its log (stderr) going to `log`.
-    async fn start_logging(config: &Path, log: impl Into<Stdio>) -> HostProc {
-        let mut child = Command::new(HOST)
-            .arg("--config")
-            .arg(config)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut host = HostProc { child, stdin, lines, events: Vec::new(), next: 0 };
-        host.wait_event("ready").await;
-        host
-    }
-
-    async fn line(&mut self) -> Value {
-        let line =
-            tokio::time::timeout(GUARD, self.lines.next_line()).await.expect("hang").unwrap();
-        serde_json::from_str(&line.expect("the host ended")).unwrap()
-    }
-
-    async fn wait_event(&mut self, kind: &str) -> Value {
-        loop {
-            let v = self.line().await;
-            if let Some(e) = v.get("event") {
-                self.events.push(e.clone());
-                if e["type"] == kind {
-                    return e.clone();
-                }
-            }
-        }
-    }
-
-    /// Sends a request; `Ok(result)` or `Err(error)`.
-    async fn ask(&mut self, mut req: Value) -> Result<Value, Value> {
-        self.next += 1;
-        req["id"] = json!(self.next);
-        let mut text = req.to_string();
-        text.push('\n');
-        self.stdin.write_all(text.as_bytes()).await.unwrap();
-        loop {
-            let v = self.line().await;
-            if let Some(e) = v.get("event") {
-                self.events.push(e.clone());
-                continue;
-            }
-            if v["id"] == json!(self.next) {
-                return if v["ok"] == json!(true) {
-                    Ok(v["result"].clone())
-                } else {
-                    Err(v["error"].clone())
-                };
-            }
-        }
-    }
-
-    async fn call(&mut self, name: &str, arguments: Value) -> Value {
-        self.ask(json!({"op": "call", "name": name, "arguments": arguments})).await.unwrap()
-    }
-
-    async fn state(&mut self, server: &str) -> Value {
-        self.ask(json!({"op": "state", "server": server})).await.unwrap()
-    }
-
-    async fn quit(mut self) {
-        drop(self.stdin);
-        let status = tokio::time::timeout(GUARD, self.child.wait()).await.expect("hang").unwrap();
-        assert!(status.success());
-    }
-}
-
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcpl-host-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn write_config(dir: &Path, servers: Value) -> PathBuf {
-    let path = dir.join("host.json");
-    let config =
-        json!({"servers": servers, "state": {"dir": "state"}, "failuresLog": "failures.log"});
-    std::fs::write(&path, config.to_string()).unwrap();
-    path
+    support::scratch_dir("mcpl-host-test", name)
 }
 
 fn fixture(extra: Value) -> Value {
@@ -132,7 +31,12 @@ async fn meeting_prefixes_are_refused_before_anything_starts() {
         &d,
         json!({"a": fixture(json!({"toolPrefix": "foo"})), "b": fixture(json!({"toolPrefix": "foo--bar"}))}),
     );
-    let out = Command::new(HOST).arg("--config").arg(&config).output().await.unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcpl-host"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .await
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     for part in ["\"a\"", "\"b\"", "\"foo\"", "\"foo--bar\"", "followed by '--'"] {
@@ -349,7 +253,7 @@ async fn the_memory_server_runs_clean_in_normal_use() {
     let config = write_config(&d, json!({"memory": {"command": memory}}));
     let log_path = d.join("host.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    let mut host = HostProc::start_logging(&config, log).await;
+    let mut host = HostProc::start_with(&config, log, &[]).await;
     host.call("mcpl--memory--remember", json!({"text": "milk"})).await;
     host.call("mcpl--memory--remember", json!({"text": "eggs"})).await;
     let recalled = host.call("mcpl--memory--recall", json!({})).await;

@@ -4,108 +4,26 @@
 //! budget, a host restart on the same store, stored trees that are unreadable or over the
 //! budget. The host and its other servers keep working throughout.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use support::{HostProc, write_config};
 
-const GUARD: Duration = Duration::from_secs(120);
-const HOST: &str = env!("CARGO_BIN_EXE_mcpl-host");
 const HOSTILE: &str = env!("CARGO_BIN_EXE_mcpl-hostile-fixture");
 const HONEST: &str = env!("CARGO_BIN_EXE_mcpl-state-fixture");
 
-struct HostProc {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-    next: u64,
-}
-
-impl HostProc {
-    /// Starts the host; its log (RUST_LOG=info) goes to `log`.
-    async fn start(config: &Path, log: &Path, env: &[(&str, &str)]) -> HostProc {
-        let mut cmd = Command::new(HOST);
-        cmd.arg("--config")
-            .arg(config)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(log).unwrap())
-            .kill_on_drop(true);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut host = HostProc { child, stdin, lines, next: 0 };
-        loop {
-            let v = host.line().await;
-            if v["event"]["type"] == "ready" {
-                break;
-            }
-        }
-        host
-    }
-
-    async fn line(&mut self) -> Value {
-        let line =
-            tokio::time::timeout(GUARD, self.lines.next_line()).await.expect("hang").unwrap();
-        serde_json::from_str(&line.expect("the host ended")).unwrap()
-    }
-
-    async fn ask(&mut self, mut req: Value) -> Result<Value, Value> {
-        self.next += 1;
-        req["id"] = json!(self.next);
-        let mut text = req.to_string();
-        text.push('\n');
-        self.stdin.write_all(text.as_bytes()).await.unwrap();
-        loop {
-            let v = self.line().await;
-            if v.get("event").is_some() {
-                continue;
-            }
-            if v["id"] == json!(self.next) {
-                return if v["ok"] == json!(true) {
-                    Ok(v["result"].clone())
-                } else {
-                    Err(v["error"].clone())
-                };
-            }
-        }
-    }
-
-    async fn call(&mut self, name: &str, arguments: Value) -> Value {
-        self.ask(json!({"op": "call", "name": name, "arguments": arguments})).await.unwrap()
-    }
-
-    async fn state(&mut self, server: &str) -> Value {
-        self.ask(json!({"op": "state", "server": server})).await.unwrap()
-    }
-
-    async fn quit(mut self) {
-        drop(self.stdin);
-        let status = tokio::time::timeout(GUARD, self.child.wait()).await.expect("hang").unwrap();
-        assert!(status.success());
-    }
-}
-
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcpl-host-hostile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    support::scratch_dir("mcpl-host-hostile", name)
 }
 
-fn write_config(dir: &Path, servers: Value) -> PathBuf {
-    let path = dir.join("host.json");
-    let config =
-        json!({"servers": servers, "state": {"dir": "state"}, "failuresLog": "failures.log"});
-    std::fs::write(&path, config.to_string()).unwrap();
-    path
+/// Starts the host with its log at info level in `log`, and `env` set.
+async fn start(config: &Path, log: &Path, env: &[(&str, &str)]) -> HostProc {
+    let mut all = vec![("RUST_LOG", "info")];
+    all.extend_from_slice(env);
+    HostProc::start_with(config, std::fs::File::create(log).unwrap(), &all).await
 }
 
 fn servers() -> Value {
@@ -125,7 +43,7 @@ async fn state_bombs_are_refused_and_a_restart_on_the_same_store_is_clean() {
     let d = dir("bombs");
     let config = write_config(&d, servers());
     let log = d.join("host.log");
-    let mut host = HostProc::start(&config, &log, &[]).await;
+    let mut host = start(&config, &log, &[]).await;
     honest_server_works(&mut host, "milk").await;
     let r = host.call("mcpl--evil--honest", json!({"text": "first"})).await;
     assert_eq!(r["state"]["outcome"], "recorded", "{r}");
@@ -168,7 +86,7 @@ async fn state_bombs_are_refused_and_a_restart_on_the_same_store_is_clean() {
 
     // A new host on the same store: everything as last committed, no alert, and both servers
     // go on from there.
-    let mut host = HostProc::start(&config, &log, &[]).await;
+    let mut host = start(&config, &log, &[]).await;
     assert_eq!(host.state("evil").await, evil);
     assert_eq!(host.state("notes").await, notes);
     honest_server_works(&mut host, "after restart").await;
@@ -204,7 +122,7 @@ async fn a_stored_tree_over_the_budget_or_unreadable_degrades_only_its_own_set()
     std::fs::write(store.join(&name), b"{\"version\": 1, \"tree\": ").unwrap();
 
     let log = d.join("host.log");
-    let mut host = HostProc::start(&config, &log, &[]).await;
+    let mut host = start(&config, &log, &[]).await;
     honest_server_works(&mut host, "milk").await;
     let evil = host.state("evil").await;
     assert_eq!(evil["evil.state"]["degraded"], true, "{evil}");
@@ -240,7 +158,7 @@ async fn secrets_stay_with_the_host_and_logs_cannot_be_forged() {
     std::fs::write(&config, text.to_string()).unwrap();
     let log = d.join("host.log");
     let env = [("OPENAI_API_KEY", "sk-host-secret"), ("AWS_SECRET_ACCESS_KEY", "aws-host-secret")];
-    let mut host = HostProc::start(&config, &log, &env).await;
+    let mut host = start(&config, &log, &env).await;
 
     // A server gets a minimal environment plus what its configuration names...
     let r = host.call("mcpl--evil--env", json!({})).await;
@@ -279,7 +197,7 @@ async fn a_stderr_flood_without_newlines_stays_bounded() {
     let d = dir("flood");
     let config = write_config(&d, servers());
     let log = d.join("host.log");
-    let mut host = HostProc::start(&config, &log, &[]).await;
+    let mut host = start(&config, &log, &[]).await;
     // 64 MiB in one stderr line, three times.
     for _ in 0..3 {
         let r = host.call("mcpl--evil--flood", json!({})).await;

@@ -139,10 +139,10 @@ pub async fn ensure_node(opts: &InstallOptions) -> Result<PathBuf, InstallError>
     if let Some(node) = &opts.node {
         return Ok(node.clone());
     }
-    if let Some(node) = find_in_path("node") {
-        if node_major(&node).await >= NODE_MAJOR_MIN {
-            return Ok(node);
-        }
+    if let Some(node) = find_in_path("node")
+        && node_major(&node).await >= NODE_MAJOR_MIN
+    {
+        return Ok(node);
     }
     let arch = match std::env::consts::ARCH {
         "x86_64" => "x64",

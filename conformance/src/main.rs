@@ -5,7 +5,6 @@ mod manifest_digest;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcpl_conformance::install::{self, InstallOptions};
 use mcpl_conformance::run::{self, RunOptions, Selection, ServerProcess};
@@ -302,17 +301,7 @@ fn split_list(s: &str) -> impl Iterator<Item = &str> {
 
 /// The current UTC time as `YYYYMMDDTHHMMSSZ`.
 fn utc_stamp() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    let now = std::time::SystemTime::now();
+    let rfc3339 = humantime::format_rfc3339_seconds(now).to_string(); // 2026-07-28T12:34:56Z
+    rfc3339.replace(['-', ':'], "")
 }

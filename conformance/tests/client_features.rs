@@ -37,7 +37,7 @@ async fn start() -> SocketAddr {
 /// A client that answers the fixture's context form and reports notifications on `events`.
 fn client(version: ProtocolVersion, events: mpsc::UnboundedSender<String>) -> Client {
     let (tools, prompts, updated, log) = (events.clone(), events.clone(), events.clone(), events);
-    Client::new("features-test", "1")
+    Client::builder("features-test", "1")
         .with_negotiation(Negotiation::pinned(version))
         .on_elicitation(|_form| async move {
             let mut result = ElicitResult::new(ElicitAction::Accept);
@@ -61,6 +61,7 @@ fn client(version: ProtocolVersion, events: mpsc::UnboundedSender<String>) -> Cl
             let log = log.clone();
             async move { log.send(format!("log {}", message.data)).unwrap() }
         })
+        .build()
 }
 
 async fn next(events: &mut mpsc::UnboundedReceiver<String>) -> String {
@@ -92,7 +93,7 @@ async fn typed_calls(client: &Client) {
     let text = serde_json::to_string(&prompt.unwrap().messages).unwrap();
     assert!(text.contains("Answer using this context: ctx"), "{text}");
     let reference = PromptReference::new("test_prompt_with_arguments");
-    let argument = CompletionArgument { name: "arg1".into(), value: String::new() };
+    let argument = CompletionArgument::new("arg1", String::new());
     let completion = client.complete(CompleteRequestParams::new(reference, argument)).await;
     completion.unwrap();
 }
@@ -135,7 +136,7 @@ async fn stateless_http_calls_and_listen_stream() {
     client.connect(HttpTransport::new(format!("http://{addr}/mcp"))).await.unwrap();
     typed_calls(&client).await;
 
-    let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    let filter = SubscriptionFilter::default().with_tools_list_changed(true);
     let mut listen = client.listen(filter).await.unwrap();
     let first = tokio::time::timeout(GUARD, listen.next()).await.expect("hang guard").unwrap();
     let ServerNotification::SubscriptionsAcknowledged(ack) = first else { panic!("{first:?}") };

@@ -23,25 +23,21 @@ use serde_json::json;
 
 /// A small server with two tools: `forecast` and `convert_temperature`.
 pub fn weather_server() -> Server {
-    let forecast = Tool {
-        description: Some("A (made-up) forecast for a city.".into()),
-        annotations: Some(ToolAnnotations { read_only_hint: Some(true), ..Default::default() }),
-        ..Tool::new(
-            "forecast",
-            ToolSchema::object()
-                .with_property("city", json!({"type": "string", "description": "City name"}))
-                .with_required("city"),
-        )
-    };
-    let convert = Tool {
-        description: Some("Converts degrees Celsius to Fahrenheit.".into()),
-        ..Tool::new(
-            "convert_temperature",
-            ToolSchema::object()
-                .with_property("celsius", json!({"type": "number"}))
-                .with_required("celsius"),
-        )
-    };
+    let forecast = Tool::new(
+        "forecast",
+        ToolSchema::object()
+            .with_property("city", json!({"type": "string", "description": "City name"}))
+            .with_required("city"),
+    )
+    .with_description("A (made-up) forecast for a city.")
+    .with_annotations(ToolAnnotations::default().with_read_only_hint(true));
+    let convert = Tool::new(
+        "convert_temperature",
+        ToolSchema::object()
+            .with_property("celsius", json!({"type": "number"}))
+            .with_required("celsius"),
+    )
+    .with_description("Converts degrees Celsius to Fahrenheit.");
     Server::builder("weather-example", env!("CARGO_PKG_VERSION"))
         .instructions("Ask for a forecast by city; convert temperatures when asked.")
         .tool(forecast, |_ctx, args| async move {
@@ -140,7 +136,7 @@ pub fn input_server() -> Server {
     }
 
     fn name_form(message: &str) -> ElicitRequestFormParams {
-        let name = StringSchema { default: Some("World".into()), ..StringSchema::default() };
+        let name = StringSchema::default().with_default("World");
         let form = ElicitationSchema::default().with_property("name", name);
         ElicitRequestFormParams::new(message, form)
     }

@@ -24,7 +24,7 @@ use mcpl_core::mcpl::manifest::{Capability, FeatureSet, InferenceRequestCapabili
 use mcpl_core::types::{Tool, ToolSchema};
 use mcpl_server::mcpl::{Mcpl, McplConnection, PushEvent};
 use mcpl_server::{Server, ToolOutput};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::mcpl_trigger::{Trigger, ping};
 
@@ -40,10 +40,9 @@ pub fn channel_manifest() -> Manifest {
     Manifest::new()
         .with_push_events(true)
         .with_model_info(true)
-        .with_inference_request(Capability::Detailed(InferenceRequestCapability {
-            streaming: Some(true),
-            extra: Map::new(),
-        }))
+        .with_inference_request(Capability::Detailed(
+            InferenceRequestCapability::default().with_streaming(true),
+        ))
         .with_channels(Capability::Flag(true))
         .with_feature_set(
             RELAY,
@@ -64,30 +63,19 @@ pub fn channel_manifest() -> Manifest {
 
 /// A channel descriptor.
 pub fn descriptor(id: &str, channel_type: &str, label: &str) -> ChannelDescriptor {
-    ChannelDescriptor {
-        id: id.into(),
-        channel_type: channel_type.into(),
-        label: label.into(),
-        direction: ChannelDirection::Bidirectional,
-        address: None,
-        metadata: None,
-        extra: Map::new(),
-    }
+    ChannelDescriptor::new(id, channel_type, label, ChannelDirection::Bidirectional)
 }
 
 /// A message from a human user on `channel_id`, mentioning the agent.
 pub fn incoming_message(channel_id: &str, message_id: Option<&str>, text: &str) -> IncomingMessage {
-    IncomingMessage {
-        channel_id: channel_id.into(),
-        message_id: message_id.map_or_else(|| format!("msg-{}", unique()), str::to_owned),
-        thread_id: None,
-        author: Author { id: "user-1".into(), name: "Ada".into(), extra: Map::new() },
-        timestamp: "2026-01-01T00:00:00.000Z".into(),
-        content: vec![McplContent::text(text)],
-        metadata: None,
-        tags: Some(vec!["chat:mention".into(), "chat:from-human".into(), "chat:group".into()]),
-        extra: Map::new(),
-    }
+    IncomingMessage::new(
+        channel_id,
+        message_id.map_or_else(|| format!("msg-{}", unique()), str::to_owned),
+        Author::new("user-1", "Ada"),
+        "2026-01-01T00:00:00.000Z",
+        vec![McplContent::text(text)],
+    )
+    .with_tags(vec!["chat:mention".into(), "chat:from-human".into(), "chat:group".into()])
 }
 
 fn unique() -> u64 {
@@ -134,7 +122,7 @@ fn open(rooms: &Shared, params: OpenChannelParams) -> Result<OpenChannelResult, 
     let mut channel = descriptor(&id, "room", &format!("#{name}"));
     channel.address = Some(params.address);
     lock(rooms).channels.insert(id, channel.clone());
-    Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Map::new() })
+    Ok(OpenChannelResult::new(channel))
 }
 
 fn publish(rooms: &Shared, params: PublishParams) -> Result<PublishResult, ErrorObject> {
@@ -144,7 +132,7 @@ fn publish(rooms: &Shared, params: PublishParams) -> Result<PublishResult, Error
     }
     r.published.push((params.channel_id, text_of(&params.content)));
     let message_id = format!("out-{}", r.published.len());
-    Ok(PublishResult { delivered: true, message_id: Some(message_id), extra: Map::new() })
+    Ok(PublishResult::new(true).with_message_id(message_id))
 }
 
 async fn register(conn: McplConnection, rooms: Shared) {
@@ -191,7 +179,7 @@ pub fn channel_server(conformance: bool) -> Server {
             let removed = lock(&r_close).channels.remove(&params.channel_id);
             async move {
                 match removed {
-                    Some(_) => Ok(CloseChannelResult { closed: true, extra: Map::new() }),
+                    Some(_) => Ok(CloseChannelResult::new(true)),
                     None => Err(errors::unknown_channel(&params.channel_id)),
                 }
             }
@@ -201,19 +189,14 @@ pub fn channel_server(conformance: bool) -> Server {
             async move { result }
         })
         .on_channel_list(move |_conn, _params| {
-            let channels = lock(&r_list).channels.values().cloned().collect();
-            async move { Ok(ListChannelsResult { channels, extra: Map::new() }) }
+            let channels = lock(&r_list).channels.values().cloned().collect::<Vec<_>>();
+            async move { Ok(ListChannelsResult::default().with_channels(channels)) }
         })
         .on_channel_typing(|_conn, params| async move {
             tracing::info!(channel = %params.channel_id, "the agent is typing");
         })
         .on_channel_acknowledge(|_conn, params| async move {
-            Ok(AcknowledgeResult {
-                acknowledged: true,
-                representation: Some(params.value.unwrap_or_else(|| "seen".into())),
-                reason: None,
-                extra: Map::new(),
-            })
+            Ok(AcknowledgeResult::new(true).with_representation(params.value.unwrap_or_else(|| "seen".into())))
         })
         .on_channel_outgoing_chunk(|_conn, params| async move {
             tracing::debug!(channel = %params.channel_id, index = params.index, "draft chunk (advisory)");

@@ -57,19 +57,14 @@ pub fn memory_manifest() -> Manifest {
     // The host keeps the state and sends it back with each call (host-managed), so changes
     // travel as patches against it.
     store.extra.insert("hostState".into(), Value::Bool(true));
-    let hooks = ContextHooksCapability {
-        before_inference: Some(Capability::Detailed(BeforeInferenceCapability {
-            observe: Some(true),
-            inject: Some(Capability::Detailed(InjectCapability {
-                system: Some(true),
-                before_user: Some(false),
-                after_user: Some(true),
-                extra: Map::new(),
-            })),
-            extra: Map::new(),
-        })),
-        extra: Map::new(),
-    };
+    let hooks = ContextHooksCapability::default().with_before_inference(Capability::Detailed(
+        BeforeInferenceCapability::default().with_observe(true).with_inject(Capability::Detailed(
+            InjectCapability::default()
+                .with_system(true)
+                .with_before_user(false)
+                .with_after_user(true),
+        )),
+    ));
     Manifest::new()
         .with_push_events(true)
         .with_context_hooks(Capability::Detailed(hooks))
@@ -229,13 +224,11 @@ fn forget(
 }
 
 fn injection(position: Position, lines: &[String]) -> ContextInjection {
-    ContextInjection {
-        namespace: "memory".into(),
+    ContextInjection::new(
+        "memory",
         position,
-        content: TextOrBlocks::Text(format!("Relevant memories:\n- {}", lines.join("\n- "))),
-        metadata: None,
-        extra: Map::new(),
-    }
+        TextOrBlocks::Text(format!("Relevant memories:\n- {}", lines.join("\n- "))),
+    )
 }
 
 fn before_inference(
@@ -244,11 +237,7 @@ fn before_inference(
     params: &BeforeInferenceParams,
 ) -> BeforeInferenceResult {
     let memories = lock(memory).current_memories();
-    let mut result = BeforeInferenceResult {
-        feature_set: CONTEXT.into(),
-        context_injections: Vec::new(),
-        extra: Map::new(),
-    };
+    let mut result = BeforeInferenceResult::new(CONTEXT).with_context_injections(Vec::new());
     if conn.is_enabled(CONTEXT) {
         let picked = match &params.user_message {
             Some(message) => relevant(&memories, message),
@@ -270,12 +259,7 @@ fn rollback(memory: &Shared, params: RollbackParams) -> Result<RollbackResult, E
         return Err(errors::checkpoint_not_found(&params.checkpoint));
     }
     m.current = Some(params.checkpoint.clone());
-    Ok(RollbackResult {
-        checkpoint: params.checkpoint,
-        success: true,
-        reason: None,
-        extra: Map::new(),
-    })
+    Ok(RollbackResult::new(params.checkpoint, true))
 }
 
 /// Schedules a reminder pushed through `conn` after `delay` (gated like any push).

@@ -144,17 +144,10 @@ impl Trigger {
 
 /// A user message "ping" in `feature_set`, streamed or not.
 pub fn ping(feature_set: String) -> InferenceRequestParams {
-    InferenceRequestParams {
+    InferenceRequestParams::new(
         feature_set,
-        conversation_id: None,
-        stream: None,
-        messages: vec![InferenceMessage {
-            role: "user".into(),
-            content: TextOrBlocks::Text("ping".into()),
-        }],
-        preferences: None,
-        extra: Map::new(),
-    }
+        vec![InferenceMessage::new("user", TextOrBlocks::Text("ping".into()))],
+    )
 }
 
 async fn inference(conn: &McplConnection, feature_set: String, stream: bool) -> CallToolResult {
@@ -194,12 +187,9 @@ async fn channel_action(
                 .unwrap_or_else(|| crate::mcpl_channels::descriptor("ui", "ui", "UI"));
             added.id = format!("{}-added", added.id);
             added.label = format!("{} (added)", added.label);
-            let changes = ChannelsChangedParams {
-                added: Some(vec![added]),
-                removed: Some(vec![removed]),
-                updated: None,
-                extra: Map::new(),
-            };
+            let changes = ChannelsChangedParams::default()
+                .with_added(vec![added])
+                .with_removed(vec![removed]);
             Outcome::of(conn.channels_changed(changes).await).into_result()
         }
         _ => {
@@ -235,14 +225,14 @@ fn change_manifest(ctx: &Context) -> CallToolResult {
 fn toggle_extra(manifest: Manifest) -> Manifest {
     let mut map = manifest.into_map();
     let sets = map.entry("featureSets").or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(sets) = sets {
-        if sets.remove(EXTRA_FEATURE_SET).is_none() {
-            let extra = FeatureSet::new("Toggled by the conformance trigger", ["tools"]);
-            sets.insert(
-                EXTRA_FEATURE_SET.to_owned(),
-                serde_json::to_value(extra).unwrap_or(Value::Null),
-            );
-        }
+    if let Value::Object(sets) = sets
+        && sets.remove(EXTRA_FEATURE_SET).is_none()
+    {
+        let extra = FeatureSet::new("Toggled by the conformance trigger", ["tools"]);
+        sets.insert(
+            EXTRA_FEATURE_SET.to_owned(),
+            serde_json::to_value(extra).unwrap_or(Value::Null),
+        );
     }
     Manifest::from_map(map)
 }

@@ -23,7 +23,7 @@ use serde_json::{Map, json};
 /// A client with all three handlers: the form "What is your name?" gets "Ann"; any other form
 /// is accepted empty (the SDK fills in the schema's defaults); sampling answers "Paris".
 fn client(version: ProtocolVersion) -> Client {
-    Client::new("input-test", "1")
+    Client::builder("input-test", "1")
         .with_negotiation(Negotiation::pinned(version))
         .on_elicitation(|form| async move {
             let mut result = ElicitResult::new(ElicitAction::Accept);
@@ -42,6 +42,7 @@ fn client(version: ProtocolVersion) -> Client {
             assert_eq!(params.url, "https://example.com/login");
             Ok(ElicitResult::new(ElicitAction::Accept))
         })
+        .build()
 }
 
 fn text(result: &CallToolResult) -> String {

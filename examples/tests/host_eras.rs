@@ -43,7 +43,7 @@ fn text(call: &ToolCall) -> String {
 }
 
 fn names(host: &Host) -> Vec<String> {
-    host.tools().iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    host.tools().iter().map(|t| t.name.clone()).collect()
 }
 
 async fn next_event(

@@ -22,13 +22,12 @@ fn builder(grant: Value) -> HostBuilder {
     let config = json!({"servers": {"chat": {"command": CHANNELS, "grant": {"allow": grant}}}});
     Host::builder(HostConfig::from_json(&config.to_string()).unwrap()).on_inference(
         |_server, _call| async {
-            Ok::<_, ErrorObject>(InferenceResult {
-                content: "a drafted reply".into(),
-                model: "example-model".into(),
-                finish_reason: FinishReason::EndTurn,
-                usage: Usage { input_tokens: 1, output_tokens: 3 },
-                extra: Default::default(),
-            })
+            Ok::<_, ErrorObject>(InferenceResult::new(
+                "a drafted reply",
+                "example-model",
+                FinishReason::EndTurn,
+                Usage::default().with_input_tokens(1u64).with_output_tokens(3u64),
+            ))
         },
     )
 }
@@ -67,13 +66,7 @@ async fn a_disabled_feature_set_names_the_missing_capability_and_how_to_grant_it
 
     // Both remedies applied: the set is enabled and `ask` reaches the host's model.
     let grant = json!(["tools", "inferenceRequest", "inferenceRequest.streaming", "modelInfo"]);
-    let model = ModelInfo {
-        id: "example-model".into(),
-        vendor: "example".into(),
-        context_window: 8192,
-        capabilities: vec![],
-        extra: Default::default(),
-    };
+    let model = ModelInfo::new("example-model", "example", 8192).with_capabilities(vec![]);
     let (host, _events) = tokio::time::timeout(GUARD, builder(grant).model_info(model).start())
         .await
         .expect("hang")

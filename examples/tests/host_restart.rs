@@ -22,15 +22,13 @@ fn server(member: Value) -> ServerConfig {
 }
 
 fn names(host: &Host) -> Vec<String> {
-    host.tools().iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    host.tools().into_iter().map(|t| t.name).collect()
 }
 
 #[tokio::test]
 async fn a_failed_restart_puts_the_server_back_connected_as_it_was() {
-    let config = HostConfig {
-        servers: vec![server(json!({"command": MEMORY, "reconnect": false}))],
-        ..Default::default()
-    };
+    let config = HostConfig::default()
+        .with_servers(vec![server(json!({"command": MEMORY, "reconnect": false}))]);
     let (host, mut events) =
         tokio::time::timeout(GUARD, Host::start(config)).await.unwrap().unwrap();
     let call =
@@ -74,7 +72,7 @@ async fn a_restart_whose_previous_configuration_fails_too_leaves_it_down_then_re
     let _ = std::fs::remove_file(&mark);
     let script = format!("test -e '{}' && exit 1; exec '{MEMORY}'", mark.display());
     let member = json!({"command": "/bin/sh", "args": ["-c", script], "reconnectIntervalMs": 50});
-    let config = HostConfig { servers: vec![server(member)], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![server(member)]);
     let (host, mut events) =
         tokio::time::timeout(GUARD, Host::start(config)).await.unwrap().unwrap();
     let tools = names(&host);

@@ -42,8 +42,7 @@ async fn one_host_over_http_and_websocket() {
     let phases: Vec<String> =
         host.servers().iter().map(|(id, _, p)| format!("{id}:{p:?}")).collect();
     assert_eq!(phases, ["sock:Connected", "web:Connected"]);
-    let names: Vec<String> =
-        host.tools().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    let names: Vec<String> = host.tools().iter().map(|t| t.name.clone()).collect();
     assert!(names.contains(&"mcpl--web--remember".to_owned()), "{names:?}");
     assert!(names.contains(&"mcpl--sock--remember".to_owned()), "{names:?}");
 

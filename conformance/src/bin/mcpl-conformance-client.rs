@@ -187,7 +187,7 @@ async fn main() -> ExitCode {
 /// from the schema's defaults), sampling requests with a fixed text, and `roots/list` with one
 /// root, so it declares all three capabilities.
 fn client(negotiation: Negotiation) -> Client {
-    Client::new("mcpl-conformance-client", env!("CARGO_PKG_VERSION"))
+    Client::builder("mcpl-conformance-client", env!("CARGO_PKG_VERSION"))
         .with_negotiation(negotiation)
         .on_elicitation(|form| async move {
             log(format_args!("elicitation: {:?}; accepting with defaults", form.message));
@@ -201,6 +201,7 @@ fn client(negotiation: Negotiation) -> Client {
             Ok(CreateMessageResult::new(Role::Assistant, text, "mcpl-conformance-model"))
         })
         .on_roots(|| async move { Ok(vec![Root::new("file:///tmp/mcpl-conformance")]) })
+        .build()
 }
 
 struct Run {

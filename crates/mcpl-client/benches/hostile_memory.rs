@@ -69,7 +69,11 @@ fn peak_mb() -> f64 {
 }
 
 fn pinned() -> Client {
-    Client::new("hostile-memory", "1")
+    pinned_builder().build()
+}
+
+fn pinned_builder() -> mcpl_client::ClientBuilder {
+    Client::builder("hostile-memory", "1")
         .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
 }
 
@@ -84,10 +88,12 @@ fn client(scenario: &str) {
             "notify-stdio" | "notify-http" => {
                 let handled = Arc::new(AtomicUsize::new(0));
                 let seen = handled.clone();
-                let client = pinned().on_log_message(move |_params| {
-                    seen.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_millis(1))
-                });
+                let client = pinned_builder()
+                    .on_log_message(move |_params| {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(1))
+                    })
+                    .build();
                 let _server;
                 if scenario == "notify-stdio" {
                     client

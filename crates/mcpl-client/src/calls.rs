@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use mcpl_core::engine::RequestOptions;
 use mcpl_core::error::ListLimit;
 use mcpl_core::jsonrpc::encoded_len;
 use mcpl_core::types::{
@@ -45,7 +46,11 @@ impl Client {
         let mut cursor: Option<String> = None;
         let mut bytes = 0usize;
         for _ in 0..self.max_pages {
-            let params = PaginatedRequestParams { cursor: cursor.clone(), ..Default::default() };
+            let params = {
+                let mut params = PaginatedRequestParams::default();
+                params.cursor = cursor.clone();
+                params
+            };
             let value = self.send_value::<M>(params, self.options()).await?;
             // The caps are checked before the page's items are decoded.
             bytes = bytes.saturating_add(encoded_len(&value));
@@ -80,30 +85,7 @@ impl Client {
     ///
     /// ```
     /// use mcpl_client::Client;
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -129,30 +111,7 @@ impl Client {
     ///
     /// ```
     /// use mcpl_client::Client;
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -180,30 +139,7 @@ impl Client {
     ///
     /// ```
     /// use mcpl_client::Client;
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -232,30 +168,7 @@ impl Client {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_core::types::ResourceContents;
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -275,7 +188,8 @@ impl Client {
     /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let params = ReadResourceRequestParams::new(uri);
-        let outcome = self.send_fulfilling::<ReadResource, _>(params, self.options()).await?;
+        let outcome =
+            self.send_fulfilling::<ReadResource, _>(&params, RequestOptions::new()).await?;
         complete(outcome, "resources/read")
     }
 
@@ -292,30 +206,7 @@ impl Client {
     ///
     /// use mcpl_client::Client;
     /// use mcpl_core::types::{ContentBlock, Role};
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -338,7 +229,7 @@ impl Client {
         if !arguments.is_empty() {
             params.arguments = Some(arguments);
         }
-        let outcome = self.send_fulfilling::<GetPrompt, _>(params, self.options()).await?;
+        let outcome = self.send_fulfilling::<GetPrompt, _>(&params, RequestOptions::new()).await?;
         complete(outcome, "prompts/get")
     }
 
@@ -370,12 +261,13 @@ impl Client {
     /// # let _session = server.serve(theirs).await?;
     ///
     /// let (tx, mut updates) = tokio::sync::mpsc::unbounded_channel();
-    /// let client = Client::new("app", "1.0.0")
+    /// let client = Client::builder("app", "1.0.0")
     ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
     ///     .on_resource_updated(move |uri| {
     ///         let tx = tx.clone();
     ///         async move { tx.send(uri).ok(); }
-    ///     });
+    ///     })
+    ///     .build();
     /// client.connect(transport).await?;
     /// client.subscribe_resource("file:///log.txt").await?;
     ///
@@ -402,30 +294,7 @@ impl Client {
     /// ```
     /// use mcpl_client::{Client, Negotiation};
     /// use mcpl_core::ProtocolVersion;
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -456,30 +325,7 @@ impl Client {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_core::types::{CompleteRequestParams, CompletionArgument, PromptReference};
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
@@ -488,7 +334,7 @@ impl Client {
     /// client.connect(transport).await?;
     ///
     /// // The user has typed "e" for the `language` argument of the `greet` prompt.
-    /// let typed = CompletionArgument { name: "language".into(), value: "e".into() };
+    /// let typed = CompletionArgument::new("language", "e");
     /// let params = CompleteRequestParams::new(PromptReference::new("greet"), typed);
     /// let result = client.complete(params).await?;
     /// assert_eq!(result.completion.values, ["english", "esperanto"]);
@@ -511,37 +357,15 @@ impl Client {
     /// use mcpl_client::{Client, Negotiation};
     /// use mcpl_core::ProtocolVersion;
     /// use mcpl_core::types::LoggingLevel;
-    /// # async fn library() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::types::{Prompt, PromptArgument, Resource, ResourceTemplate};
-    /// #     use mcpl_server::{prompt::PromptOutput, resource::ResourceOutput};
-    /// #     let mut greet = Prompt::new("greet");
-    /// #     greet.arguments = Some(vec![PromptArgument::new("language")]);
-    /// #     let server = mcpl_server::Server::builder("library", "1.0.0")
-    /// #         .resource(Resource::new("file:///README.md", "README"), |_ctx, req| async move {
-    /// #             Ok(vec![ResourceOutput::text(req.uri, "# Hello")])
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("users://{id}/profile", "profile"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("user {id}"))])
-    /// #         })
-    /// #         .prompt(greet, |_ctx, args| async move {
-    /// #             let language = args.get("language").map_or("english", String::as_str);
-    /// #             Ok(PromptOutput::user_text(format!("Say hello in {language}.")))
-    /// #         })
-    /// #         .prompt_completer("greet", "language", |_ctx, req| async move {
-    /// #             Ok(mcpl_server::completion::matching(["english", "esperanto", "french"], &req.value))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::library;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
     /// # let (_session, transport) = library().await?;
-    /// let client = Client::new("app", "1.0.0")
+    /// let client = Client::builder("app", "1.0.0")
     ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
-    ///     .on_log_message(|message| async move { println!("[{:?}] {}", message.level, message.data) });
+    ///     .on_log_message(|message| async move { println!("[{:?}] {}", message.level, message.data) })
+    ///     .build();
     /// client.connect(transport).await?;
     /// // Only warnings and worse from now on.
     /// client.set_log_level(LoggingLevel::Warning).await?;

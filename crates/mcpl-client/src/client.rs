@@ -1,27 +1,24 @@
 //! [`Client`]: era negotiation (`server/discover` or the `initialize` handshake) and typed calls.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use mcpl_core::engine::{Engine, RequestOptions};
-use mcpl_core::jsonrpc::ErrorCode;
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
-    EmptyResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
-    Initialized, ListTools, Meta, Method, Outcome, Ping, RequestParams, ServerCapabilities, Tool,
+    EmptyResult, Implementation, ListTools, Method, Outcome, Ping, Tool,
 };
-use mcpl_core::{Era, Error, ErrorKind, Peer, ProtocolVersion, Result, Transport};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cache::{CacheMode, ResponseCache};
 use crate::handlers::Handlers;
 use crate::input::InputRequiredMode;
+use crate::link::Link;
 use crate::mcpl::McplHost;
+use crate::negotiation::{Hello, request_meta, stateless};
+pub use crate::negotiation::{Negotiation, ServerDetails};
 use crate::notify::Notify;
-use crate::resume::Link;
-use crate::transport::http::{INVALID_TOOL_HEADERS, SESSION_RENEWED, TOO_LARGE};
-use crate::transport::redirect::RedirectRefused;
 
 /// The most pages a list call follows before it stops, unless configured.
 ///
@@ -66,170 +63,6 @@ pub const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
 /// # drop(client);
 /// ```
 pub const DEFAULT_MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
-
-/// How long [`Negotiation::Auto`] waits for `server/discover` before trying `initialize`.
-const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How the client picks the protocol revision when it connects.
-///
-/// # Examples
-///
-/// ```
-/// use mcpl_client::{Client, Negotiation};
-/// use mcpl_core::ProtocolVersion;
-/// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> mcpl_core::Result<()> {
-/// // An mcpl-server answers `server/discover`: `Auto` picks the stateless era.
-/// # let (_session, transport) = echo_server().await?;
-/// let client = Client::new("app", "1.0.0").with_negotiation(Negotiation::Auto);
-/// let details = client.connect(transport).await?;
-/// assert_eq!(details.protocol_version, ProtocolVersion::V2026_07_28);
-/// client.close().await?;
-///
-/// // Pinned to a 2025 revision, the same server is reached with `initialize`.
-/// # let (_session, transport) = echo_server().await?;
-/// let client = Client::new("app", "1.0.0")
-///     .with_negotiation(Negotiation::Pinned(ProtocolVersion::V2025_11_25));
-/// let details = client.connect(transport).await?;
-/// assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25);
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Negotiation {
-    /// Try the stateless era first: `server/discover` under the newest revision. A server that
-    /// answers `-32022` with a list of versions gets the newest one both sides speak (once);
-    /// any other failure (`-32601`, HTTP `404` or `400`, an error that is not a 2026 one, no
-    /// answer within 10 s) falls back to the `initialize` handshake.
-    #[default]
-    Auto,
-    /// Speak exactly this revision: `server/discover` for a stateless-era version,
-    /// `initialize` for a stateful one.
-    Pinned(ProtocolVersion),
-}
-
-impl Negotiation {
-    /// [`Negotiation::Auto`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Negotiation;
-    ///
-    /// assert_eq!(Negotiation::auto(), Negotiation::Auto);
-    /// assert_eq!(Negotiation::auto(), Negotiation::default());
-    /// ```
-    pub fn auto() -> Negotiation {
-        Negotiation::Auto
-    }
-
-    /// [`Negotiation::Pinned`] to `version`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::{Client, Negotiation};
-    /// use mcpl_core::ProtocolVersion;
-    ///
-    /// let negotiation = Negotiation::pinned(ProtocolVersion::V2025_06_18);
-    /// assert_eq!(negotiation, Negotiation::Pinned(ProtocolVersion::V2025_06_18));
-    /// let client = Client::new("app", "1.0.0").with_negotiation(negotiation);
-    /// # drop(client);
-    /// ```
-    pub fn pinned(version: ProtocolVersion) -> Negotiation {
-        Negotiation::Pinned(version)
-    }
-}
-
-/// What the server told the client about itself in the handshake (`initialize`) or in
-/// `server/discover`. Serializable, as part of a
-/// [`SessionSnapshot`](crate::resume::SessionSnapshot).
-///
-/// # Examples
-///
-/// ```
-/// use mcpl_client::Client;
-/// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
-/// #         .instructions("Echoes what you send.")
-/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
-/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-/// #             Ok(mcpl_server::ToolOutput::text(text))
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
-///
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> mcpl_core::Result<()> {
-/// # let (_session, transport) = echo_server().await?;
-/// let client = Client::new("app", "1.0.0");
-/// let details = client.connect(transport).await?;
-/// assert_eq!(details.server_info.name, "echo-server");
-/// assert_eq!(details.instructions.as_deref(), Some("Echoes what you send."));
-/// assert!(details.capabilities.tools.is_some());
-/// // `server/discover` also lists the revisions the server speaks.
-/// assert!(details.supported_versions.iter().any(|v| v == "2026-07-28"));
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct ServerDetails {
-    /// The negotiated protocol version.
-    pub protocol_version: ProtocolVersion,
-    /// The server's capabilities.
-    pub capabilities: ServerCapabilities,
-    /// The server's identity.
-    pub server_info: Implementation,
-    /// The server's instructions, if any.
-    pub instructions: Option<String>,
-    /// The revisions the server says it supports (from `server/discover`; empty after
-    /// `initialize`, which does not list them).
-    pub supported_versions: Vec<String>,
-    /// The whole `server/discover` result, in the stateless era.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discover: Option<DiscoverResult>,
-}
-
-impl ServerDetails {
-    /// Whether the connection speaks the stateless (2026) era, where every request carries its
-    /// own `_meta`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::{Client, Negotiation};
-    /// use mcpl_core::ProtocolVersion;
-    /// # async fn echo_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0").build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> mcpl_core::Result<()> {
-    /// # let (_session, transport) = echo_server().await?;
-    /// let details = Client::new("app", "1.0.0").connect(transport).await?;
-    /// assert!(details.is_stateless());
-    ///
-    /// # let (_session, transport) = echo_server().await?;
-    /// let stateful = Client::new("app", "1.0.0")
-    ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
-    /// assert!(!stateful.connect(transport).await?.is_stateless());
-    /// # Ok(()) }
-    /// ```
-    pub fn is_stateless(&self) -> bool {
-        self.protocol_version.era() == Era::Stateless
-    }
-}
 
 /// An MCP client. Cheap to clone; clones share the connection.
 ///
@@ -279,9 +112,9 @@ impl ServerDetails {
 #[derive(Debug, Clone)]
 pub struct Client {
     pub(crate) engine: Engine,
-    info: Implementation,
+    pub(crate) info: Implementation,
     pub(crate) capabilities: ClientCapabilities,
-    negotiation: Negotiation,
+    pub(crate) negotiation: Negotiation,
     pub(crate) server: Arc<Mutex<Option<ServerDetails>>>,
     pub(crate) handlers: Handlers,
     pub(crate) input_mode: InputRequiredMode,
@@ -290,7 +123,7 @@ pub struct Client {
     pub(crate) max_list_bytes: usize,
     pub(crate) notify: Notify,
     /// Refuse, locally, requests the server did not advertise (see [`crate::capability`]).
-    strict: bool,
+    pub(crate) strict: bool,
     /// The response cache, if any, and how calls use it (see [`crate::cache`]).
     pub(crate) cache: Option<ResponseCache>,
     pub(crate) cache_mode: CacheMode,
@@ -301,86 +134,16 @@ pub struct Client {
 }
 
 impl Client {
-    /// Creates a client that calls itself `name`, version `version`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    ///
-    /// let client = Client::new("my-app", "1.0.0");
-    /// assert!(!client.is_connected());
-    /// assert!(client.server().is_none());
-    /// ```
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Client {
-        let engine = Engine::new();
-        // Both sides of an MCP connection answer `ping` with an empty result.
-        engine.on::<Ping, _, _>(|_ctx, _params| async { Ok(EmptyResult::default()) });
-        let link = Arc::new(Mutex::new(Link::default()));
-        let notify = Notify::new(Arc::clone(&link));
-        notify.install(&engine);
-        let server = Arc::new(Mutex::new(None));
-        let renewed = Arc::clone(&server);
-        engine.on_notification(SESSION_RENEWED, move |_ctx, params| {
-            let renewed = Arc::clone(&renewed);
-            async move { refresh(&renewed, params) }
-        });
-        Client {
-            engine,
-            info: Implementation::new(name, version),
-            capabilities: ClientCapabilities::default(),
-            negotiation: Negotiation::Auto,
-            server,
-            handlers: Handlers::default(),
-            input_mode: InputRequiredMode::default(),
-            max_pages: DEFAULT_MAX_PAGES,
-            max_list_items: DEFAULT_MAX_LIST_ITEMS,
-            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
-            notify,
-            strict: false,
-            cache: None,
-            cache_mode: CacheMode::Use,
-            link,
-            mcpl: None,
-        }
-    }
-
-    /// Speaks MCPL on every connection with `host`'s policy and handlers (see
-    /// [`crate::mcpl`]). MCPL lives in the `initialize` (2025) era, so
-    /// [`Negotiation::Auto`] tries `initialize` first; a server that does not speak that era
-    /// (it answers `initialize` with an error) is reached with `server/discover` in the
-    /// stateless era instead, as plain MCP (the host's `status()` stays `None`). Pinning a
-    /// stateless revision makes [`connect`](Self::connect) fail. The host advertisement joins
-    /// the client capabilities (`experimental.mcpl`) of the `initialize` era only.
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    ///
-    /// let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
-    /// let experimental = client.capabilities().experimental.unwrap();
-    /// assert_eq!(experimental["mcpl"]["version"], "0.5");
-    /// ```
-    pub fn with_mcpl(mut self, host: McplHost) -> Client {
-        host.install(&self.engine);
-        // A renewed 2025 HTTP session is a new server-side session: its MCPL state starts
-        // over from the new `initialize` result, with a new initial policy.
-        let server = Arc::clone(&self.server);
-        let weak = host.weak();
-        self.engine.on_notification(SESSION_RENEWED, move |ctx, params| {
-            let server = Arc::clone(&server);
-            let weak = weak.clone();
-            let peer = ctx.peer().clone();
-            async move {
-                refresh(&server, params);
-                let details = server.lock().unwrap_or_else(PoisonError::into_inner).clone();
-                if let (Some(host), Some(details)) = (McplHost::from_weak(&weak), details) {
-                    tokio::spawn(async move { host.attach(peer, &details).await });
-                }
-            }
-        });
-        self.mcpl = Some(host);
-        self
+    /// Deprecated: configure the client before it exists, with
+    /// [`ClientBuilder::with_mcpl`](crate::ClientBuilder::with_mcpl). This returns a new,
+    /// unconnected client with this one's configuration plus the change; the client it is
+    /// called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Client::builder(name, version).with_mcpl(..)` then `build()`"
+    )]
+    pub fn with_mcpl(self, host: McplHost) -> Client {
+        self.to_builder().with_mcpl(host).build()
     }
 
     /// The MCPL host side, if configured with [`with_mcpl`](Self::with_mcpl).
@@ -393,7 +156,7 @@ impl Client {
     ///
     /// assert!(Client::new("app", "1").mcpl().is_none());
     ///
-    /// let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
+    /// let client = Client::builder("host", "1").with_mcpl(McplHost::new(HostPolicy::default())).build();
     /// let host = client.mcpl().expect("configured");
     /// // Not connected yet: nothing negotiated.
     /// assert!(host.status().is_none());
@@ -669,6 +432,14 @@ impl Client {
 
     /// Records a connection that was just established.
     pub(crate) fn established(&self, details: ServerDetails, link: Link) {
+        // The spans of the connection's later requests name its revision and session.
+        if let Some(peer) = self.engine.peer() {
+            let session = link.session.as_ref().and_then(mcpl_core::transport::SessionHandle::id);
+            peer.update_trace_facts(|facts| {
+                facts.protocol_version = Some(details.protocol_version);
+                facts.session_id = session.map(Into::into);
+            });
+        }
         *self.server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details);
         *self.link.lock().unwrap_or_else(PoisonError::into_inner) = link;
     }
@@ -797,7 +568,16 @@ impl Client {
         if !self.engine.is_connected() {
             return None;
         }
-        self.server.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.with_server(ServerDetails::clone)
+    }
+
+    /// `f` of what the server said about itself, while connected (as [`server`](Self::server),
+    /// without copying the details).
+    pub(crate) fn with_server<R>(&self, f: impl FnOnce(&ServerDetails) -> R) -> Option<R> {
+        if !self.engine.is_connected() {
+            return None;
+        }
+        self.server.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(f)
     }
 
     pub(crate) fn peer(&self) -> Result<Peer> {
@@ -812,11 +592,10 @@ impl Client {
     /// `options` with, in the stateless era, the per-request `_meta` (protocol version,
     /// client capabilities, client identity).
     pub(crate) fn with_request_meta(&self, options: RequestOptions) -> RequestOptions {
-        match self.server() {
-            Some(details) if details.is_stateless() => options.meta(
-                request_meta(details.protocol_version, &stateless(self.capabilities()), &self.info)
-                    .0,
-            ),
+        match self.with_server(|details| details.protocol_version) {
+            Some(version) if version.era() == Era::Stateless => {
+                options.meta(request_meta(version, &stateless(self.capabilities()), &self.info).0)
+            }
             _ => options,
         }
     }
@@ -828,7 +607,16 @@ impl Client {
         params: M::Params,
         options: RequestOptions,
     ) -> Result<M::Result> {
-        let value = self.send_value::<M>(params, options).await?;
+        self.send_ref::<M>(&params, options).await
+    }
+
+    /// [`send`](Self::send) of borrowed params (which are only serialized).
+    pub(crate) async fn send_ref<M: Method>(
+        &self,
+        params: &M::Params,
+        options: RequestOptions,
+    ) -> Result<M::Result> {
+        let value = self.send_value_ref::<M>(params, options).await?;
         serde_json::from_value(value)
             .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
     }
@@ -839,7 +627,16 @@ impl Client {
         params: M::Params,
         options: RequestOptions,
     ) -> Result<Value> {
-        let params = serde_json::to_value(&params).map_err(|source| Error::Serialization {
+        self.send_value_ref::<M>(&params, options).await
+    }
+
+    /// [`send_value`](Self::send_value) of borrowed params.
+    pub(crate) async fn send_value_ref<M: Method>(
+        &self,
+        params: &M::Params,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        let params = serde_json::to_value(params).map_err(|source| Error::Serialization {
             what: format!("{} params", M::NAME),
             source,
         })?;
@@ -853,25 +650,28 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Value> {
-        if self.strict {
-            if let Some(server) = self.server() {
-                crate::capability::check(method, &server.capabilities)?;
-            }
+        if self.strict
+            && let Some(checked) =
+                self.with_server(|server| crate::capability::check(method, &server.capabilities))
+        {
+            checked?;
         }
         if method.starts_with("tools/") && self.mcpl.as_ref().is_some_and(McplHost::denies_tools) {
             // MCPL: a denied `tools` grant means the host sends no `tools/*`.
             return Err(Error::CapabilityNotSupported { capability: "tools".into() });
         }
         let peer = self.peer()?;
-        let wire = if params.is_null() { None } else { Some(params.clone()) };
-        let fetch = || async move { peer.request(method, wire, options).await.map_err(lift) };
+        let wire = |params: Value| if params.is_null() { None } else { Some(params) };
         match &self.cache {
             Some(cache) => {
+                let sent = wire(params.clone());
+                let fetch = || async move { peer.request(method, sent, options).await };
                 let server =
                     self.link.lock().unwrap_or_else(PoisonError::into_inner).endpoint.clone();
                 cache.exchange(server.as_deref(), self.cache_mode, method, &params, fetch).await
             }
-            None => fetch().await,
+            // No cache: the params go to the wire as they are.
+            None => peer.request(method, wire(params), options).await,
         }
     }
 
@@ -901,7 +701,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn ping(&self) -> Result<()> {
-        if self.server().is_some_and(|s| s.is_stateless()) {
+        if self.with_server(ServerDetails::is_stateless).unwrap_or(false) {
             let _: DiscoverResult =
                 self.send::<Discover>(Default::default(), self.options()).await?;
         } else {
@@ -944,8 +744,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
-        if let Some(server) = self.server() {
-            crate::capability::check(ListTools::NAME, &server.capabilities)?;
+        if let Some(checked) = self
+            .with_server(|server| crate::capability::check(ListTools::NAME, &server.capabilities))
+        {
+            checked?;
         }
         self.list_pages::<ListTools, _>("tools", |page| (page.tools, page.next_cursor)).await
     }
@@ -1061,10 +863,7 @@ impl Client {
         arguments: impl Serialize,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        let mut params = CallToolRequestParams::new(name);
-        if let Some(arguments) = tool_arguments(arguments)? {
-            params = params.with_arguments(arguments);
-        }
+        let params = CallToolRequestParams::new(name).with_serialized_arguments(arguments)?;
         self.call_tool_params(params, options).await
     }
 
@@ -1114,13 +913,10 @@ impl Client {
         params: CallToolRequestParams,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        let name = params.name.clone();
-        let name = name.as_str();
-        let options = self.with_request_meta(options);
-        let outcome = match self
-            .send_fulfilling::<CallTool, _>(params.clone(), options.clone())
-            .await
-        {
+        let name = params.name.as_str();
+        // The per-request `_meta` is added by `send_fulfilling`, to each send: what is kept for
+        // the retry below is the caller's options alone.
+        let outcome = match self.send_fulfilling::<CallTool, _>(&params, options.clone()).await {
             // The server's view of the tool's `x-mcp-header` annotations differs from ours:
             // refresh the tool list (which the HTTP transport learns them from) and retry once.
             Err(Error::HeaderMismatch { detail }) => {
@@ -1132,7 +928,7 @@ impl Client {
                     _ => CacheMode::Refresh,
                 };
                 self.with_cache_mode(mode).list_tools().await?;
-                self.send_fulfilling::<CallTool, _>(params, options).await?
+                self.send_fulfilling::<CallTool, _>(&params, options).await?
             }
             other => other?,
         };
@@ -1144,356 +940,6 @@ impl Client {
                         .into(),
                 source: None,
             }),
-        }
-    }
-}
-
-/// What the client says about itself when it connects.
-struct Hello {
-    negotiation: Negotiation,
-    /// [`Negotiation::Auto`] tries `initialize` before `server/discover` (an MCPL host).
-    stateful_first: bool,
-    info: Implementation,
-    pub(crate) capabilities: ClientCapabilities,
-}
-
-impl Hello {
-    async fn run(&self, peer: &Peer) -> Result<ServerDetails> {
-        match self.negotiation {
-            Negotiation::Pinned(v) if v.era() == Era::Stateless => {
-                self.discover(peer, v, RequestOptions::new()).await.map_err(|e| {
-                    if !stateful_only(&e) {
-                        return e;
-                    }
-                    tracing::debug!(error = %e, "the server speaks only the stateful era");
-                    Error::UnsupportedProtocolVersion {
-                        requested: v.to_string(),
-                        supported: Vec::new(),
-                    }
-                })
-            }
-            Negotiation::Pinned(v) => self.initialize(peer, v).await,
-            Negotiation::Auto if self.stateful_first => self.stateful_first(peer).await,
-            Negotiation::Auto => {
-                let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
-                match self.discover(peer, ProtocolVersion::LATEST, options).await {
-                    Ok(details) => Ok(details),
-                    Err(Error::UnsupportedProtocolVersion { supported, requested }) => {
-                        tracing::debug!(%requested, ?supported, "retrying with a mutual version");
-                        match mutual(&supported) {
-                            Some(v) if v.era() == Era::Stateless => {
-                                self.discover(peer, v, RequestOptions::new()).await
-                            }
-                            Some(v) => self.initialize(peer, v).await,
-                            None => self.initialize(peer, ProtocolVersion::LATEST_STATEFUL).await,
-                        }
-                    }
-                    Err(e) if e.is_closed() => Err(e),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "server/discover failed; trying initialize");
-                        self.initialize(peer, ProtocolVersion::LATEST_STATEFUL).await
-                    }
-                }
-            }
-        }
-    }
-
-    /// [`Negotiation::Auto`] for an MCPL host: `initialize` (where MCPL lives); a server that
-    /// answers it with an error is asked `server/discover` (the stateless era, plain MCP). When
-    /// both fail, the error of the era the server seems to speak is returned: `discover`'s if
-    /// `initialize` was unknown to it (`-32601`) or refused for its version, else
-    /// `initialize`'s.
-    async fn stateful_first(&self, peer: &Peer) -> Result<ServerDetails> {
-        let refused = match self.initialize(peer, ProtocolVersion::LATEST_STATEFUL).await {
-            Ok(details) => return Ok(details),
-            Err(e) if e.is_closed() => return Err(e),
-            Err(e) => e,
-        };
-        if let Error::UnsupportedProtocolVersion { supported, .. } = &refused {
-            match mutual(supported) {
-                Some(v) if v.era() == Era::Stateful => return self.initialize(peer, v).await,
-                Some(v) => return self.discover(peer, v, RequestOptions::new()).await,
-                None => {}
-            }
-        }
-        tracing::debug!(error = %refused, "initialize failed; trying server/discover");
-        let options = RequestOptions::new().timeout(DISCOVER_TIMEOUT);
-        let discovered = match self.discover(peer, ProtocolVersion::LATEST, options).await {
-            Err(Error::UnsupportedProtocolVersion { supported, requested }) => {
-                match mutual(&supported).filter(|v| v.era() == Era::Stateless) {
-                    Some(v) => self.discover(peer, v, RequestOptions::new()).await,
-                    None => Err(Error::UnsupportedProtocolVersion { supported, requested }),
-                }
-            }
-            other => other,
-        };
-        let unknown_era = refused.kind() == ErrorKind::UnsupportedProtocolVersion
-            || refused.rpc_error().is_some_and(|o| o.code == ErrorCode::METHOD_NOT_FOUND);
-        match discovered {
-            Err(e) if !unknown_era => {
-                tracing::debug!(error = %e, "server/discover failed too");
-                Err(refused)
-            }
-            other => other,
-        }
-    }
-
-    async fn discover(
-        &self,
-        peer: &Peer,
-        version: ProtocolVersion,
-        options: RequestOptions,
-    ) -> Result<ServerDetails> {
-        let meta = request_meta(version, &stateless(self.capabilities.clone()), &self.info);
-        let result: DiscoverResult =
-            peer.send::<Discover>(RequestParams::with_meta(meta), options).await.map_err(lift)?;
-        let server_info = result
-            .meta
-            .as_ref()
-            .and_then(|m| m.server_info().ok().flatten())
-            .unwrap_or_else(|| Implementation::new("", ""));
-        Ok(ServerDetails {
-            protocol_version: version,
-            capabilities: result.capabilities.clone(),
-            server_info,
-            instructions: result.instructions.clone(),
-            supported_versions: result.supported_versions.clone(),
-            discover: Some(result),
-        })
-    }
-
-    async fn initialize(&self, peer: &Peer, version: ProtocolVersion) -> Result<ServerDetails> {
-        let params = InitializeRequestParams::new(
-            version.as_str(),
-            self.capabilities.clone(),
-            self.info.clone(),
-        );
-        let result: InitializeResult =
-            peer.send::<Initialize>(params, RequestOptions::new()).await.map_err(lift)?;
-        let details = negotiate(result)?;
-        peer.send_notification::<Initialized>(Default::default()).await?;
-        Ok(details)
-    }
-}
-
-/// `capabilities` as the stateless era sees them: without the MCPL host advertisement (MCPL
-/// needs `initialize`).
-fn stateless(mut capabilities: ClientCapabilities) -> ClientCapabilities {
-    if let Some(experimental) = &mut capabilities.experimental {
-        experimental.remove(mcpl_core::mcpl::manifest::EXPERIMENTAL_KEY);
-        if experimental.is_empty() {
-            capabilities.experimental = None;
-        }
-    }
-    capabilities
-}
-
-/// The `_meta` every stateless-era request carries.
-fn request_meta(
-    version: ProtocolVersion,
-    capabilities: &ClientCapabilities,
-    info: &Implementation,
-) -> Meta {
-    let mut meta = Meta::for_request(version, capabilities);
-    meta.set_client_info(info);
-    meta
-}
-
-/// Whether `error`, the answer to a stateless-era `server/discover`, shows a server of the
-/// stateful era only: it does not know the method (`-32601`), finds the request invalid
-/// (`-32600`) or refuses it with an implementation-defined server error (`-32000` to
-/// `-32099`, such as "server not initialized" or "no session", other than the codes this
-/// era defines), or the HTTP endpoint answers `400`, `404` or `405` with no JSON-RPC body.
-fn stateful_only(error: &Error) -> bool {
-    let Some(e) = error.rpc_error() else { return false };
-    if let Some(data) = e.data.as_ref().filter(|d| d.get("transport").is_some()) {
-        let http = data.get("transport").and_then(Value::as_str) == Some("http");
-        let status = data.get("status").and_then(Value::as_u64);
-        return http && matches!(status, Some(400 | 404 | 405));
-    }
-    let stateless_codes = [ErrorCode::RESOURCE_NOT_FOUND, ErrorCode::URL_ELICITATION_REQUIRED];
-    match e.code {
-        ErrorCode::METHOD_NOT_FOUND | ErrorCode::INVALID_REQUEST => true,
-        code => (-32099..=-32000).contains(&code.0) && !stateless_codes.contains(&code),
-    }
-}
-
-/// The newest version in `supported` that this SDK speaks.
-fn mutual(supported: &[String]) -> Option<ProtocolVersion> {
-    ProtocolVersion::ALL.iter().rev().copied().find(|v| supported.iter().any(|s| s == v.as_str()))
-}
-
-/// Turns the transport's local answers back into typed errors: "response too large", "tool
-/// with invalid `x-mcp-header` annotations" and "redirect refused".
-pub(crate) fn lift(error: Error) -> Error {
-    if let Some(data) = error.rpc_error().and_then(|e| e.data.as_ref()) {
-        if let Some(refused) = RedirectRefused::from_data(data) {
-            return Error::Transport {
-                context: "the request was redirected".into(),
-                source: Some(Box::new(refused)),
-            };
-        }
-        if data.get("transport").and_then(Value::as_str) == Some(INVALID_TOOL_HEADERS) {
-            let text = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-            return Error::InvalidToolHeaders { tool: text("tool"), detail: text("detail") };
-        }
-    }
-    let limit = error
-        .rpc_error()
-        .and_then(|e| e.data.as_ref())
-        .filter(|d| d.get("transport").and_then(Value::as_str) == Some(TOO_LARGE))
-        .and_then(|d| d.get("limit"))
-        .and_then(Value::as_u64)
-        .and_then(|l| usize::try_from(l).ok());
-    match limit {
-        Some(limit) => Error::MessageTooLarge { limit },
-        None => error,
-    }
-}
-
-/// Adopts the server's details from the `initialize` result of a renewed session.
-fn refresh(server: &Mutex<Option<ServerDetails>>, params: Option<Value>) {
-    let details = params
-        .ok_or_else(|| "no result".to_owned())
-        .and_then(|p| serde_json::from_value::<InitializeResult>(p).map_err(|e| e.to_string()))
-        .and_then(|r| negotiate(r).map_err(|e| e.to_string()));
-    match details {
-        Ok(details) => {
-            tracing::debug!(server = ?details.server_info.name, "session renewed");
-            *server.lock().unwrap_or_else(PoisonError::into_inner) = Some(details);
-        }
-        Err(e) => tracing::warn!(error = ?e, "unusable initialize result after a renewal"),
-    }
-}
-
-fn negotiate(result: InitializeResult) -> Result<ServerDetails> {
-    let version = ProtocolVersion::parse(&result.protocol_version)
-        .filter(|v| v.era() == Era::Stateful)
-        .ok_or_else(|| Error::UnsupportedProtocolVersion {
-            requested: result.protocol_version.clone(),
-            supported: ProtocolVersion::ALL
-                .iter()
-                .filter(|v| v.era() == Era::Stateful)
-                .map(|v| v.to_string())
-                .collect(),
-        })?;
-    Ok(ServerDetails {
-        protocol_version: version,
-        capabilities: result.capabilities,
-        server_info: result.server_info,
-        instructions: result.instructions,
-        supported_versions: Vec::new(),
-        discover: None,
-    })
-}
-
-/// The arguments of a tool call from any serializable value: an object, or none for null.
-fn tool_arguments(arguments: impl Serialize) -> Result<Option<Map<String, Value>>> {
-    let invalid = |source| Error::Serialization { what: "the tool arguments".to_owned(), source };
-    match serde_json::to_value(arguments).map_err(invalid)? {
-        Value::Object(map) => Ok(Some(map)),
-        Value::Null => Ok(None),
-        other => Err(invalid(serde::ser::Error::custom(format!(
-            "tool arguments must be a JSON object, not {}",
-            json_type(&other)
-        )))),
-    }
-}
-
-/// The JSON type name of `value`, for error messages.
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
-
-    use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn tool_arguments_are_any_object_or_none() {
-        #[derive(Serialize)]
-        struct Query {
-            city: &'static str,
-        }
-        let expected = json!({"city": "Lisbon"}).as_object().cloned();
-        assert_eq!(tool_arguments(Query { city: "Lisbon" }).unwrap(), expected);
-        assert_eq!(tool_arguments(json!({"city": "Lisbon"})).unwrap(), expected);
-        assert_eq!(tool_arguments(expected.clone().unwrap()).unwrap(), expected);
-        assert_eq!(tool_arguments(()).unwrap(), None);
-        assert_eq!(tool_arguments(json!(null)).unwrap(), None);
-        for bad in [json!([1]), json!("x"), json!(3), json!(true)] {
-            let error = tool_arguments(&bad).unwrap_err();
-            assert_eq!(error.kind(), mcpl_core::ErrorKind::Serialization, "{bad}");
-            let cause = std::error::Error::source(&error).unwrap().to_string();
-            assert!(cause.contains("must be a JSON object"), "{cause}");
-        }
-    }
-
-    #[test]
-    fn mutual_version_is_the_newest_both_speak() {
-        let supported = ["2025-06-18".to_owned(), "1999-01-01".to_owned(), "2025-03-26".to_owned()];
-        assert_eq!(mutual(&supported), Some(ProtocolVersion::V2025_06_18));
-        assert_eq!(mutual(&["1999-01-01".to_owned()]), None);
-    }
-
-    #[test]
-    fn which_discover_failures_show_a_stateful_only_server() {
-        let rpc = |code: i64, data: Option<Value>| {
-            let mut object = ErrorObject::new(ErrorCode(code), "no");
-            object.data = data;
-            Error::from_rpc(object)
-        };
-        for code in [-32601, -32600, -32000, -32001, -32099] {
-            assert!(stateful_only(&rpc(code, None)), "{code}");
-        }
-        for code in [-32603, -32602, -32002, -32042, -32100, 1] {
-            assert!(!stateful_only(&rpc(code, None)), "{code}");
-        }
-        for status in [400, 404, 405] {
-            let data = json!({"transport": "http", "status": status});
-            assert!(stateful_only(&rpc(-32603, Some(data))), "{status}");
-        }
-        for data in [json!({"transport": "http", "status": 500}), json!({"transport": "http"})] {
-            assert!(!stateful_only(&rpc(-32603, Some(data))));
-        }
-        // A transport's local answer is never read as the server's refusal.
-        let too_large = json!({"transport": TOO_LARGE, "limit": 10});
-        assert!(!stateful_only(&rpc(-32601, Some(too_large))));
-        assert!(!stateful_only(&Error::ConnectionClosed));
-    }
-
-    #[test]
-    fn oversized_transport_answers_become_message_too_large() {
-        let object = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "too big")
-            .with_data(json!({"transport": TOO_LARGE, "limit": 10}));
-        let lifted = lift(Error::from_rpc(object));
-        assert!(matches!(lifted, Error::MessageTooLarge { limit: 10 }));
-        let other = lift(Error::from_rpc(ErrorObject::new(ErrorCode::INTERNAL_ERROR, "x")));
-        assert_eq!(other.kind(), mcpl_core::ErrorKind::Rpc);
-    }
-
-    #[test]
-    fn refused_tools_become_invalid_tool_headers() {
-        let object = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "refused").with_data(
-            json!({"transport": INVALID_TOOL_HEADERS, "tool": "t", "detail": "bad header"}),
-        );
-        match lift(Error::from_rpc(object)) {
-            Error::InvalidToolHeaders { tool, detail } => {
-                assert_eq!((tool.as_str(), detail.as_str()), ("t", "bad header"));
-            }
-            other => panic!("{other:?}"),
         }
     }
 }

@@ -14,7 +14,7 @@
 //!     TextContent,
 //! };
 //!
-//! let client = Client::new("my-app", "1.0.0")
+//! let client = Client::builder("my-app", "1.0.0")
 //!     .on_sampling(|params| async move {
 //!         let reply = SamplingMessageContentBlock::Text(TextContent::new(
 //!             format!("{} messages seen", params.messages.len()),
@@ -22,7 +22,8 @@
 //!         Ok(CreateMessageResult::new(Role::Assistant, reply, "my-model"))
 //!     })
 //!     .on_elicitation(|_form| async move { Ok(ElicitResult::new(ElicitAction::Decline)) })
-//!     .on_roots(|| async move { Ok(vec![Root::new("file:///home/me/project")]) });
+//!     .on_roots(|| async move { Ok(vec![Root::new("file:///home/me/project")]) })
+//!     .build();
 //! assert!(client.capabilities().sampling.is_some());
 //! ```
 
@@ -30,6 +31,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
+use mcpl_core::Engine;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{
@@ -60,7 +62,7 @@ use crate::Client;
 ///     Ok(vec![Root::new(format!("file://{}", dir.display()))])
 /// }
 ///
-/// let client = Client::new("my-app", "1.0.0").on_roots(workspace_roots);
+/// let client = Client::builder("my-app", "1.0.0").on_roots(workspace_roots).build();
 /// assert!(client.capabilities().roots.is_some());
 /// ```
 pub type HandlerResult<T> = Result<T, ErrorObject>;
@@ -71,10 +73,10 @@ type RootsHandler = Arc<dyn Fn() -> BoxFuture<'static, HandlerResult<Vec<Root>>>
 /// The registered handlers of a client.
 #[derive(Clone, Default)]
 pub(crate) struct Handlers {
-    sampling: Option<Handler<CreateMessageRequestParams, CreateMessageResult>>,
-    form: Option<Handler<ElicitRequestFormParams, ElicitResult>>,
-    url: Option<Handler<ElicitRequestURLParams, ElicitResult>>,
-    roots: Option<RootsHandler>,
+    pub(crate) sampling: Option<Handler<CreateMessageRequestParams, CreateMessageResult>>,
+    pub(crate) form: Option<Handler<ElicitRequestFormParams, ElicitResult>>,
+    pub(crate) url: Option<Handler<ElicitRequestURLParams, ElicitResult>>,
+    pub(crate) roots: Option<RootsHandler>,
 }
 
 impl std::fmt::Debug for Handlers {
@@ -93,6 +95,31 @@ fn missing(method: &str) -> ErrorObject {
 }
 
 impl Handlers {
+    /// Registers the handlers set on `engine`.
+    pub(crate) fn install(&self, engine: &Engine) {
+        let h = self.clone();
+        if h.sampling.is_some() {
+            let h = h.clone();
+            engine.on::<CreateMessage, _, _>(move |_ctx, params| {
+                let h = h.clone();
+                async move { h.sample(params).await.map(Outcome::Complete) }
+            });
+        }
+        if h.form.is_some() || h.url.is_some() {
+            let h = h.clone();
+            engine.on::<Elicit, _, _>(move |_ctx, params| {
+                let h = h.clone();
+                async move { h.elicit(params).await.map(Outcome::Complete) }
+            });
+        }
+        if h.roots.is_some() {
+            engine.on::<ListRoots, _, _>(move |_ctx, _params| {
+                let h = h.clone();
+                async move { h.list_roots().await }
+            });
+        }
+    }
+
     /// `base` with the capabilities the registered handlers provide.
     pub(crate) fn declare(&self, base: &ClientCapabilities) -> ClientCapabilities {
         let mut caps = base.clone();
@@ -150,9 +177,7 @@ impl Handlers {
     /// Answers `roots/list`.
     pub(crate) async fn list_roots(&self) -> HandlerResult<ListRootsResult> {
         match &self.roots {
-            Some(handler) => {
-                Ok(ListRootsResult { roots: handler().await?, ..ListRootsResult::default() })
-            }
+            Some(handler) => Ok(ListRootsResult::default().with_roots(handler().await?)),
             None => Err(missing("roots/list")),
         }
     }
@@ -189,213 +214,68 @@ fn apply_defaults(schema: &Value, result: &mut ElicitResult) {
 }
 
 impl Client {
-    /// Answers `sampling/createMessage` with `handler` and declares the `sampling` capability.
-    ///
-    /// The handler runs for 2025-era requests from the server and for sampling requests in
-    /// 2026-era input-required results. An `Err` goes back to the server as the JSON-RPC error
-    /// (2025), or fails the call that needed the input (2026).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_core::types::{
-    ///     ContentBlock, CreateMessageRequestParams, CreateMessageResult, Role, SamplingContent,
-    ///     SamplingMessage, SamplingMessageContentBlock, TextContent, Tool, ToolSchema,
-    /// };
-    /// use mcpl_server::input::ToolReply;
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> mcpl_core::Result<()> {
-    /// // A tool that asks the client's model a question.
-    /// let server = Server::builder("s", "1")
-    ///     .tool(Tool::new("capital", ToolSchema::object()), |ctx, _args| async move {
-    ///         if let Some(answer) = ctx.sampling_response("ask") {
-    ///             let SamplingContent::Single(SamplingMessageContentBlock::Text(said)) = &answer.content
-    ///             else {
-    ///                 return Ok(ToolOutput::error("not text").into());
-    ///             };
-    ///             return Ok(ToolOutput::text(format!("{} says {}", answer.model, said.text)).into());
-    ///         }
-    ///         let question = TextContent::new("Capital of France? One word.");
-    ///         let message = SamplingMessage::new(Role::User, SamplingMessageContentBlock::Text(question));
-    ///         let params = CreateMessageRequestParams::new(vec![message], 20);
-    ///         Ok::<ToolReply, _>(ctx.input_required().sample("ask", params).into())
-    ///     })
-    ///     .build();
-    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
-    /// # let _session = server.serve(theirs).await?;
-    ///
-    /// // The client's "model": here a canned answer.
-    /// let client = Client::new("my-app", "1.0.0").on_sampling(|params| async move {
-    ///     assert_eq!(params.max_tokens, 20);
-    ///     let reply = SamplingMessageContentBlock::Text(TextContent::new("Paris"));
-    ///     Ok(CreateMessageResult::new(Role::Assistant, reply, "some-llm"))
-    /// });
-    /// client.connect(transport).await?;
-    /// let result = client.call_tool("capital", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("some-llm says Paris")]);
-    /// # Ok(()) }
-    /// ```
-    pub fn on_sampling<F, Fut>(mut self, handler: F) -> Client
+    /// Deprecated: configure the client before it exists, with
+    /// [`ClientBuilder::on_sampling`](crate::ClientBuilder::on_sampling). This returns a new,
+    /// unconnected client with this one's configuration plus the change; the client it is
+    /// called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Client::builder(name, version).on_sampling(..)` then `build()`"
+    )]
+    pub fn on_sampling<F, Fut>(self, handler: F) -> Client
     where
         F: Fn(CreateMessageRequestParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<CreateMessageResult>> + Send + 'static,
     {
-        self.handlers.sampling = Some(Arc::new(move |p| Box::pin(handler(p))));
-        self.install_handlers();
-        self
+        self.to_builder().on_sampling(handler).build()
     }
 
-    /// Answers form-mode `elicitation/create` with `handler` and declares `elicitation.form`.
-    ///
-    /// When the handler accepts, fields it left out of `content` are filled from the schema's
-    /// `default` values.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::collections::BTreeMap;
-    ///
-    /// use mcpl_client::Client;
-    /// use mcpl_core::types::{
-    ///     ContentBlock, ElicitAction, ElicitRequestFormParams, ElicitResult, ElicitValue,
-    ///     ElicitationSchema, StringSchema, Tool, ToolSchema,
-    /// };
-    /// use mcpl_server::input::ToolReply;
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> mcpl_core::Result<()> {
-    /// // A tool that asks the user for their name.
-    /// let server = Server::builder("greeter", "1.0.0")
-    ///     .tool(Tool::new("greet", ToolSchema::object()), |ctx, _args| async move {
-    ///         if let Some(ElicitValue::String(name)) = ctx.elicited("who").and_then(|c| c.get("name")) {
-    ///             return Ok(ToolOutput::text(format!("Hello, {name}!")).into());
-    ///         }
-    ///         let form = ElicitationSchema::default()
-    ///             .with_property("name", StringSchema::default())
-    ///             .with_required("name");
-    ///         let ask = ElicitRequestFormParams::new("What is your name?", form);
-    ///         Ok::<ToolReply, _>(ctx.input_required().elicit("who", ask).into())
-    ///     })
-    ///     .build();
-    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
-    /// # let _session = server.serve(theirs).await?;
-    ///
-    /// // The client shows the form to its user; here the user types "Ada".
-    /// let client = Client::new("my-app", "1.0.0").on_elicitation(|form| async move {
-    ///     assert_eq!(form.message, "What is your name?");
-    ///     let mut result = ElicitResult::new(ElicitAction::Accept);
-    ///     result.content = Some(BTreeMap::from([("name".to_owned(), ElicitValue::String("Ada".into()))]));
-    ///     Ok(result)
-    /// });
-    /// client.connect(transport).await?;
-    /// let result = client.call_tool("greet", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("Hello, Ada!")]);
-    /// # Ok(()) }
-    /// ```
-    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Client
+    /// Deprecated: configure the client before it exists, with
+    /// [`ClientBuilder::on_elicitation`](crate::ClientBuilder::on_elicitation). This returns a new,
+    /// unconnected client with this one's configuration plus the change; the client it is
+    /// called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Client::builder(name, version).on_elicitation(..)` then `build()`"
+    )]
+    pub fn on_elicitation<F, Fut>(self, handler: F) -> Client
     where
         F: Fn(ElicitRequestFormParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<ElicitResult>> + Send + 'static,
     {
-        self.handlers.form = Some(Arc::new(move |p| Box::pin(handler(p))));
-        self.install_handlers();
-        self
+        self.to_builder().on_elicitation(handler).build()
     }
 
-    /// Answers URL-mode `elicitation/create` (send the user to a URL) with `handler` and
-    /// declares `elicitation.url`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_core::types::{
-    ///     ContentBlock, ElicitAction, ElicitRequestURLParams, ElicitResult, Tool, ToolSchema,
-    /// };
-    /// use mcpl_server::input::ToolReply;
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> mcpl_core::Result<()> {
-    /// // A tool that sends the user to a sign-in page before it goes on.
-    /// let server = Server::builder("s", "1")
-    ///     .tool(Tool::new("connect_account", ToolSchema::object()), |ctx, _args| async move {
-    ///         if let Some(answer) = ctx.elicitation_response("sign_in") {
-    ///             return Ok(ToolOutput::text(format!("sign-in: {:?}", answer.action)).into());
-    ///         }
-    ///         let ask = ElicitRequestURLParams::new("Sign in to continue", "https://example.com/sign-in");
-    ///         Ok::<ToolReply, _>(ctx.input_required().elicit("sign_in", ask).into())
-    ///     })
-    ///     .build();
-    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
-    /// # let _session = server.serve(theirs).await?;
-    ///
-    /// let client = Client::new("my-app", "1.0.0").on_url_elicitation(|request| async move {
-    ///     // A real client opens `request.url` in a browser once the user agrees.
-    ///     assert_eq!(request.url, "https://example.com/sign-in");
-    ///     Ok(ElicitResult::new(ElicitAction::Accept))
-    /// });
-    /// assert!(client.capabilities().elicitation.and_then(|e| e.url).is_some());
-    /// client.connect(transport).await?;
-    /// let result = client.call_tool("connect_account", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("sign-in: Accept")]);
-    /// # Ok(()) }
-    /// ```
-    pub fn on_url_elicitation<F, Fut>(mut self, handler: F) -> Client
+    /// Deprecated: configure the client before it exists, with
+    /// [`ClientBuilder::on_url_elicitation`](crate::ClientBuilder::on_url_elicitation). This returns a new,
+    /// unconnected client with this one's configuration plus the change; the client it is
+    /// called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Client::builder(name, version).on_url_elicitation(..)` then `build()`"
+    )]
+    pub fn on_url_elicitation<F, Fut>(self, handler: F) -> Client
     where
         F: Fn(ElicitRequestURLParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<ElicitResult>> + Send + 'static,
     {
-        self.handlers.url = Some(Arc::new(move |p| Box::pin(handler(p))));
-        self.install_handlers();
-        self
+        self.to_builder().on_url_elicitation(handler).build()
     }
 
-    /// Answers `roots/list` with the roots `handler` returns and declares `roots`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_core::types::{ContentBlock, Root, Tool, ToolSchema};
-    /// use mcpl_server::input::ToolReply;
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> mcpl_core::Result<()> {
-    /// // A tool that works on the directories the client shares.
-    /// let server = Server::builder("s", "1")
-    ///     .tool(Tool::new("project_dirs", ToolSchema::object()), |ctx, _args| async move {
-    ///         let Some(roots) = ctx.roots_response("roots") else {
-    ///             return Ok::<ToolReply, _>(ctx.input_required().list_roots("roots").into());
-    ///         };
-    ///         let uris: Vec<&str> = roots.roots.iter().map(|r| r.uri.as_str()).collect();
-    ///         Ok(ToolOutput::text(uris.join(", ")).into())
-    ///     })
-    ///     .build();
-    /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
-    /// # let _session = server.serve(theirs).await?;
-    ///
-    /// let client = Client::new("my-app", "1.0.0").on_roots(|| async {
-    ///     Ok(vec![Root::new("file:///src/api"), Root::new("file:///src/web")])
-    /// });
-    /// client.connect(transport).await?;
-    /// let result = client.call_tool("project_dirs", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("file:///src/api, file:///src/web")]);
-    /// # Ok(()) }
-    /// ```
-    pub fn on_roots<F, Fut>(mut self, handler: F) -> Client
+    /// Deprecated: configure the client before it exists, with
+    /// [`ClientBuilder::on_roots`](crate::ClientBuilder::on_roots). This returns a new,
+    /// unconnected client with this one's configuration plus the change; the client it is
+    /// called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Client::builder(name, version).on_roots(..)` then `build()`"
+    )]
+    pub fn on_roots<F, Fut>(self, handler: F) -> Client
     where
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult<Vec<Root>>> + Send + 'static,
     {
-        self.handlers.roots = Some(Arc::new(move || Box::pin(handler())));
-        self.install_handlers();
-        self
+        self.to_builder().on_roots(handler).build()
     }
 
     /// The capabilities this client declares: the base ones plus those its handlers provide.
@@ -409,7 +289,9 @@ impl Client {
     /// let plain = Client::new("my-app", "1.0.0");
     /// assert!(plain.capabilities().elicitation.is_none());
     ///
-    /// let client = plain.on_elicitation(|_form| async { Ok(ElicitResult::new(ElicitAction::Decline)) });
+    /// let client = Client::builder("my-app", "1.0.0")
+    ///     .on_elicitation(|_form| async { Ok(ElicitResult::new(ElicitAction::Decline)) })
+    ///     .build();
     /// let caps = client.capabilities();
     /// let elicitation = caps.elicitation.expect("declared by the handler");
     /// assert!(elicitation.form.is_some());
@@ -418,39 +300,14 @@ impl Client {
     /// ```
     pub fn capabilities(&self) -> ClientCapabilities {
         let mut caps = self.handlers.declare(&self.capabilities);
-        if let Some(host) = &self.mcpl {
-            if let Ok(advertisement) = serde_json::to_value(host.advertisement()) {
-                caps.experimental
-                    .get_or_insert_with(Default::default)
-                    .insert(mcpl_core::mcpl::manifest::EXPERIMENTAL_KEY.to_owned(), advertisement);
-            }
+        if let Some(host) = &self.mcpl
+            && let Ok(advertisement) = serde_json::to_value(host.advertisement())
+        {
+            caps.experimental
+                .get_or_insert_with(Default::default)
+                .insert(mcpl_core::mcpl::manifest::EXPERIMENTAL_KEY.to_owned(), advertisement);
         }
         caps
-    }
-
-    /// Registers the current handlers with the engine, for 2025-era server requests.
-    fn install_handlers(&self) {
-        let h = self.handlers.clone();
-        if h.sampling.is_some() {
-            let h = h.clone();
-            self.engine.on::<CreateMessage, _, _>(move |_ctx, params| {
-                let h = h.clone();
-                async move { h.sample(params).await.map(Outcome::Complete) }
-            });
-        }
-        if h.form.is_some() || h.url.is_some() {
-            let h = h.clone();
-            self.engine.on::<Elicit, _, _>(move |_ctx, params| {
-                let h = h.clone();
-                async move { h.elicit(params).await.map(Outcome::Complete) }
-            });
-        }
-        if h.roots.is_some() {
-            self.engine.on::<ListRoots, _, _>(move |_ctx, _params| {
-                let h = h.clone();
-                async move { h.list_roots().await }
-            });
-        }
     }
 }
 
@@ -481,10 +338,7 @@ mod tests {
         let mut age = NumberSchema::new(NumberType::Integer);
         age.default = Some(30.0);
         let schema = ElicitationSchema::default()
-            .with_property(
-                "name",
-                StringSchema { default: Some("John".into()), ..Default::default() },
-            )
+            .with_property("name", StringSchema::default().with_default("John"))
             .with_property("age", age)
             .with_property("nick", StringSchema::default());
         let params = ElicitRequestFormParams::new("who?", schema);

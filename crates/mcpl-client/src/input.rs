@@ -66,9 +66,10 @@ pub const DEFAULT_MAX_INPUT_ROUNDS: usize = 10;
 /// # let (transport, theirs) = mcpl_core::transport::memory::pair();
 /// # let _session = server.serve(theirs).await?;
 ///
-/// let client = Client::new("my-app", "1.0.0")
+/// let client = Client::builder("my-app", "1.0.0")
 ///     .on_roots(|| async { Ok(vec![Root::new("file:///work")]) })
-///     .with_input_required(InputRequiredMode::Auto { max_rounds: 1 });
+///     .with_input_required(InputRequiredMode::Auto { max_rounds: 1 })
+///     .build();
 /// client.connect(transport).await?;
 /// let err = client.call_tool("wizard", ()).await.unwrap_err();
 /// assert_eq!(err.kind(), ErrorKind::InputRequired);
@@ -143,9 +144,10 @@ impl Client {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
     /// # let (_session, transport) = dirs_server().await?;
-    /// let client = Client::new("my-app", "1.0.0")
+    /// let client = Client::builder("my-app", "1.0.0")
     ///     .on_roots(|| async { Ok(vec![Root::new("file:///src")]) })
-    ///     .with_input_required(InputRequiredMode::Manual);
+    ///     .with_input_required(InputRequiredMode::Manual)
+    ///     .build();
     /// client.connect(transport).await?;
     ///
     /// // The server needs input: the call hands it to us.
@@ -197,9 +199,10 @@ impl Client {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> mcpl_core::Result<()> {
     /// # let (_session, transport) = dirs_server().await?;
-    /// let client = Client::new("my-app", "1.0.0")
+    /// let client = Client::builder("my-app", "1.0.0")
     ///     .on_roots(|| async { Ok(vec![Root::new("file:///src")]) })
-    ///     .with_input_required(InputRequiredMode::Manual);
+    ///     .with_input_required(InputRequiredMode::Manual)
+    ///     .build();
     /// client.connect(transport).await?;
     /// let Err(Error::InputRequired { result, .. }) = client.call_tool("project_dirs", ()).await
     /// else {
@@ -221,22 +224,31 @@ impl Client {
         Ok(responses)
     }
 
-    /// Sends `M`, fulfilling input-required results as the mode says.
+    /// Sends `M`, fulfilling input-required results as the mode says; each send carries, in
+    /// the stateless era, the per-request `_meta` (see [`Client::with_request_meta`]).
     pub(crate) async fn send_fulfilling<M, R>(
         &self,
-        mut params: M::Params,
+        params: &M::Params,
         options: RequestOptions,
     ) -> Result<Outcome<R>>
     where
         M: Method<Result = Outcome<R>>,
-        M::Params: Retryable,
+        M::Params: Retryable + Clone,
+        R: serde::de::DeserializeOwned,
     {
+        // Copied only for a retry that carries input.
+        let mut params = std::borrow::Cow::Borrowed(params);
         let mut rounds = 0;
         loop {
             // Each send takes a fresh JSON-RPC id from the engine, and goes through
             // `Client::send` (strict checks, the response cache: which stores neither an
             // input-required result nor the answer to a retry carrying input).
-            let outcome = self.send::<M>(params.clone(), options.clone()).await?;
+            let sent = self.with_request_meta(options.clone());
+            let value = self.send_value_ref::<M>(&params, sent).await?;
+            // Decoded in one walk of the JSON (`Outcome`'s `Deserialize` copies it first).
+            let outcome = Outcome::<R>::from_value(value).map_err(|source| {
+                Error::Serialization { what: format!("{} result", M::NAME), source }
+            })?;
             let Outcome::InputRequired(result) = outcome else { return Ok(outcome) };
             let max_rounds = match self.input_mode {
                 InputRequiredMode::Manual => 0,
@@ -248,7 +260,7 @@ impl Client {
             let responses = self.fulfil_input(&result).await?;
             tracing::debug!(method = M::NAME, round = rounds + 1, "retrying with input");
             let responses = (!responses.is_empty()).then_some(responses);
-            params.set_input(responses, result.request_state);
+            params.to_mut().set_input(responses, result.request_state);
             rounds += 1;
         }
     }

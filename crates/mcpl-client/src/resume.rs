@@ -41,22 +41,9 @@ use mcpl_core::transport::SessionHandle;
 use mcpl_core::{Era, Error, Result, Transport};
 use serde::{Deserialize, Serialize};
 
-use crate::client::{Client, ServerDetails};
-
-/// What a connection is linked to: the transport's endpoint identity and session handle.
-#[derive(Debug, Default)]
-pub(crate) struct Link {
-    /// The endpoint identity: the response cache's server partition.
-    pub(crate) endpoint: Option<String>,
-    /// The transport's server-side session, if it has one.
-    pub(crate) session: Option<SessionHandle>,
-}
-
-impl Link {
-    pub(crate) fn of<T: Transport>(transport: &T) -> Link {
-        Link { endpoint: transport.endpoint(), session: transport.session() }
-    }
-}
+use crate::client::Client;
+use crate::link::Link;
+use crate::negotiation::ServerDetails;
 
 /// A connection saved for [`Client::resume`]. Serializable with serde (camelCase JSON).
 ///
@@ -400,10 +387,10 @@ impl Client {
         let link = Link::of(&transport);
         // A transport naming no endpoint is never cached: the snapshot's endpoint cannot tell
         // where this one leads.
-        if let (Some(now), Some(then)) = (&link.endpoint, &snapshot.endpoint) {
-            if now != then {
-                return refuse(format!("the snapshot is of {then:?}, not of {now:?}"));
-            }
+        if let (Some(now), Some(then)) = (&link.endpoint, &snapshot.endpoint)
+            && now != then
+        {
+            return refuse(format!("the snapshot is of {then:?}, not of {now:?}"));
         }
         if let Some(id) = &snapshot.session_id {
             match &link.session {

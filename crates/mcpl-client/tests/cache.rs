@@ -40,7 +40,7 @@ fn names(tools: &[Tool]) -> Vec<String> {
 }
 
 async fn client(running: &Running, cache: ResponseCache) -> Client {
-    let client = Client::new("c", "1").with_cache(cache);
+    let client = Client::builder("c", "1").with_cache(cache).build();
     client.connect(running.transport()).await.unwrap();
     client
 }
@@ -155,7 +155,7 @@ async fn a_stale_entry_is_served_when_the_server_fails_only_if_asked() {
     assert_eq!(names(&stale_ok.list_tools().await.unwrap()), ["tool"]);
     // ...but not to a client that did not ask for it.
     let error = strict.list_tools().await.unwrap_err();
-    assert_eq!(error.kind(), ErrorKind::Rpc, "{error}");
+    assert_eq!(error.kind(), ErrorKind::HttpStatus, "{error}");
     // A refusal that is not a failure to reach the server is never papered over.
     s.probe.fail(false);
     let refused = stale_ok.read_resource("mem:///missing").await.unwrap_err();
@@ -168,9 +168,10 @@ async fn list_changed_invalidates_the_cached_list() {
     // A 2025-era session: results carry no ttlMs, so a default ttl makes them cacheable, and
     // the server announces list changes on the session's stream.
     let s = serve("first", LONG).await;
-    let client = Client::new("c", "1")
+    let client = Client::builder("c", "1")
         .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
-        .with_cache(ResponseCache::in_memory().principal("p").default_ttl(LONG));
+        .with_cache(ResponseCache::in_memory().principal("p").default_ttl(LONG))
+        .build();
     client.connect(s.transport()).await.unwrap();
     let posts = || s.probe.seen().iter().filter(|l| *l == "POST").count();
     assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
@@ -274,13 +275,14 @@ async fn input_required_results_and_their_retries_are_never_cached() {
         .build();
     let s = start(server, HttpConfig::new().cache_ttl(LONG)).await;
     let store = Arc::new(MemoryStore::new());
-    let client = Client::new("c", "1")
+    let client = Client::builder("c", "1")
         .with_cache(ResponseCache::new(store.clone()).principal("p"))
         .on_elicitation(|_form| async move {
             let mut result = ElicitResult::new(ElicitAction::Accept);
             result.content = Some(Default::default());
             Ok(result)
-        });
+        })
+        .build();
     client.connect(s.transport()).await.unwrap();
     assert!(client.server().unwrap().is_stateless());
     for round in 1..=2 {
@@ -306,7 +308,7 @@ async fn a_notification_invalidates_the_cache_before_the_users_handler_runs() {
     // after the handler, that listing would still be answered from the cache.
     let release = Arc::new(tokio::sync::Notify::new());
     let held = release.clone();
-    let client = Client::new("c", "1")
+    let client = Client::builder("c", "1")
         .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
         .on_tools_list_changed(move || {
             let (tx, held) = (tx.clone(), held.clone());
@@ -315,7 +317,8 @@ async fn a_notification_invalidates_the_cache_before_the_users_handler_runs() {
                 held.notified().await;
             }
         })
-        .with_cache(ResponseCache::in_memory().principal("p").default_ttl(LONG));
+        .with_cache(ResponseCache::in_memory().principal("p").default_ttl(LONG))
+        .build();
     client.connect(s.transport()).await.unwrap();
     assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
     eventually("the standalone stream is open", async || s.probe.seen().iter().any(|l| l == "GET"))
@@ -343,18 +346,19 @@ async fn a_change_heard_on_a_2026_listen_stream_invalidates_the_cache() {
     // above): the stream and the handler both see it, and only after the cache.
     let release = Arc::new(tokio::sync::Notify::new());
     let held = release.clone();
-    let client = Client::new("c", "1")
+    let client = Client::builder("c", "1")
         .with_cache(ResponseCache::in_memory().principal("p"))
         .on_tools_list_changed(move || {
             let held = held.clone();
             async move { held.notified().await }
-        });
+        })
+        .build();
     client.connect(s.transport()).await.unwrap();
     assert!(client.server().unwrap().is_stateless());
     assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
     assert_eq!(names(&client.list_tools().await.unwrap()), ["first"]);
     assert_eq!(s.probe.count_of("tools/list"), 1);
-    let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    let filter = SubscriptionFilter::default().with_tools_list_changed(true);
     let mut listen = client.listen(filter).await.unwrap();
     let guard = Duration::from_secs(30);
     let ack = tokio::time::timeout(guard, listen.next()).await.expect("hang guard").unwrap();

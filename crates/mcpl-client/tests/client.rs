@@ -128,8 +128,8 @@ async fn a_child_that_exits_is_a_clear_error() {
     assert!(matches!(err.kind(), ErrorKind::ConnectionClosed | ErrorKind::Transport), "{err:?}");
     assert!(!client.is_connected());
     let err = client.connect(ChildProcess::new("/nonexistent/mcp-server")).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Transport);
-    assert!(err.to_string().contains("could not spawn"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Connect);
+    assert!(err.to_string().contains("/nonexistent/mcp-server"), "{err}");
 }
 
 /// A raw server whose `prompts/list` never ends: every page names the same next cursor.

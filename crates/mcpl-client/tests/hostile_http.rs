@@ -97,7 +97,11 @@ fn sse(body: &'static str) -> Response {
 }
 
 fn pinned_2025() -> Client {
-    Client::new("hostile", "0.0.1")
+    pinned_2025_builder().build()
+}
+
+fn pinned_2025_builder() -> mcpl_client::ClientBuilder {
+    Client::builder("hostile", "0.0.1")
         .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
 }
 
@@ -311,13 +315,15 @@ async fn a_notification_flood_on_the_standalone_stream_is_held_back() {
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let handled = Arc::new(AtomicUsize::new(0));
     let (g, h) = (gate.clone(), handled.clone());
-    let client = pinned_2025().on_log_message(move |_message| {
-        let (g, h) = (g.clone(), h.clone());
-        async move {
-            g.acquire().await.unwrap().forget();
-            h.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let client = pinned_2025_builder()
+        .on_log_message(move |_message| {
+            let (g, h) = (g.clone(), h.clone());
+            async move {
+                g.acquire().await.unwrap().forget();
+                h.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build();
     client.connect(HttpTransport::new(&url)).await.unwrap();
     // Wait until the server stops producing (held back) or has produced everything.
     let mut through = 0;
@@ -383,12 +389,14 @@ async fn a_listen_stream_that_is_not_read_holds_a_bounded_backlog() {
     let (url, _gets) = scripted(script).await;
     let changes = Arc::new(AtomicUsize::new(0));
     let counted = changes.clone();
-    let client = Client::new("listener", "0.0.1").on_tools_list_changed(move || {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {}
-    });
+    let client = Client::builder("listener", "0.0.1")
+        .on_tools_list_changed(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {}
+        })
+        .build();
     client.connect(HttpTransport::new(&url)).await.unwrap();
-    let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+    let filter = SubscriptionFilter::default().with_tools_list_changed(true);
     let mut listen = client.listen(filter).await.unwrap();
     // Every notification reached the client (its handler saw them all), none was read from
     // the stream meanwhile.

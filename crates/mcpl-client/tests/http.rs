@@ -267,9 +267,12 @@ async fn an_authorization_challenge_reaches_the_caller_with_its_status_and_heade
     let client =
         Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
     let err = client.connect(HttpTransport::new(format!("http://{addr}/mcp"))).await.unwrap_err();
-    let rpc = err.rpc_error().expect("an error answering the request");
-    let data = rpc.data.as_ref().unwrap();
-    assert_eq!(data["status"], 401);
-    assert!(data["wwwAuthenticate"].as_str().unwrap().contains("resource_metadata="));
+    // The transport's failure, not a JSON-RPC error the server never sent.
+    assert_eq!(err.kind(), ErrorKind::HttpStatus, "{err}");
+    assert!(err.rpc_error().is_none());
+    let mcpl_core::Error::HttpStatus { status, body, challenge } = &err else { panic!("{err:?}") };
+    assert_eq!(*status, 401);
+    assert_eq!(body, r#"{"error":"invalid_token"}"#);
+    assert!(challenge.as_deref().unwrap().contains("resource_metadata="));
     assert!(!client.is_connected());
 }

@@ -88,7 +88,7 @@ async fn an_mcpl_host_reaches_a_stateless_only_server_as_plain_mcp() {
     let unknown = Err(ErrorObject::method_not_found("initialize"));
     let (addr, log) = scripted(unknown, Ok(discover_result())).await;
     let host = McplHost::new(HostPolicy::default());
-    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let client = Client::builder("host", "1").with_mcpl(host.clone()).build();
     let details = connect_tcp(&client, addr).await.unwrap();
     assert_eq!(details.protocol_version, ProtocolVersion::V2026_07_28);
     assert_eq!(details.server_info.name, "stateless");
@@ -115,7 +115,8 @@ async fn when_both_eras_fail_the_error_of_the_era_the_server_speaks_is_returned(
     // `initialize` is known but fails; `server/discover` is unknown: the initialize error.
     let broken = Err(ErrorObject::internal("the database is down"));
     let (addr, log) = scripted(broken, Err(ErrorObject::method_not_found("server/discover"))).await;
-    let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
+    let client =
+        Client::builder("host", "1").with_mcpl(McplHost::new(HostPolicy::default())).build();
     let err = connect_tcp(&client, addr).await.unwrap_err();
     assert!(err.rpc_error().is_some_and(|o| o.message.contains("the database is down")), "{err}");
     assert_eq!(methods(&log), ["initialize", "server/discover"]);
@@ -123,7 +124,8 @@ async fn when_both_eras_fail_the_error_of_the_era_the_server_speaks_is_returned(
     // `initialize` is unknown; `server/discover` fails: the discover error.
     let unknown = Err(ErrorObject::method_not_found("initialize"));
     let (addr, _log) = scripted(unknown, Err(ErrorObject::internal("not today"))).await;
-    let client = Client::new("host", "1").with_mcpl(McplHost::new(HostPolicy::default()));
+    let client =
+        Client::builder("host", "1").with_mcpl(McplHost::new(HostPolicy::default())).build();
     let err = connect_tcp(&client, addr).await.unwrap_err();
     assert!(err.rpc_error().is_some_and(|o| o.message.contains("not today")), "{err}");
 }
@@ -167,7 +169,7 @@ async fn over_http_a_stateless_only_endpoint_is_reached_without_mcpl() {
     tokio::spawn(mcpl_server::http::serve(listener, app));
 
     let host = McplHost::new(HostPolicy::default());
-    let client = Client::new("host", "1").with_mcpl(host.clone());
+    let client = Client::builder("host", "1").with_mcpl(host.clone()).build();
     let details = tokio::time::timeout(GUARD, client.connect(HttpTransport::new(url.clone())))
         .await
         .expect("hang")
@@ -180,9 +182,10 @@ async fn over_http_a_stateless_only_endpoint_is_reached_without_mcpl() {
     client.close().await.unwrap();
 
     // Pinned to the 2025 era, the same server is refused with its versions.
-    let pinned = Client::new("host", "1")
+    let pinned = Client::builder("host", "1")
         .with_negotiation(mcpl_client::Negotiation::pinned(ProtocolVersion::V2025_11_25))
-        .with_mcpl(McplHost::new(HostPolicy::default()));
+        .with_mcpl(McplHost::new(HostPolicy::default()))
+        .build();
     let err = tokio::time::timeout(GUARD, pinned.connect(HttpTransport::new(url)))
         .await
         .expect("hang")

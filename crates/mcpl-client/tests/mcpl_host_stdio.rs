@@ -84,7 +84,7 @@ impl Drop for Log {
 #[tokio::test]
 async fn a_child_process_server_meets_readiness_dedupe_and_streaming() {
     let log = Log::new("mcpl-host-stdio");
-    let host = McplHost::new(HostPolicy::default())
+    let host = McplHost::builder(HostPolicy::default())
         .on_push_event(|event| async move {
             PushOutcome::accepted(Some(format!("inference-for-{}", event.event_id)))
         })
@@ -97,8 +97,9 @@ async fn a_child_process_server_meets_readiness_dedupe_and_streaming() {
                 "model": "m", "finishReason": "end_turn",
                 "usage": {"inputTokens": 1, "outputTokens": 2}}))
             .unwrap())
-        });
-    let client = Client::new("host", "1").with_mcpl(host.clone());
+        })
+        .build();
+    let client = Client::builder("host", "1").with_mcpl(host.clone()).build();
     let child = ChildProcess::new("python3").args(["-c", SCRIPTED_SERVER]).env("MCPL_LOG", &log.0);
     tokio::time::timeout(Duration::from_secs(30), client.connect(child))
         .await

@@ -28,7 +28,11 @@ async fn serve() -> Running {
 }
 
 fn stateful() -> Client {
-    Client::new("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
+    stateful_builder().build()
+}
+
+fn stateful_builder() -> mcpl_client::ClientBuilder {
+    Client::builder("c", "1").with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
 }
 
 /// Through JSON and back, as an application would store it.
@@ -168,7 +172,7 @@ async fn a_strict_client_keeps_enforcing_capabilities_after_resume() {
 async fn the_response_cache_keeps_the_servers_partition_after_resume() {
     let s = serve().await;
     let store = Arc::new(MemoryStore::new());
-    let client = Client::new("c", "1").with_cache(ResponseCache::new(store.clone()));
+    let client = Client::builder("c", "1").with_cache(ResponseCache::new(store.clone())).build();
     client.connect(s.transport()).await.unwrap();
     client.list_tools().await.unwrap();
     assert_eq!(s.probe.count_of("tools/list"), 1);
@@ -190,7 +194,9 @@ async fn the_response_cache_keeps_the_servers_partition_after_resume() {
 async fn a_resumed_2025_session_still_hears_the_servers_notifications() {
     let s = serve().await;
     let long = std::time::Duration::from_secs(600);
-    let client = stateful().with_cache(ResponseCache::in_memory().principal("p").default_ttl(long));
+    let client = stateful_builder()
+        .with_cache(ResponseCache::in_memory().principal("p").default_ttl(long))
+        .build();
     client.connect(s.transport()).await.unwrap();
     let snapshot = client.suspend().await.unwrap();
     let suspended_at = s.probe.count();
@@ -274,9 +280,10 @@ async fn resuming_an_mcpl_session_reattaches_the_mcpl_host() {
     use mcpl_client::mcpl::{HostPolicy, McplHost, McplStatus, PushOutcome};
     tokio::time::timeout(WAIT, async {
         let s = start(mcpl_server(), HttpConfig::new()).await;
-        let host = McplHost::new(HostPolicy::default())
-            .on_push_event(|_event| async { PushOutcome::accepted(None) });
-        let client = stateful().with_mcpl(host.clone());
+        let host = McplHost::builder(HostPolicy::default())
+            .on_push_event(|_event| async { PushOutcome::accepted(None) })
+            .build();
+        let client = stateful_builder().with_mcpl(host.clone()).build();
         client.connect(s.transport()).await.unwrap();
         assert_eq!(host.status(), Some(McplStatus::Ready));
         let snapshot = client.suspend().await.unwrap();
@@ -304,7 +311,8 @@ async fn a_transport_without_an_endpoint_is_never_cached_even_when_resumed() {
     tokio::time::timeout(WAIT, async {
         let s = serve().await;
         let store = Arc::new(MemoryStore::new());
-        let client = Client::new("c", "1").with_cache(ResponseCache::new(store.clone()));
+        let client =
+            Client::builder("c", "1").with_cache(ResponseCache::new(store.clone())).build();
         client.connect(s.transport()).await.unwrap();
         assert_eq!(client.list_tools().await.unwrap()[0].name, "echo");
         assert_eq!(store.len(), 1);

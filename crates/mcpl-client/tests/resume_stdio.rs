@@ -68,7 +68,7 @@ fn child(log: &Path) -> ChildProcess {
 async fn a_stateless_child_is_resumed_in_a_new_process_with_zero_round_trips() {
     let log = Log::new("resume-stdio");
     let store = std::sync::Arc::new(MemoryStore::new());
-    let client = Client::new("c", "1").with_cache(ResponseCache::new(store.clone()));
+    let client = Client::builder("c", "1").with_cache(ResponseCache::new(store.clone())).build();
     let details = client.connect(log.child()).await.unwrap();
     assert!(details.is_stateless());
     assert_eq!(client.list_tools().await.unwrap().len(), 1);
@@ -110,10 +110,10 @@ async fn children_differing_only_in_their_environment_keep_apart_in_the_cache() 
     let store = std::sync::Arc::new(MemoryStore::new());
     let cache = ResponseCache::new(store.clone());
     // The same command line and directory; only `MCP_LOG` differs (a token would, too).
-    let a = Client::new("c", "1").with_cache(cache.clone());
+    let a = Client::builder("c", "1").with_cache(cache.clone()).build();
     a.connect(first.child()).await.unwrap();
     assert_eq!(a.list_tools().await.unwrap().len(), 1);
-    let b = Client::new("c", "1").with_cache(cache);
+    let b = Client::builder("c", "1").with_cache(cache).build();
     b.connect(second.child()).await.unwrap();
     assert_eq!(b.list_tools().await.unwrap().len(), 1);
     // Each child was asked for its own list: the second was not answered from the first's.

@@ -145,7 +145,9 @@ async fn a_server_without_the_extension_is_not_asked() {
 #[tokio::test]
 async fn listings_and_entries_are_cached_like_other_lists() {
     let running = serve(2).await;
-    let client = Client::new("host", "1.0.0").with_cache(ResponseCache::in_memory().principal("p"));
+    let client = Client::builder("host", "1.0.0")
+        .with_cache(ResponseCache::in_memory().principal("p"))
+        .build();
     client.connect(running.transport()).await.unwrap();
     client.list_skills().await.unwrap();
     client.list_skills().await.unwrap();

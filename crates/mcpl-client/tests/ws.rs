@@ -2,6 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[cfg(feature = "rustls")]
+mod tls_listener;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -99,7 +102,7 @@ fn text(result: &mcpl_core::types::CallToolResult) -> String {
 async fn a_2025_session_over_websocket_with_server_requests_and_notifications() {
     let s = start(WsConfig::new()).await;
     let (changed_tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
-    let client = Client::new("ws-client", "1")
+    let client = Client::builder("ws-client", "1")
         .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
         .on_elicitation(|form| async move {
             assert_eq!(form.message, "Your name?");
@@ -112,7 +115,8 @@ async fn a_2025_session_over_websocket_with_server_requests_and_notifications() 
             async move {
                 let _ = tx.send(());
             }
-        });
+        })
+        .build();
     let details = client.connect(s.transport()).await.unwrap();
     assert_eq!(details.protocol_version, ProtocolVersion::V2025_11_25);
     assert_eq!(details.server_info.name, "ws-e2e");
@@ -158,9 +162,10 @@ async fn the_server_sends_requests_of_its_own_at_any_time() {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
 
-    let client = Client::new("c", "1")
+    let client = Client::builder("c", "1")
         .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
-        .on_roots(|| async { Ok(vec![Root::new("file:///work")]) });
+        .on_roots(|| async { Ok(vec![Root::new("file:///work")]) })
+        .build();
     client.connect(WebSocketTransport::new(format!("ws://{addr}/ws"))).await.unwrap();
     let session = tokio::time::timeout(GUARD, sessions.recv()).await.expect("hang guard").unwrap();
     assert_eq!(session.client_info().unwrap().name, "c");
@@ -210,12 +215,12 @@ async fn the_default_negotiation_works_over_websocket() {
 }
 
 #[tokio::test]
-async fn custom_headers_are_sent_and_refusals_are_transport_errors() {
+async fn custom_headers_are_sent_and_refusals_are_their_http_status() {
     let s = start(WsConfig::new()).await;
     // Without the token the middleware refuses the upgrade.
     let bare = WebSocketTransport::new(format!("ws://{}/ws", s.addr));
     let e = Client::new("c", "1").connect(bare).await.unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Transport);
+    assert_eq!(e.kind(), ErrorKind::HttpStatus);
     assert!(e.to_string().contains("401"), "{e}");
     // A foreign Origin is refused by the DNS-rebinding guard.
     let foreign = s.transport().header("origin", "https://evil.example");
@@ -320,43 +325,20 @@ async fn mcpl_uris_dial_tls_and_identify_by_their_canonical_form() {
         .await
         .expect("hang guard")
         .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Transport, "{e}");
+    assert_eq!(e.kind(), ErrorKind::Tls, "{e}");
     let ws = WebSocketTransport::new(format!("ws://LOCALHOST:{}/ws", s.addr.port()));
     assert_eq!(ws.endpoint(), Some(format!("ws://localhost:{}/ws", s.addr.port())));
 }
 
-/// `mcpl://` over real TLS (needs the `tls` feature, on by default).
-#[cfg(feature = "tls")]
+/// `mcpl://` over real TLS (needs the `rustls` feature, on by default).
+#[cfg(feature = "rustls")]
 mod tls {
     use super::*;
 
-    /// A TLS listener for axum: each accepted TCP connection goes through the TLS handshake first.
-    struct TlsListener {
-        tcp: tokio::net::TcpListener,
-        acceptor: tokio_rustls::TlsAcceptor,
-    }
-
-    impl axum::serve::Listener for TlsListener {
-        type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-        type Addr = SocketAddr;
-
-        async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-            loop {
-                let Ok((tcp, addr)) = self.tcp.accept().await else { continue };
-                match self.acceptor.accept(tcp).await {
-                    Ok(tls) => return (tls, addr),
-                    Err(_) => continue,
-                }
-            }
-        }
-
-        fn local_addr(&self) -> std::io::Result<Self::Addr> {
-            self.tcp.local_addr()
-        }
-    }
+    use crate::tls_listener::TlsListener;
 
     fn ring() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
-        std::sync::Arc::new(rustls::crypto::ring::default_provider())
+        std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider())
     }
 
     #[tokio::test]
@@ -392,21 +374,22 @@ mod tls {
         let uri = format!("mcpl://LocalHost:{port}/ws");
         let transport = WebSocketTransport::new(&uri).tls_config(std::sync::Arc::new(client_tls));
         assert_eq!(transport.endpoint(), Some(format!("mcpl://localhost:{port}/ws")));
-        let client = Client::new("tls", "1")
+        let client = Client::builder("tls", "1")
             .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
             .on_elicitation(|_form| async move {
                 let mut result = ElicitResult::new(ElicitAction::Accept);
                 result.content = Some(serde_json::from_value(json!({"name": "Tls"})).unwrap());
                 Ok(result)
-            });
+            })
+            .build();
         client.connect(transport).await.unwrap();
         assert_eq!(endpoint.connection_count(), 1);
         let greeted = client.call_tool("greet", Map::new()).await.unwrap();
         assert_eq!(text(&greeted), r#"hello "Tls""#);
         client.close().await.unwrap();
 
-        // With the default roots the self-signed certificate is not trusted: a transport error.
+        // With the default roots the self-signed certificate is not trusted: a TLS error.
         let e = WebSocketTransport::new(&uri).start().await.unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Transport, "{e}");
+        assert_eq!(e.kind(), ErrorKind::Tls, "{e}");
     }
 }

@@ -19,6 +19,25 @@ pub enum Era {
     Stateless,
 }
 
+impl Era {
+    /// The era's name: `stateful` or `stateless` (what traces record, see [`crate::trace`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::Era;
+    ///
+    /// assert_eq!(mcpl_core::ProtocolVersion::LATEST.era().as_str(), "stateless");
+    /// assert_eq!(Era::Stateful.as_str(), "stateful");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Era::Stateful => "stateful",
+            Era::Stateless => "stateless",
+        }
+    }
+}
+
 /// A dated MCP protocol revision this SDK knows.
 ///
 /// # Examples

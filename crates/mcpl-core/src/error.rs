@@ -10,6 +10,37 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// A `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Displays an error and its causes (its [`source`](std::error::Error::source) chain),
+/// `: `-separated: for a log line or a message that must say everything at once, since an
+/// error's own Display names only what failed at its level.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::error::ErrorChain;
+///
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("cannot load the settings")]
+/// struct Load(#[source] std::io::Error);
+///
+/// let error = Load(std::io::Error::other("disk gone"));
+/// assert_eq!(ErrorChain(&error).to_string(), "cannot load the settings: disk gone");
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'a));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            write!(f, ": {c}")?;
+            cause = c.source();
+        }
+        Ok(())
+    }
+}
+
 /// What went wrong, as a small `Copy` value that stays stable across releases.
 ///
 /// Match on this instead of on [`Error`]'s variants or its message text (which is not stable).
@@ -44,6 +75,21 @@ pub enum ErrorKind {
     MessageTooLarge,
     /// The transport failed (I/O or another transport error).
     Transport,
+    /// No connection to the peer could be made: it was refused, the host is unreachable, its
+    /// name did not resolve, or the server process could not be started.
+    Connect,
+    /// The TLS handshake with the peer failed (an untrusted or invalid certificate, no common
+    /// protocol version or cipher).
+    Tls,
+    /// The transport gave up waiting for the peer: connecting, a handshake, or a connection
+    /// that stayed silent (the engine's own wait for a response is
+    /// [`RequestTimeout`](Self::RequestTimeout)).
+    TransportTimeout,
+    /// The peer broke the rules of the transport: an unexpected content type, a body or event
+    /// stream that could not be read, a response that does not answer the request.
+    ProtocolViolation,
+    /// The HTTP server answered with an error status and no JSON-RPC message.
+    HttpStatus,
     /// A value could not be (de)serialized into the expected type.
     Serialization,
     /// The server still needs input the client did not supply (manual mode, or the round cap).
@@ -133,6 +179,56 @@ pub enum Error {
     /// Transport I/O failed.
     #[error("transport i/o failed")]
     Io(#[source] std::io::Error),
+    /// No connection to the peer could be made (refused, unreachable, an unknown host name, a
+    /// server process that could not be started).
+    #[error("could not connect to {endpoint}")]
+    Connect {
+        /// Where the transport tried to connect (a URL without credentials, a program).
+        endpoint: String,
+        /// Why it could not.
+        #[source]
+        source: BoxError,
+    },
+    /// The TLS handshake with the peer failed (an untrusted or invalid certificate, no common
+    /// protocol version).
+    #[error("the TLS handshake with {endpoint} failed")]
+    Tls {
+        /// The peer (a URL without credentials).
+        endpoint: String,
+        /// The TLS library's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The transport gave up waiting for the peer.
+    #[error("{during} timed out")]
+    TransportTimeout {
+        /// What the transport was waiting for ("connecting to ...", "the websocket handshake").
+        during: String,
+        /// The timeout, when the transport knows it (a client of the caller's own may have
+        /// set it).
+        timeout: Option<Duration>,
+    },
+    /// The peer broke the rules of the transport (an unexpected content type, an unreadable
+    /// body or event stream, a response that does not answer the request).
+    #[error("the peer broke the transport protocol: {detail}")]
+    ProtocolViolation {
+        /// What the peer did.
+        detail: String,
+        /// The cause, if any (a JSON error, an I/O error).
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The HTTP server answered with an error status and no JSON-RPC message. `body` is the
+    /// start of what it sent (at most [`HTTP_BODY_SNIPPET`] bytes, as text).
+    #[error("the server answered HTTP {status}{}", snippet(body))]
+    HttpStatus {
+        /// The status code.
+        status: u16,
+        /// The start of the body, as text (lossy UTF-8), at most [`HTTP_BODY_SNIPPET`] bytes.
+        body: String,
+        /// The `WWW-Authenticate` challenge of a `401` or `403`, if any.
+        challenge: Option<Box<str>>,
+    },
     /// Another transport failure.
     #[error("transport failed: {context}")]
     Transport {
@@ -180,6 +276,16 @@ pub enum Error {
         /// What stopped it.
         limit: ListLimit,
     },
+}
+
+/// The most bytes of an HTTP error body kept in [`Error::HttpStatus`]: 512.
+pub const HTTP_BODY_SNIPPET: usize = 512;
+
+/// `": "` and the body, escaped, for the text of [`Error::HttpStatus`]; nothing for an empty
+/// body.
+fn snippet(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() { String::new() } else { format!(": {body:?}") }
 }
 
 /// What stopped a paginated listing before its last page ([`Error::ListTruncated`]).
@@ -235,6 +341,11 @@ impl Error {
             Error::InvalidMessage(_) => ErrorKind::InvalidMessage,
             Error::MessageTooLarge { .. } => ErrorKind::MessageTooLarge,
             Error::Io(_) | Error::Transport { .. } => ErrorKind::Transport,
+            Error::Connect { .. } => ErrorKind::Connect,
+            Error::Tls { .. } => ErrorKind::Tls,
+            Error::TransportTimeout { .. } => ErrorKind::TransportTimeout,
+            Error::ProtocolViolation { .. } => ErrorKind::ProtocolViolation,
+            Error::HttpStatus { .. } => ErrorKind::HttpStatus,
             Error::Serialization { .. } => ErrorKind::Serialization,
             Error::InputRequired { .. } => ErrorKind::InputRequired,
             Error::InvalidToolHeaders { .. } => ErrorKind::InvalidToolHeaders,
@@ -276,6 +387,49 @@ impl Error {
     /// A transport error with context and a cause.
     pub fn transport(context: impl Into<String>, source: impl Into<BoxError>) -> Error {
         Error::Transport { context: context.into(), source: Some(source.into()) }
+    }
+
+    /// The error for an HTTP error status with `body` (kept up to [`HTTP_BODY_SNIPPET`]
+    /// bytes, cut at a character boundary) and the `WWW-Authenticate` `challenge`, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::{Error, ErrorKind};
+    ///
+    /// let e = Error::http_status(503, &[b'x'; 4096], None);
+    /// assert_eq!(e.kind(), ErrorKind::HttpStatus);
+    /// let Error::HttpStatus { status, body, .. } = &e else { unreachable!() };
+    /// assert_eq!((*status, body.len()), (503, mcpl_core::error::HTTP_BODY_SNIPPET));
+    /// ```
+    pub fn http_status(status: u16, body: &[u8], challenge: Option<&str>) -> Error {
+        let mut text = String::from_utf8_lossy(&body[..body.len().min(HTTP_BODY_SNIPPET)]);
+        let mut cut = text.len().min(HTTP_BODY_SNIPPET);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.to_mut().truncate(cut);
+        Error::HttpStatus { status, body: text.into_owned(), challenge: challenge.map(Into::into) }
+    }
+
+    /// Whether the transport could not reach the peer or lost it: a [`ConnectionClosed`],
+    /// [`Connect`], [`Tls`], [`TransportTimeout`] or other [`Transport`] failure (not an
+    /// answer of the peer).
+    ///
+    /// [`ConnectionClosed`]: ErrorKind::ConnectionClosed
+    /// [`Connect`]: ErrorKind::Connect
+    /// [`Tls`]: ErrorKind::Tls
+    /// [`TransportTimeout`]: ErrorKind::TransportTimeout
+    /// [`Transport`]: ErrorKind::Transport
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::ConnectionClosed
+                | ErrorKind::Connect
+                | ErrorKind::Tls
+                | ErrorKind::TransportTimeout
+                | ErrorKind::Transport
+        )
     }
 
     /// The JSON-RPC error object, when the peer answered with an error.
@@ -372,6 +526,30 @@ mod tests {
             ErrorKind::HeaderMismatch
         );
         assert_eq!(Error::from_rpc(ErrorObject::method_not_found("x")).kind(), ErrorKind::Rpc);
+    }
+
+    #[test]
+    fn transport_failures_have_their_own_kinds_and_keep_their_cause() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e =
+            Error::Connect { endpoint: "http://127.0.0.1:1/mcp".into(), source: refused.into() };
+        assert_eq!(e.kind(), ErrorKind::Connect);
+        assert_eq!(e.to_string(), "could not connect to http://127.0.0.1:1/mcp");
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(e.is_unreachable());
+        // The body is cut to a bounded snippet, escaped in the text, and not the server's word.
+        let e = Error::http_status(500, "db \"down\"\n".repeat(200).as_bytes(), None);
+        assert_eq!(e.kind(), ErrorKind::HttpStatus);
+        let Error::HttpStatus { body, .. } = &e else { panic!() };
+        assert_eq!(body.len(), HTTP_BODY_SNIPPET);
+        assert!(e.to_string().starts_with("the server answered HTTP 500: \"db \\\"down"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+        assert!(!e.is_unreachable());
+        assert_eq!(Error::http_status(404, b"", None).to_string(), "the server answered HTTP 404");
+        // A multi-byte character across the cut is not split.
+        let e = Error::http_status(502, format!("a{}", "é".repeat(600)).as_bytes(), None);
+        let Error::HttpStatus { body, .. } = &e else { panic!() };
+        assert!(body.len() <= HTTP_BODY_SNIPPET && !body.contains('\u{FFFD}'), "{body}");
     }
 
     #[test]

@@ -24,6 +24,8 @@
 //! - [`engine`]: request correlation, handlers, cancellation, progress, timeouts, lifecycle.
 //! - [`transport`]: the [`Transport`] trait, newline-delimited JSON, stdio, in-memory pairs.
 //! - [`era`]: protocol revisions and their eras.
+//! - [`trace`]: the `tracing` spans of served and sent requests, their fields and events
+//!   (`docs/observability.md` lists them all).
 //! - [`mcpl`]: the MCPL 0.5 extension: types, the capability grant, the manifest digest.
 
 #![warn(missing_docs)]
@@ -36,6 +38,7 @@ pub mod error;
 pub mod jsonrpc;
 pub mod log_safe;
 pub mod mcpl;
+pub mod trace;
 pub mod transport;
 pub mod types;
 

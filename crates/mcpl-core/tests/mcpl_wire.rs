@@ -23,7 +23,7 @@ use mcpl_core::mcpl::policy::{
 use mcpl_core::mcpl::push::{PushEventParams, PushEventResult, PushPayload};
 use mcpl_core::mcpl::state::{RollbackParams, RollbackResult};
 use mcpl_core::transport::lines::LineTransport;
-use serde_json::{Map, json};
+use serde_json::json;
 
 fn manifest() -> Manifest {
     Manifest::new()
@@ -40,15 +40,13 @@ fn manifest() -> Manifest {
 }
 
 fn push(event_id: &str) -> PushEventParams {
-    PushEventParams {
-        feature_set: "mail.push".to_owned(),
-        event_id: event_id.to_owned(),
-        timestamp: "2026-08-01T10:00:00Z".to_owned(),
-        origin: None,
-        payload: PushPayload { content: vec![McplContent::text("new mail")], extra: Map::new() },
-        tags: Some(vec!["chat:dm".to_owned()]),
-        extra: Map::new(),
-    }
+    PushEventParams::new(
+        "mail.push".to_owned(),
+        event_id.to_owned(),
+        "2026-08-01T10:00:00Z".to_owned(),
+        PushPayload::new(vec![McplContent::text("new mail")]),
+    )
+    .with_tags(vec!["chat:dm".to_owned()])
 }
 
 #[tokio::test]
@@ -79,12 +77,7 @@ async fn mcpl_round_trip_over_bytes() {
     server.on::<GetManifest, _, _>(|_ctx, _params| async { Ok(manifest()) });
     server.on::<Rollback, _, _>(|_ctx, p: RollbackParams| async move {
         if p.checkpoint == "known" {
-            Ok(RollbackResult {
-                checkpoint: p.checkpoint,
-                success: true,
-                reason: None,
-                extra: Map::new(),
-            })
+            Ok(RollbackResult::new(p.checkpoint, true))
         } else {
             Err(errors::checkpoint_not_found(&p.checkpoint))
         }
@@ -100,12 +93,7 @@ async fn mcpl_round_trip_over_bytes() {
             if !g.lock().unwrap().is_granted(paths::PUSH_EVENTS) {
                 return Err(errors::capability_denied(paths::PUSH_EVENTS));
             }
-            Ok(PushEventResult {
-                accepted: true,
-                inference_id: Some(format!("inf-{}", p.event_id)),
-                reason: None,
-                extra: Map::new(),
-            })
+            Ok(PushEventResult::new(true).with_inference_id(format!("inf-{}", p.event_id)))
         }
     });
     let (changed_tx, mut changed_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -132,10 +120,8 @@ async fn mcpl_round_trip_over_bytes() {
     assert_eq!(e.data, Some(json!({"capability": "pushEvents"})));
 
     // The initial policy request: the receipt reports the degraded feature set.
-    let policy = FeatureSetsUpdateParams {
-        effective_capabilities: Some(vec![paths::PUSH_EVENTS.to_owned(), "channels.*".to_owned()]),
-        ..Default::default()
-    };
+    let policy = FeatureSetsUpdateParams::default()
+        .with_effective_capabilities(vec![paths::PUSH_EVENTS.to_owned(), "channels.*".to_owned()]);
     let receipt = to_server.send::<UpdateFeatureSets>(policy.clone(), opts()).await.unwrap();
     let PolicyReceipt::Accepted(accepted) = receipt else { panic!("refused") };
     assert_eq!(accepted.mode, Some(ReceiptMode::Degraded));
@@ -154,20 +140,14 @@ async fn mcpl_round_trip_over_bytes() {
     assert_eq!(ok.inference_id.as_deref(), Some("inf-e2"));
 
     // A malformed policy (a path both granted and denied) is -32602.
-    let bad = FeatureSetsUpdateParams {
-        effective_capabilities: Some(vec![paths::PUSH_EVENTS.to_owned()]),
-        denied_capabilities: Some(vec![paths::PUSH_EVENTS.to_owned()]),
-        ..Default::default()
-    };
+    let bad = FeatureSetsUpdateParams::default()
+        .with_effective_capabilities(vec![paths::PUSH_EVENTS.to_owned()])
+        .with_denied_capabilities(vec![paths::PUSH_EVENTS.to_owned()]);
     let err = to_server.send::<UpdateFeatureSets>(bad, opts()).await.unwrap_err();
     assert_eq!(err.rpc_error().unwrap().code, ErrorCode::INVALID_PARAMS);
 
     // Rollback: known checkpoint succeeds, unknown is -32005 with data.
-    let rb = |c: &str| RollbackParams {
-        feature_set: "mail.push".to_owned(),
-        checkpoint: c.to_owned(),
-        extra: Map::new(),
-    };
+    let rb = |c: &str| RollbackParams::new("mail.push".to_owned(), c.to_owned());
     assert!(to_server.send::<Rollback>(rb("known"), opts()).await.unwrap().success);
     let err = to_server.send::<Rollback>(rb("pruned"), opts()).await.unwrap_err();
     let e = err.rpc_error().unwrap();
@@ -176,11 +156,10 @@ async fn mcpl_round_trip_over_bytes() {
 
     // A manifest change announcement arrives typed.
     let next = manifest().with_model_info(true);
-    let announce = ManifestChangedParams {
-        revision: next.compute_revision().unwrap(),
-        domains: vec![ChangeDomain::Capabilities],
-        extra: Map::new(),
-    };
+    let announce = ManifestChangedParams::new(
+        next.compute_revision().unwrap(),
+        vec![ChangeDomain::Capabilities],
+    );
     to_host.send_notification::<ManifestChanged>(announce.clone()).await.unwrap();
     let got =
         tokio::time::timeout(Duration::from_secs(10), changed_rx.recv()).await.unwrap().unwrap();

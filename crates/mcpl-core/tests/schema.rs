@@ -59,11 +59,12 @@ fn complete() -> Option<ResultType> {
 
 fn every_content_kind() -> Vec<ContentBlock> {
     let mut text = TextContent::new("hello");
-    text.annotations = Some(Annotations {
-        audience: Some(vec![Role::User, Role::Assistant]),
-        priority: Some(0.5),
-        last_modified: Some("2025-01-12T15:00:58Z".into()),
-    });
+    text.annotations = Some(
+        Annotations::default()
+            .with_audience(vec![Role::User, Role::Assistant])
+            .with_priority(0.5)
+            .with_last_modified("2025-01-12T15:00:58Z"),
+    );
     let mut link = ResourceLink::new("file:///a.txt", "a.txt");
     link.mime_type = Some("text/plain".into());
     link.size = Some(12);
@@ -94,19 +95,20 @@ fn weather_tool() -> Tool {
             .with_property("temperature", json!({"type": "number"}))
             .with_required("temperature"),
     );
-    tool.annotations = Some(ToolAnnotations {
-        title: Some("Weather".into()),
-        read_only_hint: Some(true),
-        destructive_hint: Some(false),
-        idempotent_hint: Some(true),
-        open_world_hint: Some(true),
-    });
-    tool.icons = Some(vec![Icon {
-        src: "https://example.com/w.png".into(),
-        mime_type: Some("image/png".into()),
-        sizes: Some(vec!["48x48".into()]),
-        theme: Some(IconTheme::Light),
-    }]);
+    tool.annotations = Some(
+        ToolAnnotations::default()
+            .with_title("Weather")
+            .with_read_only_hint(true)
+            .with_destructive_hint(false)
+            .with_idempotent_hint(true)
+            .with_open_world_hint(true),
+    );
+    tool.icons = Some(vec![
+        Icon::new("https://example.com/w.png")
+            .with_mime_type("image/png")
+            .with_sizes(vec!["48x48".into()])
+            .with_theme(IconTheme::Light),
+    ]);
     tool
 }
 
@@ -114,62 +116,46 @@ fn form_schema() -> ElicitationSchema {
     ElicitationSchema::default()
         .with_property(
             "name",
-            StringSchema {
-                title: Some("Name".into()),
-                min_length: Some(1),
-                max_length: Some(50),
-                ..Default::default()
-            },
+            StringSchema::default().with_title("Name").with_min_length(1u64).with_max_length(50u64),
         )
-        .with_property(
-            "email",
-            StringSchema { format: Some(StringFormat::Email), ..Default::default() },
-        )
+        .with_property("email", StringSchema::default().with_format(StringFormat::Email))
         .with_property("age", {
             let mut n = NumberSchema::new(NumberType::Integer);
             n.minimum = Some(18.0);
             n.default = Some(30.0);
             n
         })
-        .with_property("subscribe", BooleanSchema { default: Some(true), ..Default::default() })
+        .with_property("subscribe", BooleanSchema::default().with_default(true))
         .with_property(
             "color",
-            UntitledSingleSelectEnumSchema {
-                values: vec!["red".into(), "green".into()],
-                ..Default::default()
-            },
+            UntitledSingleSelectEnumSchema::default()
+                .with_values(vec!["red".into(), "green".into()]),
         )
         .with_property(
             "size",
-            TitledSingleSelectEnumSchema {
-                one_of: vec![EnumOption::new("s", "Small"), EnumOption::new("l", "Large")],
-                default: Some("s".into()),
-                ..Default::default()
-            },
+            TitledSingleSelectEnumSchema::default()
+                .with_one_of(vec![EnumOption::new("s", "Small"), EnumOption::new("l", "Large")])
+                .with_default("s"),
         )
         .with_property(
             "tags",
-            UntitledMultiSelectEnumSchema {
-                items: UntitledEnumItems { values: vec!["a".into(), "b".into()] },
-                max_items: Some(2),
-                ..Default::default()
-            },
+            UntitledMultiSelectEnumSchema::default()
+                .with_items(UntitledEnumItems::default().with_values(vec!["a".into(), "b".into()]))
+                .with_max_items(2u64),
         )
         .with_property(
             "toppings",
-            TitledMultiSelectEnumSchema {
-                items: TitledEnumItems { any_of: vec![EnumOption::new("ch", "Cheese")] },
-                default: Some(vec!["ch".into()]),
-                ..Default::default()
-            },
+            TitledMultiSelectEnumSchema::default()
+                .with_items(
+                    TitledEnumItems::default().with_any_of(vec![EnumOption::new("ch", "Cheese")]),
+                )
+                .with_default(vec!["ch".into()]),
         )
         .with_property(
             "legacy",
-            LegacyTitledEnumSchema {
-                values: vec!["x".into()],
-                enum_names: Some(vec!["Ex".into()]),
-                ..Default::default()
-            },
+            LegacyTitledEnumSchema::default()
+                .with_values(vec!["x".into()])
+                .with_enum_names(vec!["Ex".into()]),
         )
         .with_required("name")
 }
@@ -208,91 +194,77 @@ fn sampling_params() -> CreateMessageRequestParams {
         ],
         200,
     );
-    p.model_preferences = Some(ModelPreferences {
-        hints: Some(vec![ModelHint { name: Some("sonnet".into()) }]),
-        cost_priority: Some(0.2),
-        speed_priority: Some(1.0),
-        intelligence_priority: Some(0.8),
-    });
+    p.model_preferences = Some(
+        ModelPreferences::default()
+            .with_hints(vec![ModelHint::default().with_name("sonnet")])
+            .with_cost_priority(0.2)
+            .with_speed_priority(1.0)
+            .with_intelligence_priority(0.8),
+    );
     p.system_prompt = Some("Be brief.".into());
     p.include_context = Some(IncludeContext::None);
     p.temperature = Some(0.7);
     p.stop_sequences = Some(vec!["\n\n".into()]);
     p.tools = Some(vec![weather_tool()]);
-    p.tool_choice = Some(ToolChoice { mode: Some(ToolChoiceMode::Auto) });
+    p.tool_choice = Some(ToolChoice::default().with_mode(ToolChoiceMode::Auto));
     p
 }
 
 fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
     let v = ProtocolVersion::V2025_11_25.as_str();
-    let client_caps = ClientCapabilities {
-        roots: Some(RootsCapability { list_changed: Some(true), ..Default::default() }),
-        sampling: Some(SamplingCapability { tools: Some(Map::new()), ..Default::default() }),
-        elicitation: Some(ElicitationCapability {
-            form: Some(Map::new()),
-            url: Some(Map::new()),
-            ..Default::default()
-        }),
-        tasks: Some(Box::new(ClientTasksCapability {
-            list: Some(Map::new()),
-            cancel: Some(Map::new()),
-            requests: Some(ClientTaskRequests {
-                sampling: Some(SamplingTaskRequests {
-                    create_message: Some(Map::new()),
-                    ..Default::default()
-                }),
-                elicitation: Some(ElicitationTaskRequests {
-                    create: Some(Map::new()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })),
-        experimental: Some(obj(json!({"x": {}}))),
-        ..Default::default()
-    };
+    let client_caps = ClientCapabilities::default()
+        .with_roots(RootsCapability::default().with_list_changed(true))
+        .with_sampling(SamplingCapability::default().with_tools(Map::new()))
+        .with_elicitation(
+            ElicitationCapability::default().with_form(Map::new()).with_url(Map::new()),
+        )
+        .with_tasks(Box::new(
+            ClientTasksCapability::default()
+                .with_list(Map::new())
+                .with_cancel(Map::new())
+                .with_requests(
+                    ClientTaskRequests::default()
+                        .with_sampling(
+                            SamplingTaskRequests::default().with_create_message(Map::new()),
+                        )
+                        .with_elicitation(
+                            ElicitationTaskRequests::default().with_create(Map::new()),
+                        ),
+                ),
+        ))
+        .with_experimental(obj(json!({"x": {}})));
     let mut client_info = Implementation::new("client", "1.0.0");
     client_info.title = Some("Client".into());
     client_info.website_url = Some("https://example.com".into());
-    let server_caps = ServerCapabilities {
-        logging: Some(Map::new()),
-        completions: Some(Map::new()),
-        prompts: Some(PromptsCapability { list_changed: Some(true), ..Default::default() }),
-        resources: Some(ResourcesCapability {
-            subscribe: Some(true),
-            list_changed: Some(true),
-            ..Default::default()
-        }),
-        tools: Some(ToolsCapability { list_changed: Some(false), ..Default::default() }),
-        tasks: Some(ServerTasksCapability {
-            list: Some(Map::new()),
-            cancel: Some(Map::new()),
-            requests: Some(ServerTaskRequests {
-                tools: Some(ToolTaskRequests { call: Some(Map::new()), ..Default::default() }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let server_caps = ServerCapabilities::default()
+        .with_logging(Map::new())
+        .with_completions(Map::new())
+        .with_prompts(PromptsCapability::default().with_list_changed(true))
+        .with_resources(ResourcesCapability::default().with_subscribe(true).with_list_changed(true))
+        .with_tools(ToolsCapability::default().with_list_changed(false))
+        .with_tasks(
+            ServerTasksCapability::default()
+                .with_list(Map::new())
+                .with_cancel(Map::new())
+                .with_requests(
+                    ServerTaskRequests::default()
+                        .with_tools(ToolTaskRequests::default().with_call(Map::new())),
+                ),
+        );
     let mut init_result = InitializeResult::new(v, server_caps, Implementation::new("server", "2"));
     init_result.instructions = Some("Use the tools.".into());
 
     let mut tool_with_task = weather_tool();
-    tool_with_task.execution = Some(ToolExecution { task_support: Some(TaskSupport::Optional) });
-    let tools = ListToolsResult {
-        tools: vec![tool_with_task],
-        next_cursor: Some("2".into()),
-        ..Default::default()
-    };
+    tool_with_task.execution =
+        Some(ToolExecution::default().with_task_support(TaskSupport::Optional));
+    let tools = ListToolsResult::default().with_tools(vec![tool_with_task]).with_next_cursor("2");
 
     let mut call_meta = Meta::new();
     call_meta.set_progress_token(&ProgressToken::from("p-1"));
     let mut call =
         CallToolRequestParams::new("get_weather").with_arguments(obj(json!({"city": "Paris"})));
     call.meta = Some(call_meta);
-    call.task = Some(TaskMetadata { ttl: Some(60_000) });
+    call.task = Some(TaskMetadata::default().with_ttl(60_000u64));
 
     let mut call_result = CallToolResult::success(every_content_kind());
     call_result.structured_content = Some(json!({"temperature": 18}));
@@ -300,50 +272,39 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
 
     let mut resource = Resource::new("file:///a.txt", "a.txt");
     resource.size = Some(2);
-    resource.annotations = Some(Annotations { priority: Some(1.0), ..Default::default() });
-    let resources = ListResourcesResult { resources: vec![resource], ..Default::default() };
-    let templates = ListResourceTemplatesResult {
-        resource_templates: vec![ResourceTemplate::new("file:///{path}", "files")],
-        ..Default::default()
-    };
-    let read = ReadResourceResult {
-        contents: vec![
-            TextResourceContents::new("file:///a.txt", "hi").into(),
-            BlobResourceContents::new("file:///b.bin", "AAEC").into(),
-        ],
-        ..Default::default()
-    };
+    resource.annotations = Some(Annotations::default().with_priority(1.0));
+    let resources = ListResourcesResult::default().with_resources(vec![resource]);
+    let templates = ListResourceTemplatesResult::default()
+        .with_resource_templates(vec![ResourceTemplate::new("file:///{path}", "files")]);
+    let read = ReadResourceResult::default().with_contents(vec![
+        TextResourceContents::new("file:///a.txt", "hi").into(),
+        BlobResourceContents::new("file:///b.bin", "AAEC").into(),
+    ]);
 
     let mut prompt = Prompt::new("review");
-    prompt.arguments =
-        Some(vec![PromptArgument { required: Some(true), ..PromptArgument::new("code") }]);
-    let prompts = ListPromptsResult { prompts: vec![prompt], ..Default::default() };
+    prompt.arguments = Some(vec![PromptArgument::new("code").with_required(true)]);
+    let prompts = ListPromptsResult::default().with_prompts(vec![prompt]);
     let mut get_prompt = GetPromptRequestParams::new("review");
     get_prompt.arguments = Some(BTreeMap::from([("code".to_owned(), "x = 1".to_owned())]));
-    let prompt_result = GetPromptResult {
-        description: Some("Review".into()),
-        messages: vec![
-            PromptMessage::new(Role::User, ContentBlock::text("Review x = 1")),
-            PromptMessage::new(Role::Assistant, every_content_kind().remove(4)),
-        ],
-        ..Default::default()
-    };
+    let prompt_result = GetPromptResult::default().with_description("Review").with_messages(vec![
+        PromptMessage::new(Role::User, ContentBlock::text("Review x = 1")),
+        PromptMessage::new(Role::Assistant, every_content_kind().remove(4)),
+    ]);
 
     let mut complete_params = CompleteRequestParams::new(
         PromptReference::new("review"),
-        CompletionArgument { name: "code".into(), value: "x".into() },
+        CompletionArgument::new("code", "x"),
     );
-    complete_params.context = Some(CompletionContext {
-        arguments: Some(BTreeMap::from([("lang".to_owned(), "py".to_owned())])),
-    });
-    let complete_result = CompleteResult {
-        completion: Completion {
-            values: vec!["x = 1".into()],
-            total: Some(1),
-            has_more: Some(false),
-        },
-        ..Default::default()
-    };
+    complete_params.context = Some(
+        CompletionContext::default()
+            .with_arguments(BTreeMap::from([("lang".to_owned(), "py".to_owned())])),
+    );
+    let complete_result = CompleteResult::default().with_completion(
+        Completion::default()
+            .with_values(vec!["x = 1".into()])
+            .with_total(1u64)
+            .with_has_more(false),
+    );
 
     let mut log = LoggingMessageNotificationParams::new(LoggingLevel::Error, json!({"e": 1}));
     log.logger = Some("db".into());
@@ -370,15 +331,14 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
     sample_result.stop_reason = Some("toolUse".into());
 
     let mut related = Meta::new();
-    related.set_related_task(&RelatedTaskMetadata { task_id: "task-1".into() });
+    related.set_related_task(&RelatedTaskMetadata::new("task-1"));
 
     let mut progress = ProgressNotificationParams::new(ProgressToken::Number(0), 50.0);
     progress.total = Some(100.0);
     progress.message = Some("half".into());
 
     let url_required =
-        UrlElicitationRequiredData { elicitations: vec![url.clone()], extra: Map::new() }
-            .into_error("Authorization required");
+        UrlElicitationRequiredData::new(vec![url.clone()]).into_error("Authorization required");
 
     vec![
         (
@@ -429,7 +389,7 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
                 9,
                 CompleteRequestParams::new(
                     ResourceTemplateReference::new("file:///{path}"),
-                    CompletionArgument { name: "path".into(), value: "a".into() },
+                    CompletionArgument::new("path", "a"),
                 ),
             )),
         ),
@@ -459,10 +419,9 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
         ("ListRootsRequest", to_json(&ListRootsRequest::new(14, Default::default()))),
         (
             "ListRootsResult",
-            to_json(&ListRootsResult {
-                roots: vec![Root { name: Some("p".into()), ..Root::new("file:///p") }],
-                ..Default::default()
-            }),
+            to_json(
+                &ListRootsResult::default().with_roots(vec![Root::new("file:///p").with_name("p")]),
+            ),
         ),
         (
             "RootsListChangedNotification",
@@ -477,18 +436,19 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
         ),
         (
             "GetTaskPayloadResult",
-            to_json(&GetTaskPayloadResult {
-                meta: Some(related),
-                extra: obj(to_json(&call_result)),
-            }),
+            to_json(
+                &GetTaskPayloadResult::default()
+                    .with_meta(related)
+                    .with_extra(obj(to_json(&call_result))),
+            ),
         ),
         ("ListTasksRequest", to_json(&ListTasksRequest::new(17, Default::default()))),
         (
             "ListTasksResult",
-            to_json(&ListTasksResult {
-                tasks: vec![task(), Task::new("t2", TaskStatus::Completed, "a", "b")],
-                ..Default::default()
-            }),
+            to_json(
+                &ListTasksResult::default()
+                    .with_tasks(vec![task(), Task::new("t2", TaskStatus::Completed, "a", "b")]),
+            ),
         ),
         ("CancelTaskRequest", to_json(&CancelTaskRequest::new(18, TaskIdParams::new("task-1")))),
         ("CancelTaskResult", to_json(&TaskResult::new(task()))),
@@ -498,10 +458,9 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
         ),
         (
             "CancelledNotification",
-            to_json(&CancelledNotification::new(CancelledNotificationParams {
-                reason: Some("user".into()),
-                ..CancelledNotificationParams::new(3)
-            })),
+            to_json(&CancelledNotification::new(
+                CancelledNotificationParams::new(3).with_reason("user"),
+            )),
         ),
         ("ProgressNotification", to_json(&ProgressNotification::new(progress))),
         (
@@ -516,11 +475,9 @@ fn messages_2025_11_25() -> Vec<(&'static str, Value)> {
 }
 
 fn request_meta() -> Meta {
-    let caps = ClientCapabilities {
-        elicitation: Some(ElicitationCapability::default()),
-        extensions: Some(obj(json!({"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html"]}}))),
-        ..Default::default()
-    };
+    let caps = ClientCapabilities::default()
+        .with_elicitation(ElicitationCapability::default())
+        .with_extensions(obj(json!({"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html"]}})));
     let mut meta = Meta::for_request(ProtocolVersion::V2026_07_28, &caps);
     meta.set_client_info(&Implementation::new("client", "1.0.0"));
     meta.set_log_level(LoggingLevel::Warning);
@@ -541,11 +498,9 @@ fn paginated() -> PaginatedRequestParams {
 fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
     let mut discover = DiscoverResult::new(
         vec!["2026-07-28".into(), "2025-11-25".into()],
-        ServerCapabilities {
-            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
-            extensions: Some(obj(json!({"io.modelcontextprotocol/tasks": {}}))),
-            ..Default::default()
-        },
+        ServerCapabilities::default()
+            .with_tools(ToolsCapability::default().with_list_changed(true))
+            .with_extensions(obj(json!({"io.modelcontextprotocol/tasks": {}}))),
     );
     discover.meta = Some(server_meta());
     discover.ttl_ms = Some(3_600_000);
@@ -553,19 +508,19 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
     discover.instructions = Some("Hi".into());
 
     let mut tool = weather_tool();
-    tool.output_schema = Some(ToolSchema {
-        schema_type: Some(json!("array")),
-        extra: obj(json!({"items": {"type": "string"}})),
-        ..Default::default()
-    });
-    let tools = ListToolsResult {
-        meta: Some(server_meta()),
-        result_type: complete(),
-        tools: vec![tool],
-        next_cursor: None,
-        ttl_ms: Some(0),
-        cache_scope: Some(CacheScope::Private),
-        extra: Map::new(),
+    tool.output_schema = Some(
+        ToolSchema::default()
+            .with_schema_type(json!("array"))
+            .with_extra(obj(json!({"items": {"type": "string"}}))),
+    );
+    let tools = {
+        let mut result = ListToolsResult::default()
+            .with_meta(server_meta())
+            .with_tools(vec![tool])
+            .with_ttl_ms(0u64)
+            .with_cache_scope(CacheScope::Private);
+        result.result_type = complete();
+        result
     };
 
     let mut call =
@@ -576,10 +531,9 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
         ("login".to_owned(), InputResponse::Elicit(ElicitResult::new(ElicitAction::Decline))),
         (
             "roots".to_owned(),
-            InputResponse::ListRoots(ListRootsResult {
-                roots: vec![Root::new("file:///p")],
-                ..Default::default()
-            }),
+            InputResponse::ListRoots(
+                ListRootsResult::default().with_roots(vec![Root::new("file:///p")]),
+            ),
         ),
         (
             "sample".to_owned(),
@@ -591,9 +545,9 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
         ),
     ]));
 
-    let input_required = InputRequiredResult {
-        meta: Some(server_meta()),
-        input_requests: Some(BTreeMap::from([
+    let input_required = InputRequiredResult::default()
+        .with_meta(server_meta())
+        .with_input_requests(BTreeMap::from([
             (
                 "login".to_owned(),
                 InputRequest::Elicit(ElicitInputRequest::new(
@@ -614,71 +568,73 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
                 "roots".to_owned(),
                 InputRequest::ListRoots(ListRootsInputRequest::new(Default::default())),
             ),
-        ])),
-        request_state: Some("state-1".into()),
-        ..Default::default()
+        ]))
+        .with_request_state("state-1");
+
+    let call_result = {
+        let mut success = CallToolResult::success(every_content_kind())
+            .with_structured_content(json!(["a", "b"]));
+        success.result_type = complete();
+        success
     };
 
-    let call_result = CallToolResult {
-        result_type: complete(),
-        structured_content: Some(json!(["a", "b"])),
-        ..CallToolResult::success(every_content_kind())
+    let resources = {
+        let mut result = ListResourcesResult::default()
+            .with_resources(vec![Resource::new("file:///a.txt", "a")])
+            .with_ttl_ms(1000u64)
+            .with_cache_scope(CacheScope::Public);
+        result.result_type = complete();
+        result
     };
-
-    let resources = ListResourcesResult {
-        result_type: complete(),
-        resources: vec![Resource::new("file:///a.txt", "a")],
-        ttl_ms: Some(1000),
-        cache_scope: Some(CacheScope::Public),
-        ..Default::default()
-    };
-    let templates = ListResourceTemplatesResult {
-        result_type: complete(),
-        resource_templates: vec![ResourceTemplate::new("file:///{p}", "files")],
-        ttl_ms: Some(1000),
-        cache_scope: Some(CacheScope::Public),
-        ..Default::default()
+    let templates = {
+        let mut result = ListResourceTemplatesResult::default()
+            .with_resource_templates(vec![ResourceTemplate::new("file:///{p}", "files")])
+            .with_ttl_ms(1000u64)
+            .with_cache_scope(CacheScope::Public);
+        result.result_type = complete();
+        result
     };
     let mut read_params = ReadResourceRequestParams::new("file:///a.txt");
     read_params.meta = Some(request_meta());
-    let read = ReadResourceResult {
-        result_type: complete(),
-        contents: vec![TextResourceContents::new("file:///a.txt", "hi").into()],
-        ttl_ms: Some(10),
-        cache_scope: Some(CacheScope::Private),
-        ..Default::default()
+    let read = {
+        let mut result = ReadResourceResult::default()
+            .with_contents(vec![TextResourceContents::new("file:///a.txt", "hi").into()])
+            .with_ttl_ms(10u64)
+            .with_cache_scope(CacheScope::Private);
+        result.result_type = complete();
+        result
     };
-    let prompts = ListPromptsResult {
-        result_type: complete(),
-        prompts: vec![Prompt::new("review")],
-        ttl_ms: Some(1),
-        cache_scope: Some(CacheScope::Public),
-        ..Default::default()
+    let prompts = {
+        let mut result = ListPromptsResult::default()
+            .with_prompts(vec![Prompt::new("review")])
+            .with_ttl_ms(1u64)
+            .with_cache_scope(CacheScope::Public);
+        result.result_type = complete();
+        result
     };
     let mut get_prompt = GetPromptRequestParams::new("review");
     get_prompt.meta = Some(request_meta());
-    let prompt_result = GetPromptResult {
-        result_type: complete(),
-        messages: vec![PromptMessage::new(Role::User, ContentBlock::text("hi"))],
-        ..Default::default()
+    let prompt_result = {
+        let mut result = GetPromptResult::default()
+            .with_messages(vec![PromptMessage::new(Role::User, ContentBlock::text("hi"))]);
+        result.result_type = complete();
+        result
     };
     let mut complete_params = CompleteRequestParams::new(
         PromptReference::new("review"),
-        CompletionArgument { name: "code".into(), value: "x".into() },
+        CompletionArgument::new("code", "x"),
     );
     complete_params.meta = Some(request_meta());
 
-    let filter = SubscriptionFilter {
-        tools_list_changed: Some(true),
-        resource_subscriptions: Some(vec!["file:///a.txt".into()]),
-        ..Default::default()
-    };
+    let filter = SubscriptionFilter::default()
+        .with_tools_list_changed(true)
+        .with_resource_subscriptions(vec!["file:///a.txt".into()]);
     let mut sub_meta = Meta::new();
     sub_meta.set_subscription_id(&"listen-1".into());
-    let listen_result = SubscriptionsListenResult {
-        meta: Some(sub_meta.clone()),
-        result_type: complete(),
-        ..Default::default()
+    let listen_result = {
+        let mut result = SubscriptionsListenResult::default().with_meta(sub_meta.clone());
+        result.result_type = complete();
+        result
     };
 
     let mut log = LoggingMessageNotificationParams::new(LoggingLevel::Info, json!("started"));
@@ -724,34 +680,28 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
         ("CompleteRequest", to_json(&CompleteRequest::new(9, complete_params))),
         (
             "CompleteResultResponse",
-            to_json(&CompleteResultResponse::new(
-                9,
-                CompleteResult {
-                    result_type: complete(),
-                    completion: Completion { values: vec!["a".into()], ..Default::default() },
-                    ..Default::default()
-                },
-            )),
+            to_json(&CompleteResultResponse::new(9, {
+                let mut result = CompleteResult::default()
+                    .with_completion(Completion::default().with_values(vec!["a".into()]));
+                result.result_type = complete();
+                result
+            })),
         ),
         (
             "SubscriptionsListenRequest",
             to_json(&SubscriptionsListenRequest::new(
                 "listen-1",
-                SubscriptionsListenRequestParams {
-                    meta: Some(request_meta()),
-                    notifications: filter.clone(),
-                    extra: Map::new(),
-                },
+                SubscriptionsListenRequestParams::default()
+                    .with_meta(request_meta())
+                    .with_notifications(filter.clone()),
             )),
         ),
         (
             "SubscriptionsAcknowledgedNotification",
             to_json(&SubscriptionsAcknowledgedNotification::new(
-                SubscriptionsAcknowledgedNotificationParams {
-                    meta: Some(sub_meta.clone()),
-                    notifications: filter,
-                    extra: Map::new(),
-                },
+                SubscriptionsAcknowledgedNotificationParams::default()
+                    .with_meta(sub_meta.clone())
+                    .with_notifications(filter),
             )),
         ),
         (
@@ -760,10 +710,9 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
         ),
         (
             "ToolListChangedNotification",
-            to_json(&ToolListChangedNotification::new(NotificationParams {
-                meta: Some(sub_meta),
-                ..Default::default()
-            })),
+            to_json(&ToolListChangedNotification::new(
+                NotificationParams::default().with_meta(sub_meta),
+            )),
         ),
         ("LoggingMessageNotification", to_json(&LoggingMessageNotification::new(log))),
         (
@@ -778,23 +727,17 @@ fn messages_2026_07_28() -> Vec<(&'static str, Value)> {
             "UnsupportedProtocolVersionError",
             to_json(&ErrorResponseMessage::new(
                 Some(1.into()),
-                UnsupportedProtocolVersionData {
-                    requested: "1999-01-01".into(),
-                    supported: vec!["2026-07-28".into()],
-                }
-                .into_error("Unsupported protocol version"),
+                UnsupportedProtocolVersionData::new("1999-01-01", vec!["2026-07-28".into()])
+                    .into_error("Unsupported protocol version"),
             )),
         ),
         (
             "MissingRequiredClientCapabilityError",
             to_json(&ErrorResponseMessage::new(
                 Some(1.into()),
-                MissingRequiredClientCapabilityData {
-                    required_capabilities: ClientCapabilities {
-                        sampling: Some(SamplingCapability::default()),
-                        ..Default::default()
-                    },
-                }
+                MissingRequiredClientCapabilityData::new(
+                    ClientCapabilities::default().with_sampling(SamplingCapability::default()),
+                )
                 .into_error("Sampling required"),
             )),
         ),

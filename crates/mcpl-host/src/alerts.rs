@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[cfg(feature = "http")]
 use mcpl_client::transport::redacted_url;
 use mcpl_core::log_safe::LogSafe;
 use serde::Serialize;
@@ -184,6 +185,7 @@ pub mod kinds {
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct OpsAlert {
     /// What happened (see [`kinds`]); raise and clear are distinct kinds.
     pub kind: String,
@@ -548,7 +550,6 @@ impl AlertSink for FailuresLog {
 /// # Examples
 ///
 /// ```
-/// # use std::io::{BufRead, BufReader, Read, Write};
 /// use std::time::Duration;
 /// use mcpl_host::alerts::{AlertSink, OpsAlert, WebhookSink, kinds};
 ///
@@ -557,27 +558,7 @@ impl AlertSink for FailuresLog {
 /// // A stand-in for the ops endpoint: accepts one POST and sends its body on `rx`.
 /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
 /// let url = format!("http://{}/alerts", listener.local_addr()?);
-/// # let (tx, rx) = std::sync::mpsc::channel();
-/// # std::thread::spawn(move || -> std::io::Result<()> {
-/// #     let (mut conn, _) = listener.accept()?;
-/// #     let mut reader = BufReader::new(conn.try_clone()?);
-/// #     let mut length = 0;
-/// #     loop {
-/// #         let mut line = String::new();
-/// #         reader.read_line(&mut line)?;
-/// #         if line == "\r\n" {
-/// #             break;
-/// #         }
-/// #         if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-/// #             length = v.trim().parse().unwrap_or(0);
-/// #         }
-/// #     }
-/// #     let mut body = vec![0; length];
-/// #     reader.read_exact(&mut body)?;
-/// #     conn.write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")?;
-/// #     let _ = tx.send(body);
-/// #     Ok(())
-/// # });
+/// # let rx = mcpl_test_kit::http::accept_one_post(listener);
 ///
 /// // `deliver` posts in the background on the current tokio runtime.
 /// WebhookSink::new(url).deliver(&OpsAlert::new(kinds::SERVER_DOWN, "notes", "notes is down"));
@@ -595,6 +576,8 @@ impl AlertSink for FailuresLog {
 /// assert_eq!(posted["subject"], "notes");
 /// # Ok(()) }
 /// ```
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 #[derive(Clone)]
 pub struct WebhookSink {
     url: String,
@@ -602,6 +585,7 @@ pub struct WebhookSink {
     secure: bool,
 }
 
+#[cfg(feature = "http")]
 impl std::fmt::Debug for WebhookSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookSink").field("url", &redacted_url(&self.url)).finish_non_exhaustive()
@@ -624,7 +608,7 @@ impl std::fmt::Debug for WebhookSink {
 /// assert!(!webhook_url_is_secure("ftp://ops.example/alerts"));
 /// ```
 pub fn webhook_url_is_secure(url: &str) -> bool {
-    let Ok(url) = reqwest::Url::parse(url) else { return false };
+    let Ok(url) = url::Url::parse(url) else { return false };
     match (url.scheme(), url.host()) {
         ("https", Some(_)) => true,
         ("http", Some(url::Host::Domain(d))) => d.eq_ignore_ascii_case("localhost"),
@@ -634,6 +618,7 @@ pub fn webhook_url_is_secure(url: &str) -> bool {
     }
 }
 
+#[cfg(feature = "http")]
 impl WebhookSink {
     /// A sink posting to `url`.
     ///
@@ -656,14 +641,16 @@ impl WebhookSink {
     /// logged but without its user info and query.
     pub fn new(url: impl Into<String>) -> Self {
         let url = url.into();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
+        // The transports' TLS (https works with the default features), no redirects.
+        let client = mcpl_client::transport::http::client_builder()
+            .ok()
+            .and_then(|b| b.redirect(reqwest::redirect::Policy::none()).build().ok())
             .unwrap_or_default();
         WebhookSink { secure: webhook_url_is_secure(&url), url, client }
     }
 }
 
+#[cfg(feature = "http")]
 impl AlertSink for WebhookSink {
     fn deliver(&self, alert: &OpsAlert) {
         let url = redacted_url(&self.url);
@@ -948,6 +935,8 @@ mod tests {
         let subscriber =
             tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
         tracing::subscriber::with_default(subscriber, || {
+            // Another test's thread may have cached this callsite as disabled meanwhile.
+            tracing::callsite::rebuild_interest_cache();
             // A tool name chosen by a server, in the duplicate-listing alert.
             let name = "x\nERROR mcpl_host: forged\r\u{1b}[2K";
             Alerts::new().raise(

@@ -3,7 +3,7 @@
 //! ```
 //! use mcpl_client::Negotiation;
 //! use mcpl_core::ProtocolVersion;
-//! use mcpl_host::config::{HostConfig, Transport};
+//! use mcpl_host::config::{HostConfig, ServerTransport};
 //!
 //! let config = HostConfig::from_json(r#"{
 //!     "servers": {
@@ -17,7 +17,7 @@
 //! assert_eq!(config.servers.len(), 3);
 //! assert_eq!(config.servers[0].prefix(), "chat");
 //! assert_eq!(config.servers[1].prefix(), "mcpl--memory");
-//! assert!(matches!(config.servers[1].transport, Transport::Stdio { .. }));
+//! assert!(matches!(config.servers[1].transport, ServerTransport::Stdio { .. }));
 //! // The era is negotiated unless pinned: "search" speaks only 2026-07-28 (plain MCP).
 //! assert_eq!(config.servers[1].protocol, Negotiation::Auto);
 //! assert_eq!(config.servers[2].protocol, Negotiation::Pinned(ProtocolVersion::V2026_07_28));
@@ -34,6 +34,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use derive_setters::Setters;
 use mcpl_client::Negotiation;
 use mcpl_client::mcpl::HostPolicy;
 use mcpl_client::transport::redacted_url;
@@ -63,25 +64,60 @@ use crate::tools::ToolFilter;
 /// assert!(matches!(err, ConfigError::Transport(ref id) if id == "a"));
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
     },
-    /// Not valid JSON or not the expected shape.
-    #[error("invalid host configuration: {0}")]
-    Invalid(String),
+    /// Not valid JSON, or not the expected shape (an unknown or mistyped member).
+    #[error("invalid host configuration")]
+    Invalid(#[source] serde_json::Error),
+    /// `servers` is neither an array nor an object.
+    #[error("`servers` must be an array or an object")]
+    ServersShape,
+    /// One server's entry is not the expected shape (an unknown or mistyped member).
+    #[error("invalid entry for server {server}")]
+    InvalidServer {
+        /// The server: its key (`"notes"`), else its position in the array (`#2`).
+        server: String,
+        /// What serde found.
+        source: serde_json::Error,
+    },
+    /// A server keyed by one id in an object names another as its `id`.
+    #[error("server key {key:?} differs from its id {id:?}")]
+    IdMismatch {
+        /// The key in `servers`.
+        key: String,
+        /// The `id` member.
+        id: String,
+    },
+    /// A server in the `servers` array has no `id`.
+    #[error("server #{0} has no id")]
+    MissingId(usize),
+    /// `protocol` is neither `auto`, `stateful`, `stateless` nor a known revision.
+    #[error(
+        "server {server:?}: protocol {protocol:?} is not \"auto\", \"stateful\", \"stateless\" \
+         or one of the revisions {}",
+        ProtocolVersion::ALL.map(|v| v.as_str()).join(", ")
+    )]
+    UnknownProtocol {
+        /// The server.
+        server: String,
+        /// What was configured.
+        protocol: String,
+    },
     /// A server id outside `[A-Za-z0-9_-]+`.
     #[error("server id {0:?} must be non-empty and only ASCII letters, digits, '_' and '-'")]
     BadId(String),
     /// Two servers with one id.
     #[error("server id {0:?} is configured twice")]
     DuplicateId(String),
-    /// A server with no transport, or two.
+    /// A server with no transport, or two (`command` and `url`).
     #[error("server {0:?} needs exactly one of `command` (stdio) or `url` (WebSocket / HTTP)")]
     Transport(String),
     /// An empty tool prefix.
@@ -123,6 +159,11 @@ impl ConfigError {
         match self {
             ConfigError::Read { .. } => "read",
             ConfigError::Invalid(_) => "invalid",
+            ConfigError::ServersShape => "servers_shape",
+            ConfigError::InvalidServer { .. } => "invalid_server",
+            ConfigError::IdMismatch { .. } => "id_mismatch",
+            ConfigError::MissingId(_) => "missing_id",
+            ConfigError::UnknownProtocol { .. } => "unknown_protocol",
             ConfigError::BadId(_) => "bad_id",
             ConfigError::DuplicateId(_) => "duplicate_id",
             ConfigError::Transport(_) => "transport",
@@ -138,7 +179,7 @@ impl ConfigError {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::config::{HostConfig, Transport};
+/// use mcpl_host::config::{HostConfig, ServerTransport};
 ///
 /// let config = HostConfig::from_json(r#"{"servers": {
 ///     "files": {"command": "mcpl-fs", "args": ["--root", "/srv"], "cwd": "/srv"},
@@ -147,19 +188,19 @@ impl ConfigError {
 /// .unwrap();
 /// // Servers are sorted by id.
 /// match &config.servers[0].transport {
-///     Transport::Url { url, headers } => {
+///     ServerTransport::Url { url, headers } => {
 ///         assert_eq!(url, "wss://chat.example/mcpl");
 ///         assert_eq!(headers["Authorization"], "Bearer t");
 ///     }
 ///     other => panic!("expected a URL, got {other:?}"),
 /// }
-/// let Transport::Stdio { command, args, .. } = &config.servers[1].transport else {
+/// let ServerTransport::Stdio { command, args, .. } = &config.servers[1].transport else {
 ///     panic!("expected stdio");
 /// };
 /// assert_eq!((command.as_str(), args.len()), ("mcpl-fs", 2));
 /// ```
 #[derive(Clone, PartialEq)]
-pub enum Transport {
+pub enum ServerTransport {
     /// A child process speaking newline-delimited JSON-RPC on stdio.
     ///
     /// Its environment is minimal: the variables of
@@ -189,12 +230,16 @@ pub enum Transport {
     },
 }
 
-impl std::fmt::Debug for Transport {
+/// The former name of [`ServerTransport`] (it clashed with the `mcpl_core::Transport` trait).
+#[deprecated(note = "renamed ServerTransport")]
+pub type Transport = ServerTransport;
+
+impl std::fmt::Debug for ServerTransport {
     /// Variable and header values, and a URL's user info and query, are left out: they hold
     /// credentials.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Transport::Stdio { command, args, env, cwd, inherit_env } => f
+            ServerTransport::Stdio { command, args, env, cwd, inherit_env } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
@@ -202,7 +247,7 @@ impl std::fmt::Debug for Transport {
                 .field("cwd", cwd)
                 .field("inherit_env", inherit_env)
                 .finish(),
-            Transport::Url { url, headers } => f
+            ServerTransport::Url { url, headers } => f
                 .debug_struct("Url")
                 .field("url", &redacted_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
@@ -239,7 +284,8 @@ impl std::fmt::Debug for Transport {
 pub const DEFAULT_GRANT: &[&str] =
     &[paths::TOOLS, paths::PUSH_EVENTS, paths::CHANNELS_REGISTER, paths::CHANNELS_LIFECYCLE];
 
-/// Reconnect policy: exponential backoff from `initial` up to `max`.
+/// Reconnect policy: exponential backoff with jitter from `initial` up to `max` (the SDK's one
+/// [`Backoff`](mcpl_client::backoff::Backoff)).
 ///
 /// # Examples
 ///
@@ -274,7 +320,10 @@ impl Default for Reconnect {
 }
 
 impl Reconnect {
-    /// The delay before attempt `n` (0-based): `initial * 2^n`, capped at `max`.
+    /// The delay before attempt `n` (0-based): a random time in the upper half of
+    /// `initial * 2^n` capped at `max`, never less than `initial` (see
+    /// [`Backoff::delay`](mcpl_client::backoff::Backoff::delay)), so that servers that went
+    /// down together are not all reconnected at the same moment.
     ///
     /// # Examples
     ///
@@ -287,13 +336,13 @@ impl Reconnect {
     ///     initial: Duration::from_secs(5),
     ///     max: Duration::from_secs(60),
     /// };
-    /// let delays: Vec<u64> = (0..6).map(|n| policy.delay(n).as_secs()).collect();
-    /// assert_eq!(delays, [5, 10, 20, 40, 60, 60]);
-    /// assert_eq!(policy.delay(u32::MAX), Duration::from_secs(60)); // no overflow
+    /// assert_eq!(policy.delay(0), Duration::from_secs(5));
+    /// let fourth = policy.delay(3);
+    /// assert!(fourth >= Duration::from_secs(20) && fourth <= Duration::from_secs(40));
+    /// assert!(policy.delay(u32::MAX) <= Duration::from_secs(60)); // no overflow
     /// ```
     pub fn delay(&self, attempt: u32) -> Duration {
-        let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
-        self.initial.checked_mul(factor).unwrap_or(self.max).min(self.max)
+        mcpl_client::backoff::Backoff::new(self.initial, self.max).delay(attempt)
     }
 }
 
@@ -318,12 +367,14 @@ impl Reconnect {
 /// assert!(notes.tools.permits("note_add") && !notes.tools.permits("note_purge"));
 /// assert_eq!(notes.grant_deny, ["inference.request"]);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// The id (`[A-Za-z0-9_-]+`).
     pub id: String,
     /// How to reach it.
-    pub transport: Transport,
+    pub transport: ServerTransport,
     /// The tool prefix, if not the default `mcpl--<id>`.
     pub tool_prefix: Option<String>,
     /// Reconnect policy.
@@ -348,6 +399,32 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A server `id` reached over `transport`, everything else as a configuration file
+    /// leaves it by default (the prefix from the id, the default reconnects, grants and
+    /// negotiation); the rest is set with the `with_*` setters.
+    ///
+    /// ```
+    /// use mcpl_host::config::{ServerConfig, ServerTransport};
+    ///
+    /// let url = ServerTransport::Url { url: "http://127.0.0.1:9/mcp".into(), headers: Default::default() };
+    /// let config = ServerConfig::new("notes", url).with_tool_prefix("n");
+    /// assert_eq!(config.prefix(), "n");
+    /// ```
+    pub fn new(id: impl Into<String>, transport: ServerTransport) -> Self {
+        ServerConfig {
+            id: id.into(),
+            transport,
+            tool_prefix: None,
+            reconnect: Reconnect::default(),
+            enabled_feature_sets: None,
+            disabled_feature_sets: Vec::new(),
+            tools: ToolFilter::default(),
+            grant_allow: None,
+            grant_deny: Vec::new(),
+            protocol: Negotiation::default(),
+        }
+    }
+
     /// The effective tool prefix.
     ///
     /// # Examples
@@ -451,7 +528,9 @@ impl ServerConfig {
 /// assert_eq!(config.state.budget.max_size(), 262_144);
 /// assert_eq!(StateConfig::default().dir, None); // in memory only
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct StateConfig {
     /// The directory of the file store (`None`: in memory only).
     pub dir: Option<PathBuf>,
@@ -485,7 +564,9 @@ impl Default for StateConfig {
 /// // An empty configuration is valid: servers can be connected at run time.
 /// assert_eq!(HostConfig::from_json("{}").unwrap(), HostConfig::default());
 /// ```
-#[derive(Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct HostConfig {
     /// The servers, sorted by id.
     pub servers: Vec<ServerConfig>,
@@ -621,7 +702,7 @@ impl HostConfig {
             config.state.dir.as_mut().map(resolve);
             config.failures_log.as_mut().map(resolve);
             for s in &mut config.servers {
-                if let Transport::Stdio { cwd: Some(cwd), .. } = &mut s.transport {
+                if let ServerTransport::Stdio { cwd: Some(cwd), .. } = &mut s.transport {
                     resolve(cwd);
                 }
             }
@@ -646,52 +727,48 @@ impl HostConfig {
     /// // Unknown members are refused rather than ignored.
     /// let err = HostConfig::from_json(r#"{"servers": {"notes": {"comand": "mcpl-notes"}}}"#)
     ///     .unwrap_err();
-    /// assert_eq!(err.kind(), "invalid");
+    /// assert_eq!(err.kind(), "invalid_server");
     /// ```
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
-        let raw: RawConfig =
-            serde_json::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let raw: RawConfig = serde_json::from_str(text).map_err(ConfigError::Invalid)?;
         let entries: Vec<(Option<String>, Value)> = match raw.servers {
             Value::Null => Vec::new(),
             Value::Array(a) => a.into_iter().map(|v| (None, v)).collect(),
             Value::Object(m) => m.into_iter().map(|(k, v)| (Some(k), v)).collect(),
             _ => {
-                return Err(ConfigError::Invalid("`servers` must be an array or an object".into()));
+                return Err(ConfigError::ServersShape);
             }
         };
         let mut servers = Vec::new();
-        for (key, value) in entries {
-            let raw: RawServer = serde_json::from_value(value)
-                .map_err(|e| ConfigError::Invalid(format!("server: {e}")))?;
+        for (position, (key, value)) in entries.into_iter().enumerate() {
+            let raw: RawServer = serde_json::from_value(value).map_err(|source| {
+                let server = key.clone().unwrap_or_else(|| format!("#{position}"));
+                ConfigError::InvalidServer { server, source }
+            })?;
             let id = match (key, raw.id) {
-                (Some(k), Some(id)) if k != id => {
-                    return Err(ConfigError::Invalid(format!(
-                        "server key {k:?} differs from its id {id:?}"
-                    )));
+                (Some(key), Some(id)) if key != id => {
+                    return Err(ConfigError::IdMismatch { key, id });
                 }
                 (Some(k), _) => k,
                 (None, Some(id)) => id,
-                (None, None) => return Err(ConfigError::Invalid("a server without an id".into())),
+                (None, None) => return Err(ConfigError::MissingId(position)),
             };
             let transport = match (raw.command, raw.url) {
-                (Some(command), None) => Transport::Stdio {
+                (Some(command), None) => ServerTransport::Stdio {
                     command,
                     args: raw.args,
                     env: raw.env,
                     cwd: raw.cwd,
                     inherit_env: raw.inherit_env,
                 },
-                (None, Some(url)) => Transport::Url { url, headers: raw.headers },
+                (None, Some(url)) => ServerTransport::Url { url, headers: raw.headers },
                 _ => return Err(ConfigError::Transport(id)),
             };
             let protocol = match raw.protocol.as_deref() {
                 None => Negotiation::Auto,
-                Some(text) => protocol(text).ok_or_else(|| {
-                    ConfigError::Invalid(format!(
-                        "server {id:?}: protocol {text:?} is not \"auto\", \"stateful\", \"stateless\" \
-                         or one of the revisions {}",
-                        ProtocolVersion::ALL.map(|v| v.as_str()).join(", ")
-                    ))
+                Some(text) => protocol(text).ok_or_else(|| ConfigError::UnknownProtocol {
+                    server: id.clone(),
+                    protocol: text.to_owned(),
                 })?,
             };
             let defaults = Reconnect::default();
@@ -792,7 +869,13 @@ mod tests {
             kind(r#"{"servers": [{"id": "a", "command": "x", "toolPrefix": ""}]}"#),
             "empty_prefix"
         );
-        assert_eq!(kind(r#"{"servers": [{"id": "a", "command": "x", "bogus": 1}]}"#), "invalid");
+        assert_eq!(
+            kind(r#"{"servers": [{"id": "a", "command": "x", "bogus": 1}]}"#),
+            "invalid_server"
+        );
+        assert_eq!(kind(r#"{"servers": [{"command": "x"}]}"#), "missing_id");
+        assert_eq!(kind(r#"{"servers": {"a": {"id": "b", "command": "x"}}}"#), "id_mismatch");
+        assert_eq!(kind(r#"{"servers": 3}"#), "servers_shape");
         // Default prefixes of ids `a` and `a--b` (ids may hold `-`) meet.
         assert_eq!(
             kind(r#"{"servers": [{"id": "a", "command": "x"}, {"id": "a--b", "command": "y"}]}"#),
@@ -847,7 +930,7 @@ mod tests {
             assert_eq!(plain.permits(path), DEFAULT_GRANT.contains(&path), "{path}");
         }
         let trusted = &config.servers[1];
-        assert!(matches!(trusted.transport, Transport::Stdio { inherit_env: true, .. }));
+        assert!(matches!(trusted.transport, ServerTransport::Stdio { inherit_env: true, .. }));
         let policy = trusted.policy();
         for path in [paths::OBSERVE, paths::INJECT_AFTER_USER, paths::INFERENCE_REQUEST] {
             assert!(policy.permits(path), "{path}");
@@ -877,8 +960,31 @@ mod tests {
             pinned(ProtocolVersion::V2025_06_18)
         );
         let err = protocol(r#", "protocol": "2024-99-99""#).unwrap_err();
-        assert_eq!(err.kind(), "invalid");
+        assert_eq!(err.kind(), "unknown_protocol");
         assert!(err.to_string().contains("2026-07-28"), "{err}");
+    }
+
+    #[test]
+    fn a_read_failure_keeps_its_cause_once() {
+        use std::error::Error as _;
+        let missing = Path::new("/nonexistent/mcpl-host-config.json");
+        let err = HostConfig::load(missing).unwrap_err();
+        let cause = err.source().unwrap().to_string();
+        assert!(!err.to_string().contains(&cause), "{err}");
+        assert!(err.to_string().contains("mcpl-host-config.json"), "{err}");
+    }
+
+    #[test]
+    fn invalid_json_keeps_its_cause_once() {
+        use std::error::Error as _;
+        for text in ["not json", r#"{"servers": {"a": {"comand": "x"}}}"#] {
+            let err = HostConfig::from_json(text).unwrap_err();
+            let cause = err.source().unwrap().to_string();
+            assert!(!err.to_string().contains(&cause), "{err}");
+        }
+        let err = HostConfig::from_json(r#"{"servers": {"notes": {"comand": "x"}}}"#).unwrap_err();
+        assert!(matches!(err, ConfigError::InvalidServer { ref server, .. } if server == "notes"));
+        assert!(err.source().unwrap().to_string().contains("comand"), "{err:?}");
     }
 
     #[test]
@@ -889,8 +995,11 @@ mod tests {
             max: Duration::from_secs(300),
         };
         assert_eq!(r.delay(0), Duration::from_secs(5));
-        assert_eq!(r.delay(3), Duration::from_secs(40));
-        assert_eq!(r.delay(10), Duration::from_secs(300));
-        assert_eq!(r.delay(200), Duration::from_secs(300));
+        let fourth = r.delay(3);
+        assert!(fourth >= Duration::from_secs(20) && fourth <= Duration::from_secs(40));
+        for late in [10, 200] {
+            let delay = r.delay(late);
+            assert!(delay >= Duration::from_secs(150) && delay <= Duration::from_secs(300));
+        }
     }
 }

@@ -27,6 +27,28 @@
 //! - [`registry`]: which servers are configured, connecting or connected (reservations).
 //! - [`tools`]: listings (first wins), allow/deny filters, routing namespaced names.
 //! - [`unavailable`]: why a server's feature sets are disabled, and what would enable them.
+//!
+//! # Features
+//!
+//! On by default: `http`, `ws`, `child`, `rustls`; each is additive and turns on the same
+//! feature of `mcpl-client`. A configured server whose transport is left out fails to connect
+//! with an error naming the feature.
+//!
+//! | feature | servers it reaches | pulls in |
+//! |---|---|---|
+//! | `http` | `url: http(s)://...` (Streamable HTTP); also the ops webhook ([`alerts::WebhookSink`]) | reqwest |
+//! | `ws` | `url: ws://`, `wss://`, `mcpl://` | tokio-tungstenite |
+//! | `child` | `command: ...` (stdio child processes) | tokio's `process` |
+//! | `rustls` | TLS with rustls (aws-lc-rs) and the Mozilla roots | rustls |
+//! | `native-tls` | TLS with the platform's implementation instead | native-tls |
+//!
+//! # Public dependencies
+//!
+//! These crates' types appear in this crate's API, so a new major version of one is a new
+//! major version of `mcpl-host`: `mcpl-core` and `mcpl-client` (their types in hook, sampling
+//! and elicitation handlers); `serde_json` 1; `tokio` 1 (the
+//! `tokio::sync::mpsc::UnboundedReceiver` of [`HostEvent`]s from [`HostBuilder::start`]).
+//! reqwest stays private.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -36,6 +58,7 @@ pub mod alerts;
 pub mod checkpoint;
 pub mod config;
 mod dedupe;
+pub mod error;
 pub mod host;
 mod listen;
 pub mod naming;

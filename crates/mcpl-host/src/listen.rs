@@ -27,10 +27,10 @@ const RETRY_MAX: Duration = Duration::from_secs(60);
 /// A stream open this long resets the backoff.
 const HEALTHY: Duration = Duration::from_secs(60);
 
-/// The delay before opening a stream again after `failures` short-lived ones.
+/// The delay before opening a stream again after `failures` short-lived ones (the SDK's one
+/// backoff, with jitter).
 fn delay(failures: u32) -> Duration {
-    let factor = 1u32.checked_shl(failures.min(16)).unwrap_or(u32::MAX);
-    RETRY_MIN.checked_mul(factor).unwrap_or(RETRY_MAX).min(RETRY_MAX)
+    mcpl_client::backoff::Backoff::new(RETRY_MIN, RETRY_MAX).delay(failures)
 }
 
 /// Keeps a `subscriptions/listen` for tool-list changes open on `client` until `lease` is
@@ -45,7 +45,7 @@ where
     let mut failures = 0u32;
     let mut reopened = false;
     loop {
-        let filter = SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() };
+        let filter = SubscriptionFilter::default().with_tools_list_changed(true);
         let mut subscription = match client.listen(filter).await {
             Ok(subscription) => subscription,
             Err(e) => {
@@ -106,8 +106,12 @@ mod tests {
 
     #[test]
     fn the_backoff_doubles_up_to_a_minute() {
-        let secs: Vec<u64> = (0..9).map(|n| delay(n).as_secs()).collect();
-        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
-        assert_eq!(delay(u32::MAX), RETRY_MAX);
+        let ceilings = [1, 2, 4, 8, 16, 32, 60, 60, 60];
+        for (n, ceiling) in (0..9).zip(ceilings) {
+            let ceiling = Duration::from_secs(ceiling);
+            let delay = delay(n);
+            assert!(delay <= ceiling && delay >= (ceiling / 2).max(RETRY_MIN), "{n}: {delay:?}");
+        }
+        assert!(delay(u32::MAX) <= RETRY_MAX);
     }
 }

@@ -116,6 +116,7 @@ pub fn meeting_rule(a: &str, b: &str) -> Option<MeetingRule> {
 #[error(
     "servers {server_a:?} (prefix {prefix_a:?}) and {server_b:?} (prefix {prefix_b:?}) can produce the same tool name: the prefixes meet ({rule})"
 )]
+#[non_exhaustive]
 pub struct PrefixConflict {
     /// One server.
     pub server_a: String,
@@ -182,6 +183,7 @@ pub fn check_prefix<'a>(
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("server {server:?}: the prefix {prefix:?} is reserved by the host")]
+#[non_exhaustive]
 pub struct ReservedPrefix {
     /// The server.
     pub server: String,

@@ -35,12 +35,8 @@ use crate::prefix::{PrefixConflict, ReservedPrefix, check_prefix, check_reserved
 /// # Examples
 ///
 /// ```
-/// # use mcpl_host::config::{HostConfig, ServerConfig};
-/// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-/// #         "toolPrefix": "{prefix}"}}]}}"#);
-/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-/// # }
+/// # use mcpl_host::config::{ServerConfig, ServerTransport};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
 /// use mcpl_host::registry::{Registry, RegistryError};
 ///
 /// let mut registry: Registry<u32> = Registry::default();
@@ -57,6 +53,7 @@ use crate::prefix::{PrefixConflict, ReservedPrefix, check_prefix, check_reserved
 /// assert!(matches!(registry.reserve_again("c", None), Err(RegistryError::Unknown(_))));
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// The id is connecting or registered already.
     #[error("server {0:?} is already {1}")]
@@ -84,12 +81,8 @@ impl RegistryError {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -119,12 +112,8 @@ impl RegistryError {
 /// # Examples
 ///
 /// ```
-/// # use mcpl_host::config::{HostConfig, ServerConfig};
-/// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-/// #         "toolPrefix": "{prefix}"}}]}}"#);
-/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-/// # }
+/// # use mcpl_host::config::{ServerConfig, ServerTransport};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
 /// use mcpl_host::registry::{Phase, Registry};
 ///
 /// let mut registry: Registry<u32> = Registry::default();
@@ -168,12 +157,8 @@ struct Entry<C> {
 /// # Examples
 ///
 /// ```
-/// # use mcpl_host::config::{HostConfig, ServerConfig};
-/// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-/// #         "toolPrefix": "{prefix}"}}]}}"#);
-/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-/// # }
+/// # use mcpl_host::config::{ServerConfig, ServerTransport};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
 /// use mcpl_host::registry::Registry;
 ///
 /// let mut registry: Registry<u32> = Registry::default();
@@ -195,12 +180,8 @@ impl Reservation {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -218,12 +199,8 @@ impl Reservation {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -245,12 +222,8 @@ impl Reservation {
 /// # Examples
 ///
 /// ```
-/// # use mcpl_host::config::{HostConfig, ServerConfig};
-/// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-/// #         "toolPrefix": "{prefix}"}}]}}"#);
-/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-/// # }
+/// # use mcpl_host::config::{ServerConfig, ServerTransport};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
 /// use mcpl_host::registry::{Phase, Registry};
 ///
 /// let mut registry: Registry<u32> = Registry::default();
@@ -275,12 +248,8 @@ impl Lease {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -297,12 +266,8 @@ impl Lease {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -322,12 +287,8 @@ impl Lease {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -345,12 +306,8 @@ impl Lease {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -372,12 +329,8 @@ impl Lease {
 /// # Examples
 ///
 /// ```
-/// # use mcpl_host::config::{HostConfig, ServerConfig};
-/// # fn server(id: &str, prefix: &str) -> ServerConfig {
-/// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-/// #         "toolPrefix": "{prefix}"}}]}}"#);
-/// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-/// # }
+/// # use mcpl_host::config::{ServerConfig, ServerTransport};
+/// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
 /// use mcpl_host::registry::{Phase, Registry};
 ///
 /// // Generic over the connection handle: the host stores its live connections.
@@ -415,12 +368,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::with_reserved(["notes"]);
@@ -453,12 +402,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -484,12 +429,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -543,12 +484,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::{Phase, Registry};
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -608,12 +545,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::{Phase, Registry};
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -650,12 +583,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<&str> = Registry::default();
@@ -690,12 +619,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::{Phase, Registry};
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -742,12 +667,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::{Phase, Registry};
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -775,12 +696,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -803,12 +720,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::{Phase, Registry};
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -839,12 +752,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -866,12 +775,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -889,12 +794,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::{Phase, Registry};
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -912,12 +813,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -936,12 +833,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();
@@ -958,12 +851,8 @@ impl<C> Registry<C> {
     /// # Examples
     ///
     /// ```
-    /// # use mcpl_host::config::{HostConfig, ServerConfig};
-    /// # fn server(id: &str, prefix: &str) -> ServerConfig {
-    /// #     let text = format!(r#"{{"servers": [{{"id": "{id}", "command": "x",
-    /// #         "toolPrefix": "{prefix}"}}]}}"#);
-    /// #     HostConfig::from_json(&text).unwrap().servers.remove(0)
-    /// # }
+    /// # use mcpl_host::config::{ServerConfig, ServerTransport};
+    /// # fn server(id: &str, prefix: &str) -> ServerConfig { ServerConfig::new(id, ServerTransport::Url { url: "ws://127.0.0.1:9/".into(), headers: Default::default() }).with_tool_prefix(prefix) }
     /// use mcpl_host::registry::Registry;
     ///
     /// let mut registry: Registry<u32> = Registry::default();

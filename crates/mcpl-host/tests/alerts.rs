@@ -105,7 +105,7 @@ async fn a_refresh_that_works_again_raises_mcpl_tools_fresh() {
     let fresh = alerts_of(&drain(&mut events), kinds::TOOLS_FRESH);
     assert_eq!(fresh.len(), 1, "the stale alert is cleared");
     assert_eq!(fresh[0].subject, "s");
-    assert_eq!(host.tools()[0]["name"], "mcpl--s--find");
+    assert_eq!(host.tools()[0].name, "mcpl--s--find");
     // Only a refresh after a failure clears anything.
     host.refresh_tools("s").await;
     assert!(alerts_of(&drain(&mut events), kinds::TOOLS_FRESH).is_empty());

@@ -66,7 +66,7 @@ async fn host(server: Value) -> (Host, mpsc::UnboundedReceiver<HostEvent>) {
 }
 
 fn names(host: &Host) -> Vec<String> {
-    host.tools().iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    host.tools().into_iter().map(|t| t.name).collect()
 }
 
 fn text(call: &ToolCall) -> String {

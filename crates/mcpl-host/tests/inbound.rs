@@ -54,7 +54,7 @@ async fn a_push_retried_after_a_reconnect_is_delivered_once() {
     let gate = Gate::new(serve(alerts()).await, Mode::Pass).await;
     let config = server("alerts", &gate.url, json!({"reconnectIntervalMs": 20}));
     let (host, mut events) =
-        Host::start(HostConfig { servers: vec![config], ..Default::default() }).await.unwrap();
+        Host::start(HostConfig::default().with_servers(vec![config])).await.unwrap();
     let call = host.call_tool("mcpl--alerts--alert", json!({})).await.unwrap();
     assert_eq!(text(&call.result), "accepted: true");
     let HostEvent::Push { server, event } =
@@ -122,8 +122,7 @@ fn asking() -> Server {
 #[tokio::test]
 async fn sampling_elicitation_and_roots_reach_the_embedder() {
     let gate = Gate::new(serve(asking()).await, Mode::Pass).await;
-    let config =
-        HostConfig { servers: vec![server("asker", &gate.url, json!({}))], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![server("asker", &gate.url, json!({}))]);
     let (host, _events) = Host::builder(config)
         .on_sampling(|server, params| async move {
             let reply =
@@ -183,10 +182,13 @@ async fn a_top_level_feature_set_tag_attributes_state() {
         })
         .build();
     let gate = Gate::new(serve(server_def).await, Mode::Pass).await;
-    let config =
-        HostConfig { servers: vec![server("t", &gate.url, json!({}))], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![server("t", &gate.url, json!({}))]);
     let (host, _events) = Host::start(config).await.unwrap();
-    assert_eq!(host.tools()[0]["featureSet"], "notes.b", "the tag reaches the model's listing");
+    assert_eq!(
+        host.tools()[0].extra["featureSet"],
+        "notes.b",
+        "the tag reaches the model's listing"
+    );
     let call = host.call_tool("mcpl--t--put", json!({})).await.unwrap();
     assert!(
         matches!(&call.state, RecordOutcome::Recorded { feature_set, .. } if feature_set == "notes.b"),

@@ -25,7 +25,7 @@ fn conflict(err: HostError) -> PrefixConflict {
 }
 
 fn names(host: &Host) -> Vec<String> {
-    host.tools().iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    host.tools().into_iter().map(|t| t.name).collect()
 }
 
 fn connected(event: &HostEvent, id: &str) -> bool {
@@ -62,22 +62,16 @@ async fn meeting_prefixes_are_refused_at_every_entry_point_with_the_same_error()
         }
     };
     let dash_conflict = parsed(&json!({"id": "b", "url": url, "toolPrefix": "a-"}));
-    assert_eq!(
-        dash_conflict,
-        PrefixConflict {
-            server_a: "b".into(),
-            prefix_a: "a-".into(),
-            server_b: "a".into(),
-            prefix_b: "a".into(),
-            rule: MeetingRule::FollowedByDash,
-        }
-    );
+    let PrefixConflict { server_a, prefix_a, server_b, prefix_b, rule, .. } = &dash_conflict;
+    assert_eq!((server_a.as_str(), prefix_a.as_str()), ("b", "a-"));
+    assert_eq!((server_b.as_str(), prefix_b.as_str()), ("a", "a"));
+    assert_eq!(*rule, MeetingRule::FollowedByDash);
     let nested_conflict = parsed(&json!({"id": "c", "url": url, "toolPrefix": "a--b"}));
     assert_eq!(nested_conflict.rule, MeetingRule::FollowedBySeparator);
 
     // `Host::start` and the builder with a configuration assembled in code (in any order).
     for (other, expected) in [(&dash, &dash_conflict), (&nested, &nested_conflict)] {
-        let config = HostConfig { servers: vec![other.clone(), a.clone()], ..Default::default() };
+        let config = HostConfig::default().with_servers(vec![other.clone(), a.clone()]);
         let err = Host::start(config.clone()).await.unwrap_err();
         assert_eq!(err.kind(), "prefix_conflict");
         assert_eq!(&conflict(err), expected);
@@ -94,7 +88,7 @@ async fn meeting_prefixes_are_refused_at_every_entry_point_with_the_same_error()
     );
     assert_eq!(conflict(Host::start(merged).await.unwrap_err()), dash_conflict);
     // Merged configurations with one id twice are refused too.
-    let mut twice = HostConfig { servers: vec![a.clone()], ..Default::default() };
+    let mut twice = HostConfig::default().with_servers(vec![a.clone()]);
     twice.servers.push(server("a", &url, json!({"toolPrefix": "zzz"})));
     let err = Host::start(twice).await.unwrap_err();
     assert!(
@@ -103,7 +97,7 @@ async fn meeting_prefixes_are_refused_at_every_entry_point_with_the_same_error()
     assert_eq!(gate.stats().accepted, 0, "nothing was started for a refused configuration");
 
     // Runtime connect.
-    let config = HostConfig { servers: vec![a.clone()], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![a.clone()]);
     let (host, _events) = Host::start(config).await.unwrap();
     assert_eq!(host.servers(), [("a".into(), "a".into(), Phase::Connected)]);
     assert_eq!(conflict(host.connect(dash.clone()).await.unwrap_err()), dash_conflict);
@@ -124,7 +118,7 @@ async fn meeting_prefixes_are_refused_at_every_entry_point_with_the_same_error()
 async fn reserved_names_are_refused_like_meeting_prefixes() {
     let gate = Gate::new(serve(notes()).await, Mode::Pass).await;
     let taken = server("n", &gate.url, json!({"toolPrefix": "notes"}));
-    let config = HostConfig { servers: vec![taken.clone()], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![taken.clone()]);
     let err = Host::builder(config).reserved_prefixes(["notes"]).start().await.unwrap_err();
     assert_eq!(err.kind(), "reserved_prefix");
     let HostError::Registry(RegistryError::ReservedPrefix(reserved)) = err else { panic!() };
@@ -133,7 +127,7 @@ async fn reserved_names_are_refused_like_meeting_prefixes() {
 
     // Compared by equality only: `notes-v2` is fine.
     let fine = server("n", &gate.url, json!({"toolPrefix": "notes-v2"}));
-    let config = HostConfig { servers: vec![fine], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![fine]);
     let (host, _events) = Host::builder(config).reserved_prefixes(["notes"]).start().await.unwrap();
     assert_eq!(names(&host), ["notes-v2--add"]);
     let err = host.connect(server("m", &gate.url, json!({"toolPrefix": "notes"}))).await;
@@ -150,7 +144,7 @@ async fn reserved_names_are_refused_like_meeting_prefixes() {
 async fn a_server_down_at_start_is_routed_once_a_reconnect_connects_it() {
     let gate = Gate::new(serve(notes()).await, Mode::Refuse).await;
     let notes = server("notes", &gate.url, json!({"reconnectIntervalMs": 20}));
-    let config = HostConfig { servers: vec![notes], ..Default::default() };
+    let config = HostConfig::default().with_servers(vec![notes]);
     let (host, mut events) = Host::start(config).await.unwrap();
     assert_eq!(host.servers()[0].2, Phase::Down);
     gate.set(Mode::Pass);
@@ -194,7 +188,7 @@ async fn a_disconnect_stops_a_background_reconnect_in_its_handshake() {
     let gate = Gate::new(serve(notes()).await, Mode::Refuse).await;
     let config = server("notes", &gate.url, json!({"reconnectIntervalMs": 20}));
     let (host, mut events) =
-        Host::start(HostConfig { servers: vec![config], ..Default::default() }).await.unwrap();
+        Host::start(HostConfig::default().with_servers(vec![config])).await.unwrap();
     gate.set(Mode::Hold);
     gate.wait("a reconnect's stalled handshake", |s| s.held == 1).await;
     host.disconnect("notes").await.unwrap();
@@ -215,7 +209,7 @@ async fn a_failed_restart_restores_the_previous_prefix_and_routing() {
     let down = Gate::new(upstream, Mode::Refuse).await;
     let alpha = server("a", &gate.url, json!({"toolPrefix": "alpha", "reconnectIntervalMs": 20}));
     let (host, mut events) =
-        Host::start(HostConfig { servers: vec![alpha], ..Default::default() }).await.unwrap();
+        Host::start(HostConfig::default().with_servers(vec![alpha])).await.unwrap();
     assert_eq!(names(&host), ["alpha--add"]);
     drain(&mut events);
 
@@ -248,7 +242,7 @@ async fn shutdown_stops_reconnects_and_cancels_connects() {
     let gate = Gate::new(serve(notes()).await, Mode::Refuse).await;
     let config = server("notes", &gate.url, json!({"reconnectIntervalMs": 20}));
     let (host, mut events) =
-        Host::start(HostConfig { servers: vec![config], ..Default::default() }).await.unwrap();
+        Host::start(HostConfig::default().with_servers(vec![config])).await.unwrap();
     // A background reconnect is in its handshake when the host shuts down.
     gate.set(Mode::Hold);
     gate.wait("a reconnect's stalled handshake", |s| s.held == 1).await;
@@ -379,4 +373,26 @@ async fn a_restart_right_after_the_handshake_wins() {
     let events = drain(&mut events);
     assert!(!events.iter().any(|e| matches!(e, HostEvent::Alert(_))), "{events:?}");
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn tools_are_typed_and_calls_take_any_serializable_arguments() {
+    #[derive(serde::Serialize)]
+    struct Add {
+        item: &'static str,
+    }
+    let gate = Gate::new(serve(notes()).await, Mode::Pass).await;
+    let config = HostConfig::default().with_servers(vec![server("notes", &gate.url, json!({}))]);
+    let (host, _events) = Host::start(config).await.unwrap();
+    let tools: Vec<Tool> = host.tools();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "mcpl--notes--add", "the prefix rule names the listed tool");
+    assert_eq!(tools[0].input_schema.schema_type, Some(json!("object")));
+    let call = host.call_tool(&tools[0].name, Add { item: "tea" }).await.unwrap();
+    assert_eq!(text(&call.result), "added tea");
+    // Arguments that are not an object are refused before anything is sent.
+    let err = host.call_tool("mcpl--notes--add", json!(["tea"])).await.unwrap_err();
+    assert_eq!(err.kind(), "invalid_arguments");
+    assert!(std::error::Error::source(&err).is_some());
+    within("the shutdown", host.shutdown()).await;
 }

@@ -62,8 +62,9 @@ struct Stored {
 /// # async fn run() -> Result<(), mcpl_redis::Error> {
 /// let redis = mcpl_redis::Redis::open(mcpl_redis::RedisConfig::new("redis://127.0.0.1:6379"))?;
 /// let store = Arc::new(mcpl_redis::RedisCacheStore::new(redis));
-/// let client = mcpl_client::Client::new("my-app", "1.0.0")
-///     .with_cache(mcpl_client::cache::ResponseCache::new(store).principal("alice"));
+/// let client = mcpl_client::Client::builder("my-app", "1.0.0")
+///     .with_cache(mcpl_client::cache::ResponseCache::new(store).principal("alice"))
+///     .build();
 /// # drop(client);
 /// # Ok(()) }
 /// ```

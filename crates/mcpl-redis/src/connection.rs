@@ -179,6 +179,9 @@ pub struct Redis {
     manager: ConnectionManager,
     prefix: std::sync::Arc<str>,
     connect_timeout: Duration,
+    /// Whether the last command failed: an outage is logged once when it begins (`warn`),
+    /// once when it ends (`info`), and its other failures at `debug`.
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Redis {
@@ -220,7 +223,40 @@ impl Redis {
             manager,
             prefix: config.prefix.into(),
             connect_timeout: config.connect_timeout,
+            down: std::sync::Arc::default(),
         })
+    }
+
+    /// Logs `error`, the failure of `what`: at `warn` when it is the first of an outage
+    /// (or not a failure of the connection), at `debug` while the outage lasts.
+    pub(crate) fn failed(&self, what: &str, error: &Error) {
+        use std::sync::atomic::Ordering;
+        let cause = std::error::Error::source(error).map(ToString::to_string);
+        let connection =
+            matches!(error.kind(), crate::ErrorKind::Unavailable | crate::ErrorKind::Timeout);
+        if connection && self.down.swap(true, Ordering::Relaxed) {
+            tracing::debug!(error = %error, cause, "{what} failed (Redis still unavailable)");
+        } else {
+            tracing::warn!(error = %error, cause, "{what} failed");
+        }
+    }
+
+    /// Notes a command that succeeded: ends an outage (logged once).
+    pub(crate) fn succeeded(&self) {
+        use std::sync::atomic::Ordering;
+        if self.down.load(Ordering::Relaxed) && self.down.swap(false, Ordering::Relaxed) {
+            tracing::info!("Redis is available again");
+        }
+    }
+
+    /// `result`, noted: a failure logged (see [`failed`](Self::failed)), a success ending an
+    /// outage.
+    pub(crate) fn noted<T>(&self, what: &str, result: Result<T, Error>) -> Result<T, Error> {
+        match &result {
+            Ok(_) => self.succeeded(),
+            Err(e) => self.failed(what, e),
+        }
+        result
     }
 
     /// Checks that Redis answers.

@@ -2,10 +2,12 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::Message;
 use mcpl_server::http::event_store::{
-    DEFAULT_EVENT_AGE, DEFAULT_EVENTS_PER_STREAM, EventPosition, EventStore,
+    DEFAULT_EVENT_AGE, DEFAULT_EVENTS_PER_STREAM, EventPosition, EventStore, Relayed,
 };
 use redis::Script;
 use serde::{Deserialize, Serialize};
@@ -59,8 +61,16 @@ struct Stored {
 /// the age limit is gone from Redis. A resumption from before an evicted event is refused
 /// (the endpoint answers `404`), as with the in-memory store.
 ///
-/// The trait cannot report failures: a failed append is logged (the event cannot be
-/// replayed), a failed replay is "cannot resume".
+/// It also relays a session's messages between the instances of the fleet
+/// ([`EventStore::relays`]) over Redis pub/sub: what one instance sends outside its request
+/// streams reaches the client's standalone stream at another, and the client's answer
+/// reaches the instance that asked. A message larger than
+/// [`max_event_bytes`](Self::max_event_bytes) is not relayed.
+///
+/// The trait reports no failures; the `try_` methods return them as [`Error`]s. Through the
+/// trait, a failed append loses the event for a replay (a connected client still gets it),
+/// a failed replay is "cannot resume" (`404`), a failed relay loses the message; an outage
+/// is logged once as it begins and once as it ends.
 ///
 /// # Examples
 ///
@@ -298,9 +308,8 @@ impl EventStore for RedisEventStore {
         message: &'a Message,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            if let Err(e) = self.try_append(session, position, message).await {
-                tracing::warn!(session, error = %e, cause = ?std::error::Error::source(&e), "storing an SSE event failed; it cannot be replayed");
-            }
+            let stored = self.try_append(session, position, message).await;
+            let _ = self.redis.noted("storing an SSE event (it cannot be replayed)", stored);
         })
     }
 
@@ -310,26 +319,104 @@ impl EventStore for RedisEventStore {
         after: EventPosition,
     ) -> BoxFuture<'a, Option<Vec<(EventPosition, Message)>>> {
         Box::pin(async move {
-            self.try_replay_after(session, after).await.unwrap_or_else(|e| {
-                tracing::warn!(session, error = %e, cause = ?std::error::Error::source(&e), "replaying SSE events failed");
-                None
-            })
+            let replayed = self.try_replay_after(session, after).await;
+            self.redis.noted("replaying SSE events (the resumption is refused)", replayed).ok()?
         })
     }
 
     fn remove_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            if let Err(e) = self.try_remove_session(session).await {
-                tracing::warn!(session, error = %e, "removing a session's SSE events failed; they expire by age");
-            }
+            let removed = self.try_remove_session(session).await;
+            let _ =
+                self.redis.noted("removing a session's SSE events (they expire by age)", removed);
         })
     }
 
     fn discard_stream<'a>(&'a self, session: &'a str, stream: u64) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            if let Err(e) = self.try_discard_stream(session, stream).await {
-                tracing::debug!(session, stream, error = %e, "discarding an SSE stream failed; it expires by age");
-            }
+            let discarded = self.try_discard_stream(session, stream).await;
+            let _ = self.redis.noted("discarding an SSE stream (it expires by age)", discarded);
         })
+    }
+
+    fn relays(&self) -> bool {
+        true
+    }
+
+    fn relay<'a>(&'a self, relayed: &'a Relayed) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let published = self.try_relay(relayed).await;
+            let _ = self.redis.noted("relaying a message to the fleet (it is lost)", published);
+        })
+    }
+
+    fn relayed(&self) -> Option<BoxStream<'static, Relayed>> {
+        let wires = crate::pubsub::subscribe::<Wire>(
+            &self.redis,
+            self.relay_channel(),
+            self.max_event_bytes,
+            "the fleet's relayed messages",
+        );
+        Some(Box::pin(wires.map(Wire::into_relayed)))
+    }
+}
+
+/// A [`Relayed`] as published.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "to", rename_all = "camelCase")]
+enum Wire {
+    Client { session: String, message: Message },
+    Server { session: String, message: Message },
+}
+
+impl Wire {
+    fn from_relayed(relayed: &Relayed) -> Option<Wire> {
+        Some(match relayed {
+            Relayed::ToClient { session, message } => {
+                Wire::Client { session: session.clone(), message: message.clone() }
+            }
+            Relayed::ToServer { session, message } => {
+                Wire::Server { session: session.clone(), message: message.clone() }
+            }
+            _ => return None,
+        })
+    }
+
+    fn into_relayed(self) -> Relayed {
+        match self {
+            Wire::Client { session, message } => Relayed::ToClient { session, message },
+            Wire::Server { session, message } => Relayed::ToServer { session, message },
+        }
+    }
+}
+
+impl RedisEventStore {
+    fn relay_channel(&self) -> String {
+        self.redis.key(&["relay"])
+    }
+
+    /// Publishes `relayed` to the fleet (see [`EventStore::relay`]); a message larger than
+    /// [`max_event_bytes`](Self::max_event_bytes) is not relayed.
+    ///
+    /// # Errors
+    ///
+    /// Redis's failure.
+    pub async fn try_relay(&self, relayed: &Relayed) -> Result<(), Error> {
+        let Some(wire) = Wire::from_relayed(relayed) else { return Ok(()) };
+        let message = codec::encode(&wire)?;
+        if message.len() > self.max_event_bytes {
+            tracing::debug!(
+                session = relayed.session(),
+                bytes = message.len(),
+                "message too large to relay"
+            );
+            return Ok(());
+        }
+        let _receivers: i64 = redis::cmd("PUBLISH")
+            .arg(self.relay_channel())
+            .arg(message)
+            .query_async(&mut self.redis.connection())
+            .await?;
+        Ok(())
     }
 }

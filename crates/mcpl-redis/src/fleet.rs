@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcpl_server::state::StateSealer;
+use mcpl_server::request_state::StateSealer;
 use mcpl_server::{Server, ServerEvent};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
@@ -235,15 +235,99 @@ async fn receive_remote(
     }
 }
 
-/// The `requestState` sealer every instance of the fleet on `redis` shares: its key is made
-/// (128 random bits) by the first instance to ask and kept in Redis, so a state sealed at one
-/// instance opens at any other. Whoever can read the fleet's Redis can forge states: keep it
-/// private, or give every instance a key from your secret store with
-/// [`StateSealer::new`] instead. Not rotated.
+/// The fleet's `requestState` keys as kept in Redis (hex): the key that seals, the one that
+/// will next (every instance already opens with it), and those retired (each opens for one
+/// time to live after its retirement), newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyRing {
+    current: String,
+    upcoming: String,
+    previous: Vec<RetiredKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RetiredKey {
+    key: String,
+    /// When it stopped sealing, in milliseconds since the epoch.
+    retired_ms: u64,
+}
+
+/// How many retired keys the ring keeps: with the upcoming key, as many as a sealer opens with
+/// ([`MAX_OPENING_KEYS`](mcpl_server::request_state::MAX_OPENING_KEYS)).
+const MAX_RETIRED: usize = mcpl_server::request_state::MAX_OPENING_KEYS - 1;
+
+/// Replaces the ring `KEYS[1]` with `ARGV[2]` if it still is `ARGV[1]` (empty: absent).
+const SWAP_RING: &str = r"
+local now = redis.call('GET', KEYS[1])
+if (now or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+";
+
+/// 128 random bits, hex.
+fn fresh_key() -> Result<String, Error> {
+    let mut key = [0u8; 16];
+    getrandom::fill(&mut key).map_err(|e| Error::new(crate::ErrorKind::Command, e))?;
+    Ok(key.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}
+
+impl KeyRing {
+    fn fresh() -> Result<KeyRing, Error> {
+        Ok(KeyRing { current: fresh_key()?, upcoming: fresh_key()?, previous: Vec::new() })
+    }
+
+    /// The next ring: the upcoming key seals, the current one retires now, a fresh one comes.
+    fn rotated(&self, now_ms: u64) -> Result<KeyRing, Error> {
+        let mut previous = vec![RetiredKey { key: self.current.clone(), retired_ms: now_ms }];
+        previous.extend(self.previous.iter().take(MAX_RETIRED - 1).cloned());
+        Ok(KeyRing { current: self.upcoming.clone(), upcoming: fresh_key()?, previous })
+    }
+
+    fn sealer(&self) -> Result<StateSealer, Error> {
+        let mut builder = StateSealer::builder(&self.current).upcoming_key(&self.upcoming);
+        for retired in &self.previous {
+            let at = std::time::UNIX_EPOCH + Duration::from_millis(retired.retired_ms);
+            builder = builder.previous_key(&retired.key, at);
+        }
+        builder.build().map_err(Error::format)
+    }
+}
+
+/// The ring in Redis (made by the first instance to ask), and its text as stored.
+async fn load_ring(redis: &Redis) -> Result<(KeyRing, String), Error> {
+    let name = redis.key(&["state-keys"]);
+    let mut connection = redis.connection();
+    let made = codec::encode(&KeyRing::fresh()?)?;
+    let _: Option<String> =
+        redis::cmd("SET").arg(&name).arg(&made).arg("NX").query_async(&mut connection).await?;
+    let text: Option<String> = redis::cmd("GET").arg(&name).query_async(&mut connection).await?;
+    let text = text.ok_or_else(|| Error::format("the fleet's state keys vanished"))?;
+    Ok((codec::decode(&text)?, text))
+}
+
+/// The `requestState` sealer every instance of the fleet on `redis` shares, built
+/// ([`StateSealer::builder`]) from the fleet's key ring in Redis, which the first instance to
+/// ask makes (128 random bits a key): it seals with the current key, and opens with the
+/// upcoming key and with each retired key for one time to live after its retirement. A state
+/// sealed at one instance opens at any other. Whoever can read the fleet's Redis can forge
+/// states: keep it private, or give every instance keys from your secret store with
+/// [`StateSealer::builder`] instead.
+///
+/// An instance reads the ring when it calls this (as it starts); rotate the keys with
+/// [`rotate_state_key`].
 ///
 /// # Errors
 ///
-/// Redis's failure, or no OS randomness.
+/// Redis's failure, an unreadable ring, or no OS randomness.
 ///
 /// # Examples
 ///
@@ -256,16 +340,47 @@ async fn receive_remote(
 /// # Ok(()) }
 /// ```
 pub async fn shared_state_sealer(redis: &Redis) -> Result<StateSealer, Error> {
-    let mut key = [0u8; 16];
-    getrandom::fill(&mut key).map_err(|e| Error::new(crate::ErrorKind::Command, e))?;
-    let fresh: String = key.iter().map(|b| format!("{b:02x}")).collect();
-    let name = redis.key(&["state-key"]);
-    let mut connection = redis.connection();
-    let _: Option<String> =
-        redis::cmd("SET").arg(&name).arg(&fresh).arg("NX").query_async(&mut connection).await?;
-    let key: Option<String> = redis::cmd("GET").arg(&name).query_async(&mut connection).await?;
-    let key = key.ok_or_else(|| Error::format("the fleet's state key vanished"))?;
-    Ok(StateSealer::new(key))
+    load_ring(redis).await?.0.sealer()
+}
+
+/// Rotates the fleet's `requestState` keys (see [`shared_state_sealer`]): the upcoming key,
+/// which every running instance already opens with, becomes the sealing key; the sealing key
+/// retires now (it still opens for one time to live); a fresh key becomes the upcoming one.
+/// Instances built from the ring before the rotation keep sealing with the retired key: restart
+/// them (one by one) within one time to live of the rotation, after which what they seal no
+/// longer opens at the restarted ones. The ring keeps the newest seven retired keys.
+///
+/// # Errors
+///
+/// Redis's failure, an unreadable ring, no OS randomness, or
+/// [`ErrorKind::Command`](crate::ErrorKind::Command) when other rotations kept winning the race.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn run() -> Result<(), mcpl_redis::Error> {
+/// let redis = mcpl_redis::Redis::open(mcpl_redis::RedisConfig::new("redis://127.0.0.1:6379"))?;
+/// mcpl_redis::rotate_state_key(&redis).await?;
+/// // ... then restart the instances one by one.
+/// # Ok(()) }
+/// ```
+pub async fn rotate_state_key(redis: &Redis) -> Result<(), Error> {
+    let name = redis.key(&["state-keys"]);
+    let swap = redis::Script::new(SWAP_RING);
+    for _ in 0..8 {
+        let (ring, text) = load_ring(redis).await?;
+        let next = codec::encode(&ring.rotated(now_ms())?)?;
+        let swapped: i64 =
+            swap.key(&name).arg(&text).arg(next).invoke_async(&mut redis.connection()).await?;
+        if swapped == 1 {
+            tracing::info!("the fleet's requestState key was rotated");
+            return Ok(());
+        }
+    }
+    Err(Error::new(
+        crate::ErrorKind::Command,
+        "the state key ring kept changing during the rotation",
+    ))
 }
 
 #[cfg(test)]
@@ -286,6 +401,41 @@ mod tests {
             let text = serde_json::to_string(&wire).unwrap();
             assert_eq!(serde_json::from_str::<Wire>(&text).unwrap().into_event(), event);
         }
+    }
+
+    #[test]
+    fn a_rotation_promotes_the_upcoming_key_and_keeps_seven_retired() {
+        let mut ring = KeyRing::fresh().unwrap();
+        let first = ring.clone();
+        ring = ring.rotated(1_000).unwrap();
+        assert_eq!(ring.current, first.upcoming);
+        assert_eq!(ring.previous, [RetiredKey { key: first.current.clone(), retired_ms: 1_000 }]);
+        assert_ne!(ring.upcoming, first.upcoming);
+        for n in 0..10 {
+            ring = ring.rotated(2_000 + n).unwrap();
+        }
+        assert_eq!(ring.previous.len(), MAX_RETIRED);
+        assert_eq!(ring.previous[0].retired_ms, 2_009, "newest first");
+        ring.sealer().unwrap();
+    }
+
+    #[test]
+    fn a_state_sealed_before_a_rotation_opens_after_it_and_one_sealed_after_before_it() {
+        use mcpl_server::request_state::Binding;
+        let bind = Binding::new("tools/call", "t");
+        let before = KeyRing::fresh().unwrap();
+        let after = before.rotated(now_ms()).unwrap();
+        let (old, new) = (before.sealer().unwrap(), after.sealer().unwrap());
+        let sealed = old.seal(&serde_json::json!(1), &bind);
+        assert_eq!(new.open(&sealed, &bind).unwrap(), 1, "the retired key opens");
+        let sealed = new.seal(&serde_json::json!(2), &bind);
+        assert_eq!(old.open(&sealed, &bind).unwrap(), 2, "the upcoming key opens");
+        let later = after.rotated(now_ms()).unwrap().rotated(now_ms()).unwrap();
+        assert!(
+            later.sealer().unwrap().open(&sealed, &bind).is_ok(),
+            "retired twice: still in its TTL"
+        );
+        assert!(KeyRing::fresh().unwrap().sealer().unwrap().open(&sealed, &bind).is_err());
     }
 
     #[test]

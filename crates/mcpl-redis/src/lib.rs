@@ -11,27 +11,38 @@
 //! - [`RedisEventStore`] (`mcpl_server::http::event_store::EventStore`): an SSE stream cut at
 //!   one instance resumes at another with `Last-Event-ID`, replaying exactly the missed events.
 //! - [`RedisTaskStore`] (`mcpl_server::task::TaskStore`): a task created at one instance is
-//!   polled and cancelled at any other.
+//!   polled, updated (`tasks/update`) and cancelled at any other; updates and cancels reach
+//!   the instance running the handler (pub/sub), and a cancel stops it.
 //! - [`RedisCacheStore`] (`mcpl_client::cache::CacheStore`): client processes share cached
 //!   lists and reads, partitioned by server and principal as in memory.
 //! - [`FleetEvents`]: list changes and resource updates made at one instance reach the
-//!   sessions and `subscriptions/listen` streams of every instance (Redis pub/sub);
-//!   [`shared_state_sealer`]: one `requestState` key for the fleet.
+//!   sessions and `subscriptions/listen` streams of every instance (Redis pub/sub).
+//! - The event store also relays a session's messages between instances: what one instance
+//!   sends outside its request streams (a log message, a resource update, a request) reaches
+//!   the client's standalone `GET` stream at another, and the client's answer reaches the
+//!   instance that asked.
+//! - [`shared_state_sealer`]: the fleet's `requestState` keys, kept in Redis;
+//!   [`rotate_state_key`] rotates them.
 //!
 //! Keys are `<prefix>:v1:...` and every value carries its format version
 //! ([`FORMAT_VERSION`]); failures are [`Error`]s with a stable [`ErrorKind`].
 //!
 //! # When Redis is down or slow
 //!
-//! Each command fails within the response timeout ([`RedisConfig::response_timeout`]) and
-//! the connection is re-established in the background, so an instance recovers by itself
-//! when Redis returns. Meanwhile: a new 2025 session is refused with `503` and `Retry-After`;
-//! a request to a session this instance holds live is served (its copy stands in for the
-//! record); a request to a session held elsewhere gets `503` and `Retry-After`; a `DELETE`
-//! gets `503` (the session may live on elsewhere; retry it); SSE events are not stored
-//! (they cannot be replayed) and a resumption is refused (`404`); task calls fail with an
-//! internal error; 2026-era requests that need no store are served as ever. A client cache
-//! reads a failure as a miss.
+//! Each command fails within the response timeout ([`RedisConfig::response_timeout`]) with an
+//! [`Error`] (kind [`ErrorKind::Unavailable`] or [`ErrorKind::Timeout`]), and the connection
+//! is re-established in the background, so an instance recovers by itself when Redis
+//! returns. An outage is logged once at `warn` as it begins and once at `info` as it ends (its
+//! other failures at `debug`). Meanwhile: a new 2025 session is refused with `503` and
+//! `Retry-After`; a request to a session this instance holds live is served (its copy stands
+//! in for the record); a request to a session held elsewhere gets `503` and `Retry-After`; a
+//! `DELETE` gets `503` (the session may live on elsewhere; retry it); SSE events are not
+//! stored (they cannot be replayed) and a resumption is refused (`404`); messages relayed
+//! between instances are lost; task calls fail with an internal error (`-32603`); 2026-era
+//! requests that need no store are served as ever. The subscriptions (changes, relayed
+//! messages, task signals) are made again once Redis is back; after one was lost,
+//! [`FleetEvents`] tells its clients that every list may have changed. A client cache reads a
+//! failure as a miss.
 //!
 //! # Examples
 //!
@@ -66,6 +77,7 @@ mod connection;
 mod error;
 mod events;
 mod fleet;
+mod pubsub;
 mod server;
 mod session;
 mod tasks;
@@ -77,7 +89,7 @@ pub use self::connection::{
 };
 pub use self::error::{Error, ErrorKind};
 pub use self::events::{DEFAULT_MAX_EVENT_BYTES, RedisEventStore};
-pub use self::fleet::{FleetEvents, shared_state_sealer};
+pub use self::fleet::{FleetEvents, rotate_state_key, shared_state_sealer};
 pub use self::server::RedisServer;
 pub use self::session::{
     DEFAULT_FLEET_SESSIONS, DEFAULT_SESSION_HANDSHAKE, DEFAULT_SESSION_IDLE, RedisSessionStore,

@@ -80,10 +80,10 @@ impl RedisServer {
     fn wait_ready(&mut self) -> std::io::Result<()> {
         let started = Instant::now();
         while started.elapsed() < READY_WITHIN {
-            if let Some(child) = &mut self.child {
-                if let Some(status) = child.try_wait()? {
-                    return Err(std::io::Error::other(format!("redis-server exited: {status}")));
-                }
+            if let Some(child) = &mut self.child
+                && let Some(status) = child.try_wait()?
+            {
+                return Err(std::io::Error::other(format!("redis-server exited: {status}")));
             }
             if ping(self.addr()) {
                 return Ok(());

@@ -1,10 +1,14 @@
 //! [`RedisTaskStore`]: the state of tasks (2026 era) where every instance of a fleet sees it.
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{DetailedTask, TaskStatus};
-use mcpl_server::task::TaskStore;
+use mcpl_server::task::{TaskSignal, TaskStore};
 use redis::Script;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::{Error, Redis, codec};
 
@@ -21,9 +25,12 @@ return 1
 const MAX_ID_LEN: usize = 128;
 
 /// A [`TaskStore`] on Redis, shared by every instance of a fleet: a task created at one
-/// instance is polled (`tasks/get`), updated and cancelled at any other. Each task expires with
-/// its `ttlMs`. A terminal state is final: once cancelled (at any instance) a task is not
-/// completed by its handler running elsewhere.
+/// instance is polled (`tasks/get`), updated (`tasks/update`) and cancelled at any other. Each
+/// task expires with its `ttlMs`. A terminal state is final: once cancelled (at any instance) a
+/// task is not completed by its handler running elsewhere. An update or cancel made at an
+/// instance where the handler does not run is signalled to the fleet (Redis pub/sub): the
+/// instance running it hands the answers to it, or stops it. While Redis is down, task calls
+/// fail with an internal error and signals are lost.
 ///
 /// # Examples
 ///
@@ -121,6 +128,54 @@ impl RedisTaskStore {
     }
 }
 
+/// The largest task signal read (answers to input requests included): 1 MiB of JSON.
+const MAX_SIGNAL: usize = 1 << 20;
+
+/// A task signal as published.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Signal {
+    task_id: String,
+    #[serde(flatten)]
+    signal: WireSignal,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "signal", rename_all = "camelCase")]
+enum WireSignal {
+    Cancel,
+    Update { input_responses: Map<String, Value> },
+}
+
+impl RedisTaskStore {
+    fn signal_channel(&self) -> String {
+        self.redis.key(&["task-signals"])
+    }
+
+    /// Publishes `signal` for task `task_id` to the fleet (see [`TaskStore::signal`]).
+    ///
+    /// # Errors
+    ///
+    /// Redis's failure, or [`ErrorKind::Full`](crate::ErrorKind::Full) for answers larger
+    /// than 1 MiB of JSON.
+    pub async fn try_signal(&self, task_id: &str, signal: &TaskSignal) -> Result<(), Error> {
+        let signal = match signal {
+            TaskSignal::Update(answers) => WireSignal::Update { input_responses: answers.clone() },
+            _ => WireSignal::Cancel,
+        };
+        let message = codec::encode(&Signal { task_id: task_id.to_owned(), signal })?;
+        if message.len() > MAX_SIGNAL {
+            return Err(Error::new(crate::ErrorKind::Full, "the task signal is larger than 1 MiB"));
+        }
+        let _receivers: i64 = redis::cmd("PUBLISH")
+            .arg(self.signal_channel())
+            .arg(message)
+            .query_async(&mut self.redis.connection())
+            .await?;
+        Ok(())
+    }
+}
+
 fn status_name(status: TaskStatus) -> &'static str {
     match status {
         TaskStatus::Working => "working",
@@ -133,12 +188,16 @@ fn status_name(status: TaskStatus) -> &'static str {
 
 impl TaskStore for RedisTaskStore {
     fn create(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
-        Box::pin(async move { Ok(self.try_create(&task).await?) })
+        Box::pin(async move {
+            let created = self.try_create(&task).await;
+            Ok(self.redis.noted("storing a new task", created)?)
+        })
     }
 
     fn update(&self, task: DetailedTask) -> BoxFuture<'_, Result<(), ErrorObject>> {
         Box::pin(async move {
-            if !self.try_update(&task).await? {
+            let updated = self.try_update(&task).await;
+            if !self.redis.noted("updating a task", updated)? {
                 tracing::debug!(task = %task.task_id, "task gone or already terminal; not replaced");
             }
             Ok(())
@@ -147,7 +206,37 @@ impl TaskStore for RedisTaskStore {
 
     fn get(&self, task_id: &str) -> BoxFuture<'_, Result<Option<DetailedTask>, ErrorObject>> {
         let task_id = task_id.to_owned();
-        Box::pin(async move { Ok(self.try_get(&task_id).await?) })
+        Box::pin(async move {
+            let task = self.try_get(&task_id).await;
+            Ok(self.redis.noted("reading a task", task)?)
+        })
+    }
+
+    fn signal<'a>(
+        &'a self,
+        task_id: &'a str,
+        signal: &'a TaskSignal,
+    ) -> BoxFuture<'a, Result<(), ErrorObject>> {
+        Box::pin(async move {
+            let sent = self.try_signal(task_id, signal).await;
+            Ok(self.redis.noted("signalling a task to the fleet", sent)?)
+        })
+    }
+
+    fn signals(&self) -> Option<BoxStream<'static, (String, TaskSignal)>> {
+        let signals = crate::pubsub::subscribe::<Signal>(
+            &self.redis,
+            self.signal_channel(),
+            MAX_SIGNAL,
+            "the fleet's task signals",
+        );
+        Some(Box::pin(signals.map(|s| {
+            let signal = match s.signal {
+                WireSignal::Cancel => TaskSignal::Cancel,
+                WireSignal::Update { input_responses } => TaskSignal::Update(input_responses),
+            };
+            (s.task_id, signal)
+        })))
     }
 }
 

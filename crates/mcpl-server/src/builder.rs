@@ -2,16 +2,14 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcpl_core::types::{
-    Implementation, Prompt, PromptsCapability, Resource, ResourceTemplate, ResourcesCapability,
-    ServerCapabilities, TASKS_EXTENSION, Tool, ToolExecution, ToolsCapability,
-};
+use mcpl_core::types::{Implementation, Prompt, Resource, ResourceTemplate, Tool, ToolExecution};
+#[cfg(feature = "schema")]
 use schemars::JsonSchema;
+#[cfg(feature = "schema")]
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use mcpl_core::jsonrpc::ErrorObject;
@@ -19,17 +17,28 @@ use mcpl_core::jsonrpc::ErrorObject;
 use crate::cache::{CacheHint, CacheHints, CachedResult};
 use crate::completion::{CompletionRequest, CompletionResult};
 use crate::context::Context;
-use crate::events::{EVENT_BUFFER, ServerEvent};
+use crate::events::EVENT_BUFFER;
+use crate::features::{Features, Registry};
 use crate::input::{PromptReply, ReadReply, ToolReply};
-use crate::mcpl::{ManifestError, Mcpl, McplConnection, McplHub};
+use crate::mcpl::{Mcpl, McplHub};
 use crate::prompt::{PromptArguments, PromptEntry};
-use crate::registry::{PromptsMut, ReadGuard, Registry, ResourcesMut, ToolsMut, WriteGuard};
+#[cfg(feature = "schema")]
+use crate::prompt::{TypedPrompt, typed_prompt};
+use crate::request_state::StateSealer;
 use crate::resource::{ReadRequest, ResourceEntry, TemplateEntry};
-use crate::state::StateSealer;
-use crate::task::{TaskOptions, TaskStore, Tasks};
-use crate::tool::{Arguments, ToolEntry, Typed, typed_tool, with_schema_of};
-use mcpl_core::mcpl::digest::Revision;
-use mcpl_core::mcpl::manifest::Manifest;
+use crate::server::ServerInner;
+use crate::task::{TaskOptions, TaskStore};
+use crate::task_serving::table::Tasks;
+use crate::tool::{Arguments, ToolEntry};
+#[cfg(feature = "schema")]
+use crate::tool::{IntoToolReply, Typed, typed_tool, with_schema_of};
+use mcpl_core::error::ErrorChain;
+
+pub use crate::handler::registration::RegistrationError;
+
+/// The built server (its home is [`crate::server`]).
+#[doc(no_inline)]
+pub use crate::server::Server;
 
 /// The default bound on one write to a stdio or WebSocket client: 30 seconds (see
 /// [`ServerBuilder::write_timeout`]).
@@ -40,649 +49,6 @@ use mcpl_core::mcpl::manifest::Manifest;
 /// assert_eq!(mcpl_server::DEFAULT_WRITE_TIMEOUT, std::time::Duration::from_secs(30));
 /// ```
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A built server: its identity and features. Cheap to clone (clones share the features);
-/// serve it with [`Server::serve`] or [`crate::stdio::serve`].
-///
-/// # Examples
-///
-/// A server served to a client over an in-memory transport (any [`Transport`](mcpl_core::Transport)
-/// works the same: stdio, a child process's pipes...):
-///
-/// ```
-/// use mcpl_core::types::{Tool, ToolSchema};
-/// use mcpl_core::{Engine, transport::memory};
-/// use mcpl_server::{Server, ToolOutput};
-/// use serde_json::json;
-///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let server = Server::builder("greeter", "1.0.0")
-///     .tool(Tool::new("hello", ToolSchema::object()), |_ctx, _args| async {
-///         Ok(ToolOutput::text("Hello!"))
-///     })
-///     .build();
-///
-/// let (client_side, server_side) = memory::pair();
-/// let session = server.serve(server_side).await?;
-///
-/// // A bare client: initialize, then call the tool.
-/// let client = Engine::new().connect(client_side).await?;
-/// let init = json!({
-///     "protocolVersion": "2025-11-25",
-///     "capabilities": {},
-///     "clientInfo": {"name": "doc", "version": "1"},
-/// });
-/// client.request("initialize", Some(init), Default::default()).await?;
-/// client.notify("notifications/initialized", None).await?;
-/// let call = json!({"name": "hello", "arguments": {}});
-/// let result = client.request("tools/call", Some(call), Default::default()).await?;
-/// assert_eq!(result["content"][0]["text"], "Hello!");
-/// session.close().await?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # }).unwrap();
-/// ```
-#[derive(Clone)]
-pub struct Server {
-    pub(crate) inner: Arc<ServerInner>,
-}
-
-pub(crate) struct ServerInner {
-    pub(crate) info: Implementation,
-    pub(crate) instructions: Option<String>,
-    pub(crate) page_size: Option<usize>,
-    /// The longest resource URI read or subscribed to (see [`ServerBuilder::max_uri_length`]).
-    pub(crate) max_uri_length: usize,
-    cache_hints: CacheHints,
-    sealer: StateSealer,
-    pub(crate) tasks: Tasks,
-    /// The most requests of one connection (or 2025 HTTP session) whose handlers run at once.
-    pub(crate) max_inflight_requests: usize,
-    /// The bound on each connection's outgoing queue: messages, bytes.
-    pub(crate) max_queued: (usize, usize),
-    /// How long one write to a connection may take.
-    pub(crate) write_timeout: Option<Duration>,
-    registry: RwLock<Registry>,
-    events: broadcast::Sender<ServerEvent>,
-    pub(crate) mcpl: Option<Arc<McplHub>>,
-}
-
-impl fmt::Debug for Server {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let registry = self.read();
-        f.debug_struct("Server")
-            .field("info", &self.inner.info)
-            .field("tools", &registry.tools.items.iter().map(|t| &t.tool.name).collect::<Vec<_>>())
-            .field("resources", &registry.resources.items.len())
-            .field("resource_templates", &registry.templates.items.len())
-            .field("prompts", &registry.prompts.items.len())
-            .field("skills", &registry.skills.entries().count())
-            .finish()
-    }
-}
-
-impl Server {
-    /// Starts building a server that calls itself `name`, version `version`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let server = mcpl_server::Server::builder("my-server", "0.1.0").title("My Server").build();
-    /// assert_eq!(server.info().name, "my-server");
-    /// assert_eq!(server.info().title.as_deref(), Some("My Server"));
-    /// ```
-    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
-        ServerBuilder {
-            info: Implementation::new(name, version),
-            instructions: None,
-            page_size: None,
-            max_uri_length: crate::resource::DEFAULT_MAX_URI_LENGTH,
-            cache_hints: CacheHints::default(),
-            sealer: None,
-            state_ttl: None,
-            task_store: None,
-            task_ttl: None,
-            task_poll_interval: None,
-            max_inflight_requests: mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
-            max_queued: (
-                mcpl_core::engine::DEFAULT_MAX_QUEUED_MESSAGES,
-                mcpl_core::engine::DEFAULT_MAX_QUEUED_BYTES,
-            ),
-            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
-            registry: Registry::default(),
-            mcpl: None,
-            errors: Vec::new(),
-        }
-    }
-
-    /// The sealer of the `requestState` of input-required results (see [`crate::state`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let server = mcpl_server::Server::builder("s", "1").build();
-    /// let sealer = server.state_sealer();
-    /// assert_eq!(sealer.ttl(), mcpl_server::state::DEFAULT_STATE_TTL);
-    /// ```
-    pub fn state_sealer(&self) -> &StateSealer {
-        &self.inner.sealer
-    }
-
-    /// The server's identity.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let server = mcpl_server::Server::builder("files", "2.0.0").build();
-    /// assert_eq!((server.info().name.as_str(), server.info().version.as_str()), ("files", "2.0.0"));
-    /// ```
-    pub fn info(&self) -> &Implementation {
-        &self.inner.info
-    }
-
-    /// The instructions sent to clients, if any.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let server = mcpl_server::Server::builder("s", "1").instructions("Call `search` first.").build();
-    /// assert_eq!(server.instructions(), Some("Call `search` first."));
-    /// ```
-    pub fn instructions(&self) -> Option<&str> {
-        self.inner.instructions.as_deref()
-    }
-
-    /// The definition of the enabled tool `name`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::{Tool, ToolSchema};
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .tool(Tool::new("ping", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("pong")) })
-    ///     .build();
-    /// assert!(server.tool_definition("ping").is_some());
-    /// server.tools_mut().disable("ping");
-    /// assert!(server.tool_definition("ping").is_none());
-    /// ```
-    pub fn tool_definition(&self, name: &str) -> Option<Tool> {
-        self.read().tools.get(name).filter(|t| t.enabled).map(|t| t.tool.clone())
-    }
-
-    /// Reads the definition of the enabled tool `name` in place, without copying it.
-    pub(crate) fn with_tool_definition<R>(
-        &self,
-        name: &str,
-        f: impl FnOnce(&Tool) -> R,
-    ) -> Option<R> {
-        self.read().tools.get(name).filter(|t| t.enabled).map(|t| f(&t.tool))
-    }
-
-    /// The enabled tools, in registration order (the order of `tools/list`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::{Tool, ToolSchema};
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .tool(Tool::new("b", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("b")) })
-    ///     .tool(Tool::new("a", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("a")) })
-    ///     .build();
-    /// let names: Vec<_> = server.tools().into_iter().map(|t| t.name).collect();
-    /// assert_eq!(names, ["b", "a"]);
-    /// ```
-    pub fn tools(&self) -> Vec<Tool> {
-        self.read().tools.items.iter().filter(|t| t.enabled).map(|t| t.tool.clone()).collect()
-    }
-
-    /// The static resources, in registration order.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::Resource;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::resource::ResourceOutput;
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .resource(Resource::new("mem://a", "a"), |_c, req| async move { Ok(vec![ResourceOutput::text(req.uri, "")]) })
-    ///     .build();
-    /// assert_eq!(server.resources()[0].uri, "mem://a");
-    /// ```
-    pub fn resources(&self) -> Vec<Resource> {
-        self.read().resources.items.iter().map(|r| r.resource.clone()).collect()
-    }
-
-    /// The resource templates, in registration order.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::ResourceTemplate;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::resource::ResourceOutput;
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_c, req| async move {
-    ///         Ok(vec![ResourceOutput::text(req.uri, "")])
-    ///     })
-    ///     .resource_template(ResourceTemplate::new("tags://{tag}", "tag"), |_c, req| async move {
-    ///         Ok(vec![ResourceOutput::text(req.uri, "")])
-    ///     })
-    ///     .build();
-    /// let templates: Vec<_> = server.resource_templates().into_iter().map(|t| t.uri_template).collect();
-    /// assert_eq!(templates, ["notes://{id}", "tags://{tag}"]);
-    /// ```
-    pub fn resource_templates(&self) -> Vec<ResourceTemplate> {
-        self.read().templates.items.iter().map(|t| t.template.clone()).collect()
-    }
-
-    /// The prompts, in registration order.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::Prompt;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::prompt::PromptOutput;
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .prompt(Prompt::new("summarize"), |_c, _a| async { Ok(PromptOutput::user_text("Summarize.")) })
-    ///     .prompt(Prompt::new("translate"), |_c, _a| async { Ok(PromptOutput::user_text("Translate.")) })
-    ///     .build();
-    /// let names: Vec<_> = server.prompts().into_iter().map(|p| p.name).collect();
-    /// assert_eq!(names, ["summarize", "translate"]);
-    /// ```
-    pub fn prompts(&self) -> Vec<Prompt> {
-        self.read().prompts.items.iter().map(|p| p.prompt.clone()).collect()
-    }
-
-    /// How many items one page of a list request holds; `None`: all of them.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let server = mcpl_server::Server::builder("s", "1").page_size(50).build();
-    /// assert_eq!(server.page_size(), Some(50));
-    /// ```
-    pub fn page_size(&self) -> Option<usize> {
-        self.inner.page_size
-    }
-
-    /// The longest resource URI a client may read or subscribe to, in bytes (see
-    /// [`ServerBuilder::max_uri_length`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let server = mcpl_server::Server::builder("s", "1").build();
-    /// assert_eq!(server.max_uri_length(), mcpl_server::resource::DEFAULT_MAX_URI_LENGTH);
-    /// ```
-    pub fn max_uri_length(&self) -> usize {
-        self.inner.max_uri_length
-    }
-
-    /// The cache hint set for `result` with [`ServerBuilder::cache_hint`]; `None`: the
-    /// endpoint's default applies (see [`crate::cache`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::cache::{CacheHint, CachedResult, CacheScope};
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .cache_hint(CachedResult::ToolsList, CacheHint::private(Duration::from_secs(30)))
-    ///     .build();
-    /// let hint = server.cache_hint(CachedResult::ToolsList).unwrap();
-    /// assert_eq!((hint.ttl_ms(), hint.scope()), (30_000, CacheScope::Private));
-    /// assert_eq!(server.cache_hint(CachedResult::Discover), None, "the endpoint's default applies");
-    /// ```
-    pub fn cache_hint(&self, result: CachedResult) -> Option<CacheHint> {
-        self.inner.cache_hints.get(result)
-    }
-
-    /// Whether the server serves the tasks extension (see [`crate::task`]): a task-capable
-    /// tool was registered, or a task store was set.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_server::Server;
-    /// use mcpl_server::task::InMemoryTaskStore;
-    ///
-    /// assert!(!Server::builder("s", "1").build().serves_tasks());
-    /// assert!(Server::builder("s", "1").task_store(InMemoryTaskStore::new()).build().serves_tasks());
-    /// ```
-    pub fn serves_tasks(&self) -> bool {
-        self.inner.tasks.explicit || self.read().has_task_tools
-    }
-
-    /// The capabilities this server advertises: each feature that was ever registered (a
-    /// feature emptied at run time stays declared, with an empty list), `logging`,
-    /// `completions` when there are prompts or resources to complete, the tasks extension
-    /// under `extensions` when [`serves_tasks`](Self::serves_tasks) (advertised in
-    /// `server/discover` only: a 2025-era `initialize` result leaves it out, see
-    /// [`crate::task`]), and the skills extension (`directoryRead: true`) once a skill was
-    /// registered (see [`crate::skills`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::{Tool, ToolSchema};
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// let server = Server::builder("s", "1")
-    ///     .tool(Tool::new("t", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("t")) })
-    ///     .build();
-    /// let caps = server.capabilities();
-    /// assert_eq!(caps.tools.and_then(|t| t.list_changed), Some(true));
-    /// assert!(caps.prompts.is_none() && caps.logging.is_some());
-    /// ```
-    pub fn capabilities(&self) -> ServerCapabilities {
-        let mut extensions = self
-            .serves_tasks()
-            .then(|| Map::from_iter([(TASKS_EXTENSION.to_owned(), Value::Object(Map::new()))]));
-        let r = self.read();
-        if r.skills.ever {
-            let (id, settings) = crate::skills::declaration();
-            extensions.get_or_insert_with(Map::new).insert(id, settings);
-        }
-        ServerCapabilities {
-            tools: r
-                .has_tools
-                .then(|| ToolsCapability { list_changed: Some(true), ..Default::default() }),
-            resources: r.has_resources.then(|| ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            prompts: r
-                .has_prompts
-                .then(|| PromptsCapability { list_changed: Some(true), ..Default::default() }),
-            completions: r.has_completions().then(Default::default),
-            logging: Some(Default::default()),
-            extensions,
-            ..ServerCapabilities::default()
-        }
-    }
-
-    /// A handle to add, remove, replace, enable and disable tools while sessions are live;
-    /// each change tells every session's client (`notifications/tools/list_changed`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::{Tool, ToolSchema};
-    /// use mcpl_server::{Server, ToolOutput};
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// let mut changes = server.subscribe_changes();
-    /// server
-    ///     .tools_mut()
-    ///     .add(Tool::new("late", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("hi")) })
-    ///     .unwrap();
-    /// assert_eq!(server.tools()[0].name, "late");
-    /// assert_eq!(changes.try_recv().unwrap(), mcpl_server::ServerEvent::ToolsListChanged);
-    /// ```
-    pub fn tools_mut(&self) -> ToolsMut<'_> {
-        ToolsMut::new(self)
-    }
-
-    /// A handle to add, remove and replace resources and resource templates while sessions are
-    /// live; each change tells every session's client
-    /// (`notifications/resources/list_changed`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::Resource;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::resource::ResourceOutput;
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// server
-    ///     .resources_mut()
-    ///     .add(Resource::new("mem://motd", "motd"), |_c, req| async move {
-    ///         Ok(vec![ResourceOutput::text(req.uri, "Welcome")])
-    ///     })
-    ///     .unwrap();
-    /// assert!(server.resources_mut().contains("mem://motd"));
-    /// assert!(server.resources_mut().remove("mem://motd"));
-    /// ```
-    pub fn resources_mut(&self) -> ResourcesMut<'_> {
-        ResourcesMut::new(self)
-    }
-
-    /// A handle to add, remove and replace prompts while sessions are live; each change tells
-    /// every session's client (`notifications/prompts/list_changed`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::Prompt;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::prompt::PromptOutput;
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// server
-    ///     .prompts_mut()
-    ///     .add(Prompt::new("hello"), |_c, _a| async { Ok(PromptOutput::user_text("Say hello")) })
-    ///     .unwrap();
-    /// assert_eq!(server.prompts()[0].name, "hello");
-    /// ```
-    pub fn prompts_mut(&self) -> PromptsMut<'_> {
-        PromptsMut::new(self)
-    }
-
-    /// The entries of the served skills, in registration order (the order of `skills/list`;
-    /// see [`crate::skills`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_server::Server;
-    /// use mcpl_server::skills::SkillBundle;
-    ///
-    /// let skill = SkillBundle::new("notes", "---\nname: notes\ndescription: Take notes\n---\n")?;
-    /// let server = Server::builder("s", "1").skill(skill).build();
-    /// assert_eq!(server.skills()[0].uri, "skill://notes/SKILL.md");
-    /// # Ok::<(), mcpl_server::skills::SkillError>(())
-    /// ```
-    pub fn skills(&self) -> Vec<mcpl_core::types::Skill> {
-        self.read().skills.entries().cloned().collect()
-    }
-
-    /// A handle to add, remove and replace skills while sessions are live; each change tells
-    /// every session's client that the resource list changed (skill files are resources).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_server::Server;
-    /// use mcpl_server::skills::SkillBundle;
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// let skill = SkillBundle::new("late", "---\nname: late\ndescription: Added later\n---\n")?;
-    /// server.skills_mut().add(skill).unwrap();
-    /// assert_eq!(server.skills().len(), 1);
-    /// # Ok::<(), mcpl_server::skills::SkillError>(())
-    /// ```
-    pub fn skills_mut(&self) -> crate::skills::SkillsMut<'_> {
-        crate::skills::SkillsMut::new(self)
-    }
-
-    /// Tells the sessions subscribed to `uri` (`resources/subscribe`) that the resource changed
-    /// (`notifications/resources/updated`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_server::{Server, ServerEvent};
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// let mut changes = server.subscribe_changes();
-    /// server.notify_resource_updated("file:///log.txt");
-    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::ResourceUpdated { uri: "file:///log.txt".into() });
-    /// ```
-    pub fn notify_resource_updated(&self, uri: impl Into<String>) {
-        self.publish(ServerEvent::ResourceUpdated { uri: uri.into() });
-    }
-
-    /// Tells this server's clients about `event` as if it happened here: for a change made
-    /// elsewhere, such as at another instance of a fleet (the `mcpl-redis` crate relays them).
-    /// Every session and `subscriptions/listen` stream that wants it is told, and
-    /// [`subscribe_changes`](Self::subscribe_changes) receivers see it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_server::{Server, ServerEvent};
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// let mut changes = server.subscribe_changes();
-    /// server.notify_change(ServerEvent::ToolsListChanged);
-    /// assert_eq!(changes.try_recv().unwrap(), ServerEvent::ToolsListChanged);
-    /// ```
-    pub fn notify_change(&self, event: ServerEvent) {
-        self.publish(event);
-    }
-
-    /// Receives every [`ServerEvent`] from now on, for a transport that forwards them to its
-    /// clients (sessions served by [`Server::serve`] subscribe on their own).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_server::{Server, ServerEvent};
-    ///
-    /// let server = Server::builder("s", "1").build();
-    /// let mut changes = server.subscribe_changes();
-    /// server.notify_resource_updated("mem://a");
-    /// let event = changes.try_recv().unwrap();
-    /// assert_eq!(event.method(), "notifications/resources/updated");
-    /// assert_eq!(event.resource_uri(), Some("mem://a"));
-    /// ```
-    pub fn subscribe_changes(&self) -> broadcast::Receiver<ServerEvent> {
-        self.inner.events.subscribe()
-    }
-
-    fn publish(&self, event: ServerEvent) {
-        // An error only means no session is listening.
-        let _ = self.inner.events.send(event);
-    }
-
-    pub(crate) fn announce(&self, changed: bool, event: ServerEvent) {
-        if changed {
-            self.publish(event);
-        }
-    }
-
-    /// The MCPL manifest served now (with its revision); `None` without MCPL.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
-    /// use mcpl_server::Server;
-    /// use mcpl_server::mcpl::Mcpl;
-    ///
-    /// assert!(Server::builder("plain", "1").build().mcpl_manifest().is_none());
-    ///
-    /// let manifest = Manifest::new().with_feature_set("files", FeatureSet::new("Files", ["tools"]));
-    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(manifest)).build();
-    /// let served = server.mcpl_manifest().unwrap();
-    /// assert!(served.revision().is_some(), "the served manifest carries its revision");
-    /// ```
-    pub fn mcpl_manifest(&self) -> Option<Manifest> {
-        self.inner.mcpl.as_ref().map(|hub| (*hub.manifest()).clone())
-    }
-
-    /// Installs a new MCPL manifest (its `revision` computed; any given one is replaced) and
-    /// returns its revision. Every MCPL connection whose host last learned a different revision
-    /// is told with `mcpl/manifestChanged {revision, domains}` when a domain changed (a
-    /// `version`-only change is not announced); rapid changes coalesce. `mcpl/manifest` serves
-    /// the new manifest at once.
-    ///
-    /// # Errors
-    ///
-    /// [`ManifestError::NotEnabled`] without MCPL; [`ManifestError::Digest`] for a manifest
-    /// that has no revision, [`ManifestError::FeatureSet`], [`ManifestError::InvalidUses`] or
-    /// [`ManifestError::FeatureSetsNotAnObject`] for one declaring a feature set the server
-    /// cannot serve (the installed one stays).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
-    /// use mcpl_server::Server;
-    /// use mcpl_server::mcpl::Mcpl;
-    ///
-    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
-    /// let next = Manifest::new().with_feature_set("extra", FeatureSet::new("More", ["tools"]));
-    /// let revision = server.set_mcpl_manifest(next).unwrap();
-    /// assert_eq!(server.mcpl_manifest().unwrap().revision(), Some(revision));
-    /// ```
-    pub fn set_mcpl_manifest(&self, next: Manifest) -> Result<Revision, ManifestError> {
-        self.inner.mcpl.as_ref().ok_or(ManifestError::NotEnabled)?.install(next)
-    }
-
-    /// Installs the MCPL manifest `f` makes of the current one, as
-    /// [`set_mcpl_manifest`](Self::set_mcpl_manifest) does; concurrent updates do not lose
-    /// each other's changes.
-    ///
-    /// # Errors
-    ///
-    /// As [`set_mcpl_manifest`](Self::set_mcpl_manifest).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::mcpl::manifest::Manifest;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::mcpl::Mcpl;
-    ///
-    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
-    /// server.update_mcpl_manifest(|m| m.with_push_events(true)).unwrap();
-    /// assert_eq!(server.mcpl_manifest().unwrap().capabilities().push_events, Some(true));
-    /// ```
-    pub fn update_mcpl_manifest(
-        &self,
-        f: impl FnOnce(Manifest) -> Manifest,
-    ) -> Result<Revision, ManifestError> {
-        self.inner.mcpl.as_ref().ok_or(ManifestError::NotEnabled)?.update(f)
-    }
-
-    /// The live MCPL connections (hosts that advertised MCPL in `initialize`), for sending to
-    /// all of them.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::mcpl::manifest::Manifest;
-    /// use mcpl_server::Server;
-    /// use mcpl_server::mcpl::Mcpl;
-    ///
-    /// let server = Server::builder("s", "1").mcpl(Mcpl::new(Manifest::new())).build();
-    /// assert!(server.mcpl_connections().is_empty(), "nobody connected yet");
-    /// ```
-    pub fn mcpl_connections(&self) -> Vec<McplConnection> {
-        self.inner.mcpl.as_ref().map(|hub| hub.connections()).unwrap_or_default()
-    }
-
-    pub(crate) fn read(&self) -> ReadGuard<'_> {
-        self.inner.registry.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn write(&self) -> WriteGuard<'_> {
-        self.inner.registry.write().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Builds a [`Server`].
 ///
 /// # Examples
@@ -708,6 +74,7 @@ pub struct ServerBuilder {
     instructions: Option<String>,
     page_size: Option<usize>,
     max_uri_length: usize,
+    max_subscriptions: usize,
     cache_hints: CacheHints,
     sealer: Option<StateSealer>,
     state_ttl: Option<Duration>,
@@ -735,59 +102,6 @@ impl fmt::Debug for ServerBuilder {
     }
 }
 
-/// Why a feature could not be registered.
-///
-/// # Examples
-///
-/// ```
-/// use mcpl_core::types::{Tool, ToolSchema};
-/// use mcpl_server::{RegistrationError, Server, ToolOutput};
-///
-/// let err = Server::builder("s", "1")
-///     .tool(Tool::new("bad name!", ToolSchema::object()), |_c, _a| async { Ok(ToolOutput::text("")) })
-///     .try_build()
-///     .unwrap_err();
-/// assert!(matches!(err.problems[0], RegistrationError::InvalidName(_)));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistrationError {
-    /// A tool name breaks the naming rules (see [`crate::tool::validate_tool_name`]).
-    #[error("{0}")]
-    InvalidName(String),
-    /// A tool's input or output schema is not a valid object schema.
-    #[error("tool {tool:?}: {problem}")]
-    InvalidSchema {
-        /// The tool's name.
-        tool: String,
-        /// What is wrong.
-        problem: String,
-    },
-    /// A resource template does not parse.
-    #[error("{0}")]
-    InvalidTemplate(String),
-    /// The name or URI is already registered.
-    #[error("{kind} {key:?} is defined twice")]
-    Duplicate {
-        /// What kind of feature: `tool`, `resource`, `resource template` or `prompt`.
-        kind: &'static str,
-        /// Its name or URI.
-        key: String,
-    },
-    /// The MCPL manifest has no revision (an identifier breaks the charset rule), or declares a
-    /// feature set the server cannot serve.
-    #[error("MCPL manifest: {0}")]
-    InvalidMcplManifest(String),
-    /// A completer names a prompt argument or template variable that does not exist.
-    #[error("completer for {target}: no such {what}")]
-    UnknownCompletionTarget {
-        /// The prompt or template, and the argument or variable.
-        target: String,
-        /// What is missing.
-        what: &'static str,
-    },
-}
-
 /// Why a [`ServerBuilder`] could not build.
 ///
 /// # Examples
@@ -806,13 +120,58 @@ pub enum RegistrationError {
 /// assert!(err.to_string().contains("defined twice"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid server definition: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+#[error("invalid server definition: {}", problems.iter().map(|p| ErrorChain(p).to_string()).collect::<Vec<_>>().join("; "))]
+#[non_exhaustive]
 pub struct BuildError {
     /// Every problem found.
     pub problems: Vec<RegistrationError>,
 }
 
+/// [`Server::builder`] lives beside the builder it starts, so that the server does not import
+/// its builder.
+impl Server {
+    /// Starts building a server that calls itself `name`, version `version`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("my-server", "0.1.0").title("My Server").build();
+    /// assert_eq!(server.info().name, "my-server");
+    /// assert_eq!(server.info().title.as_deref(), Some("My Server"));
+    /// ```
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+}
+
 impl ServerBuilder {
+    /// A builder of a server that calls itself `name`, version `version`, with the defaults
+    /// (see [`Server::builder`]).
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            page_size: None,
+            max_uri_length: crate::resource::DEFAULT_MAX_URI_LENGTH,
+            max_subscriptions: crate::resource::DEFAULT_MAX_SUBSCRIPTIONS,
+            cache_hints: CacheHints::default(),
+            sealer: None,
+            state_ttl: None,
+            task_store: None,
+            task_ttl: None,
+            task_poll_interval: None,
+            max_inflight_requests: mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS,
+            max_queued: (
+                mcpl_core::engine::DEFAULT_MAX_QUEUED_MESSAGES,
+                mcpl_core::engine::DEFAULT_MAX_QUEUED_BYTES,
+            ),
+            write_timeout: Some(DEFAULT_WRITE_TIMEOUT),
+            registry: Registry::default(),
+            mcpl: None,
+            errors: Vec::new(),
+        }
+    }
+
     /// Sets the instructions sent to clients in the `initialize` result.
     ///
     /// # Examples
@@ -871,6 +230,22 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the most resources one session (a stdio or WebSocket connection, a 2025 HTTP
+    /// session) subscribes to with `resources/subscribe`; one more is refused (`-32602`,
+    /// `data.maxSubscriptions`) until it unsubscribes from one. Default
+    /// [`DEFAULT_MAX_SUBSCRIPTIONS`](crate::resource::DEFAULT_MAX_SUBSCRIPTIONS), 1,024.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = mcpl_server::Server::builder("s", "1").max_subscriptions(16).build();
+    /// assert_eq!(server.max_subscriptions(), 16);
+    /// ```
+    pub fn max_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.max_subscriptions = subscriptions;
+        self
+    }
+
     /// Sets how long clients may reuse `result`, and who may (the `ttlMs` and `cacheScope` of
     /// 2026-07-28 results; see [`crate::cache`]). Without it, the endpoint's default applies
     /// ([`HttpConfig::cache_ttl`](crate::http::HttpConfig::cache_ttl), scope `public`).
@@ -893,15 +268,16 @@ impl ServerBuilder {
     }
 
     /// Sets the sealer of the `requestState` of input-required results (see
-    /// [`crate::state`]). By default each server draws a random key
-    /// ([`StateSealer::random`]); instances of one deployment behind a shared endpoint must
-    /// share a key.
+    /// [`crate::request_state`]). By default each server draws a random key when it is built
+    /// ([`StateSealer::random`]; should that fail, it is a build problem,
+    /// [`RegistrationError::NoRandomness`]); instances of one deployment behind a shared
+    /// endpoint must share a key.
     ///
     /// # Examples
     ///
     /// ```
     /// use mcpl_server::Server;
-    /// use mcpl_server::state::StateSealer;
+    /// use mcpl_server::request_state::StateSealer;
     ///
     /// // Every instance behind one endpoint seals with the same key.
     /// let key = [7u8; 32]; // in practice: from your secret store
@@ -914,7 +290,7 @@ impl ServerBuilder {
     }
 
     /// Sets how long a sealed `requestState` stays valid (default
-    /// [`DEFAULT_STATE_TTL`](crate::state::DEFAULT_STATE_TTL), 10 minutes); overrides the
+    /// [`DEFAULT_STATE_TTL`](crate::request_state::DEFAULT_STATE_TTL), 10 minutes); overrides the
     /// time to live of a sealer set with [`state_sealer`](Self::state_sealer).
     ///
     /// # Examples
@@ -1114,6 +490,8 @@ impl ServerBuilder {
     ///     .unwrap();
     /// assert_eq!(server.tools()[0].input_schema.required.as_deref(), Some(&["a".to_owned(), "b".to_owned()][..]));
     /// ```
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
     pub fn typed_tool<Args, F, Fut, R>(
         self,
         name: impl Into<String>,
@@ -1124,9 +502,9 @@ impl ServerBuilder {
         Args: DeserializeOwned + JsonSchema + 'static,
         F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
-        R: Into<ToolReply> + 'static,
+        R: IntoToolReply,
     {
-        let entry = typed_tool::<Args>(name, description)
+        let entry = typed_tool::<Args, R>(name, description)
             .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
         self.tool_entry(entry)
     }
@@ -1159,14 +537,16 @@ impl ServerBuilder {
     /// assert_eq!(listed.title.as_deref(), Some("Search"));
     /// assert!(listed.input_schema.properties.as_ref().is_some_and(|p| p.contains_key("text")));
     /// ```
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
     pub fn typed_tool_with<Args, F, Fut, R>(self, tool: Tool, handler: F) -> Self
     where
         Args: DeserializeOwned + JsonSchema + 'static,
         F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
-        R: Into<ToolReply> + 'static,
+        R: IntoToolReply,
     {
-        let entry = with_schema_of::<Args>(tool)
+        let entry = with_schema_of::<Args, R>(tool)
             .and_then(|tool| ToolEntry::new(tool, Arc::new(Typed::new(handler))));
         self.tool_entry(entry)
     }
@@ -1227,11 +607,15 @@ impl ServerBuilder {
         match McplHub::new(mcpl) {
             Ok((hub, problems)) => {
                 for problem in problems {
-                    self.errors.push(RegistrationError::InvalidMcplManifest(error_chain(&problem)));
+                    self.errors.push(RegistrationError::InvalidMcplManifest(
+                        ErrorChain(&problem).to_string(),
+                    ));
                 }
                 self.mcpl = Some(Arc::new(hub));
             }
-            Err(e) => self.errors.push(RegistrationError::InvalidMcplManifest(error_chain(&e))),
+            Err(e) => {
+                self.errors.push(RegistrationError::InvalidMcplManifest(ErrorChain(&e).to_string()))
+            }
         }
         self
     }
@@ -1368,6 +752,67 @@ impl ServerBuilder {
         self.record(result)
     }
 
+    /// Adds a prompt whose arguments deserialize into `Args`: the listed arguments come from
+    /// `Args`'s schema (one per field, with its doc comment as the description, required
+    /// unless it is an `Option`). A `prompts/get` missing a required argument, or with one
+    /// that does not deserialize, is refused (`-32602`, naming the argument) before `handler`
+    /// runs. Prompt arguments are strings, so every field must accept one (a `String`, an
+    /// `Option<String>`, a unit enum).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Review {
+    ///     /// The code to review.
+    ///     code: String,
+    ///     /// What to look at first.
+    ///     focus: Option<String>,
+    /// }
+    ///
+    /// let server = Server::builder("reviewer", "1.0.0")
+    ///     .typed_prompt("review", "Reviews code.", |_ctx, r: Review| async move {
+    ///         let focus = r.focus.unwrap_or_else(|| "correctness".into());
+    ///         Ok(PromptOutput::user_text(format!("Review this for {focus}:\n{}", r.code)))
+    ///     })
+    ///     .try_build()?;
+    /// let arguments = server.prompts()[0].arguments.clone().unwrap();
+    /// assert_eq!(arguments[0].name, "code");
+    /// assert_eq!(arguments[0].required, Some(true));
+    /// assert_eq!(arguments[0].description.as_deref(), Some("The code to review."));
+    /// assert_eq!(arguments[1].required, Some(false));
+    /// # Ok::<(), mcpl_server::BuildError>(())
+    /// ```
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+    pub fn typed_prompt<Args, F, Fut, R>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Self
+    where
+        Args: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<PromptReply> + 'static,
+    {
+        let entry = typed_prompt::<Args>(name, description).map(|prompt| {
+            let handler = Arc::new(TypedPrompt::new(&prompt.name, handler));
+            PromptEntry { prompt, handler }
+        });
+        self.prompt_entry(entry)
+    }
+
+    #[cfg(feature = "schema")]
+    fn prompt_entry(mut self, entry: Result<PromptEntry, RegistrationError>) -> Self {
+        let result = entry.and_then(|entry| self.registry.add_prompt(entry));
+        self.record(result)
+    }
+
     /// Sets the completer of a prompt's argument (`completion/complete` with `ref/prompt`).
     ///
     /// [`try_build`](Self::try_build) reports a completer whose prompt or argument does not
@@ -1489,6 +934,7 @@ impl ServerBuilder {
     /// ```
     pub fn try_build(mut self) -> Result<Server, BuildError> {
         self.check_completers();
+        self.draw_sealer();
         if !self.errors.is_empty() {
             return Err(BuildError { problems: self.errors });
         }
@@ -1514,15 +960,27 @@ impl ServerBuilder {
     /// ```
     pub fn build(mut self) -> Server {
         self.check_completers();
+        self.draw_sealer();
         for problem in &self.errors {
-            tracing::warn!(%problem, "server definition problem");
+            tracing::warn!(problem = %ErrorChain(problem), "server definition problem");
         }
         self.build_unchecked()
     }
 
+    /// Draws the default (random) sealing key unless one was set; without randomness that is
+    /// a build problem, and a server built anyway has a sealer that opens nothing.
+    fn draw_sealer(&mut self) {
+        if self.sealer.is_none() {
+            match StateSealer::random() {
+                Ok(sealer) => self.sealer = Some(sealer),
+                Err(e) => self.errors.push(RegistrationError::NoRandomness(e)),
+            }
+        }
+    }
+
     fn build_unchecked(self) -> Server {
         let (events, _) = broadcast::channel(EVENT_BUFFER);
-        let mut sealer = self.sealer.unwrap_or_else(StateSealer::random);
+        let mut sealer = self.sealer.unwrap_or_else(StateSealer::unusable);
         if let Some(ttl) = self.state_ttl {
             sealer = sealer.with_ttl(ttl);
         }
@@ -1532,28 +990,20 @@ impl ServerBuilder {
                 instructions: self.instructions,
                 page_size: self.page_size,
                 max_uri_length: self.max_uri_length,
+                max_subscriptions: self.max_subscriptions,
                 cache_hints: self.cache_hints,
                 sealer,
-                tasks: Tasks::new(self.task_store, self.task_ttl, self.task_poll_interval),
+                tasks: Arc::new(Tasks::new(
+                    self.task_store,
+                    self.task_ttl,
+                    self.task_poll_interval,
+                )),
                 max_inflight_requests: self.max_inflight_requests,
                 max_queued: self.max_queued,
                 write_timeout: self.write_timeout,
-                registry: RwLock::new(self.registry),
-                events,
+                features: Features::new(self.registry, events),
                 mcpl: self.mcpl,
             }),
         }
     }
-}
-
-/// `e` and its causes, `: `-separated: a problem kept as text keeps its cause.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }

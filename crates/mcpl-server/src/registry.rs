@@ -20,163 +20,30 @@
 //! assert_eq!(server.tools().len(), 0);
 //! ```
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{Prompt, Resource, ResourceTemplate, Tool};
+#[cfg(feature = "schema")]
 use schemars::JsonSchema;
+#[cfg(feature = "schema")]
 use serde::de::DeserializeOwned;
 
-use crate::builder::{RegistrationError, Server};
-use crate::completion::Completer;
+#[cfg(doc)]
+use crate::Server;
 use crate::context::Context;
 use crate::events::ServerEvent;
+use crate::features::{Features, Registry};
+use crate::handler::registration::RegistrationError;
 use crate::input::{PromptReply, ReadReply, ToolReply};
 use crate::prompt::{PromptArguments, PromptEntry};
+#[cfg(feature = "schema")]
+use crate::prompt::{TypedPrompt, typed_prompt};
 use crate::resource::{ReadRequest, ResourceEntry, TemplateEntry};
-use crate::tool::{Arguments, ToolEntry, Typed, typed_tool};
-
-/// An item kept in a [`Catalog`], found by its key (a name or a URI).
-pub(crate) trait Keyed {
-    fn key(&self) -> &str;
-}
-
-impl Keyed for ToolEntry {
-    fn key(&self) -> &str {
-        &self.tool.name
-    }
-}
-
-impl Keyed for ResourceEntry {
-    fn key(&self) -> &str {
-        &self.resource.uri
-    }
-}
-
-impl Keyed for TemplateEntry {
-    fn key(&self) -> &str {
-        &self.template.uri_template
-    }
-}
-
-impl Keyed for PromptEntry {
-    fn key(&self) -> &str {
-        &self.prompt.name
-    }
-}
-
-/// One list of features, in registration order, with a revision that changes with it.
-pub(crate) struct Catalog<T> {
-    pub(crate) items: Vec<T>,
-    pub(crate) revision: u64,
-}
-
-impl<T> Default for Catalog<T> {
-    fn default() -> Self {
-        Catalog { items: Vec::new(), revision: 0 }
-    }
-}
-
-impl<T: Keyed> Catalog<T> {
-    pub(crate) fn get(&self, key: &str) -> Option<&T> {
-        self.items.iter().find(|t| t.key() == key)
-    }
-
-    fn position(&self, key: &str) -> Option<usize> {
-        self.items.iter().position(|t| t.key() == key)
-    }
-
-    /// Adds an item; refuses a key already present.
-    fn add(&mut self, kind: &'static str, item: T) -> Result<(), RegistrationError> {
-        if self.position(item.key()).is_some() {
-            return Err(RegistrationError::Duplicate { kind, key: item.key().to_owned() });
-        }
-        self.items.push(item);
-        self.revision += 1;
-        Ok(())
-    }
-
-    /// Adds an item, or replaces the one with its key in place.
-    fn upsert(&mut self, item: T) {
-        match self.position(item.key()) {
-            Some(i) => self.items[i] = item,
-            None => self.items.push(item),
-        }
-        self.revision += 1;
-    }
-
-    fn remove(&mut self, key: &str) -> bool {
-        let Some(i) = self.position(key) else { return false };
-        self.items.remove(i);
-        self.revision += 1;
-        true
-    }
-}
-
-/// Everything a server offers.
-#[derive(Default)]
-pub(crate) struct Registry {
-    pub(crate) tools: Catalog<ToolEntry>,
-    pub(crate) resources: Catalog<ResourceEntry>,
-    pub(crate) templates: Catalog<TemplateEntry>,
-    pub(crate) prompts: Catalog<PromptEntry>,
-    /// Completers by (prompt name, argument name).
-    pub(crate) prompt_completers: HashMap<(String, String), Arc<dyn Completer>>,
-    /// Completers by (URI template, variable name).
-    pub(crate) template_completers: HashMap<(String, String), Arc<dyn Completer>>,
-    /// Whether tools were ever registered: the capability, once declared, stays.
-    pub(crate) has_tools: bool,
-    /// Whether resources or templates were ever registered.
-    pub(crate) has_resources: bool,
-    /// Whether prompts were ever registered.
-    pub(crate) has_prompts: bool,
-    /// Whether a task-capable tool was ever registered.
-    pub(crate) has_task_tools: bool,
-    /// The skills (see [`crate::skills`]); their files are resources.
-    pub(crate) skills: crate::skills::SkillCatalog,
-}
-
-impl Registry {
-    pub(crate) fn add_tool(&mut self, entry: ToolEntry) -> Result<(), RegistrationError> {
-        let task_capable = entry.task.is_task_capable();
-        self.tools.add("tool", entry)?;
-        self.has_tools = true;
-        self.has_task_tools |= task_capable;
-        Ok(())
-    }
-
-    pub(crate) fn add_resource(&mut self, entry: ResourceEntry) -> Result<(), RegistrationError> {
-        self.resources.add("resource", entry)?;
-        self.has_resources = true;
-        Ok(())
-    }
-
-    pub(crate) fn add_template(&mut self, entry: TemplateEntry) -> Result<(), RegistrationError> {
-        self.templates.add("resource template", entry)?;
-        self.has_resources = true;
-        Ok(())
-    }
-
-    pub(crate) fn add_prompt(&mut self, entry: PromptEntry) -> Result<(), RegistrationError> {
-        self.prompts.add("prompt", entry)?;
-        self.has_prompts = true;
-        Ok(())
-    }
-
-    /// Whether `completion/complete` is served: there is something to complete.
-    pub(crate) fn has_completions(&self) -> bool {
-        self.has_prompts || self.has_resources
-    }
-}
-
-/// Applies `f` to the registry of `server`, then announces `event` if `f` changed the list.
-fn change<R>(server: &Server, event: ServerEvent, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-    let (result, changed) = f(&mut server.write());
-    server.announce(changed, event);
-    result
-}
+use crate::tool::{Arguments, ToolEntry};
+#[cfg(feature = "schema")]
+use crate::tool::{IntoToolReply, Typed, typed_tool};
 
 /// An operation's result paired with whether it changed the list: it did if it succeeded.
 fn on_success<T, E>(result: Result<T, E>) -> (Result<T, E>, bool) {
@@ -205,16 +72,16 @@ fn on_success<T, E>(result: Result<T, E>) -> (Result<T, E>, bool) {
 #[derive(Debug)]
 #[must_use]
 pub struct ToolsMut<'a> {
-    server: &'a Server,
+    features: &'a Features,
 }
 
 impl<'a> ToolsMut<'a> {
-    pub(crate) fn new(server: &'a Server) -> Self {
-        ToolsMut { server }
+    pub(crate) fn new(features: &'a Features) -> Self {
+        ToolsMut { features }
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        change(self.server, ServerEvent::ToolsListChanged, f)
+        self.features.change(ServerEvent::ToolsListChanged, f)
     }
 
     /// Adds a tool at the end of the list.
@@ -277,6 +144,8 @@ impl<'a> ToolsMut<'a> {
     ///     .unwrap();
     /// assert_eq!(server.tools()[0].name, "echo");
     /// ```
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
     pub fn add_typed<Args, F, Fut, R>(
         &self,
         name: impl Into<String>,
@@ -287,9 +156,9 @@ impl<'a> ToolsMut<'a> {
         Args: DeserializeOwned + JsonSchema + 'static,
         F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
-        R: Into<ToolReply> + 'static,
+        R: IntoToolReply,
     {
-        let tool = typed_tool::<Args>(name, description)?;
+        let tool = typed_tool::<Args, R>(name, description)?;
         let entry = ToolEntry::new(tool, Arc::new(Typed::new(handler)))?;
         self.change(|r| on_success(r.add_tool(entry)))
     }
@@ -431,7 +300,7 @@ impl<'a> ToolsMut<'a> {
     /// assert!(!tools.contains("fetch"));
     /// ```
     pub fn contains(&self, name: &str) -> bool {
-        self.server.read().tools.get(name).is_some()
+        self.features.read().tools.get(name).is_some()
     }
 
     /// Whether the named tool is enabled; `None` if it does not exist.
@@ -452,7 +321,7 @@ impl<'a> ToolsMut<'a> {
     /// assert_eq!(tools.is_enabled("fetch"), None);
     /// ```
     pub fn is_enabled(&self, name: &str) -> Option<bool> {
-        self.server.read().tools.get(name).map(|t| t.enabled)
+        self.features.read().tools.get(name).map(|t| t.enabled)
     }
 }
 
@@ -479,16 +348,16 @@ impl<'a> ToolsMut<'a> {
 #[derive(Debug)]
 #[must_use]
 pub struct ResourcesMut<'a> {
-    server: &'a Server,
+    features: &'a Features,
 }
 
 impl<'a> ResourcesMut<'a> {
-    pub(crate) fn new(server: &'a Server) -> Self {
-        ResourcesMut { server }
+    pub(crate) fn new(features: &'a Features) -> Self {
+        ResourcesMut { features }
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        change(self.server, ServerEvent::ResourcesListChanged, f)
+        self.features.change(ServerEvent::ResourcesListChanged, f)
     }
 
     /// Adds a static resource at the end of the list.
@@ -682,7 +551,7 @@ impl<'a> ResourcesMut<'a> {
         Fut: Future<Output = crate::completion::CompletionResult> + Send + 'static,
     {
         let key = (uri_template.to_owned(), variable.to_owned());
-        self.server.write().template_completers.insert(key, Arc::new(completer));
+        self.features.write().template_completers.insert(key, Arc::new(completer));
     }
 
     /// Whether a static resource with this URI exists.
@@ -703,7 +572,7 @@ impl<'a> ResourcesMut<'a> {
     /// assert!(!server.resources_mut().contains("mem://secrets"));
     /// ```
     pub fn contains(&self, uri: &str) -> bool {
-        self.server.read().resources.get(uri).is_some()
+        self.features.read().resources.get(uri).is_some()
     }
 }
 
@@ -726,16 +595,16 @@ impl<'a> ResourcesMut<'a> {
 #[derive(Debug)]
 #[must_use]
 pub struct PromptsMut<'a> {
-    server: &'a Server,
+    features: &'a Features,
 }
 
 impl<'a> PromptsMut<'a> {
-    pub(crate) fn new(server: &'a Server) -> Self {
-        PromptsMut { server }
+    pub(crate) fn new(features: &'a Features) -> Self {
+        PromptsMut { features }
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut Registry) -> (R, bool)) -> R {
-        change(self.server, ServerEvent::PromptsListChanged, f)
+        self.features.change(ServerEvent::PromptsListChanged, f)
     }
 
     /// Adds a prompt at the end of the list.
@@ -769,6 +638,53 @@ impl<'a> PromptsMut<'a> {
     {
         let entry = PromptEntry { prompt, handler: Arc::new(handler) };
         self.change(|r| on_success(r.add_prompt(entry)))
+    }
+
+    /// Adds a prompt whose arguments deserialize into `Args`; see
+    /// [`ServerBuilder::typed_prompt`](crate::ServerBuilder::typed_prompt).
+    ///
+    /// # Errors
+    ///
+    /// [`RegistrationError::InvalidPromptArguments`] if `Args` does not list as string
+    /// arguments, [`RegistrationError::Duplicate`] if a prompt with this name exists.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::Server;
+    /// use mcpl_server::prompt::PromptOutput;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Topic {
+    ///     topic: String,
+    /// }
+    ///
+    /// let server = Server::builder("s", "1").build();
+    /// server
+    ///     .prompts_mut()
+    ///     .add_typed("explain", "Explains a topic.", |_c, t: Topic| async move {
+    ///         Ok(PromptOutput::user_text(format!("Explain {}.", t.topic)))
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(server.prompts()[0].arguments.as_ref().unwrap()[0].name, "topic");
+    /// ```
+    #[cfg(feature = "schema")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+    pub fn add_typed<Args, F, Fut, R>(
+        &self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: F,
+    ) -> Result<(), RegistrationError>
+    where
+        Args: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(Context, Args) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<PromptReply> + 'static,
+    {
+        let prompt = typed_prompt::<Args>(name, description)?;
+        let handler = Arc::new(TypedPrompt::new(&prompt.name, handler));
+        self.change(|r| on_success(r.add_prompt(PromptEntry { prompt, handler })))
     }
 
     /// Adds a prompt, or replaces the one with the same name in place.
@@ -855,7 +771,7 @@ impl<'a> PromptsMut<'a> {
         Fut: Future<Output = crate::completion::CompletionResult> + Send + 'static,
     {
         let key = (prompt.to_owned(), argument.to_owned());
-        self.server.write().prompt_completers.insert(key, Arc::new(completer));
+        self.features.write().prompt_completers.insert(key, Arc::new(completer));
     }
 
     /// Whether a prompt with this name exists.
@@ -874,11 +790,6 @@ impl<'a> PromptsMut<'a> {
     /// assert!(!server.prompts_mut().contains("publish"));
     /// ```
     pub fn contains(&self, name: &str) -> bool {
-        self.server.read().prompts.get(name).is_some()
+        self.features.read().prompts.get(name).is_some()
     }
 }
-
-/// Read access to the registry (a poisoned lock is still read: every change is one assignment).
-pub(crate) type ReadGuard<'a> = RwLockReadGuard<'a, Registry>;
-/// Write access to the registry.
-pub(crate) type WriteGuard<'a> = RwLockWriteGuard<'a, Registry>;

@@ -5,9 +5,6 @@
 //! registered (so they answer for as long as its capability is declared); before that they
 //! are unknown methods (`-32601`).
 
-use std::future::Future;
-
-use futures::FutureExt as _;
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
@@ -18,52 +15,19 @@ use mcpl_core::types::{
     TaskSupport, names,
 };
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::builder::Server;
+use crate::codec::{decode, encode};
 use crate::completion::{CompletionRequest, capped};
 use crate::context::{Context, lock};
+use crate::features::Registry;
 use crate::input::{Finished, run};
 use crate::pagination::{Page, paginate};
-use crate::registry::Registry;
-use crate::resource::{ReadRequest, not_found, read, uri_too_long};
-use crate::state::Binding;
+use crate::request_state::Binding;
+use crate::resource::{ReadRequest, not_found, read, too_many_subscriptions, uri_too_long};
+use crate::server::Server;
 use mcpl_core::Era;
 use mcpl_core::mcpl::state::StateRequestFields;
-
-/// Decodes params, reading absent params as `{}`; failures are `-32602`.
-pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, ErrorObject> {
-    serde_json::from_value(params.unwrap_or_else(|| Value::Object(Default::default())))
-        .map_err(ErrorObject::invalid_params)
-}
-
-/// Encodes a result; a failure is `-32603`.
-pub(crate) fn encode<T: Serialize>(value: T) -> HandlerResult {
-    serde_json::to_value(value).map_err(ErrorObject::internal)
-}
-
-/// Runs a handler's future, answering a panic with `-32603` and logging it once (at ERROR, with
-/// what it panicked with: a panic is a bug of the server, not of the client). The engine does
-/// the same for the handlers it spawns; this serves the paths that run a handler themselves
-/// (stateless HTTP, tasks).
-pub(crate) async fn unwinding<T>(
-    method: &str,
-    handler: impl Future<Output = Result<T, ErrorObject>>,
-) -> Result<T, ErrorObject> {
-    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
-        Ok(outcome) => outcome,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-                .unwrap_or("a value that is not a string");
-            tracing::error!(method, panic = what, "request handler panicked");
-            Err(ErrorObject::internal("the request handler panicked"))
-        }
-    }
-}
 
 /// Whether `token` is a progress token: a string or an integer.
 pub(crate) fn is_progress_token(token: &Value) -> bool {
@@ -107,6 +71,19 @@ impl Reply {
     }
 }
 
+/// Records how a request the engine does not answer itself was answered on its span: an
+/// error's code, or `tool_error` for a tool result with `isError` (see `mcpl_core::trace`).
+#[cfg(feature = "http")]
+pub(crate) fn record_reply(span: &tracing::Span, outcome: &Result<Reply, ErrorObject>) {
+    match outcome {
+        Err(error) => mcpl_core::trace::record_error(span, error),
+        Ok(Reply::Tool(result)) if result.is_error() => {
+            span.record(mcpl_core::trace::field::ERROR_TYPE, "tool_error");
+        }
+        Ok(_) => {}
+    }
+}
+
 /// Serves one request of an initialized client.
 pub(crate) async fn dispatch(
     server: &Server,
@@ -124,7 +101,17 @@ pub(crate) async fn dispatch_reply(
     method: &str,
     mut params: Option<Value>,
 ) -> Result<Reply, ErrorObject> {
-    ctx.server = Some(server.clone());
+    if ctx.server.is_none() {
+        ctx.server = Some(std::sync::Arc::new(server.clone()));
+    }
+    // A stateless-era request names its revision itself; a stateful connection's revision
+    // is on its spans since `initialize` (see `mcpl_core::trace`).
+    let span = tracing::Span::current();
+    if !span.is_disabled()
+        && let Some(version) = ctx.protocol_version().filter(|v| v.era() == Era::Stateless)
+    {
+        mcpl_core::trace::record_version(&span, version);
+    }
     // Handlers read `_meta` from the context (the engine kept a copy); decoding it again into
     // each typed params struct would be wasted work.
     if let Some(Value::Object(p)) = &mut params {
@@ -144,10 +131,10 @@ pub(crate) async fn dispatch_reply(
                 let items = r.tools.items.iter().filter(|t| t.enabled);
                 (r.tools.revision, items.map(|t| t.tool.clone()).collect())
             })?;
-            encode(ListToolsResult {
-                tools: page.items,
-                next_cursor: page.next_cursor,
-                ..Default::default()
+            encode({
+                let mut result = ListToolsResult::default().with_tools(page.items);
+                result.next_cursor = page.next_cursor;
+                result
             })
         }
         names::RESOURCES_LIST if resources => {
@@ -157,10 +144,10 @@ pub(crate) async fn dispatch_reply(
                 let items = items.chain(r.skills.resources().cloned());
                 (r.resources.revision.wrapping_add(r.skills.revision), items.collect())
             })?;
-            encode(ListResourcesResult {
-                resources: page.items,
-                next_cursor: page.next_cursor,
-                ..Default::default()
+            encode({
+                let mut result = ListResourcesResult::default().with_resources(page.items);
+                result.next_cursor = page.next_cursor;
+                result
             })
         }
         names::RESOURCES_TEMPLATES_LIST if resources => {
@@ -168,10 +155,11 @@ pub(crate) async fn dispatch_reply(
                 let items = r.templates.items.iter().map(|e| e.template.clone());
                 (r.templates.revision, items.collect())
             })?;
-            encode(ListResourceTemplatesResult {
-                resource_templates: page.items,
-                next_cursor: page.next_cursor,
-                ..Default::default()
+            encode({
+                let mut result =
+                    ListResourceTemplatesResult::default().with_resource_templates(page.items);
+                result.next_cursor = page.next_cursor;
+                result
             })
         }
         names::RESOURCES_READ if resources => read_resource(server, ctx, params).await,
@@ -180,12 +168,30 @@ pub(crate) async fn dispatch_reply(
             if params.uri.len() > server.max_uri_length() {
                 return Err(uri_too_long(server.max_uri_length()));
             }
-            lock(&ctx.client).subscriptions.insert(params.uri);
+            let max = server.max_subscriptions();
+            let mut client = lock(&ctx.client);
+            let subscriptions = &mut client.subscriptions;
+            if subscriptions.len() >= max && !subscriptions.contains(&params.uri) {
+                // The peer's doing, not ours: DEBUG, inside the request's span.
+                tracing::debug!(
+                    max,
+                    "resources/subscribe refused: the session's subscriptions are full"
+                );
+                return Err(too_many_subscriptions(max));
+            }
+            subscriptions.insert(params.uri);
+            drop(client);
             encode(EmptyResult::default())
         }
         names::RESOURCES_UNSUBSCRIBE if resources => {
             let params: ResourceRequestParams = decode(params)?;
-            lock(&ctx.client).subscriptions.remove(&params.uri);
+            let mut client = lock(&ctx.client);
+            client.subscriptions.remove(&params.uri);
+            if client.subscriptions.is_empty() {
+                // An ordered set keeps its last node: give it back.
+                client.subscriptions = Default::default();
+            }
+            drop(client);
             encode(EmptyResult::default())
         }
         names::PROMPTS_LIST if prompts => {
@@ -193,24 +199,28 @@ pub(crate) async fn dispatch_reply(
                 let items = r.prompts.items.iter().map(|e| e.prompt.clone());
                 (r.prompts.revision, items.collect())
             })?;
-            encode(ListPromptsResult {
-                prompts: page.items,
-                next_cursor: page.next_cursor,
-                ..Default::default()
+            encode({
+                let mut result = ListPromptsResult::default().with_prompts(page.items);
+                result.next_cursor = page.next_cursor;
+                result
             })
         }
         names::PROMPTS_GET if prompts => get_prompt(server, ctx, params).await,
-        names::SKILLS_LIST if skills => crate::skills::list(server, params),
-        names::SKILLS_GET if skills => crate::skills::get(server, params),
-        names::RESOURCES_DIRECTORY_READ if skills => crate::skills::read_directory(server, params),
+        names::SKILLS_LIST if skills => {
+            crate::skills::list(&server.inner.features, server.page_size(), params)
+        }
+        names::SKILLS_GET if skills => crate::skills::get(&server.inner.features, params),
+        names::RESOURCES_DIRECTORY_READ if skills => {
+            crate::skills::read_directory(&server.inner.features, server.page_size(), params)
+        }
         names::COMPLETION_COMPLETE if completions => complete(server, ctx, params).await,
         names::TASKS_GET | names::TASKS_UPDATE | names::TASKS_CANCEL
             if ctx.era() == Era::Stateless && server.serves_tasks() =>
         {
             match method {
-                names::TASKS_GET => crate::task::get(server, &ctx, params).await,
-                names::TASKS_UPDATE => crate::task::update(server, &ctx, params).await,
-                _ => crate::task::cancel(server, &ctx, params).await,
+                names::TASKS_GET => crate::task_serving::get(server, &ctx, params).await,
+                names::TASKS_UPDATE => crate::task_serving::update(server, &ctx, params).await,
+                _ => crate::task_serving::cancel(server, &ctx, params).await,
             }
         }
         names::LOGGING_SET_LEVEL => {
@@ -287,14 +297,14 @@ async fn call_tool(
     if task.is_task_capable() && ctx.era() == Era::Stateless {
         if crate::task::client_declares(&ctx) {
             let (responses, state) = (params.input_responses, params.request_state);
-            return crate::task::call(
+            return crate::task_serving::call(
                 server, ctx, runner, binding, args, responses, state, task.start,
             )
             .await
             .map(Reply::Value);
         }
         if task.support == TaskSupport::Required {
-            return Err(crate::task::missing_extension());
+            return Err(crate::task_serving::missing_extension());
         }
     }
     let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
@@ -322,7 +332,7 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
         if r.resources.get(&uri).is_none()
             && let Some(contents) = r.skills.contents(&uri)
         {
-            return encode(ReadResourceResult { contents: vec![contents], ..Default::default() });
+            return encode(ReadResourceResult::default().with_contents(vec![contents]));
         }
         match r.resources.get(&uri) {
             Some(e) => Some((e.handler.clone(), e.resource.mime_type.clone(), Default::default())),
@@ -345,7 +355,7 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
     .await?;
     finish(match done {
         Finished::Complete(contents) => {
-            let mut result = ReadResourceResult { contents, ..Default::default() };
+            let mut result = ReadResourceResult::default().with_contents(contents);
             if retried && ctx.era() == Era::Stateless {
                 // Clients must not cache the result of a request that carried input responses
                 // or state.
@@ -406,5 +416,5 @@ async fn complete(server: &Server, ctx: Context, params: Option<Value>) -> Handl
             completer.complete(ctx, request).await?
         }
     };
-    encode(CompleteResult { completion: capped(values), ..Default::default() })
+    encode(CompleteResult::default().with_completion(capped(values)))
 }

@@ -19,10 +19,11 @@ use mcpl_core::types::{
 use mcpl_core::{Era, Peer, ProtocolVersion, Result, Transport};
 use serde_json::Value;
 
-use crate::builder::Server;
+use crate::codec::{decode, encode};
 use crate::context::{ClientState, Context, SharedClientState, lock};
 use crate::events;
-use crate::router::{decode, dispatch, encode};
+use crate::router::dispatch;
+use crate::server::Server;
 
 /// No `initialize` yet.
 const NEW: u8 = 0;
@@ -65,8 +66,7 @@ const READY: u8 = 2;
 pub struct Session {
     engine: Engine,
     peer: Peer,
-    phase: Arc<AtomicU8>,
-    client: SharedClientState,
+    state: Arc<SessionState>,
 }
 
 /// What a stateful-era connection knows: how far the handshake went, and the client.
@@ -88,34 +88,28 @@ impl SessionState {
     }
 }
 
-/// An engine serving stateful-era connections driven by their transport (see
-/// [`Engine::drive_with`]), each carrying its own [`SessionState`]: one engine, and one set of
-/// handlers, for every session of an endpoint.
-pub(crate) fn shared_engine(server: &Server) -> Engine {
-    let engine = server.engine();
-    let server = server.clone();
+/// The stateful era's pipeline, installed on `engine` for every transport: each request goes
+/// through the handshake and the lifecycle guard ([`route`]; before any `initialize`, a
+/// stateless-era request goes to that era's pipeline), `notifications/initialized` completes
+/// the handshake, other notifications reach MCPL. `state` finds a connection's
+/// [`SessionState`].
+fn install<F>(engine: &Engine, server: &Server, state: F)
+where
+    F: Fn(&Peer) -> Option<Arc<SessionState>> + Clone + Send + Sync + 'static,
+{
+    let (server, of) = (server.clone(), state.clone());
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-        let server = server.clone();
+        let (server, state) = (server.clone(), of(ctx.peer()));
         async move {
-            let peer = ctx.peer().clone();
-            let Some(state) = peer.data::<SessionState>() else {
+            let Some(state) = state else {
                 return Err(ErrorObject::internal("a session connection without its state"));
             };
-            let client = state.client.clone();
-            route(&server, &state.phase, client, ctx, params).await
+            route(&server, &state, ctx, params).await
         }
     });
-    engine.on_any_notification(|ctx, params| {
-        let client = ctx.peer().data::<SessionState>().map(|s| s.client.clone());
-        let method = ctx.method().to_owned();
-        async move {
-            if let Some(client) = client {
-                crate::mcpl::notification(&client, &method, params).await;
-            }
-        }
-    });
-    engine.on_notification(names::NOTIFICATIONS_INITIALIZED, |ctx, _params| {
-        if let Some(state) = ctx.peer().data::<SessionState>() {
+    let of = state.clone();
+    engine.on_notification(names::NOTIFICATIONS_INITIALIZED, move |ctx, _params| {
+        if let Some(state) = of(ctx.peer()) {
             let _ = state.phase.compare_exchange(
                 INITIALIZED,
                 READY,
@@ -125,6 +119,24 @@ pub(crate) fn shared_engine(server: &Server) -> Engine {
         }
         async {}
     });
+    engine.on_any_notification(move |ctx, params| {
+        let client = state(ctx.peer()).map(|s| s.client.clone());
+        let method = ctx.method().to_owned();
+        async move {
+            if let Some(client) = client {
+                crate::mcpl::notification(&client, &method, params).await;
+            }
+        }
+    });
+}
+
+/// An engine serving stateful-era connections driven by their transport (see
+/// [`embed::drive_with`](mcpl_core::engine::embed::drive_with)), each carrying its own `Arc<SessionState>`: one engine, and one set
+/// of handlers, for every session of an endpoint.
+#[cfg(feature = "http")]
+pub(crate) fn shared_engine(server: &Server) -> Engine {
+    let engine = server.engine();
+    install(&engine, server, |peer| peer.data::<Arc<SessionState>>().cloned());
     engine
 }
 
@@ -182,34 +194,23 @@ impl Server {
         &self,
         engine: Engine,
         transport: T,
-        token: Option<Arc<crate::http::auth::AccessToken>>,
+        token: Option<Arc<crate::principal::AccessToken>>,
     ) -> Result<Session> {
-        let phase = Arc::new(AtomicU8::new(NEW));
-        let state = ClientState { access_token: token, ..ClientState::default() };
-        let client: SharedClientState = Arc::new(Mutex::new(state));
-        let (server, ph, cl) = (self.clone(), phase.clone(), client.clone());
-        engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-            let (server, ph, cl) = (server.clone(), ph.clone(), cl.clone());
-            async move { route(&server, &ph, cl, ctx, params).await }
+        let client = ClientState { access_token: token, ..ClientState::default() };
+        let state = Arc::new(SessionState {
+            phase: AtomicU8::new(NEW),
+            client: Arc::new(Mutex::new(client)),
         });
-        let ph = phase.clone();
-        engine.on_notification(names::NOTIFICATIONS_INITIALIZED, move |_ctx, _params| {
-            let _ = ph.compare_exchange(INITIALIZED, READY, Ordering::SeqCst, Ordering::SeqCst);
-            async {}
-        });
-        let cl = client.clone();
-        engine.on_any_notification(move |ctx, params| {
-            let (cl, method) = (cl.clone(), ctx.method().to_owned());
-            async move { crate::mcpl::notification(&cl, &method, params).await }
-        });
+        let ours = state.clone();
+        install(&engine, self, move |_peer| Some(ours.clone()));
         engine.on_close(|reason: &CloseReason| tracing::debug!(%reason, "session closed"));
         // Subscribe before connecting so no change made once the client can talk is missed.
         let events = self.subscribe_changes();
         let peer = engine.connect(transport).await?;
-        let ph = phase.clone();
-        let ready = move || ph.load(Ordering::SeqCst) != NEW;
-        tokio::spawn(events::forward(events, peer.clone(), client.clone(), ready));
-        Ok(Session { engine, peer, phase, client })
+        let (client, ours) = (state.client.clone(), state.clone());
+        let ready = move || ours.is_initialized();
+        tokio::spawn(events::forward(events, peer.clone(), client, ready));
+        Ok(Session { engine, peer, state })
     }
 }
 
@@ -240,7 +241,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        lock(&self.client).version
+        lock(&self.state.client).version
     }
 
     /// The client's identity, once it initialized.
@@ -267,7 +268,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn client_info(&self) -> Option<Implementation> {
-        lock(&self.client).client_info.clone()
+        lock(&self.state.client).client_info.as_deref().cloned()
     }
 
     /// The client's capabilities, once it initialized.
@@ -294,7 +295,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        lock(&self.client).client_capabilities.clone()
+        lock(&self.state.client).client_capabilities.as_deref().cloned()
     }
 
     /// The connection's MCPL side, once a host that advertised MCPL initialized (and the
@@ -317,7 +318,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn mcpl(&self) -> Option<crate::mcpl::McplConnection> {
-        lock(&self.client).mcpl.clone()
+        lock(&self.state.client).mcpl.clone()
     }
 
     /// Whether the client sent `notifications/initialized`.
@@ -336,7 +337,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn is_ready(&self) -> bool {
-        self.phase.load(Ordering::SeqCst) == READY
+        self.state.is_ready()
     }
 
     /// The client, for sending requests and notifications to it.
@@ -424,20 +425,21 @@ impl Session {
 
 async fn route(
     server: &Server,
-    phase: &AtomicU8,
-    client: SharedClientState,
+    state: &SessionState,
     ctx: RequestContext,
     params: Option<Value>,
 ) -> HandlerResult {
+    let (phase, client) = (&state.phase, state.client.clone());
     let method = ctx.method().to_owned();
     let token = lock(&client).take_access_token(ctx.id());
-    crate::router::check_progress_token(ctx.meta())?;
-    // A request describing its client in `_meta` before any `initialize` belongs to the
-    // stateless era (2026-07-28): it is served on its own.
-    if phase.load(Ordering::SeqCst) == NEW && crate::stateless_era::is_stateless_request(ctx.meta())
+    // Before any `initialize`, a request of the stateless era (2026-07-28) is served on its
+    // own, by that era's pipeline.
+    if phase.load(Ordering::SeqCst) == NEW
+        && crate::stateless::era_of(ctx.meta(), None) == Era::Stateless
     {
-        return crate::stateless_era::serve(server, ctx, params, token).await;
+        return crate::stateless::serve(server, ctx, params, token).await;
     }
+    crate::router::check_progress_token(ctx.meta())?;
     match method.as_str() {
         names::INITIALIZE => initialize(server, phase, &client, ctx.peer(), params),
         _ if method != names::PING && phase.load(Ordering::SeqCst) == NEW => {
@@ -468,15 +470,18 @@ fn initialize(
     }
     let mut capabilities = server.capabilities();
     // SEP-2663 defines the tasks extension for the stateless era only.
-    crate::task::unadvertise(&mut capabilities);
+    crate::task_serving::unadvertise(&mut capabilities);
     let experimental = params.capabilities.experimental.as_ref();
     crate::mcpl::initialize(server, peer, client, experimental, &mut capabilities);
     {
         let mut c = lock(client);
         c.version = Some(version);
-        c.client_info = Some(params.client_info);
-        c.client_capabilities = Some(params.capabilities);
+        c.client_info = Some(crate::interned::client_info(params.client_info));
+        c.client_capabilities = Some(crate::interned::client_capabilities(params.capabilities));
     }
+    // This request's span, and those of the connection's later requests, name the revision.
+    mcpl_core::trace::record_version(&tracing::Span::current(), version);
+    peer.update_trace_facts(|facts| facts.protocol_version = Some(version));
     tracing::debug!(%version, "initialized");
     let mut result = InitializeResult::new(version.as_str(), capabilities, server.info().clone());
     result.instructions = server.inner.instructions.clone();

@@ -6,7 +6,7 @@ use std::time::Duration;
 use mcpl_core::engine::CancellationToken;
 use mcpl_core::transport::stdio::stdio;
 
-use crate::builder::Server;
+use crate::server::Server;
 
 /// Serves `server` on stdin/stdout until the client closes stdin.
 ///

@@ -87,6 +87,7 @@ impl Op {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid URI template {template:?}: {problem}")]
+#[non_exhaustive]
 pub struct UriTemplateError {
     /// The template.
     pub template: String,

@@ -51,13 +51,14 @@ use mcpl_core::transport::DEFAULT_MAX_MESSAGE_SIZE;
 use mcpl_core::transport::framed::{CloseCode, FramedTransport, Inbound, Outbound};
 use tokio_tungstenite::tungstenite;
 
-use crate::builder::Server;
 use crate::http::ConnectionConfig;
-use crate::http::auth::AccessToken;
-use crate::http::guard::{HostPolicy, check_host_and_origin};
+use crate::http::guard::{OriginRules, check_host_and_origin};
 use crate::http::serving::ConnectionSlot;
 use crate::http::{RefusalKind, Refusals};
+use crate::principal::AccessToken;
+use crate::server::Server;
 use crate::session::Session;
+use tracing::Instrument as _;
 
 /// Serves `router` on `listener`, with `TCP_NODELAY` on every connection: the same as
 /// [`crate::http::serve`], named here for WebSocket apps.
@@ -96,7 +97,7 @@ pub const SUBPROTOCOL: &str = "mcp";
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct WsConfig {
-    hosts: HostPolicy,
+    hosts: OriginRules,
     max_message_size: usize,
     idle_timeout: Option<Duration>,
     ping_every: Option<Duration>,
@@ -107,7 +108,7 @@ pub struct WsConfig {
 impl Default for WsConfig {
     fn default() -> Self {
         WsConfig {
-            hosts: HostPolicy::default(),
+            hosts: OriginRules::default(),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             idle_timeout: Some(Duration::from_secs(60)),
             ping_every: None,
@@ -494,9 +495,19 @@ async fn upgrade(
         .max_frame_size(max)
         .protocols([SUBPROTOCOL])
         .on_failed_upgrade(|e| tracing::debug!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| async move {
-            serve_socket(&endpoint, socket, peer, token).await;
-            drop((slot, upgraded));
+        .on_upgrade(move |socket| {
+            // The connection's requests are served in spans under this one.
+            let span = tracing::debug_span!(
+                target: "mcpl_server::trace",
+                "mcp.ws",
+                "client.address" = peer.map(|p| tracing::field::display(p.ip())),
+                "client.port" = peer.map(|p| p.port()),
+            );
+            async move {
+                serve_socket(&endpoint, socket, peer, token).await;
+                drop((slot, upgraded));
+            }
+            .instrument(span)
         })
 }
 

@@ -16,7 +16,7 @@ use mcpl_core::types::{
 use mcpl_server::completion::matching;
 use mcpl_server::prompt::PromptOutput;
 use mcpl_server::resource::{ResourceOutput, not_found};
-use mcpl_server::{Server, ToolOutput};
+use mcpl_server::{Json, Server, ToolOutput};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -171,6 +171,114 @@ async fn typed_tools_get_a_generated_schema_and_validated_input() {
     let r = raw.ok("tools/call", json!({"name": "add"})).await;
     assert_eq!(r["isError"], true);
     assert!(text_of(&r).contains("\"a\""), "{r}");
+}
+
+#[tokio::test]
+async fn a_json_return_gives_the_output_schema_and_structured_content() {
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Sum {
+        /// The sum of the terms.
+        total: i64,
+    }
+    let server = Server::builder("s", "1")
+        .typed_tool("add", "Adds two integers.", |_ctx, args: AddArgs| async move {
+            Ok(Json(Sum { total: args.a + args.b }))
+        })
+        .try_build()
+        .unwrap();
+    let (_session, mut raw) = connect(&server).await;
+
+    let list = raw.ok("tools/list", json!({})).await;
+    let output = &list["tools"][0]["outputSchema"];
+    assert_eq!(output["type"], "object", "{list}");
+    assert_eq!(output["properties"]["total"]["type"], "integer");
+    assert_eq!(output["properties"]["total"]["description"], "The sum of the terms.");
+    assert_eq!(output["required"], json!(["total"]));
+    assert_eq!(list["tools"][0]["inputSchema"]["required"], json!(["a", "b"]));
+
+    let r = raw.ok("tools/call", json!({"name": "add", "arguments": {"a": 2, "b": 3}})).await;
+    assert_eq!(r["structuredContent"], json!({"total": 5}));
+    // The same JSON as text, for clients that do not read structured content.
+    let text: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(text, json!({"total": 5}));
+    assert_eq!(r.get("isError"), None);
+}
+
+#[tokio::test]
+async fn a_json_return_of_a_non_object_is_not_registered() {
+    let err = Server::builder("s", "1")
+        .typed_tool("n", "", |_c, _a: AddArgs| async { Ok(Json(3_i32)) })
+        .try_build()
+        .unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(err.to_string().contains("not an object schema"), "{err}");
+}
+
+#[tokio::test]
+async fn typed_prompts_list_their_arguments_and_refuse_bad_ones_precisely() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Tone {
+        Kind,
+        Blunt,
+    }
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Review {
+        /// The code to review.
+        code: String,
+        /// How to say it.
+        tone: Option<Tone>,
+    }
+    let server = Server::builder("s", "1")
+        .typed_prompt("review", "Reviews code.", |_ctx, r: Review| async move {
+            let tone = match r.tone {
+                Some(Tone::Blunt) => "bluntly",
+                Some(Tone::Kind) | None => "kindly",
+            };
+            Ok(PromptOutput::user_text(format!("Review {tone}: {}", r.code)))
+        })
+        .try_build()
+        .unwrap();
+    let (_session, mut raw) = connect(&server).await;
+
+    let list = raw.ok("prompts/list", json!({})).await;
+    let prompt = &list["prompts"][0];
+    assert_eq!(prompt["description"], "Reviews code.");
+    assert_eq!(
+        prompt["arguments"],
+        json!([
+            {"name": "code", "description": "The code to review.", "required": true},
+            {"name": "tone", "description": "How to say it.", "required": false}
+        ])
+    );
+    let got = raw
+        .ok("prompts/get", json!({"name": "review", "arguments": {"code": "x()", "tone": "blunt"}}))
+        .await;
+    assert_eq!(got["messages"][0]["content"]["text"], "Review bluntly: x()");
+
+    let missing = raw.err("prompts/get", json!({"name": "review", "arguments": {}})).await;
+    assert_eq!(missing["code"], -32602);
+    assert!(missing["message"].as_str().unwrap().contains("code"), "{missing}");
+    let invalid = raw
+        .err("prompts/get", json!({"name": "review", "arguments": {"code": "x", "tone": "rude"}}))
+        .await;
+    assert_eq!(invalid["code"], -32602);
+    let message = invalid["message"].as_str().unwrap();
+    assert!(message.contains("\"review\"") && message.contains("rude"), "{invalid}");
+}
+
+#[test]
+fn typed_prompt_arguments_must_accept_strings() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Count {
+        #[allow(dead_code)]
+        n: u32,
+    }
+    let err = Server::builder("s", "1")
+        .typed_prompt("count", "", |_c, _n: Count| async { Ok(PromptOutput::user_text("")) })
+        .try_build()
+        .unwrap_err();
+    assert!(err.to_string().contains("\"n\" does not accept a string"), "{err}");
 }
 
 #[tokio::test]
@@ -525,6 +633,32 @@ async fn resource_updates_go_only_to_subscribers() {
     assert_eq!(subscriber.notification().await["method"], "notifications/resources/list_changed");
     let e = subscriber.err("resources/read", json!({"uri": "file:///x"})).await;
     assert_eq!(e["code"], -32602);
+}
+
+#[tokio::test]
+async fn a_session_subscribes_to_at_most_its_limit_of_resources() {
+    let server = Server::builder("s", "1")
+        .max_subscriptions(2)
+        .resource(Resource::new("test://a", "a"), |_c, req| async move {
+            Ok(vec![ResourceOutput::text(req.uri, "a")])
+        })
+        .build();
+    let (_session, mut raw) = connect(&server).await;
+    for uri in ["test://one", "test://two", "test://one"] {
+        assert_eq!(raw.ok("resources/subscribe", json!({"uri": uri})).await, json!({}), "{uri}");
+    }
+    let e = raw.err("resources/subscribe", json!({"uri": "test://three"})).await;
+    assert_eq!(
+        (e["code"].clone(), e["data"].clone()),
+        (json!(-32602), json!({"maxSubscriptions": 2}))
+    );
+    // The refused one is not watched; an unsubscribe makes room again.
+    server.notify_resource_updated("test://three");
+    raw.assert_quiet().await;
+    raw.ok("resources/unsubscribe", json!({"uri": "test://two"})).await;
+    raw.ok("resources/subscribe", json!({"uri": "test://three"})).await;
+    server.notify_resource_updated("test://three");
+    assert_eq!(raw.notification().await["params"]["uri"], "test://three");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ use mcpl_core::types::{Tool, ToolSchema};
 use mcpl_core::{Engine, Peer};
 use mcpl_server::mcpl::{Mcpl, McplConnection, McplTool, PushEvent, SendErrorKind, WithState};
 use mcpl_server::{Server, Session, ToolOutput};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -54,13 +54,7 @@ fn manifest() -> Manifest {
 }
 
 fn injection(position: Position, text: String) -> ContextInjection {
-    ContextInjection {
-        namespace: "test".into(),
-        position,
-        content: TextOrBlocks::Text(text),
-        metadata: None,
-        extra: Map::new(),
-    }
+    ContextInjection::new("test", position, TextOrBlocks::Text(text))
 }
 
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -70,15 +64,11 @@ fn server(seen: Seen) -> Server {
     let mcpl = Mcpl::new(manifest())
         .on_before_inference(|_conn, params| async move {
             let user = params.user_message.unwrap_or_else(|| "<null>".into());
-            Ok(BeforeInferenceResult {
-                feature_set: "ctx".into(),
-                context_injections: vec![
-                    injection(Position::AfterUser, format!("after: {user}")),
-                    injection(Position::System, "system".into()),
-                    injection(Position::BeforeUser, "before".into()),
-                ],
-                extra: Map::new(),
-            })
+            Ok(BeforeInferenceResult::new("ctx").with_context_injections(vec![
+                injection(Position::AfterUser, format!("after: {user}")),
+                injection(Position::System, "system".into()),
+                injection(Position::BeforeUser, "before".into()),
+            ]))
         })
         .on_inference_lifecycle(move |_conn, params| {
             let seen = lifecycle.clone();
@@ -88,12 +78,7 @@ fn server(seen: Seen) -> Server {
         })
         .on_rollback(|_conn, params| async move {
             if params.checkpoint == "known" {
-                Ok(RollbackResult {
-                    checkpoint: params.checkpoint,
-                    success: true,
-                    reason: None,
-                    extra: Map::new(),
-                })
+                Ok(RollbackResult::new(params.checkpoint, true))
             } else {
                 Err(errors::checkpoint_not_found(&params.checkpoint))
             }
@@ -102,24 +87,16 @@ fn server(seen: Seen) -> Server {
             if params.channel_type == "broken" {
                 return Err(errors::channel_open_failed("cannot open broken channels"));
             }
-            Ok(OpenChannelResult {
-                channel: ChannelDescriptor {
-                    id: "c1".into(),
-                    channel_type: params.channel_type,
-                    label: "C1".into(),
-                    direction: ChannelDirection::Bidirectional,
-                    address: None,
-                    metadata: None,
-                    extra: Map::new(),
-                },
-                history: None,
-                history_truncated: None,
-                extra: Map::new(),
-            })
+            Ok(OpenChannelResult::new(ChannelDescriptor::new(
+                "c1",
+                params.channel_type,
+                "C1",
+                ChannelDirection::Bidirectional,
+            )))
         })
         .on_channel_close(|_conn, params| async move {
             if params.channel_id == "c1" {
-                Ok(CloseChannelResult { closed: true, extra: Map::new() })
+                Ok(CloseChannelResult::new(true))
             } else {
                 Err(errors::unknown_channel(&params.channel_id))
             }
@@ -128,11 +105,7 @@ fn server(seen: Seen) -> Server {
             let seen = publish.clone();
             async move {
                 seen.lock().unwrap().push(("publish".into(), json!(params.channel_id)));
-                Ok(PublishResult {
-                    delivered: true,
-                    message_id: Some("m1".into()),
-                    extra: Map::new(),
-                })
+                Ok(PublishResult::new(true).with_message_id("m1"))
             }
         })
         .on_channel_typing(move |_conn, params| {
@@ -271,17 +244,10 @@ impl Host {
 }
 
 fn ping(feature_set: &str) -> InferenceRequestParams {
-    InferenceRequestParams {
-        feature_set: feature_set.into(),
-        conversation_id: None,
-        stream: None,
-        messages: vec![InferenceMessage {
-            role: "user".into(),
-            content: TextOrBlocks::Text("ping".into()),
-        }],
-        preferences: None,
-        extra: Map::new(),
-    }
+    InferenceRequestParams::new(
+        feature_set,
+        vec![InferenceMessage::new("user", TextOrBlocks::Text("ping".into()))],
+    )
 }
 
 fn kind<T: std::fmt::Debug>(r: Result<T, mcpl_server::mcpl::SendError>) -> SendErrorKind {
@@ -365,15 +331,7 @@ async fn every_gated_send_refuses_locally() {
     assert_eq!(kind(streaming), SendErrorKind::NotGranted);
     assert_eq!(conn.request_inference(ping("ai.plain")).await.unwrap().content, "pong");
     assert_eq!(conn.model_info().await.unwrap().id, "m-1");
-    let channel = ChannelDescriptor {
-        id: "c".into(),
-        channel_type: "chat".into(),
-        label: "C".into(),
-        direction: ChannelDirection::Outbound,
-        address: None,
-        metadata: None,
-        extra: Map::new(),
-    };
+    let channel = ChannelDescriptor::new("c", "chat", "C", ChannelDirection::Outbound);
     assert_eq!(kind(conn.register_channels(vec![channel]).await), SendErrorKind::NotGranted);
     assert_eq!(kind(conn.channels_changed(Default::default()).await), SendErrorKind::NotGranted);
     assert_eq!(kind(conn.list_channels().await), SendErrorKind::NotGranted);

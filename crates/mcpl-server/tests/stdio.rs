@@ -5,14 +5,18 @@
 //! 2026-07-28 only): a task-capable tool answers synchronously even when the client declared
 //! the extension in `initialize`, and `tasks/*` are unknown methods. And that a client that
 //! stops reading the server's stdout is cut after the write timeout (`MCPL_STDIO_TEST_CHILD=
-//! slow-reader`): the server exits instead of buffering answers.
+//! slow-reader`): the server exits instead of buffering answers. And that a stateless
+//! (2026-07-28) client gets `subscriptions/listen` over stdio as it does over HTTP
+//! (`MCPL_STDIO_TEST_CHILD=stateless`): the acknowledgement, then the list changes and resource
+//! updates it opted into, each tagged with its subscription, until it cancels.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_core::types::{Resource, Tool, ToolSchema};
+use mcpl_server::resource::ResourceOutput;
 use mcpl_server::task::TaskOptions;
 use mcpl_server::{Server, ToolOutput};
 use serde_json::{Value, json};
@@ -71,16 +75,20 @@ impl Peer {
     }
 }
 
-async fn parent() {
-    let child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, "1")
+/// This test binary again as a child in `role`, its stdin and stdout piped.
+fn spawn_child(role: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, role)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .unwrap();
-    let mut child = child;
+        .unwrap()
+}
+
+async fn parent() {
+    let mut child = spawn_child("1");
     let stdin = child.stdin.take().unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let mut peer = Peer { child, stdin, stdout };
@@ -136,14 +144,7 @@ fn echo_server() -> Server {
 /// A client that writes calls to the server's stdin and never reads its stdout: the server's
 /// writes stall on the full pipe, and after the write timeout it gives up and exits.
 async fn slow_reader() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env(CHILD, "slow-reader")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child("slow-reader");
     let mut stdin = child.stdin.take().unwrap();
     // Held open and never read.
     let _stdout = child.stdout.take().unwrap();
@@ -176,6 +177,137 @@ async fn slow_reader() {
         .expect("the server kept serving a client that reads nothing");
 }
 
+/// The server of the stateless child: a tool that changes the tool list and updates a resource.
+fn changing_server() -> Server {
+    Server::builder("stdio-listen", "1.0.0")
+        .resource(Resource::new("test://watched", "watched"), |_ctx, req| async move {
+            Ok(vec![ResourceOutput::text(req.uri, "w")])
+        })
+        .tool(Tool::new("change", ToolSchema::object()), |ctx, _args| async move {
+            let server = ctx.server().expect("a server");
+            let n = server.tools().len();
+            let tool = Tool::new(format!("added-{n}"), ToolSchema::object());
+            server
+                .tools_mut()
+                .add(tool, |_c, _a| async { Ok(ToolOutput::text("added")) })
+                .map_err(mcpl_core::jsonrpc::ErrorObject::internal)?;
+            server.notify_resource_updated("test://watched");
+            server.notify_resource_updated("test://unwatched");
+            Ok(ToolOutput::text("changed"))
+        })
+        .build()
+}
+
+/// The `_meta` of every stateless request.
+fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "stdio-listen", "version": "1"},
+    })
+}
+
+impl Peer {
+    /// Sends a stateless request and reads up to its answer; the notifications read meanwhile
+    /// go to `seen`.
+    async fn stateless(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: Value,
+        seen: &mut Vec<Value>,
+    ) -> Value {
+        let mut params = params;
+        params["_meta"] = stateless_meta();
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        loop {
+            let message = self.next().await;
+            if message["id"] == id {
+                return message;
+            }
+            seen.push(message);
+        }
+    }
+
+    async fn next(&mut self) -> Value {
+        let mut line = String::new();
+        let read = self.stdout.read_line(&mut line);
+        let n = tokio::time::timeout(Duration::from_secs(30), read).await.unwrap().unwrap();
+        assert!(n > 0, "the server closed stdout");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Reads until a message with `method` arrives, keeping the others in `seen`.
+    async fn until(&mut self, method: &str, seen: &mut Vec<Value>) -> Value {
+        loop {
+            let message = self.next().await;
+            if message["method"] == method {
+                return message;
+            }
+            assert!(message.get("error").is_none(), "waiting for {method}: {message}");
+            seen.push(message);
+        }
+    }
+}
+
+async fn stateless_listen() {
+    let mut child = spawn_child("stateless");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut peer = Peer { child, stdin, stdout };
+    let mut seen = Vec::new();
+
+    // No `initialize`: every request describes its client.
+    let discover = peer.stateless(1, "server/discover", json!({}), &mut seen).await;
+    assert!(discover["result"]["capabilities"]["tools"]["listChanged"] == true, "{discover}");
+
+    let mut listen = json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen",
+        "params": {"notifications": {
+            "toolsListChanged": true, "resourceSubscriptions": ["test://watched"]}}});
+    listen["params"]["_meta"] = stateless_meta();
+    peer.send(listen).await;
+    let ack = peer.until("notifications/subscriptions/acknowledged", &mut seen).await;
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub", "{ack}");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["test://watched"]}),
+        "{ack}"
+    );
+
+    let reply = peer.stateless(2, "tools/call", json!({"name": "change"}), &mut seen).await;
+    assert_eq!(reply["result"]["content"][0]["text"], "changed", "{reply}");
+    let changed = match seen.iter().find(|m| m["method"] == "notifications/tools/list_changed") {
+        Some(m) => m.clone(),
+        None => peer.until("notifications/tools/list_changed", &mut seen).await,
+    };
+    assert_eq!(changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub");
+    let updated = match seen.iter().find(|m| m["method"] == "notifications/resources/updated") {
+        Some(m) => m.clone(),
+        None => peer.until("notifications/resources/updated", &mut seen).await,
+    };
+    assert_eq!(updated["params"]["uri"], "test://watched", "{updated}");
+    assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub");
+
+    // Cancelled, the subscription says nothing more (and gets no response).
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "sub"}}))
+        .await;
+    let mut after = Vec::new();
+    let reply = peer.stateless(3, "tools/call", json!({"name": "change"}), &mut after).await;
+    assert_eq!(reply["result"]["content"][0]["text"], "changed", "{reply}");
+    let reply = peer.stateless(4, "tools/list", json!({}), &mut after).await;
+    assert!(reply["result"]["tools"].is_array(), "{reply}");
+    // Whatever the first change still sent before the cancel arrived is the only traffic.
+    let late: Vec<_> =
+        after.iter().filter(|m| m["method"] == "notifications/tools/list_changed").collect();
+    assert!(late.len() <= 1, "{after:?}");
+    assert!(after.iter().all(|m| m.get("id") != Some(&json!("sub"))), "{after:?}");
+
+    drop(peer.stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), peer.child.wait()).await.unwrap();
+    assert!(status.unwrap().success());
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     match std::env::var(CHILD).as_deref() {
@@ -183,6 +315,10 @@ fn main() {
             runtime.block_on(mcpl_server::stdio::serve(echo_server())).unwrap();
             // Stdin is still open: the blocking thread reading it would hold the runtime.
             std::process::exit(0)
+        }
+        Ok("stateless") => {
+            runtime.block_on(mcpl_server::stdio::serve(changing_server())).unwrap();
+            return;
         }
         Ok(_) => {
             runtime.block_on(mcpl_server::stdio::serve(server())).unwrap();
@@ -200,5 +336,11 @@ fn main() {
     if wanted("stdio_client_that_reads_nothing_is_cut_after_the_write_timeout") {
         runtime.block_on(slow_reader());
         println!("test stdio_client_that_reads_nothing_is_cut_after_the_write_timeout ... ok");
+    }
+    if wanted("stdio_stateless_client_gets_listen_acknowledgements_and_list_changes") {
+        runtime.block_on(stateless_listen());
+        println!(
+            "test stdio_stateless_client_gets_listen_acknowledgements_and_list_changes ... ok"
+        );
     }
 }

@@ -277,3 +277,93 @@ async fn connections_beyond_the_limit_get_503() {
         other => panic!("the second connection was not refused: {other:?}"),
     }
 }
+
+/// A stateless (2026-07-28) request of `method` with `params`, its client described in `_meta`.
+fn stateless(id: Value, method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+#[tokio::test]
+async fn a_stateless_client_gets_listen_acknowledgements_and_list_changes() {
+    let server = server();
+    let endpoint = WebSocketEndpoint::new(server.clone(), WsConfig::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.into_router("/ws")));
+    let mut ws = connect(addr).await;
+
+    let filter =
+        json!({"notifications": {"toolsListChanged": true, "resourcesListChanged": false}});
+    send(&mut ws, &stateless(json!(7), "subscriptions/listen", filter)).await;
+    let ack = next_json(&mut ws).await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7, "{ack}");
+    assert_eq!(ack["params"]["notifications"], json!({"toolsListChanged": true}), "{ack}");
+
+    // Other stateless requests are served on the same connection meanwhile.
+    send(&mut ws, &stateless(json!(8), "tools/list", json!({}))).await;
+    let list = next_json(&mut ws).await;
+    assert_eq!(list["id"], 8, "{list}");
+    assert_eq!(list["result"]["resultType"], "complete", "{list}");
+
+    let resource = mcpl_core::types::Resource::new("test://not-wanted", "not wanted");
+    server
+        .resources_mut()
+        .add(resource, |_ctx, req| async move {
+            Ok(vec![mcpl_server::resource::ResourceOutput::text(req.uri, "")])
+        })
+        .unwrap();
+    server
+        .tools_mut()
+        .add(Tool::new("new", ToolSchema::object()), |_ctx, _args| async {
+            Ok(ToolOutput::text("new"))
+        })
+        .unwrap();
+    // Only what the client opted into, tagged with its subscription.
+    let changed = next_json(&mut ws).await;
+    assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+    assert_eq!(changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
+
+    // A filter that is not an object is refused, as over HTTP.
+    send(&mut ws, &stateless(json!(9), "subscriptions/listen", json!({"notifications": 1}))).await;
+    let refused = next_json(&mut ws).await;
+    assert_eq!(refused["id"], 9, "{refused}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+/// A stateless client that opens `subscriptions/listen` after `subscriptions/listen` on one
+/// connection (each stays in flight until cancelled) is refused past the in-flight limit: the
+/// listens it holds are bounded, and the refusals are counted.
+#[tokio::test]
+async fn a_flood_of_listens_on_one_websocket_is_refused_beyond_the_in_flight_limit() {
+    let endpoint = WebSocketEndpoint::new(server(), WsConfig::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::ws::serve(listener, endpoint.clone().into_router("/ws")));
+    let mut ws = connect(addr).await;
+
+    let limit = mcpl_core::engine::DEFAULT_MAX_INFLIGHT_REQUESTS as u64;
+    let flood = limit + 20;
+    let filter = json!({"notifications": {"toolsListChanged": true}});
+    for id in 1..=flood {
+        send(&mut ws, &stateless(json!(id), "subscriptions/listen", filter.clone())).await;
+    }
+    let (mut acknowledged, mut busy) = (0u64, 0u64);
+    while acknowledged + busy < flood {
+        let message = next_json(&mut ws).await;
+        if message["method"] == "notifications/subscriptions/acknowledged" {
+            acknowledged += 1;
+        } else {
+            assert_eq!(message["error"]["code"], -32000, "{message}");
+            assert_eq!(message["error"]["data"]["maxInFlight"], limit, "{message}");
+            busy += 1;
+        }
+    }
+    assert!(acknowledged <= limit, "{acknowledged} listens held");
+    assert!(busy >= 20, "{busy} refused");
+    assert_eq!(endpoint.refusals().count(mcpl_server::http::RefusalKind::InFlightLimit), busy);
+}

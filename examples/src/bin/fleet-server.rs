@@ -3,20 +3,25 @@
 //!
 //! Configured by the environment: `REDIS_URL` (default `redis://127.0.0.1:6379/`), `PORT`
 //! (default 3000; 0 picks a free one), `INSTANCE` (a name its `whoami` tool answers with),
-//! `REDIS_PREFIX` (default `mcpl-fleet`). Redis must be up when it starts (it reads the fleet's
+//! `REDIS_PREFIX` (default `mcpl-fleet`), `STATE_TTL_MS` (how long a `requestState` stays
+//! valid; default 10 minutes). Redis must be up when it starts (it reads the fleet's
 //! `requestState` key). Prints `listening on http://ADDR/mcp` on stdout once
 //! it serves.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use mcpl_core::engine::RequestOptions;
 use mcpl_core::types::{
-    ElicitRequestFormParams, ElicitationSchema, StringSchema, Tool, ToolSchema,
+    ElicitRequestFormParams, ElicitValue, ElicitationSchema, Resource, StringSchema, Tool,
+    ToolSchema,
 };
 use mcpl_redis::{
     FleetEvents, Redis, RedisConfig, RedisEventStore, RedisSessionStore, RedisTaskStore,
 };
 use mcpl_server::http::{ConnectionConfig, HttpConfig, StreamableHttp};
 use mcpl_server::input::ToolReply;
+use mcpl_server::resource::ResourceOutput;
 use mcpl_server::task::TaskOptions;
 use mcpl_server::{Server, ToolOutput};
 
@@ -28,11 +33,36 @@ fn wait_arg(args: &mcpl_server::tool::Arguments, name: &str) -> Duration {
     Duration::from_millis(ms).min(MAX_WAIT)
 }
 
+/// How many `job` handlers run here.
+static RUNNING_JOBS: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a running `job` handler until dropped (the handler finished or was stopped).
+struct Running;
+
+impl Running {
+    fn new() -> Running {
+        RUNNING_JOBS.fetch_add(1, Ordering::SeqCst);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING_JOBS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 async fn fleet_server(instance: String, redis: &Redis) -> Result<Server, mcpl_redis::Error> {
-    let (who, job_by, rounds_by) = (instance.clone(), instance.clone(), instance);
-    Ok(Server::builder("fleet-example", "1.0.0")
+    let (who, job_by, rounds_by) = (instance.clone(), instance.clone(), instance.clone());
+    let (log_by, ask_by, greet_by) = (instance.clone(), instance.clone(), instance);
+    let mut builder = Server::builder("fleet-example", "1.0.0");
+    if let Some(ms) = std::env::var("STATE_TTL_MS").ok().and_then(|ms| ms.parse().ok()) {
+        builder = builder.request_state_ttl(Duration::from_millis(ms));
+    }
+    Ok(builder
         .task_store(RedisTaskStore::new(redis.clone()))
-        // A state sealed at one instance opens at every other.
+        // A state sealed at one instance opens at every other (the fleet's key ring, read as
+        // the instance starts; see `mcpl_redis::rotate_state_key`).
         .state_sealer(mcpl_redis::shared_state_sealer(redis).await?)
         .tool(Tool::new("whoami", ToolSchema::object()), move |_ctx, _args| {
             let who = who.clone();
@@ -55,11 +85,41 @@ async fn fleet_server(instance: String, redis: &Redis) -> Result<Server, mcpl_re
             move |_ctx, args| {
                 let by = job_by.clone();
                 async move {
+                    let _running = Running::new();
                     tokio::time::sleep(wait_arg(&args, "ms")).await;
                     Ok(ToolOutput::text(format!("done by {by}")))
                 }
             },
         )
+        // A task that asks the client's name (its state goes `input_required`), then answers
+        // with it: the answer (`tasks/update`) may come to any instance.
+        .task_tool(
+            Tool::new("greet_job", ToolSchema::object()),
+            TaskOptions::optional(),
+            move |ctx, _args| {
+                let by = greet_by.clone();
+                async move {
+                    if let Some(answer) = ctx.elicited("who") {
+                        let name = match answer.get("name") {
+                            Some(ElicitValue::String(name)) => name.as_str(),
+                            _ => "?",
+                        };
+                        let reply: ToolReply = ToolOutput::text(format!("{by} greets {name}")).into();
+                        return Ok(reply);
+                    }
+                    let form =
+                        ElicitationSchema::default().with_property("name", StringSchema::default());
+                    let ask = ctx
+                        .input_required()
+                        .elicit("who", ElicitRequestFormParams::new("Your name?", form));
+                    Ok(ask.into())
+                }
+            },
+        )
+        // How many `job` handlers are running at this instance.
+        .tool(Tool::new("running_jobs", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text(RUNNING_JOBS.load(Ordering::SeqCst).to_string()))
+        })
         // The note at `uri` changed (its data lives in a shared database, say): every client
         // subscribed to it is told, at whichever instance it listens.
         .tool(Tool::new("update_note", ToolSchema::object()), |ctx, args| async move {
@@ -87,6 +147,47 @@ async fn fleet_server(instance: String, redis: &Redis) -> Result<Server, mcpl_re
                     .elicit("who", ElicitRequestFormParams::new("Your name?", form))
                     .state(serde_json::json!({"asked_by": here}));
                 Ok(ask.into())
+            }
+        })
+        // The note the `update_note` tool changes (2025 clients subscribe to it).
+        .resource(Resource::new("note://1", "note"), |_ctx, req| async move {
+            Ok(vec![ResourceOutput::text(req.uri, "a note")])
+        })
+        // Logs `ms` after it answered, outside the request (on the session's standalone
+        // stream, wherever in the fleet it is connected).
+        .tool(Tool::new("log_later", ToolSchema::object()), move |ctx, args| {
+            let by = log_by.clone();
+            async move {
+                let wait = wait_arg(&args, "ms");
+                let peer = ctx.peer().unrelated();
+                tokio::spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    let log = serde_json::json!({"level": "info", "data": format!("logged by {by}")});
+                    let _ = peer.notify("notifications/message", Some(log)).await;
+                });
+                Ok(ToolOutput::text("later"))
+            }
+        })
+        // Asks the client (elicitation) and answers with what it said: on this request's
+        // stream, or (`unrelated`) on the standalone stream. The client's answer may come to
+        // any instance.
+        .tool(Tool::new("ask_client", ToolSchema::object()), move |ctx, args| {
+            let by = ask_by.clone();
+            async move {
+                let peer = if args.get("unrelated").and_then(|v| v.as_bool()).unwrap_or(false) {
+                    ctx.peer().unrelated()
+                } else {
+                    ctx.peer().clone()
+                };
+                let ask = serde_json::json!({"mode": "form", "message": "Your name?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}});
+                let options = RequestOptions::default().timeout(MAX_WAIT);
+                let answer = match peer.request("elicitation/create", Some(ask), options).await {
+                    Ok(answer) => answer,
+                    Err(e) => return Ok(ToolOutput::error(format!("no answer: {e}"))),
+                };
+                let name = answer["content"]["name"].as_str().unwrap_or("?").to_owned();
+                Ok(ToolOutput::text(format!("{by} was told {name}")))
             }
         })
         // Adds a tool here: the list changed (every client is told, at every instance).

@@ -26,6 +26,7 @@
 
 use std::process::ExitCode;
 
+use mcpl_core::error::ErrorChain;
 use mcpl_core::log_safe::LogSafe;
 use mcpl_host::config::{HostConfig, ServerConfig};
 use mcpl_host::host::{describe, state_view};
@@ -81,7 +82,8 @@ fn failure(kind: &str, message: impl ToString) -> Value {
 }
 
 fn host_error(e: &HostError) -> Value {
-    failure(e.kind(), e)
+    // The message says everything: the error and its causes.
+    failure(e.kind(), ErrorChain(e))
 }
 
 fn str_arg<'a>(req: &'a Value, key: &str) -> Result<&'a str, Value> {
@@ -139,7 +141,7 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
                     let mut c = c.clone();
                     c["id"] = json!(id);
                     let parsed = HostConfig::from_json(&json!({"servers": [c]}).to_string())
-                        .map_err(|e| failure(e.kind(), &e))?;
+                        .map_err(|e| failure(e.kind(), ErrorChain(&e)))?;
                     parsed.servers.into_iter().next()
                 }
             };
@@ -153,7 +155,7 @@ async fn serve(host: &Host, req: &Value) -> Result<Value, Value> {
         "connect" => {
             let server = req.get("server").cloned().unwrap_or(Value::Null);
             let config = HostConfig::from_json(&json!({"servers": [server]}).to_string())
-                .map_err(|e| failure(e.kind(), &e))?;
+                .map_err(|e| failure(e.kind(), ErrorChain(&e)))?;
             let server: ServerConfig =
                 config.servers.into_iter().next().ok_or_else(|| failure("bad_request", "no server"))?;
             host.connect(server).await.map_err(|e| host_error(&e))?;
@@ -210,14 +212,14 @@ async fn main() -> ExitCode {
     let config = match HostConfig::load(path.as_ref()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", ErrorChain(&e));
             return ExitCode::from(2);
         }
     };
     let (host, mut events) = match Host::start(config).await {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", ErrorChain(&e));
             return ExitCode::from(1);
         }
     };

@@ -1,5 +1,16 @@
 //! The `WWW-Authenticate: Bearer ...` (RFC 6750, RFC 9728 section 5.1) and `DPoP ...`
 //! (RFC 9449 section 7.1) challenges.
+//!
+//! # Why not `http-auth`
+//!
+//! `http-auth` (0.1.10, its parser alone) reads every challenge the auth conformance scenarios
+//! send, `DPoP error="use_dpop_nonce"` and `error=` parameters included, but it is strict where
+//! a client must not be: one byte outside ASCII in any quoted string (RFC 9110 allows it, as
+//! `obs-text`; think of an `error_description` in French) or a `token68` anywhere in the header
+//! is a syntax error for the whole header, and the challenge it was in is lost with all its
+//! parameters, the `resource_metadata` a client needs to authorize at all included (it yields a
+//! challenge only once the next one begins). So the parsing stays here: one pass over the
+//! header, linear in its length, reading what it can.
 
 /// What a server said when it refused a request: the parameters of its `Bearer` or `DPoP`
 /// challenge.
@@ -19,6 +30,7 @@
 /// );
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Challenge {
     /// `error`: `invalid_token`, `insufficient_scope`...
     pub error: Option<String>,
@@ -154,6 +166,17 @@ mod tests {
         assert!(both.dpop);
         assert_eq!(both.scope.as_deref(), Some("a"), "the first value counts");
         assert!(!Challenge::parse(r#"Bearer scope="a""#).dpop);
+    }
+
+    #[test]
+    fn reads_past_text_outside_ascii_and_token68() {
+        let c = Challenge::parse(
+            r#"Bearer error="invalid_token", error_description="Jeton expiré", resource_metadata="https://x/m""#,
+        );
+        assert_eq!(c.error.as_deref(), Some("invalid_token"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("https://x/m"));
+        let c = Challenge::parse(r#"Bearer scope="a b", Basic xyz=="#);
+        assert_eq!(c.scope.as_deref(), Some("a b"));
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub(crate) const MAX_BODY: usize = 256 * 1024;
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
 pub struct ResourceMetadata {
     /// The resource identifier, sent as the `resource` parameter.
     pub resource: String,
@@ -65,6 +66,7 @@ pub struct ResourceMetadata {
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
 pub struct ServerMetadata {
     /// The issuer identifier.
     pub issuer: String,

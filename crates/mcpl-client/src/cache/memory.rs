@@ -1,10 +1,17 @@
-//! [`MemoryStore`]: the default in-memory LRU [`CacheStore`].
+//! [`MemoryStore`]: the default in-memory [`CacheStore`], on [`quick_cache`].
+//!
+//! `quick_cache` (CLOCK-Pro, one shard) holds the entries; this module only maps the two bounds
+//! onto its single weight: an entry weighs the larger of its bytes and `max_bytes / max_entries`
+//! (rounded up), and the capacity is `max_bytes`, so the weights fitting means both the byte
+//! bound and the entry bound hold. One shard keeps the bounds exact (a sharded cache bounds
+//! each shard by its share).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::BoxFuture;
 use mcpl_core::Result;
+use quick_cache::sync::Cache;
+use quick_cache::{OptionsBuilder, Weighter};
 
 use super::store::{CacheEntry, CacheKey, CacheStore, Invalidation};
 
@@ -35,8 +42,12 @@ pub const DEFAULT_MAX_ENTRIES: usize = 1024;
 /// ```
 pub const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
 
-/// An in-memory [`CacheStore`] that evicts the least recently used entries once it holds more
-/// than its entry or byte bound. An entry larger than the byte bound is not stored.
+/// An in-memory [`CacheStore`] bounded by entries and by bytes (of the entries' JSON text).
+///
+/// Once a bound is reached, a new entry makes room by evicting entries not read since they
+/// were stored, oldest first, before those read again (CLOCK-Pro, as `quick_cache` does it):
+/// a burst of one-off results does not push out the results that are reused. An entry larger
+/// than the byte bound is not stored.
 ///
 /// # Examples
 ///
@@ -52,34 +63,47 @@ pub const DEFAULT_MAX_BYTES: usize = 16 * 1024 * 1024;
 pub struct MemoryStore {
     max_entries: usize,
     max_bytes: usize,
-    inner: Mutex<Lru>,
+    entries: Cache<CacheKey, CacheEntry, Weight>,
 }
 
-#[derive(Debug, Default)]
-struct Lru {
-    entries: HashMap<CacheKey, (CacheEntry, u64)>,
-    /// Use ticks, oldest first.
-    order: BTreeMap<u64, CacheKey>,
-    tick: u64,
-    bytes: usize,
+/// An entry's weight: its bytes, and at least `floor`, the share of the byte bound one entry
+/// takes when the store is full of entries (`max_bytes / max_entries`, rounded up).
+#[derive(Debug, Clone, Copy)]
+struct Weight {
+    floor: u64,
 }
 
-impl Lru {
-    fn touch(&mut self, key: &CacheKey) {
-        self.tick += 1;
-        let tick = self.tick;
-        if let Some((_, used)) = self.entries.get_mut(key) {
-            self.order.remove(used);
-            *used = tick;
-            self.order.insert(tick, key.clone());
-        }
+impl Weighter<CacheKey, CacheEntry> for Weight {
+    fn weight(&self, _key: &CacheKey, entry: &CacheEntry) -> u64 {
+        u64::try_from(entry.bytes).unwrap_or(u64::MAX).max(self.floor)
     }
+}
 
-    fn remove(&mut self, key: &CacheKey) {
-        if let Some((entry, used)) = self.entries.remove(key) {
-            self.order.remove(&used);
-            self.bytes -= entry.bytes;
-        }
+/// A cache within both bounds: `max_bytes` of weight, where no entry weighs less than
+/// `max_bytes / max_entries`, so at most `max_entries` fit.
+fn bounded(max_entries: usize, max_bytes: usize) -> Cache<CacheKey, CacheEntry, Weight> {
+    let capacity = u64::try_from(max_bytes).unwrap_or(u64::MAX);
+    let entries = u64::try_from(max_entries).unwrap_or(u64::MAX);
+    // No entries: no capacity (every entry is then too heavy, so none is stored).
+    let (capacity, floor) = match capacity.checked_div(entries) {
+        Some(share) => (capacity, share + u64::from(capacity % entries != 0)),
+        None => (0, 1),
+    };
+    let weight = Weight { floor: floor.max(1) };
+    let estimated = max_entries.min(max_bytes).clamp(1, DEFAULT_MAX_ENTRIES * 64);
+    // All of the capacity is for entries read again ("hot"): an entry is refused only if it is
+    // heavier than the whole capacity, and a full store evicts as CLOCK-Pro does.
+    let options = OptionsBuilder::new()
+        .shards(1)
+        .hot_allocation(1.0)
+        .estimated_items_capacity(estimated)
+        .weight_capacity(capacity)
+        .build();
+    match options {
+        Ok(options) => Cache::with_options(options, weight, Default::default(), Default::default()),
+        // Unreachable (both required options are set); a sharded cache still keeps the bounds
+        // per shard.
+        Err(_) => Cache::with_weighter(estimated, capacity, weight),
     }
 }
 
@@ -108,11 +132,11 @@ impl MemoryStore {
         MemoryStore {
             max_entries: DEFAULT_MAX_ENTRIES,
             max_bytes: DEFAULT_MAX_BYTES,
-            inner: Mutex::new(Lru::default()),
+            entries: bounded(DEFAULT_MAX_ENTRIES, DEFAULT_MAX_BYTES),
         }
     }
 
-    /// The most entries held.
+    /// The most entries held (entries already stored are kept within the new bound).
     ///
     /// # Examples
     ///
@@ -122,68 +146,15 @@ impl MemoryStore {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{MemoryStore, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
     /// let store = Arc::new(MemoryStore::new().max_entries(2));
-    /// let client = Client::new("my-app", "1.0.0")
-    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// let client = Client::builder("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+    ///     .build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// for id in 1..=3 {
     ///     client.read_resource(&format!("notes://{id}")).await?;
@@ -196,12 +167,13 @@ impl MemoryStore {
     /// assert_eq!(server.count("resources/read"), 4);
     /// # Ok(()) }
     /// ```
-    pub fn max_entries(mut self, entries: usize) -> MemoryStore {
-        self.max_entries = entries;
-        self
+    pub fn max_entries(self, entries: usize) -> MemoryStore {
+        let bytes = self.max_bytes;
+        self.rebound(entries, bytes)
     }
 
-    /// The most bytes (of the entries' JSON text) held.
+    /// The most bytes (of the entries' JSON text) held (entries already stored are kept within
+    /// the new bound).
     ///
     /// # Examples
     ///
@@ -211,77 +183,24 @@ impl MemoryStore {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{MemoryStore, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, _server) = serve_cached().await?;
     /// // Too small for any result: an entry larger than the bound is not stored.
     /// let store = Arc::new(MemoryStore::new().max_bytes(16));
-    /// let client = Client::new("my-app", "1.0.0")
-    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// let client = Client::builder("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+    ///     .build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// client.read_resource("notes://1").await?;
     /// assert!(store.is_empty());
     /// # Ok(()) }
     /// ```
-    pub fn max_bytes(mut self, bytes: usize) -> MemoryStore {
-        self.max_bytes = bytes;
-        self
+    pub fn max_bytes(self, bytes: usize) -> MemoryStore {
+        let entries = self.max_entries;
+        self.rebound(entries, bytes)
     }
 
     /// How many entries the store holds.
@@ -294,68 +213,15 @@ impl MemoryStore {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{MemoryStore, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, _server) = serve_cached().await?;
     /// let store = Arc::new(MemoryStore::new());
-    /// let client = Client::new("my-app", "1.0.0")
-    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    /// let client = Client::builder("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+    ///     .build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// client.list_tools().await?;
     /// client.read_resource("notes://1").await?;
@@ -363,7 +229,7 @@ impl MemoryStore {
     /// # Ok(()) }
     /// ```
     pub fn len(&self) -> usize {
-        self.lru().entries.len()
+        self.entries.len()
     }
 
     /// Whether the store holds no entry.
@@ -392,42 +258,36 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    fn lru(&self) -> MutexGuard<'_, Lru> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The same entries (as many as fit) in a store with new bounds.
+    fn rebound(self, max_entries: usize, max_bytes: usize) -> MemoryStore {
+        let entries = bounded(max_entries, max_bytes);
+        for (key, entry) in self.entries.drain() {
+            entries.insert(key, entry);
+        }
+        MemoryStore { max_entries, max_bytes, entries }
     }
 
     fn get_now(&self, key: &CacheKey) -> Option<CacheEntry> {
-        let mut lru = self.lru();
-        let entry = lru.entries.get(key).map(|(e, _)| e.clone())?;
-        lru.touch(key);
-        Some(entry)
+        self.entries.get(key)
     }
 
     fn put_now(&self, key: CacheKey, entry: CacheEntry) {
-        let mut lru = self.lru();
-        lru.remove(&key);
-        if entry.bytes > self.max_bytes || self.max_entries == 0 {
-            return;
-        }
-        while lru.entries.len() >= self.max_entries || lru.bytes + entry.bytes > self.max_bytes {
-            let Some((_, oldest)) = lru.order.pop_first() else { break };
-            lru.remove(&oldest);
-        }
-        lru.tick += 1;
-        let tick = lru.tick;
-        lru.bytes += entry.bytes;
-        lru.order.insert(tick, key.clone());
-        lru.entries.insert(key, (entry, tick));
+        // A new value is a new entry: replacing in place could evict the value just stored to
+        // make room for its own growth. An entry heavier than the capacity is not stored.
+        self.entries.remove(&key);
+        self.entries.insert(key, entry);
     }
 
     fn invalidate_now(&self, what: &Invalidation) -> usize {
-        let mut lru = self.lru();
-        let doomed: Vec<CacheKey> =
-            lru.entries.keys().filter(|k| what.matches(k)).cloned().collect();
-        for key in &doomed {
-            lru.remove(key);
-        }
-        doomed.len()
+        let removed = AtomicUsize::new(0);
+        self.entries.retain(|key, _| {
+            let doomed = what.matches(key);
+            if doomed {
+                removed.fetch_add(1, Ordering::Relaxed);
+            }
+            !doomed
+        });
+        removed.into_inner()
     }
 }
 
@@ -454,6 +314,7 @@ mod tests {
 
     use std::time::Duration;
 
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
@@ -471,6 +332,10 @@ mod tests {
 
     fn entry(text: &str) -> CacheEntry {
         CacheEntry::new(json!({ "t": text }), Duration::from_secs(60))
+    }
+
+    fn bytes(store: &MemoryStore) -> usize {
+        store.entries.iter().map(|(_, e)| e.bytes).sum()
     }
 
     #[test]
@@ -501,7 +366,7 @@ mod tests {
         // Replacing an entry does not count it twice.
         store.put_now(key("a", 3), entry("q"));
         assert_eq!(store.len(), 2);
-        assert_eq!(store.lru().bytes, one * 2);
+        assert_eq!(bytes(&store), one * 2);
     }
 
     #[test]
@@ -522,5 +387,53 @@ mod tests {
         let x = Invalidation::method("a", "resources/read").uri("file:///x");
         assert_eq!(store.invalidate_now(&x), 1);
         assert!(store.get_now(&read("file:///y")).is_some());
+    }
+
+    #[test]
+    fn an_oversized_entry_removes_the_one_it_would_replace() {
+        let one = entry("x").bytes;
+        let store = MemoryStore::new().max_bytes(one * 2);
+        store.put_now(key("a", 1), entry("x"));
+        store.put_now(key("a", 1), entry(&"w".repeat(one * 2)));
+        assert!(store.get_now(&key("a", 1)).is_none());
+        assert!(MemoryStore::new().max_entries(0).max_bytes(0).is_empty());
+        let none = MemoryStore::new().max_entries(0);
+        none.put_now(key("a", 1), entry("x"));
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn new_bounds_keep_what_fits() {
+        let store = MemoryStore::new();
+        for n in 0..10 {
+            store.put_now(key("a", n), entry("x"));
+        }
+        let store = store.max_entries(4);
+        assert_eq!(store.len(), 4);
+        assert_eq!(store.max_bytes(entry("x").bytes).len(), 1);
+    }
+
+    proptest! {
+        /// Whatever is stored, in any sizes and order, both bounds hold after every put, and
+        /// an entry that fits the byte bound is there right after it is put.
+        #[test]
+        fn both_bounds_always_hold(
+            max_entries in 0usize..12,
+            max_bytes in 0usize..400,
+            puts in prop::collection::vec((0u32..20, 0usize..120, any::<bool>()), 0..80),
+        ) {
+            let store = MemoryStore::new().max_entries(max_entries).max_bytes(max_bytes);
+            for (n, size, read) in puts {
+                let e = entry(&"x".repeat(size));
+                let fits = e.bytes <= max_bytes && max_entries > 0;
+                store.put_now(key("a", n), e);
+                prop_assert!(store.len() <= max_entries, "{} entries", store.len());
+                prop_assert!(bytes(&store) <= max_bytes, "{} bytes", bytes(&store));
+                prop_assert_eq!(store.get_now(&key("a", n)).is_some(), fits);
+                if read {
+                    let _ = store.get_now(&key("a", n.wrapping_sub(1)));
+                }
+            }
+        }
     }
 }

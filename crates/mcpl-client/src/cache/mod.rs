@@ -26,10 +26,12 @@
 //! use mcpl_client::cache::{CacheMode, MemoryStore, ResponseCache};
 //!
 //! let store = Arc::new(MemoryStore::new());
-//! let alice = Client::new("app", "1")
-//!     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
-//! let bob = Client::new("app", "1")
-//!     .with_cache(ResponseCache::new(store).principal("bob").serve_stale_on_error(true));
+//! let alice = Client::builder("app", "1")
+//!     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+//!     .build();
+//! let bob = Client::builder("app", "1")
+//!     .with_cache(ResponseCache::new(store).principal("bob").serve_stale_on_error(true))
+//!     .build();
 //! // One call that skips the cache:
 //! let fresh = alice.with_cache_mode(CacheMode::Bypass);
 //! # drop((bob, fresh));
@@ -60,66 +62,12 @@ pub use self::store::{Audience, CacheEntry, CacheKey, CacheStore, Invalidation};
 /// use mcpl_client::cache::{CacheMode, ResponseCache};
 /// use mcpl_client::Client;
 /// use mcpl_client::transport::HttpTransport;
-/// # #[derive(Clone, Default)]
-/// # struct Probe {
-/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-/// # }
-/// # impl Probe {
-/// #     /// How many requests of this 2026 method reached the server.
-/// #     fn count(&self, method: &str) -> usize {
-/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-/// #     }
-/// #     /// Makes the server answer every request with `503` (or serve again).
-/// #     fn fail(&self, down: bool) {
-/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-/// #     }
-/// # }
-/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-/// # /// by anyone (public), resource reads by their reader only (private).
-/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-/// #     use axum::response::IntoResponse;
-/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-/// #     use mcpl_server::cache::{CacheHint, CachedResult};
-/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-/// #     use mcpl_server::resource::ResourceOutput;
-/// #     let ten_minutes = std::time::Duration::from_secs(600);
-/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-/// #             Ok(mcpl_server::ToolOutput::text("found"))
-/// #         })
-/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-/// #             let id = req.var("id").unwrap_or_default().to_owned();
-/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-/// #         })
-/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-/// #         .build();
-/// #     let probe = Probe::default();
-/// #     let seen = probe.clone();
-/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-/// #         .into_router("/mcp")
-/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-/// #             let probe = seen.clone();
-/// #             async move {
-/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-/// #                     probe.methods.lock().unwrap().push(method.to_owned());
-/// #                 }
-/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-/// #                 }
-/// #                 next.run(request).await
-/// #             }
-/// #         }));
-/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-/// #     Ok((url, probe))
-/// # }
+/// # use mcpl_test_kit::http::serve_cached;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (url, server) = serve_cached().await?;
-/// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice"));
+/// let client = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice")).build();
 /// client.connect(HttpTransport::new(url)).await?;
 ///
 /// client.list_tools().await?; // CacheMode::Use: fetched and stored
@@ -151,67 +99,13 @@ pub enum CacheMode {
 /// use mcpl_client::Client;
 /// use mcpl_client::cache::ResponseCache;
 /// use mcpl_client::transport::HttpTransport;
-/// # #[derive(Clone, Default)]
-/// # struct Probe {
-/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-/// # }
-/// # impl Probe {
-/// #     /// How many requests of this 2026 method reached the server.
-/// #     fn count(&self, method: &str) -> usize {
-/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-/// #     }
-/// #     /// Makes the server answer every request with `503` (or serve again).
-/// #     fn fail(&self, down: bool) {
-/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-/// #     }
-/// # }
-/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-/// # /// by anyone (public), resource reads by their reader only (private).
-/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-/// #     use axum::response::IntoResponse;
-/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-/// #     use mcpl_server::cache::{CacheHint, CachedResult};
-/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-/// #     use mcpl_server::resource::ResourceOutput;
-/// #     let ten_minutes = std::time::Duration::from_secs(600);
-/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-/// #             Ok(mcpl_server::ToolOutput::text("found"))
-/// #         })
-/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-/// #             let id = req.var("id").unwrap_or_default().to_owned();
-/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-/// #         })
-/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-/// #         .build();
-/// #     let probe = Probe::default();
-/// #     let seen = probe.clone();
-/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-/// #         .into_router("/mcp")
-/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-/// #             let probe = seen.clone();
-/// #             async move {
-/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-/// #                     probe.methods.lock().unwrap().push(method.to_owned());
-/// #                 }
-/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-/// #                 }
-/// #                 next.run(request).await
-/// #             }
-/// #         }));
-/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-/// #     Ok((url, probe))
-/// # }
+/// # use mcpl_test_kit::http::serve_cached;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (url, server) = serve_cached().await?;
 /// let cache = ResponseCache::in_memory().principal("alice");
-/// let client = Client::new("my-app", "1.0.0").with_cache(cache);
+/// let client = Client::builder("my-app", "1.0.0").with_cache(cache).build();
 /// client.connect(HttpTransport::new(url)).await?;
 ///
 /// // The server said its results may be reused: only the first read reaches it.
@@ -244,69 +138,15 @@ impl ResponseCache {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{MemoryStore, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
     /// // One store shared by the clients of a process.
     /// let store = Arc::new(MemoryStore::new());
-    /// let first = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store.clone()));
-    /// let second = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store.clone()));
+    /// let first = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::new(store.clone())).build();
+    /// let second = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::new(store.clone())).build();
     /// first.connect(HttpTransport::new(url.clone())).await?;
     /// second.connect(HttpTransport::new(url)).await?;
     ///
@@ -333,66 +173,12 @@ impl ResponseCache {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::ResponseCache;
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
-    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory());
+    /// let client = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::in_memory()).build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// client.list_tools().await?;
     /// client.list_tools().await?;
@@ -414,69 +200,16 @@ impl ResponseCache {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{MemoryStore, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
     /// let store = Arc::new(MemoryStore::new());
-    /// let alice = Client::new("my-app", "1.0.0")
-    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
-    /// let bob = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store).principal("bob"));
+    /// let alice = Client::builder("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+    ///     .build();
+    /// let bob = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::new(store).principal("bob")).build();
     /// alice.connect(HttpTransport::new(url.clone())).await?;
     /// bob.connect(HttpTransport::new(url)).await?;
     ///
@@ -494,7 +227,7 @@ impl ResponseCache {
     }
 
     /// When fetching fails because the server cannot be reached (a transport failure, a
-    /// timeout, a closed connection, an internal error), answer with the stored entry even if
+    /// timeout, a closed connection, an internal error or an HTTP `5xx`), answer with the stored entry even if
     /// it is stale. Default: `false`.
     ///
     /// # Examples
@@ -503,67 +236,13 @@ impl ResponseCache {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{CacheMode, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
     /// let cache = ResponseCache::in_memory().principal("alice").serve_stale_on_error(true);
-    /// let client = Client::new("my-app", "1.0.0").with_cache(cache);
+    /// let client = Client::builder("my-app", "1.0.0").with_cache(cache).build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// let before = client.read_resource("notes://1").await?;
     ///
@@ -594,70 +273,17 @@ impl ResponseCache {
     /// use mcpl_client::transport::HttpTransport;
     /// use mcpl_client::{Client, Negotiation};
     /// use mcpl_core::ProtocolVersion;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, _server) = serve_cached().await?;
     /// // 2025-era results carry no `ttlMs`: by default they are not cached...
     /// let store = Arc::new(MemoryStore::new());
-    /// let client = Client::new("my-app", "1.0.0")
+    /// let client = Client::builder("my-app", "1.0.0")
     ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
-    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+    ///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+    ///     .build();
     /// client.connect(HttpTransport::new(url.clone())).await?;
     /// client.list_tools().await?;
     /// assert!(store.is_empty());
@@ -665,9 +291,10 @@ impl ResponseCache {
     /// // ...unless the cache gives them a lifetime.
     /// let store = Arc::new(MemoryStore::new());
     /// let cache = ResponseCache::new(store.clone()).principal("alice").default_ttl(Duration::from_secs(30));
-    /// let client = Client::new("my-app", "1.0.0")
+    /// let client = Client::builder("my-app", "1.0.0")
     ///     .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25))
-    ///     .with_cache(cache);
+    ///     .with_cache(cache)
+    ///     .build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// client.list_tools().await?;
     /// assert_eq!(store.len(), 1);
@@ -686,67 +313,13 @@ impl ResponseCache {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{Invalidation, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
     /// let cache = ResponseCache::in_memory().principal("alice");
-    /// let client = Client::new("my-app", "1.0.0").with_cache(cache.clone());
+    /// let client = Client::builder("my-app", "1.0.0").with_cache(cache.clone()).build();
     /// client.connect(HttpTransport::new(url.clone())).await?;
     /// client.read_resource("notes://1").await?;
     ///
@@ -896,91 +469,16 @@ impl ResponseCache {
 }
 
 impl Client {
-    /// Caches cacheable results in `cache` (see the [module documentation](self)). The
-    /// invalidating notifications keep it current from then on, alongside any notification
-    /// handlers (see [`crate::notify`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_client::cache::ResponseCache;
-    /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let (url, server) = serve_cached().await?;
-    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice"));
-    /// client.connect(HttpTransport::new(url)).await?;
-    /// let first = client.list_tools().await?;
-    /// let again = client.list_tools().await?;
-    /// assert_eq!(first, again);
-    /// assert_eq!(server.count("tools/list"), 1);
-    /// // Calls are never cached.
-    /// client.call_tool("search", ()).await?;
-    /// client.call_tool("search", ()).await?;
-    /// assert_eq!(server.count("tools/call"), 2);
-    /// # Ok(()) }
-    /// ```
-    pub fn with_cache(mut self, cache: ResponseCache) -> Client {
-        self.notify.invalidate(cache.clone());
-        self.cache = Some(cache);
-        self
+    /// Deprecated: configure the client before it exists, with
+    /// [`ClientBuilder::with_cache`](crate::ClientBuilder::with_cache). This returns a new,
+    /// unconnected client with this one's configuration plus the change; the client it is
+    /// called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `Client::builder(name, version).with_cache(..)` then `build()`"
+    )]
+    pub fn with_cache(self, cache: ResponseCache) -> Client {
+        self.to_builder().with_cache(cache).build()
     }
 
     /// A handle on the same connection whose calls use the cache as `mode` says: for one call,
@@ -993,66 +491,12 @@ impl Client {
     /// use mcpl_client::Client;
     /// use mcpl_client::cache::{CacheMode, ResponseCache};
     /// use mcpl_client::transport::HttpTransport;
-    /// # #[derive(Clone, Default)]
-    /// # struct Probe {
-    /// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// # }
-    /// # impl Probe {
-    /// #     /// How many requests of this 2026 method reached the server.
-    /// #     fn count(&self, method: &str) -> usize {
-    /// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-    /// #     }
-    /// #     /// Makes the server answer every request with `503` (or serve again).
-    /// #     fn fail(&self, down: bool) {
-    /// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-    /// #     }
-    /// # }
-    /// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-    /// # /// by anyone (public), resource reads by their reader only (private).
-    /// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-    /// #     use axum::response::IntoResponse;
-    /// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-    /// #     use mcpl_server::cache::{CacheHint, CachedResult};
-    /// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-    /// #     use mcpl_server::resource::ResourceOutput;
-    /// #     let ten_minutes = std::time::Duration::from_secs(600);
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("found"))
-    /// #         })
-    /// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-    /// #             let id = req.var("id").unwrap_or_default().to_owned();
-    /// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-    /// #         })
-    /// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-    /// #         .build();
-    /// #     let probe = Probe::default();
-    /// #     let seen = probe.clone();
-    /// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-    /// #         .into_router("/mcp")
-    /// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-    /// #             let probe = seen.clone();
-    /// #             async move {
-    /// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-    /// #                     probe.methods.lock().unwrap().push(method.to_owned());
-    /// #                 }
-    /// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-    /// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-    /// #                 }
-    /// #                 next.run(request).await
-    /// #             }
-    /// #         }));
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-    /// #     Ok((url, probe))
-    /// # }
+    /// # use mcpl_test_kit::http::serve_cached;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (url, server) = serve_cached().await?;
-    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice"));
+    /// let client = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::in_memory().principal("alice")).build();
     /// client.connect(HttpTransport::new(url)).await?;
     /// client.read_resource("notes://1").await?;
     ///
@@ -1083,11 +527,12 @@ impl Client {
     /// assert!(Client::new("my-app", "1.0.0").cache().is_none());
     ///
     /// let store = Arc::new(MemoryStore::new());
-    /// let client = Client::new("my-app", "1.0.0").with_cache(ResponseCache::new(store));
+    /// let client = Client::builder("my-app", "1.0.0").with_cache(ResponseCache::new(store)).build();
     /// let cache = client.cache().expect("set");
     /// // The same store, for a second client of another user.
-    /// let bob = Client::new("my-app", "1.0.0")
-    ///     .with_cache(ResponseCache::new(cache.store().clone()).principal("bob"));
+    /// let bob = Client::builder("my-app", "1.0.0")
+    ///     .with_cache(ResponseCache::new(cache.store().clone()).principal("bob"))
+    ///     .build();
     /// # drop(bob);
     /// ```
     pub fn cache(&self) -> Option<&ResponseCache> {
@@ -1114,13 +559,13 @@ fn cacheable(method: &str, params: &Value) -> bool {
 
 /// Whether an error means the server could not be reached (rather than a refusal).
 fn unreachable(error: &Error) -> bool {
+    if let Error::HttpStatus { status, .. } = error {
+        return *status >= 500;
+    }
     match error.kind() {
-        ErrorKind::Transport | ErrorKind::ConnectionClosed | ErrorKind::RequestTimeout => true,
-        ErrorKind::Rpc => error.rpc_error().is_some_and(|e| {
-            e.code == ErrorCode::INTERNAL_ERROR
-                || e.data.as_ref().and_then(|d| d.get("transport")).is_some()
-        }),
-        _ => false,
+        ErrorKind::RequestTimeout => true,
+        ErrorKind::Rpc => error.rpc_error().is_some_and(|e| e.code == ErrorCode::INTERNAL_ERROR),
+        _ => error.is_unreachable(),
     }
 }
 

@@ -19,61 +19,7 @@ use serde_json::Value;
 /// use mcpl_client::Client;
 /// use mcpl_client::cache::{Audience, ResponseCache};
 /// use mcpl_client::transport::HttpTransport;
-/// # #[derive(Clone, Default)]
-/// # struct Probe {
-/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-/// # }
-/// # impl Probe {
-/// #     /// How many requests of this 2026 method reached the server.
-/// #     fn count(&self, method: &str) -> usize {
-/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-/// #     }
-/// #     /// Makes the server answer every request with `503` (or serve again).
-/// #     fn fail(&self, down: bool) {
-/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-/// #     }
-/// # }
-/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-/// # /// by anyone (public), resource reads by their reader only (private).
-/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-/// #     use axum::response::IntoResponse;
-/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-/// #     use mcpl_server::cache::{CacheHint, CachedResult};
-/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-/// #     use mcpl_server::resource::ResourceOutput;
-/// #     let ten_minutes = std::time::Duration::from_secs(600);
-/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-/// #             Ok(mcpl_server::ToolOutput::text("found"))
-/// #         })
-/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-/// #             let id = req.var("id").unwrap_or_default().to_owned();
-/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-/// #         })
-/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-/// #         .build();
-/// #     let probe = Probe::default();
-/// #     let seen = probe.clone();
-/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-/// #         .into_router("/mcp")
-/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-/// #             let probe = seen.clone();
-/// #             async move {
-/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-/// #                     probe.methods.lock().unwrap().push(method.to_owned());
-/// #                 }
-/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-/// #                 }
-/// #                 next.run(request).await
-/// #             }
-/// #         }));
-/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-/// #     Ok((url, probe))
-/// # }
+/// # use mcpl_test_kit::http::serve_cached;
 /// # /// A store that remembers the keys it was given.
 /// # #[derive(Debug, Default)]
 /// # struct Recording {
@@ -98,8 +44,9 @@ use serde_json::Value;
 /// // This server marks its tool list public and its reads private.
 /// let (url, _server) = serve_cached().await?;
 /// let store = Arc::new(Recording::default()); // a store that keeps the keys it is given
-/// let client = Client::new("my-app", "1.0.0")
-///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+/// let client = Client::builder("my-app", "1.0.0")
+///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+///     .build();
 /// client.connect(HttpTransport::new(url)).await?;
 /// client.list_tools().await?;
 /// client.read_resource("notes://1").await?;
@@ -135,61 +82,7 @@ pub enum Audience {
 /// use mcpl_client::Client;
 /// use mcpl_client::cache::{CacheEntry, CacheKey, CacheStore, Invalidation, MemoryStore, ResponseCache};
 /// use mcpl_client::transport::HttpTransport;
-/// # #[derive(Clone, Default)]
-/// # struct Probe {
-/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-/// # }
-/// # impl Probe {
-/// #     /// How many requests of this 2026 method reached the server.
-/// #     fn count(&self, method: &str) -> usize {
-/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-/// #     }
-/// #     /// Makes the server answer every request with `503` (or serve again).
-/// #     fn fail(&self, down: bool) {
-/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-/// #     }
-/// # }
-/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-/// # /// by anyone (public), resource reads by their reader only (private).
-/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-/// #     use axum::response::IntoResponse;
-/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-/// #     use mcpl_server::cache::{CacheHint, CachedResult};
-/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-/// #     use mcpl_server::resource::ResourceOutput;
-/// #     let ten_minutes = std::time::Duration::from_secs(600);
-/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-/// #             Ok(mcpl_server::ToolOutput::text("found"))
-/// #         })
-/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-/// #             let id = req.var("id").unwrap_or_default().to_owned();
-/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-/// #         })
-/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-/// #         .build();
-/// #     let probe = Probe::default();
-/// #     let seen = probe.clone();
-/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-/// #         .into_router("/mcp")
-/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-/// #             let probe = seen.clone();
-/// #             async move {
-/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-/// #                     probe.methods.lock().unwrap().push(method.to_owned());
-/// #                 }
-/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-/// #                 }
-/// #                 next.run(request).await
-/// #             }
-/// #         }));
-/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-/// #     Ok((url, probe))
-/// # }
+/// # use mcpl_test_kit::http::serve_cached;
 ///
 /// #[derive(Debug, Default)]
 /// struct Logged {
@@ -215,8 +108,9 @@ pub enum Audience {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (url, _server) = serve_cached().await?;
 /// let store = Arc::new(Logged::default());
-/// let client = Client::new("my-app", "1.0.0")
-///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+/// let client = Client::builder("my-app", "1.0.0")
+///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+///     .build();
 /// client.connect(HttpTransport::new(url)).await?;
 /// client.read_resource("notes://7").await?;
 ///
@@ -252,61 +146,7 @@ pub struct CacheKey {
 /// use mcpl_client::Client;
 /// use mcpl_client::cache::{CacheStore, ResponseCache};
 /// use mcpl_client::transport::HttpTransport;
-/// # #[derive(Clone, Default)]
-/// # struct Probe {
-/// #     methods: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-/// #     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
-/// # }
-/// # impl Probe {
-/// #     /// How many requests of this 2026 method reached the server.
-/// #     fn count(&self, method: &str) -> usize {
-/// #         self.methods.lock().unwrap().iter().filter(|m| *m == method).count()
-/// #     }
-/// #     /// Makes the server answer every request with `503` (or serve again).
-/// #     fn fail(&self, down: bool) {
-/// #         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
-/// #     }
-/// # }
-/// # /// A server over Streamable HTTP whose results may be reused for 10 minutes: `tools/list`
-/// # /// by anyone (public), resource reads by their reader only (private).
-/// # async fn serve_cached() -> std::io::Result<(String, Probe)> {
-/// #     use axum::response::IntoResponse;
-/// #     use mcpl_core::types::{ResourceTemplate, Tool, ToolSchema};
-/// #     use mcpl_server::cache::{CacheHint, CachedResult};
-/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
-/// #     use mcpl_server::resource::ResourceOutput;
-/// #     let ten_minutes = std::time::Duration::from_secs(600);
-/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-/// #         .tool(Tool::new("search", ToolSchema::object()), |_ctx, _args| async move {
-/// #             Ok(mcpl_server::ToolOutput::text("found"))
-/// #         })
-/// #         .resource_template(ResourceTemplate::new("notes://{id}", "note"), |_ctx, req| async move {
-/// #             let id = req.var("id").unwrap_or_default().to_owned();
-/// #             Ok(vec![ResourceOutput::text(req.uri, format!("note {id}"))])
-/// #         })
-/// #         .cache_hint(CachedResult::ToolsList, CacheHint::public(ten_minutes))
-/// #         .build();
-/// #     let probe = Probe::default();
-/// #     let seen = probe.clone();
-/// #     let app = StreamableHttp::new(server, HttpConfig::new().cache_ttl(ten_minutes))
-/// #         .into_router("/mcp")
-/// #         .layer(axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
-/// #             let probe = seen.clone();
-/// #             async move {
-/// #                 if let Some(method) = request.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-/// #                     probe.methods.lock().unwrap().push(method.to_owned());
-/// #                 }
-/// #                 if probe.down.load(std::sync::atomic::Ordering::SeqCst) {
-/// #                     return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
-/// #                 }
-/// #                 next.run(request).await
-/// #             }
-/// #         }));
-/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
-/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
-/// #     Ok((url, probe))
-/// # }
+/// # use mcpl_test_kit::http::serve_cached;
 /// # /// A store that remembers the keys it was given.
 /// # #[derive(Debug, Default)]
 /// # struct Recording {
@@ -330,8 +170,9 @@ pub struct CacheKey {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (url, _server) = serve_cached().await?; // results reusable for 10 minutes
 /// let store = Arc::new(Recording::default());
-/// let client = Client::new("my-app", "1.0.0")
-///     .with_cache(ResponseCache::new(store.clone()).principal("alice"));
+/// let client = Client::builder("my-app", "1.0.0")
+///     .with_cache(ResponseCache::new(store.clone()).principal("alice"))
+///     .build();
 /// client.connect(HttpTransport::new(url)).await?;
 /// let read = client.read_resource("notes://1").await?;
 ///

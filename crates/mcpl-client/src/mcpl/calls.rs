@@ -10,7 +10,6 @@ use mcpl_core::mcpl::hooks::{
 };
 use mcpl_core::mcpl::methods::{BeforeInference, InferenceLifecycle, Rollback, names};
 use mcpl_core::mcpl::state::{RollbackParams, RollbackResult, StateCheckpoint, StateRequestFields};
-use serde_json::Map;
 
 use super::{Diagnostic, McplError, McplHost, McplStatus};
 
@@ -23,58 +22,7 @@ use super::{Diagnostic, McplError, McplHost, McplStatus};
 /// use mcpl_client::mcpl::{HookOutcome, HostPolicy, McplHost};
 /// use mcpl_core::mcpl::hooks::{BeforeInferenceParams, Position};
 /// use serde_json::json;
-/// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
-/// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
-/// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-/// #     use mcpl_core::mcpl::content::TextOrBlocks;
-/// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::mcpl::state::RollbackResult;
-/// #     use mcpl_server::mcpl::Mcpl;
-/// #     fn inject(position: Position, text: &str) -> ContextInjection {
-/// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
-/// #     }
-/// #     let mut notes = FeatureSet::new("Notes", [
-/// #         "contextHooks.beforeInference.inject.afterUser",
-/// #         "inferenceLifecycle",
-/// #         "tools",
-/// #     ]);
-/// #     notes.rollback = Some(true);
-/// #     let manifest = Manifest::new()
-/// #         .with_context_hooks(Capability::Flag(true))
-/// #         .with_inference_lifecycle(true)
-/// #         .with_feature_set("notes", notes);
-/// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-/// #     let mcpl = Mcpl::new(manifest)
-/// #         .on_before_inference(|_conn, params| async move {
-/// #             Ok(BeforeInferenceResult {
-/// #                 feature_set: "notes".into(),
-/// #                 context_injections: vec![
-/// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
-/// #                     inject(Position::System, "You keep notes."),
-/// #                 ],
-/// #                 extra: Default::default(),
-/// #             })
-/// #         })
-/// #         .on_inference_lifecycle(move |_conn, params| {
-/// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
-/// #             async {}
-/// #         })
-/// #         .on_rollback(|_conn, params| async move {
-/// #             if params.checkpoint != "cp-1" {
-/// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
-/// #             }
-/// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
-/// #         });
-/// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-/// #         .mcpl(mcpl)
-/// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
-/// #             Ok(mcpl_server::ToolOutput::text("added"))
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours, lines))
-/// # }
+/// # use mcpl_test_kit::mcpl::notes_server;
 ///
 /// /// The context a host adds to its prompt: what the grant let through.
 /// fn to_prompt(outcome: &HookOutcome) -> Vec<String> {
@@ -85,7 +33,7 @@ use super::{Diagnostic, McplError, McplHost, McplStatus};
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # let (_session, transport, _lines) = notes_server().await?;
 /// let host = McplHost::new(HostPolicy::default()); // never grants `inject.system` by default
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
 /// client.connect(transport).await?;
 ///
 /// let params: BeforeInferenceParams = serde_json::from_value(json!({
@@ -146,65 +94,14 @@ impl McplHost {
     /// use mcpl_core::mcpl::content::TextOrBlocks;
     /// use mcpl_core::mcpl::hooks::BeforeInferenceParams;
     /// use serde_json::json;
-    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
-    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
-    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
-    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::mcpl::state::RollbackResult;
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
-    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
-    /// #     }
-    /// #     let mut notes = FeatureSet::new("Notes", [
-    /// #         "contextHooks.beforeInference.inject.afterUser",
-    /// #         "inferenceLifecycle",
-    /// #         "tools",
-    /// #     ]);
-    /// #     notes.rollback = Some(true);
-    /// #     let manifest = Manifest::new()
-    /// #         .with_context_hooks(Capability::Flag(true))
-    /// #         .with_inference_lifecycle(true)
-    /// #         .with_feature_set("notes", notes);
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let mcpl = Mcpl::new(manifest)
-    /// #         .on_before_inference(|_conn, params| async move {
-    /// #             Ok(BeforeInferenceResult {
-    /// #                 feature_set: "notes".into(),
-    /// #                 context_injections: vec![
-    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
-    /// #                     inject(Position::System, "You keep notes."),
-    /// #                 ],
-    /// #                 extra: Default::default(),
-    /// #             })
-    /// #         })
-    /// #         .on_inference_lifecycle(move |_conn, params| {
-    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
-    /// #             async {}
-    /// #         })
-    /// #         .on_rollback(|_conn, params| async move {
-    /// #             if params.checkpoint != "cp-1" {
-    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
-    /// #             }
-    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
-    /// #         });
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .mcpl(mcpl)
-    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
-    /// #             Ok(mcpl_server::ToolOutput::text("added"))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::notes_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = notes_server().await?;
     /// // This host lets servers write to the system prompt too.
     /// let host = McplHost::new(HostPolicy::default().allow(paths::INJECT_SYSTEM));
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// // Before each model call: ask the server what it adds.
@@ -296,64 +193,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
     /// use mcpl_core::mcpl::hooks::{LifecycleParams, LifecyclePhase};
     /// use serde_json::json;
-    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
-    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
-    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
-    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::mcpl::state::RollbackResult;
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
-    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
-    /// #     }
-    /// #     let mut notes = FeatureSet::new("Notes", [
-    /// #         "contextHooks.beforeInference.inject.afterUser",
-    /// #         "inferenceLifecycle",
-    /// #         "tools",
-    /// #     ]);
-    /// #     notes.rollback = Some(true);
-    /// #     let manifest = Manifest::new()
-    /// #         .with_context_hooks(Capability::Flag(true))
-    /// #         .with_inference_lifecycle(true)
-    /// #         .with_feature_set("notes", notes);
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let mcpl = Mcpl::new(manifest)
-    /// #         .on_before_inference(|_conn, params| async move {
-    /// #             Ok(BeforeInferenceResult {
-    /// #                 feature_set: "notes".into(),
-    /// #                 context_injections: vec![
-    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
-    /// #                     inject(Position::System, "You keep notes."),
-    /// #                 ],
-    /// #                 extra: Default::default(),
-    /// #             })
-    /// #         })
-    /// #         .on_inference_lifecycle(move |_conn, params| {
-    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
-    /// #             async {}
-    /// #         })
-    /// #         .on_rollback(|_conn, params| async move {
-    /// #             if params.checkpoint != "cp-1" {
-    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
-    /// #             }
-    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
-    /// #         });
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .mcpl(mcpl)
-    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
-    /// #             Ok(mcpl_server::ToolOutput::text("added"))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::notes_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = notes_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// let phase = |phase: &str| -> serde_json::Result<LifecycleParams> {
@@ -426,64 +272,13 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
-    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
-    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
-    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
-    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::mcpl::state::RollbackResult;
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
-    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
-    /// #     }
-    /// #     let mut notes = FeatureSet::new("Notes", [
-    /// #         "contextHooks.beforeInference.inject.afterUser",
-    /// #         "inferenceLifecycle",
-    /// #         "tools",
-    /// #     ]);
-    /// #     notes.rollback = Some(true);
-    /// #     let manifest = Manifest::new()
-    /// #         .with_context_hooks(Capability::Flag(true))
-    /// #         .with_inference_lifecycle(true)
-    /// #         .with_feature_set("notes", notes);
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let mcpl = Mcpl::new(manifest)
-    /// #         .on_before_inference(|_conn, params| async move {
-    /// #             Ok(BeforeInferenceResult {
-    /// #                 feature_set: "notes".into(),
-    /// #                 context_injections: vec![
-    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
-    /// #                     inject(Position::System, "You keep notes."),
-    /// #                 ],
-    /// #                 extra: Default::default(),
-    /// #             })
-    /// #         })
-    /// #         .on_inference_lifecycle(move |_conn, params| {
-    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
-    /// #             async {}
-    /// #         })
-    /// #         .on_rollback(|_conn, params| async move {
-    /// #             if params.checkpoint != "cp-1" {
-    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
-    /// #             }
-    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
-    /// #         });
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .mcpl(mcpl)
-    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
-    /// #             Ok(mcpl_server::ToolOutput::text("added"))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::notes_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = notes_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// // The user undid the last edits: back to checkpoint cp-1.
@@ -517,11 +312,7 @@ impl McplHost {
             })
             .unwrap_or(Err(McplError::NotActive))
             .inspect_err(|e| self.refused(names::STATE_ROLLBACK, e))?;
-        let params = RollbackParams {
-            feature_set: feature_set.to_owned(),
-            checkpoint: checkpoint.to_owned(),
-            extra: Map::new(),
-        };
+        let params = RollbackParams::new(feature_set.to_owned(), checkpoint.to_owned());
         let result = peer.send::<Rollback>(params, RequestOptions::new()).await?;
         if result.success {
             self.with_session_mut(|s| s.state.roll_back(feature_set, &result.checkpoint));
@@ -545,64 +336,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
     /// use mcpl_core::mcpl::state::StateCheckpoint;
     /// use serde_json::json;
-    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
-    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
-    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
-    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::mcpl::state::RollbackResult;
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
-    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
-    /// #     }
-    /// #     let mut notes = FeatureSet::new("Notes", [
-    /// #         "contextHooks.beforeInference.inject.afterUser",
-    /// #         "inferenceLifecycle",
-    /// #         "tools",
-    /// #     ]);
-    /// #     notes.rollback = Some(true);
-    /// #     let manifest = Manifest::new()
-    /// #         .with_context_hooks(Capability::Flag(true))
-    /// #         .with_inference_lifecycle(true)
-    /// #         .with_feature_set("notes", notes);
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let mcpl = Mcpl::new(manifest)
-    /// #         .on_before_inference(|_conn, params| async move {
-    /// #             Ok(BeforeInferenceResult {
-    /// #                 feature_set: "notes".into(),
-    /// #                 context_injections: vec![
-    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
-    /// #                     inject(Position::System, "You keep notes."),
-    /// #                 ],
-    /// #                 extra: Default::default(),
-    /// #             })
-    /// #         })
-    /// #         .on_inference_lifecycle(move |_conn, params| {
-    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
-    /// #             async {}
-    /// #         })
-    /// #         .on_rollback(|_conn, params| async move {
-    /// #             if params.checkpoint != "cp-1" {
-    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
-    /// #             }
-    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
-    /// #         });
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .mcpl(mcpl)
-    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
-    /// #             Ok(mcpl_server::ToolOutput::text("added"))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::notes_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = notes_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     ///
     /// // Without a connection there is nothing to record into.
     /// let first = StateCheckpoint::snapshot("cp-1", None, json!({"notes": ["buy milk"]}));
@@ -634,64 +374,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::state::StateCheckpoint;
     /// use serde_json::json;
-    /// # /// An MCPL server in memory with a `notes` feature set: context injections (after the user
-    /// # /// message and in the system prompt), inference lifecycle reports, rollback to `cp-1`.
-    /// # async fn notes_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::content::TextOrBlocks;
-    /// #     use mcpl_core::mcpl::hooks::{BeforeInferenceResult, ContextInjection, Position};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::mcpl::state::RollbackResult;
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     fn inject(position: Position, text: &str) -> ContextInjection {
-    /// #         ContextInjection { namespace: "notes".into(), position, content: TextOrBlocks::Text(text.into()), metadata: None, extra: Default::default() }
-    /// #     }
-    /// #     let mut notes = FeatureSet::new("Notes", [
-    /// #         "contextHooks.beforeInference.inject.afterUser",
-    /// #         "inferenceLifecycle",
-    /// #         "tools",
-    /// #     ]);
-    /// #     notes.rollback = Some(true);
-    /// #     let manifest = Manifest::new()
-    /// #         .with_context_hooks(Capability::Flag(true))
-    /// #         .with_inference_lifecycle(true)
-    /// #         .with_feature_set("notes", notes);
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let mcpl = Mcpl::new(manifest)
-    /// #         .on_before_inference(|_conn, params| async move {
-    /// #             Ok(BeforeInferenceResult {
-    /// #                 feature_set: "notes".into(),
-    /// #                 context_injections: vec![
-    /// #                     inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
-    /// #                     inject(Position::System, "You keep notes."),
-    /// #                 ],
-    /// #                 extra: Default::default(),
-    /// #             })
-    /// #         })
-    /// #         .on_inference_lifecycle(move |_conn, params| {
-    /// #             log.send(format!("{} {:?}", params.inference_id, params.phase)).ok();
-    /// #             async {}
-    /// #         })
-    /// #         .on_rollback(|_conn, params| async move {
-    /// #             if params.checkpoint != "cp-1" {
-    /// #                 return Err(mcpl_core::mcpl::errors::checkpoint_not_found(&params.checkpoint));
-    /// #             }
-    /// #             Ok(RollbackResult { checkpoint: params.checkpoint, success: true, reason: None, extra: Default::default() })
-    /// #         });
-    /// #     let server = mcpl_server::Server::builder("notes", "1.0.0")
-    /// #         .mcpl(mcpl)
-    /// #         .tool(mcpl_core::types::Tool::new("add_note", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async {
-    /// #             Ok(mcpl_server::ToolOutput::text("added"))
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::notes_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = notes_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// assert_eq!(host.state_fields("notes"), Default::default());
     ///

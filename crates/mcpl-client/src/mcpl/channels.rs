@@ -25,19 +25,18 @@ use mcpl_core::mcpl::methods::{
     Acknowledge, CloseChannel, ListChannels, OpenChannel, OutgoingChunk, OutgoingComplete, Publish,
     PublishNotification, Typing, names,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::session::Session;
-use super::{Diagnostic, IncomingOutcome, McplError, McplHost, read};
+use super::{Diagnostic, IncomingOutcome, McplError, McplHost};
 
 type Answer = Result<Value, ErrorObject>;
 
 fn item(id: &str, verdict: Result<(), &'static str>) -> ChannelItemResult {
-    ChannelItemResult {
-        id: id.to_owned(),
-        accepted: verdict.is_ok(),
-        reason: verdict.err().map(str::to_owned),
-        extra: Map::new(),
+    {
+        let mut result = ChannelItemResult::new(id.to_owned(), verdict.is_ok());
+        result.reason = verdict.err().map(str::to_owned);
+        result
     }
 }
 
@@ -131,7 +130,7 @@ fn changes(params: &Option<Value>) -> Result<Vec<Change>, ErrorObject> {
 }
 
 fn results(results: Vec<ChannelItemResult>) -> Answer {
-    serde_json::to_value(ChannelResults { results, extra: Map::new() })
+    serde_json::to_value(ChannelResults::default().with_results(results))
         .map_err(ErrorObject::internal)
 }
 
@@ -172,13 +171,13 @@ pub(crate) fn changed_notification(host: &McplHost, params: Option<Value>) {
 
 pub(crate) async fn list(host: &McplHost) -> Answer {
     host.admit_untagged(names::CHANNELS_LIST, paths::CHANNELS_REGISTER)?;
-    serde_json::to_value(ListChannelsResult { channels: host.channels(), extra: Map::new() })
+    serde_json::to_value(ListChannelsResult::default().with_channels(host.channels()))
         .map_err(ErrorObject::internal)
 }
 
 pub(crate) async fn incoming(host: &McplHost, params: Option<Value>) -> Answer {
     let method = names::CHANNELS_INCOMING;
-    let Some(handler) = read(&host.inner.handlers).incoming else {
+    let Some(handler) = host.inner.handlers.incoming.clone() else {
         return Err(host
             .reject(method, mcpl_core::mcpl::errors::capability_denied(paths::CHANNELS_INCOMING)));
     };
@@ -217,13 +216,11 @@ pub(crate) async fn incoming(host: &McplHost, params: Option<Value>) -> Answer {
             }
         };
         let result = match outcome {
-            IncomingOutcome::Accepted { conversation_id } => IncomingItemResult {
-                message_id,
-                accepted: true,
-                conversation_id,
-                reason: None,
-                extra: Map::new(),
-            },
+            IncomingOutcome::Accepted { conversation_id } => {
+                let mut result = IncomingItemResult::new(message_id, true);
+                result.conversation_id = conversation_id;
+                result
+            }
             IncomingOutcome::Declined { reason } => {
                 if verdict.is_err() {
                     host.diagnose(Diagnostic::IncomingRejected {
@@ -232,19 +229,12 @@ pub(crate) async fn incoming(host: &McplHost, params: Option<Value>) -> Answer {
                         reason: reason.clone(),
                     });
                 }
-                IncomingItemResult {
-                    message_id,
-                    accepted: false,
-                    conversation_id: None,
-                    reason: Some(reason),
-                    extra: Map::new(),
-                }
+                IncomingItemResult::new(message_id, false).with_reason(reason)
             }
         };
         out.push(result);
     }
-    serde_json::to_value(IncomingResult { results: out, extra: Map::new() })
-        .map_err(ErrorObject::internal)
+    serde_json::to_value(IncomingResult::default().with_results(out)).map_err(ErrorObject::internal)
 }
 
 impl McplHost {
@@ -305,53 +295,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::channels::{ChannelDirection, OpenChannelParams};
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// let params: OpenChannelParams =
@@ -390,53 +340,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
     /// use mcpl_core::mcpl::channels::OpenChannelParams;
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -456,7 +366,7 @@ impl McplHost {
             Some(channel_id),
             false,
         )?;
-        let params = CloseChannelParams { channel_id: channel_id.to_owned(), extra: Map::new() };
+        let params = CloseChannelParams::new(channel_id.to_owned());
         let result = peer.send::<CloseChannel>(params, RequestOptions::new()).await?;
         if result.closed {
             self.with_session_mut(|s| s.channels.remove(channel_id));
@@ -501,53 +411,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::channels::{OpenChannelParams, PublishParams};
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -583,53 +453,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost};
     /// use mcpl_core::mcpl::channels::{OpenChannelParams, PublishParams};
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -664,53 +494,13 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, _lines) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// // What the server says it has, whether or not the host accepted it.
@@ -723,7 +513,7 @@ impl McplHost {
     pub async fn list_server_channels(&self) -> Result<ListChannelsResult, McplError> {
         let peer =
             self.channel_gate(names::CHANNELS_LIST, paths::CHANNELS_REGISTER, None, false)?;
-        let params = ListChannelsParams { extra: Map::new() };
+        let params = ListChannelsParams::default();
         Ok(peer.send::<ListChannels>(params, RequestOptions::new()).await?)
     }
 
@@ -740,53 +530,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::channels::OpenChannelParams;
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -804,7 +554,7 @@ impl McplHost {
             Some(channel_id),
             true,
         )?;
-        let params = TypingParams { channel_id: channel_id.to_owned(), extra: Map::new() };
+        let params = TypingParams::new(channel_id.to_owned());
         Ok(peer.send_notification::<Typing>(params).await?)
     }
 
@@ -821,53 +571,13 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::channels::{AcknowledgeParams, OpenChannelParams};
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -913,53 +623,13 @@ impl McplHost {
     /// use mcpl_core::mcpl::channels::OpenChannelParams;
     /// use mcpl_core::mcpl::content::McplContent;
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -984,14 +654,13 @@ impl McplHost {
         let peer = self.channel_gate(method, paths::CHANNELS_STREAMING, Some(channel_id), true)?;
         let index =
             self.outgoing_step(method, channel_id, |s| s.outgoing.chunk(inference_id, channel_id))?;
-        let params = OutgoingChunkParams {
-            inference_id: inference_id.to_owned(),
-            conversation_id: conversation_id.to_owned(),
-            channel_id: channel_id.to_owned(),
+        let params = OutgoingChunkParams::new(
+            inference_id.to_owned(),
+            conversation_id.to_owned(),
+            channel_id.to_owned(),
             index,
-            delta: delta.into(),
-            extra: Map::new(),
-        };
+            delta,
+        );
         peer.send_notification::<OutgoingChunk>(params).await?;
         Ok(index)
     }
@@ -1012,53 +681,13 @@ impl McplHost {
     /// use mcpl_core::mcpl::channels::OpenChannelParams;
     /// use mcpl_core::mcpl::content::McplContent;
     /// use serde_json::json;
-    /// # /// An MCPL chat server in memory: `channels/open` opens `room-<room>`; what the host sends
-    /// # /// to a channel is reported on the returned receiver, one line each.
-    /// # async fn chat_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport, tokio::sync::mpsc::UnboundedReceiver<String>)> {
-    /// #     use mcpl_core::mcpl::channels::*;
-    /// #     use mcpl_core::mcpl::manifest::{Capability, Manifest};
-    /// #     use mcpl_server::mcpl::Mcpl;
-    /// #     let (log, lines) = tokio::sync::mpsc::unbounded_channel::<String>();
-    /// #     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-    /// #     let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
-    /// #         .on_channel_open(|_conn, params| async move {
-    /// #             let room = params.address.get("room").and_then(|r| r.as_str()).unwrap_or("lobby").to_owned();
-    /// #             let channel = ChannelDescriptor {
-    /// #                 id: format!("room-{room}"), channel_type: params.channel_type, label: format!("#{room}"),
-    /// #                 direction: ChannelDirection::Bidirectional, address: Some(params.address.clone()),
-    /// #                 metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(OpenChannelResult { channel, history: None, history_truncated: None, extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_close(|_conn, _params| async { Ok(CloseChannelResult { closed: true, extra: Default::default() }) })
-    /// #         .on_channel_publish(move |_conn, params| {
-    /// #             l1.send(format!("publish {} {}", params.channel_id, serde_json::to_string(&params.content).unwrap_or_default())).ok();
-    /// #             async { Ok(PublishResult { delivered: true, message_id: Some("m-1".into()), extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_list(|_conn, _params| async {
-    /// #             let lobby = ChannelDescriptor {
-    /// #                 id: "room-lobby".into(), channel_type: "chat".into(), label: "#lobby".into(),
-    /// #                 direction: ChannelDirection::Bidirectional, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             Ok(ListChannelsResult { channels: vec![lobby], extra: Default::default() })
-    /// #         })
-    /// #         .on_channel_typing(move |_conn, params| { l2.send(format!("typing {}", params.channel_id)).ok(); async {} })
-    /// #         .on_channel_acknowledge(move |_conn, params| {
-    /// #             l3.send(format!("ack {} {} {}", params.channel_id, params.message_id, params.intent)).ok();
-    /// #             async { Ok(AcknowledgeResult { acknowledged: true, representation: Some("👍".into()), reason: None, extra: Default::default() }) }
-    /// #         })
-    /// #         .on_channel_outgoing_chunk(move |_conn, chunk| { l4.send(format!("chunk {} {}", chunk.index, chunk.delta)).ok(); async {} })
-    /// #         .on_channel_outgoing_complete(move |_conn, done| { l5.send(format!("complete {}", done.channel_id)).ok(); async {} });
-    /// #     let server = mcpl_server::Server::builder("chat", "1.0.0").mcpl(mcpl).build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours, lines))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::chat_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let (_session, transport, mut server_saw) = chat_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let params: OpenChannelParams =
     ///     serde_json::from_value(json!({"type": "chat", "address": {"room": "general"}}))?;
@@ -1084,13 +713,12 @@ impl McplHost {
         let method = names::CHANNELS_OUTGOING_COMPLETE;
         let peer = self.channel_gate(method, paths::CHANNELS_STREAMING, Some(channel_id), true)?;
         self.outgoing_step(method, channel_id, |s| s.outgoing.complete(inference_id, channel_id))?;
-        let params = OutgoingCompleteParams {
-            inference_id: inference_id.to_owned(),
-            conversation_id: conversation_id.to_owned(),
-            channel_id: channel_id.to_owned(),
+        let params = OutgoingCompleteParams::new(
+            inference_id.to_owned(),
+            conversation_id.to_owned(),
+            channel_id.to_owned(),
             content,
-            extra: Map::new(),
-        };
+        );
         Ok(peer.send_notification::<OutgoingComplete>(params).await?)
     }
 }

@@ -16,76 +16,22 @@ use mcpl_core::mcpl::policy::PolicyReceipt;
 ///
 /// use mcpl_client::Client;
 /// use mcpl_client::mcpl::{Diagnostic, HostPolicy, McplHost, PushOutcome};
-/// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-/// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-/// # /// ask the host to run an inference.
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_model_info(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-/// #                 .event_id("disk-1")
-/// #                 .tags(["acme:disk", "urgent"]);
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             match mcpl.model_info().await {
-/// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(),
-/// #                 conversation_id: None,
-/// #                 stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-/// #                 preferences: None,
-/// #                 extra: Default::default(),
-/// #             };
-/// #             match mcpl.request_inference(params).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     let session = server.serve(theirs).await?;
-/// #     Ok((server, session, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::alerts_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_server, _session, transport) = mcpl_server().await?;
+/// # let (_server, _session, transport) = alerts_server().await?;
 /// let dropped_tags = Arc::new(Mutex::new(Vec::new()));
 /// let sink = dropped_tags.clone();
-/// let host = McplHost::new(HostPolicy::default())
+/// let host = McplHost::builder(HostPolicy::default())
 ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
 ///     .on_diagnostic(move |diagnostic| {
 ///         if let Diagnostic::UnnamespacedTag { tag, .. } = diagnostic {
 ///             sink.lock().unwrap().push(tag.clone());
 ///         }
-///     });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+///     })
+///     .build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
 /// client.connect(transport).await?;
 ///
 /// // The server's event is tagged "acme:disk" and "urgent"; tags need a namespace.
@@ -220,73 +166,19 @@ impl Diagnostic {
     ///
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// // Count diagnostics by kind, for metrics.
     /// let kinds = Arc::new(Mutex::new(Vec::new()));
     /// let sink = kinds.clone();
-    /// let host = McplHost::new(HostPolicy::default())
+    /// let host = McplHost::builder(HostPolicy::default())
     ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
-    ///     .on_diagnostic(move |diagnostic| sink.lock().unwrap().push(diagnostic.kind()));
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+    ///     .on_diagnostic(move |diagnostic| sink.lock().unwrap().push(diagnostic.kind()))
+    ///     .build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
     /// client.connect(transport).await?;
     /// // The `alert` tool pushes the same event id twice: one tag dropped, then one duplicate.
     /// client.call_tool("alert", ()).await?;

@@ -23,113 +23,41 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 
-use super::{Diagnostic, McplHost, channels, read};
+use super::{Diagnostic, McplHost, channels};
 
-/// An admitted `push/event`, its tags cleaned (namespaced only, core closure applied).
+/// The former name of the `push/event` params the host's push handler gets
+/// ([`PushEventParams`], admitted: its tags cleaned, namespaced only, core closure applied).
+/// Renamed because `mcpl_server::mcpl::PushEvent` is the event a server sends.
 ///
 /// # Examples
 ///
 /// ```
 /// use mcpl_client::Client;
-/// use mcpl_client::mcpl::{HostPolicy, McplHost, PushEvent, PushOutcome};
-/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_channels(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-/// #                 preferences: None, extra: Default::default(),
-/// #             };
-/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// #             let sink = chunks.clone();
-/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let general = ChannelDescriptor {
-/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-/// #             };
-/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-/// #             let message = IncomingMessage {
-/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-/// #                 content: vec![McplContent::text("@bot what's the weather?")],
-/// #                 metadata: None, tags: None, extra: Default::default(),
-/// #             };
-/// #             match mcpl.channels_incoming(vec![message]).await {
-/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-/// #             let options = mcpl_core::engine::RequestOptions::new;
-/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-/// #                 return Ok(ToolOutput::error(e.to_string()));
-/// #             }
-/// #             let get = serde_json::json!({"featureSet": "editor"});
-/// #             match ctx.peer().request("state/get", Some(get), options()).await {
-/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
+/// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+/// use mcpl_core::mcpl::push::PushEventParams;
+/// # use mcpl_test_kit::mcpl::requests_server;
 ///
 /// /// Where a host might put an event: its feature set, its id, its text.
-/// fn summary(event: &PushEvent) -> String {
+/// fn summary(event: &PushEventParams) -> String {
 ///     let text = serde_json::to_value(&event.payload.content).unwrap_or_default();
 ///     format!("[{}] {} {}", event.feature_set, event.event_id, text[0]["text"])
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_session, transport) = mcpl_server().await?;
+/// # let (_session, transport) = requests_server().await?;
 /// let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
-/// let host = McplHost::new(HostPolicy::default()).on_push_event(move |event| {
+/// let host = McplHost::builder(HostPolicy::default()).on_push_event(move |event| {
 ///     tx.send(summary(&event)).ok();
 ///     async { PushOutcome::accepted(None) }
-/// });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// }).build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
 /// client.connect(transport).await?;
 /// client.call_tool("alert", ()).await?;
 /// assert_eq!(seen.recv().await.as_deref(), Some(r#"[alerts] disk-1 "Disk almost full""#));
 /// # Ok(()) }
 /// ```
+#[deprecated(note = "use mcpl_core::mcpl::push::PushEventParams")]
 pub type PushEvent = PushEventParams;
 
 /// The host's treatment of an admitted `push/event`.
@@ -140,91 +68,16 @@ pub type PushEvent = PushEventParams;
 /// use mcpl_client::Client;
 /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
 /// use mcpl_core::types::ContentBlock;
-/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_channels(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-/// #                 preferences: None, extra: Default::default(),
-/// #             };
-/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// #             let sink = chunks.clone();
-/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let general = ChannelDescriptor {
-/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-/// #             };
-/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-/// #             let message = IncomingMessage {
-/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-/// #                 content: vec![McplContent::text("@bot what's the weather?")],
-/// #                 metadata: None, tags: None, extra: Default::default(),
-/// #             };
-/// #             match mcpl.channels_incoming(vec![message]).await {
-/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-/// #             let options = mcpl_core::engine::RequestOptions::new;
-/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-/// #                 return Ok(ToolOutput::error(e.to_string()));
-/// #             }
-/// #             let get = serde_json::json!({"featureSet": "editor"});
-/// #             match ctx.peer().request("state/get", Some(get), options()).await {
-/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::requests_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_session, transport) = mcpl_server().await?;
+/// # let (_session, transport) = requests_server().await?;
 /// // A host in "do not disturb" mode.
-/// let host = McplHost::new(HostPolicy::default())
-///     .on_push_event(|_event| async { PushOutcome::declined("do not disturb") });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// let host = McplHost::builder(HostPolicy::default())
+///     .on_push_event(|_event| async { PushOutcome::declined("do not disturb") })
+///     .build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
 /// client.connect(transport).await?;
 /// // The server's `alert` tool reports what the host answered.
 /// let result = client.call_tool("alert", ()).await?;
@@ -286,94 +139,18 @@ impl PushOutcome {
 /// use mcpl_client::Client;
 /// use mcpl_client::mcpl::{HostPolicy, IncomingOutcome, McplHost};
 /// use mcpl_core::types::ContentBlock;
-/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_channels(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-/// #                 preferences: None, extra: Default::default(),
-/// #             };
-/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// #             let sink = chunks.clone();
-/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let general = ChannelDescriptor {
-/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-/// #             };
-/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-/// #             let message = IncomingMessage {
-/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-/// #                 content: vec![McplContent::text("@bot what's the weather?")],
-/// #                 metadata: None, tags: None, extra: Default::default(),
-/// #             };
-/// #             match mcpl.channels_incoming(vec![message]).await {
-/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-/// #             let options = mcpl_core::engine::RequestOptions::new;
-/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-/// #                 return Ok(ToolOutput::error(e.to_string()));
-/// #             }
-/// #             let get = serde_json::json!({"featureSet": "editor"});
-/// #             match ctx.peer().request("state/get", Some(get), options()).await {
-/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::requests_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_session, transport) = mcpl_server().await?;
-/// let host = McplHost::new(HostPolicy::default()).on_channel_message(|message| async move {
+/// # let (_session, transport) = requests_server().await?;
+/// let host = McplHost::builder(HostPolicy::default()).on_channel_message(|message| async move {
 ///     if message.author.name.is_empty() {
 ///         return IncomingOutcome::Declined { reason: "anonymous".into() };
 ///     }
 ///     IncomingOutcome::Accepted { conversation_id: Some(format!("conv-{}", message.channel_id)) }
-/// });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// }).build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
 /// client.connect(transport).await?;
 ///
 /// // The server's `relay` tool registers `chat:general` and forwards a message from it.
@@ -408,103 +185,21 @@ pub enum IncomingOutcome {
 /// use mcpl_core::mcpl::hooks::Usage;
 /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
 /// use mcpl_core::types::ContentBlock;
-/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_channels(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-/// #                 preferences: None, extra: Default::default(),
-/// #             };
-/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// #             let sink = chunks.clone();
-/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let general = ChannelDescriptor {
-/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-/// #             };
-/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-/// #             let message = IncomingMessage {
-/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-/// #                 content: vec![McplContent::text("@bot what's the weather?")],
-/// #                 metadata: None, tags: None, extra: Default::default(),
-/// #             };
-/// #             match mcpl.channels_incoming(vec![message]).await {
-/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-/// #             let options = mcpl_core::engine::RequestOptions::new;
-/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-/// #                 return Ok(ToolOutput::error(e.to_string()));
-/// #             }
-/// #             let get = serde_json::json!({"featureSet": "editor"});
-/// #             match ctx.peer().request("state/get", Some(get), options()).await {
-/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::requests_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_session, transport) = mcpl_server().await?;
-/// let host = McplHost::new(HostPolicy::default()).on_inference(|call| async move {
+/// # let (_session, transport) = requests_server().await?;
+/// let host = McplHost::builder(HostPolicy::default()).on_inference(|call| async move {
 ///     // The server asked for a stream: send the text as it is generated, then the whole.
 ///     if let Some(chunks) = &call.chunks {
 ///         for piece in ["Hel", "lo"] {
 ///             chunks.send(piece).await.ok();
 ///         }
 ///     }
-///     Ok(InferenceResult {
-///         content: "Hello".into(),
-///         model: "host-model".into(),
-///         finish_reason: FinishReason::EndTurn,
-///         usage: Usage { input_tokens: 3, output_tokens: 2 },
-///         extra: Default::default(),
-///     })
-/// });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+///     Ok(InferenceResult::new("Hello", "host-model", FinishReason::EndTurn, Usage::new(3, 2)))
+/// }).build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
 /// client.connect(transport).await?;
 /// // The server's `stream` tool reports the chunks it received and the result.
 /// let result = client.call_tool("stream", ()).await?;
@@ -533,90 +228,14 @@ pub struct InferenceCall {
 /// use mcpl_client::mcpl::{HostPolicy, McplHost, StateCall};
 /// use mcpl_core::types::ContentBlock;
 /// use serde_json::{Value, json};
-/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_channels(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-/// #                 preferences: None, extra: Default::default(),
-/// #             };
-/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// #             let sink = chunks.clone();
-/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let general = ChannelDescriptor {
-/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-/// #             };
-/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-/// #             let message = IncomingMessage {
-/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-/// #                 content: vec![McplContent::text("@bot what's the weather?")],
-/// #                 metadata: None, tags: None, extra: Default::default(),
-/// #             };
-/// #             match mcpl.channels_incoming(vec![message]).await {
-/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-/// #             let options = mcpl_core::engine::RequestOptions::new;
-/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-/// #                 return Ok(ToolOutput::error(e.to_string()));
-/// #             }
-/// #             let get = serde_json::json!({"featureSet": "editor"});
-/// #             match ctx.peer().request("state/get", Some(get), options()).await {
-/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::requests_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_session, transport) = mcpl_server().await?;
+/// # let (_session, transport) = requests_server().await?;
 /// // The host keeps each feature set's latest state for the server.
 /// let kept: Arc<Mutex<BTreeMap<String, Value>>> = Arc::default();
-/// let host = McplHost::new(HostPolicy::default()).on_state(move |call| {
+/// let host = McplHost::builder(HostPolicy::default()).on_state(move |call| {
 ///     let kept = kept.clone();
 ///     async move {
 ///         let mut kept = kept.lock().unwrap();
@@ -628,8 +247,8 @@ pub struct InferenceCall {
 ///             StateCall::Get { feature_set } => json!({"data": kept.get(&feature_set)}),
 ///         })
 ///     }
-/// });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// }).build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
 /// client.connect(transport).await?;
 /// // The server's `save` tool stores a draft, then reads it back.
 /// let result = client.call_tool("save", ()).await?;
@@ -666,90 +285,14 @@ pub enum StateCall {
 /// use mcpl_core::mcpl::hooks::Usage;
 /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
 /// use mcpl_core::types::ContentBlock;
-/// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-/// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-/// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_channels(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-/// #                 preferences: None, extra: Default::default(),
-/// #             };
-/// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-/// #             let sink = chunks.clone();
-/// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let general = ChannelDescriptor {
-/// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-/// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-/// #             };
-/// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-/// #             let message = IncomingMessage {
-/// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-/// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-/// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-/// #                 content: vec![McplContent::text("@bot what's the weather?")],
-/// #                 metadata: None, tags: None, extra: Default::default(),
-/// #             };
-/// #             match mcpl.channels_incoming(vec![message]).await {
-/// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-/// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-/// #             let options = mcpl_core::engine::RequestOptions::new;
-/// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-/// #                 return Ok(ToolOutput::error(e.to_string()));
-/// #             }
-/// #             let get = serde_json::json!({"featureSet": "editor"});
-/// #             match ctx.peer().request("state/get", Some(get), options()).await {
-/// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     Ok((server.serve(theirs).await?, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::requests_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_session, transport) = mcpl_server().await?;
+/// # let (_session, transport) = requests_server().await?;
 /// let indexes = Arc::new(Mutex::new(Vec::new()));
 /// let seen = indexes.clone();
-/// let host = McplHost::new(HostPolicy::default()).on_inference(move |call| {
+/// let host = McplHost::builder(HostPolicy::default()).on_inference(move |call| {
 ///     let seen = seen.clone();
 ///     async move {
 ///         let chunks = call.chunks.ok_or_else(|| ErrorObject::invalid_params("expected a stream"))?;
@@ -757,16 +300,10 @@ pub enum StateCall {
 ///             let index = chunks.send(piece).await.map_err(ErrorObject::internal)?;
 ///             seen.lock().unwrap().push(index);
 ///         }
-///         Ok(InferenceResult {
-///             content: "abc".into(),
-///             model: "host-model".into(),
-///             finish_reason: FinishReason::EndTurn,
-///             usage: Usage { input_tokens: 1, output_tokens: 3 },
-///             extra: Default::default(),
-///         })
+///         Ok(InferenceResult::new("abc", "host-model", FinishReason::EndTurn, Usage::new(1, 3)))
 ///     }
-/// });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+/// }).build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
 /// client.connect(transport).await?;
 /// let result = client.call_tool("stream", ()).await?;
 /// assert_eq!(result.content, [ContentBlock::text("a|b|c => abc")]);
@@ -795,88 +332,12 @@ impl ChunkSender {
     /// use mcpl_core::mcpl::hooks::Usage;
     /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
     /// use mcpl_core::types::ContentBlock;
-    /// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-    /// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-    /// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_channels(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-    /// #                 preferences: None, extra: Default::default(),
-    /// #             };
-    /// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    /// #             let sink = chunks.clone();
-    /// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let general = ChannelDescriptor {
-    /// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-    /// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-    /// #             let message = IncomingMessage {
-    /// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-    /// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-    /// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-    /// #                 content: vec![McplContent::text("@bot what's the weather?")],
-    /// #                 metadata: None, tags: None, extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.channels_incoming(vec![message]).await {
-    /// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-    /// #             let options = mcpl_core::engine::RequestOptions::new;
-    /// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-    /// #                 return Ok(ToolOutput::error(e.to_string()));
-    /// #             }
-    /// #             let get = serde_json::json!({"featureSet": "editor"});
-    /// #             match ctx.peer().request("state/get", Some(get), options()).await {
-    /// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::requests_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_session, transport) = mcpl_server().await?;
-    /// let host = McplHost::new(HostPolicy::default()).on_inference(|call| async move {
+    /// # let (_session, transport) = requests_server().await?;
+    /// let host = McplHost::builder(HostPolicy::default()).on_inference(|call| async move {
     ///     let mut text = String::new();
     ///     for word in ["streamed ", "words"] {
     ///         if let Some(chunks) = &call.chunks {
@@ -884,15 +345,9 @@ impl ChunkSender {
     ///         }
     ///         text.push_str(word);
     ///     }
-    ///     Ok(InferenceResult {
-    ///         content: text,
-    ///         model: "host-model".into(),
-    ///         finish_reason: FinishReason::EndTurn,
-    ///         usage: Usage { input_tokens: 1, output_tokens: 2 },
-    ///         extra: Default::default(),
-    ///     })
-    /// });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+    ///     Ok(InferenceResult::new(text, "host-model", FinishReason::EndTurn, Usage::new(1, 2)))
+    /// }).build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
     /// client.connect(transport).await?;
     /// let result = client.call_tool("stream", ()).await?;
     /// assert_eq!(result.content, [ContentBlock::text("streamed |words => streamed words")]);
@@ -900,12 +355,7 @@ impl ChunkSender {
     /// ```
     pub async fn send(&self, delta: impl Into<String>) -> mcpl_core::Result<u64> {
         let index = self.next.fetch_add(1, Ordering::SeqCst);
-        let params = InferenceChunkParams {
-            request_id: self.request_id.clone(),
-            index,
-            delta: delta.into(),
-            extra: Map::new(),
-        };
+        let params = InferenceChunkParams::new(self.request_id.clone(), index, delta);
         self.peer.send_notification::<InferenceChunk>(params).await?;
         Ok(index)
     }
@@ -921,105 +371,23 @@ impl ChunkSender {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::hooks::Usage;
     /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
-    /// # /// An MCPL server in memory whose tools ask things of the host: `stream` (a streamed
-    /// # /// inference), `relay` (registers an inbound channel and forwards a chat message), `save`
-    /// # /// (`state/update` then `state/get` for the `editor` feature set), `alert` (a push event).
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::channels::{Author, ChannelDescriptor, ChannelDirection, IncomingMessage};
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_channels(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest", "inferenceRequest.streaming"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("helper", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("stream", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(), conversation_id: None, stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Say hello".into()) }],
-    /// #                 preferences: None, extra: Default::default(),
-    /// #             };
-    /// #             let chunks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    /// #             let sink = chunks.clone();
-    /// #             match mcpl.request_inference_streaming(params, move |c| sink.lock().unwrap().push(c.delta)).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("{} => {}", chunks.lock().unwrap().join("|"), result.content))),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("relay", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let general = ChannelDescriptor {
-    /// #                 id: "chat:general".into(), channel_type: "chat".into(), label: "#general".into(),
-    /// #                 direction: ChannelDirection::Inbound, address: None, metadata: None, extra: Default::default(),
-    /// #             };
-    /// #             if let Err(e) = mcpl.register_channels(vec![general]).await { return Ok(ToolOutput::error(e.to_string())) }
-    /// #             let message = IncomingMessage {
-    /// #                 channel_id: "chat:general".into(), message_id: "m-7".into(), thread_id: None,
-    /// #                 author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-    /// #                 timestamp: "2026-08-01T12:00:00.000Z".into(),
-    /// #                 content: vec![McplContent::text("@bot what's the weather?")],
-    /// #                 metadata: None, tags: None, extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.channels_incoming(vec![message]).await {
-    /// #                 Ok(answer) => Ok(ToolOutput::text(serde_json::to_string(&answer.results).unwrap_or_default())),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("save", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let update = serde_json::json!({"featureSet": "editor", "checkpoint": "cp-1", "parent": null, "data": {"draft": "v1"}});
-    /// #             let options = mcpl_core::engine::RequestOptions::new;
-    /// #             if let Err(e) = ctx.peer().request("state/update", Some(update), options()).await {
-    /// #                 return Ok(ToolOutput::error(e.to_string()));
-    /// #             }
-    /// #             let get = serde_json::json!({"featureSet": "editor"});
-    /// #             match ctx.peer().request("state/get", Some(get), options()).await {
-    /// #                 Ok(state) => Ok(ToolOutput::text(state.to_string())),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     Ok((server.serve(theirs).await?, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::requests_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_session, transport) = mcpl_server().await?;
+    /// # let (_session, transport) = requests_server().await?;
     /// let ids = Arc::new(Mutex::new(Vec::new()));
     /// let seen = ids.clone();
-    /// let host = McplHost::new(HostPolicy::default()).on_inference(move |call| {
+    /// let host = McplHost::builder(HostPolicy::default()).on_inference(move |call| {
     ///     // Key the host's own bookkeeping (cancellation, logs) by the request being answered.
     ///     if let Some(chunks) = &call.chunks {
     ///         seen.lock().unwrap().push(chunks.request_id().clone());
     ///     }
     ///     async {
-    ///         Ok(InferenceResult {
-    ///             content: "ok".into(),
-    ///             model: "host-model".into(),
-    ///             finish_reason: FinishReason::EndTurn,
-    ///             usage: Usage { input_tokens: 1, output_tokens: 1 },
-    ///             extra: Default::default(),
-    ///         })
+    ///         Ok(InferenceResult::new("ok", "host-model", FinishReason::EndTurn, Usage::new(1, 1)))
     ///     }
-    /// });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+    /// }).build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
     /// client.connect(transport).await?;
     /// client.call_tool("stream", ()).await?;
     /// assert_eq!(ids.lock().unwrap().len(), 1);
@@ -1100,7 +468,7 @@ impl McplHost {
 
     async fn push_event(&self, params: Option<Value>) -> Answer {
         let method = names::PUSH_EVENT;
-        let Some(handler) = read(&self.inner.handlers).push else {
+        let Some(handler) = self.inner.handlers.push.clone() else {
             return Err(self.reject(method, missing(method)));
         };
         let feature_set = super::str_member(&params, "featureSet").map(str::to_owned);
@@ -1139,29 +507,23 @@ impl McplHost {
                 if !ran {
                     self.diagnose(Diagnostic::DuplicatePush { event_id });
                 }
-                encode(PushEventResult {
-                    accepted: true,
-                    inference_id: inference_id.clone(),
-                    reason: None,
-                    extra: Map::new(),
+                encode({
+                    let mut v = PushEventResult::new(true);
+                    v.inference_id = inference_id.clone();
+                    v
                 })
             }
             Err(reason) => {
                 // Declined events are not remembered.
                 self.with_session_mut(|s| s.pushes.remove(&event_id));
-                encode(PushEventResult {
-                    accepted: false,
-                    inference_id: None,
-                    reason: Some(reason),
-                    extra: Map::new(),
-                })
+                encode(PushEventResult::new(false).with_reason(reason))
             }
         }
     }
 
     async fn inference_request(&self, ctx: RequestContext, params: Option<Value>) -> Answer {
         let method = names::INFERENCE_REQUEST;
-        let Some(handler) = read(&self.inner.handlers).inference else {
+        let Some(handler) = self.inner.handlers.inference.clone() else {
             return Err(self.reject(method, missing(method)));
         };
         let stream =
@@ -1179,16 +541,15 @@ impl McplHost {
                 if s.hooks_pending > 0 {
                     return Err(ErrorObject::new(
                         ErrorCode::INVALID_REQUEST,
-                        "inference/request while a context/beforeInference to this server is pending (hooks must not trigger inference)",
-                    ));
+                        "inference/request while a context/beforeInference to this server is pending (hooks must not trigger inference)"));
                 }
                 Ok(())
             })
             .unwrap_or_else(|| Err(mcpl_core::mcpl::errors::capability_denied(paths::INFERENCE_REQUEST)));
-        if let Err(e) = &verdict {
-            if e.code == ErrorCode::INVALID_REQUEST {
-                self.diagnose(Diagnostic::InferenceDuringHook);
-            }
+        if let Err(e) = &verdict
+            && e.code == ErrorCode::INVALID_REQUEST
+        {
+            self.diagnose(Diagnostic::InferenceDuringHook);
         }
         verdict.map_err(|e| self.reject(method, e))?;
         let params: InferenceRequestParams = decode(params).map_err(|e| self.reject(method, e))?;
@@ -1202,7 +563,7 @@ impl McplHost {
 
     async fn model_info(&self) -> Answer {
         let method = names::MODEL_INFO;
-        let Some(handler) = read(&self.inner.handlers).model_info else {
+        let Some(handler) = self.inner.handlers.model_info.clone() else {
             return Err(self.reject(method, missing(method)));
         };
         self.admit_untagged(method, paths::MODEL_INFO)?;
@@ -1240,7 +601,7 @@ impl McplHost {
 
 impl McplHost {
     async fn state_call(&self, method: &'static str, params: Option<Value>) -> Answer {
-        let Some(handler) = read(&self.inner.handlers).state else {
+        let Some(handler) = self.inner.handlers.state.clone() else {
             return Err(missing(method));
         };
         let feature_set = super::str_member(&params, "featureSet").map(str::to_owned);

@@ -17,13 +17,14 @@
 //! use mcpl_client::transport::ChildProcess;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let host = McplHost::new(HostPolicy::default())
+//! let host = McplHost::builder(HostPolicy::default())
 //!     .on_push_event(|event| async move {
 //!         println!("event {} from {}", event.event_id, event.feature_set);
 //!         PushOutcome::accepted(None)
 //!     })
-//!     .on_diagnostic(|d| eprintln!("mcpl: {d:?}"));
-//! let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+//!     .on_diagnostic(|d| eprintln!("mcpl: {d:?}"))
+//!     .build();
+//! let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
 //! client.connect(ChildProcess::new("my-mcpl-server")).await?;
 //! if host.is_ready() {
 //!     println!("granted: {:?}", host.grant().map(|g| g.entries().to_vec()));
@@ -42,6 +43,7 @@
 //!   [`ChangeReceipt`] per change).
 //! - [`Diagnostic`]: every rejection, drop and defect, logged and handed to the sink.
 
+mod builder;
 pub mod calls;
 pub mod channels;
 mod diagnostics;
@@ -53,7 +55,7 @@ mod session;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -69,17 +71,19 @@ use mcpl_core::mcpl::manifest::{
 };
 use mcpl_core::mcpl::methods::UpdateFeatureSets;
 use mcpl_core::mcpl::policy::{DisabledReason, FeatureSetsUpdateParams, PolicyReceipt};
+use mcpl_core::mcpl::push::PushEventParams;
 use mcpl_core::{Engine, Peer};
 use serde_json::Value;
 
-use crate::client::ServerDetails;
+use crate::negotiation::ServerDetails;
 
+pub use self::builder::McplHostBuilder;
 pub use self::calls::HookOutcome;
 pub use self::diagnostics::Diagnostic;
 pub use self::error::McplError;
-pub use self::inbound::{
-    ChunkSender, IncomingOutcome, InferenceCall, PushEvent, PushOutcome, StateCall,
-};
+#[allow(deprecated)]
+pub use self::inbound::PushEvent;
+pub use self::inbound::{ChunkSender, IncomingOutcome, InferenceCall, PushOutcome, StateCall};
 pub use self::manifest::{ChangeEntry, ChangeReceipt};
 pub use self::policy::HostPolicy;
 pub use self::session::McplStatus;
@@ -98,7 +102,7 @@ use self::session::{Exchange, PendingPolicy, Session, intersect, intersect_deriv
 ///
 /// assert_eq!(DEFAULT_HOOK_TIMEOUT, Duration::from_secs(5));
 /// // A latency-sensitive host waits less for servers' context injections.
-/// let host = McplHost::new(HostPolicy::default()).with_hook_timeout(DEFAULT_HOOK_TIMEOUT / 5);
+/// let host = McplHost::builder(HostPolicy::default()).with_hook_timeout(DEFAULT_HOOK_TIMEOUT / 5).build();
 /// # drop(host);
 /// ```
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -112,7 +116,7 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(5);
 /// use mcpl_client::mcpl::{DEFAULT_POLICY_TIMEOUT, HostPolicy, McplHost};
 ///
 /// assert_eq!(DEFAULT_POLICY_TIMEOUT, Duration::from_secs(30));
-/// let host = McplHost::new(HostPolicy::default()).with_policy_timeout(DEFAULT_POLICY_TIMEOUT * 2);
+/// let host = McplHost::builder(HostPolicy::default()).with_policy_timeout(DEFAULT_POLICY_TIMEOUT * 2).build();
 /// # drop(host);
 /// ```
 pub const DEFAULT_POLICY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -125,7 +129,7 @@ pub const DEFAULT_POLICY_TIMEOUT: Duration = Duration::from_secs(30);
 ///
 /// assert_eq!(DEFAULT_PUSH_DEDUPE, 1024);
 /// // A chatty server: remember more event ids.
-/// let host = McplHost::new(HostPolicy::default()).with_push_dedupe(8 * DEFAULT_PUSH_DEDUPE);
+/// let host = McplHost::builder(HostPolicy::default()).with_push_dedupe(8 * DEFAULT_PUSH_DEDUPE).build();
 /// # drop(host);
 /// ```
 pub const DEFAULT_PUSH_DEDUPE: usize = 1024;
@@ -138,8 +142,9 @@ pub const DEFAULT_PUSH_DEDUPE: usize = 1024;
 ///
 /// assert_eq!(DEFAULT_FETCH_BURST, 3);
 /// // Twice the default budget, over the same window.
-/// let host = McplHost::new(HostPolicy::default())
-///     .with_fetch_limit(2 * DEFAULT_FETCH_BURST, DEFAULT_FETCH_WINDOW);
+/// let host = McplHost::builder(HostPolicy::default())
+///     .with_fetch_limit(2 * DEFAULT_FETCH_BURST, DEFAULT_FETCH_WINDOW)
+///     .build();
 /// # drop(host);
 /// ```
 pub const DEFAULT_FETCH_BURST: usize = 3;
@@ -165,7 +170,7 @@ type ReceiptSink = Arc<dyn Fn(&ChangeReceipt) + Send + Sync>;
 /// The handlers for what servers ask of the host.
 #[derive(Default, Clone)]
 pub(crate) struct Handlers {
-    pub(crate) push: Option<Callback<PushEvent, PushOutcome>>,
+    pub(crate) push: Option<Callback<PushEventParams, PushOutcome>>,
     pub(crate) inference: Option<Callback<InferenceCall, Result<InferenceResult, ErrorObject>>>,
     pub(crate) model_info: Option<ModelInfoHandler>,
     pub(crate) incoming: Option<Callback<IncomingMessage, IncomingOutcome>>,
@@ -185,14 +190,14 @@ pub(crate) struct Options {
 }
 
 pub(crate) struct Inner {
-    pub(crate) handlers: RwLock<Handlers>,
-    pub(crate) options: RwLock<Options>,
+    pub(crate) handlers: Handlers,
+    pub(crate) options: Options,
     pub(crate) policy: Mutex<HostPolicy>,
     pub(crate) session: Mutex<Option<Session>>,
     /// Serializes grant changes (policy updates, manifest changes).
     pub(crate) grant_lock: tokio::sync::Mutex<()>,
-    pub(crate) sink: RwLock<Option<Sink>>,
-    pub(crate) receipts: RwLock<Option<ReceiptSink>>,
+    pub(crate) sink: Option<Sink>,
+    pub(crate) receipts: Option<ReceiptSink>,
 }
 
 /// The MCPL host side of a [`Client`](crate::Client)'s connection. Cheap to clone; clones
@@ -205,75 +210,20 @@ pub(crate) struct Inner {
 /// use mcpl_client::mcpl::{HostPolicy, McplHost, McplStatus, PushOutcome};
 /// use mcpl_core::mcpl::capability::paths;
 /// use mcpl_core::types::ContentBlock;
-/// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-/// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-/// # /// ask the host to run an inference.
-/// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-/// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-/// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-/// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-/// #     use mcpl_core::types::{Tool, ToolSchema};
-/// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-/// #     use mcpl_server::ToolOutput;
-/// #     let manifest = Manifest::new()
-/// #         .with_push_events(true)
-/// #         .with_model_info(true)
-/// #         .with_inference_request(Capability::Flag(true))
-/// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-/// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-/// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-/// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-/// #         .mcpl(Mcpl::new(manifest))
-/// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-/// #                 .event_id("disk-1")
-/// #                 .tags(["acme:disk", "urgent"]);
-/// #             match mcpl.push_event(event).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-/// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             match mcpl.model_info().await {
-/// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-/// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-/// #             let params = InferenceRequestParams {
-/// #                 feature_set: "summaries".into(),
-/// #                 conversation_id: None,
-/// #                 stream: None,
-/// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-/// #                 preferences: None,
-/// #                 extra: Default::default(),
-/// #             };
-/// #             match mcpl.request_inference(params).await {
-/// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-/// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-/// #             }
-/// #         })
-/// #         .build();
-/// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-/// #     let session = server.serve(theirs).await?;
-/// #     Ok((server, session, ours))
-/// # }
+/// # use mcpl_test_kit::mcpl::alerts_server;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (_server, _session, transport) = mcpl_server().await?;
+/// # let (_server, _session, transport) = alerts_server().await?;
 /// let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-/// let host = McplHost::new(HostPolicy::default()).on_push_event(move |event| {
+/// let host = McplHost::builder(HostPolicy::default()).on_push_event(move |event| {
 ///     let tx = tx.clone();
 ///     async move {
 ///         tx.send(event.feature_set).ok();
 ///         PushOutcome::accepted(None)
 ///     }
-/// });
-/// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+/// }).build();
+/// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
 /// // `connect` returns once the initial policy has its receipt.
 /// client.connect(transport).await?;
 /// assert_eq!(host.status(), Some(McplStatus::Ready));
@@ -303,14 +253,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub(crate) fn read<T: Clone>(l: &RwLock<T>) -> T {
-    l.read().unwrap_or_else(PoisonError::into_inner).clone()
-}
-
-fn write<T>(l: &RwLock<T>, value: T) {
-    *l.write().unwrap_or_else(PoisonError::into_inner) = value;
-}
-
 impl McplHost {
     /// A host side with `policy` and no handlers (so not advertising `pushEvents`,
     /// `inferenceRequest`, `modelInfo` or `channels.incoming` until handlers are set).
@@ -328,929 +270,205 @@ impl McplHost {
     /// assert_eq!(host.advertisement().capabilities.push_events, None);
     /// ```
     pub fn new(policy: HostPolicy) -> McplHost {
-        McplHost {
-            inner: Arc::new(Inner {
-                handlers: RwLock::default(),
-                options: RwLock::new(Options {
-                    hook_timeout: DEFAULT_HOOK_TIMEOUT,
-                    policy_timeout: DEFAULT_POLICY_TIMEOUT,
-                    push_dedupe: DEFAULT_PUSH_DEDUPE,
-                    fetch_burst: DEFAULT_FETCH_BURST,
-                    fetch_window: DEFAULT_FETCH_WINDOW,
-                    refresh_on_change: true,
-                    state_budget: mcpl_core::mcpl::state::StateBudget::default(),
-                }),
-                policy: Mutex::new(policy),
-                session: Mutex::new(None),
-                grant_lock: tokio::sync::Mutex::new(()),
-                sink: RwLock::new(None),
-                receipts: RwLock::new(None),
-            }),
+        McplHostBuilder::new(policy).build()
+    }
+
+    /// A builder for a host with `policy`: set the handlers, sinks and limits, then
+    /// [`build`](McplHostBuilder::build). The configuration of a built host is fixed, so
+    /// configuring one handle can never change another.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
+    /// use mcpl_core::mcpl::capability::paths;
+    ///
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
+    /// assert!(host.supported().contains(paths::PUSH_EVENTS));
+    /// ```
+    pub fn builder(policy: HostPolicy) -> McplHostBuilder {
+        McplHostBuilder::new(policy)
+    }
+
+    /// A builder with this host's configuration (policy, handlers, sinks, limits) and none of
+    /// its connection state.
+    fn to_builder(&self) -> McplHostBuilder {
+        let inner = &self.inner;
+        McplHostBuilder {
+            policy: self.policy(),
+            handlers: inner.handlers.clone(),
+            options: inner.options.clone(),
+            sink: inner.sink.clone(),
+            receipts: inner.receipts.clone(),
         }
     }
 
-    fn update_handlers(self, f: impl FnOnce(&mut Handlers)) -> McplHost {
-        f(&mut self.inner.handlers.write().unwrap_or_else(PoisonError::into_inner));
-        self
-    }
-
-    fn update_options(self, f: impl FnOnce(&mut Options)) -> McplHost {
-        f(&mut self.inner.options.write().unwrap_or_else(PoisonError::into_inner));
-        self
-    }
-
-    /// Handles `push/event` (and advertises `pushEvents`). The handler sees each admitted
-    /// event once: a repeated `eventId` is answered with the first answer.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    ///
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
-    /// use mcpl_core::mcpl::content::McplContent;
-    /// use mcpl_core::types::ContentBlock;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let inbox = Arc::new(Mutex::new(Vec::new()));
-    /// let seen = inbox.clone();
-    /// let host = McplHost::new(HostPolicy::default()).on_push_event(move |event| {
-    ///     let seen = seen.clone();
-    ///     async move {
-    ///         for block in &event.payload.content {
-    ///             if let McplContent::Text { text } = block {
-    ///                 seen.lock().unwrap().push(text.clone());
-    ///             }
-    ///         }
-    ///         PushOutcome::accepted(None)
-    ///     }
-    /// });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
-    /// client.connect(transport).await?;
-    ///
-    /// let result = client.call_tool("alert", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
-    /// assert_eq!(*inbox.lock().unwrap(), ["Disk almost full"]);
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_push_event`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_push_event(..)` then `build()`"
+    )]
     pub fn on_push_event<F, Fut>(self, handler: F) -> McplHost
     where
-        F: Fn(PushEvent) -> Fut + Send + Sync + 'static,
+        F: Fn(PushEventParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = PushOutcome> + Send + 'static,
     {
-        self.update_handlers(|h| h.push = Some(Arc::new(move |e| Box::pin(handler(e)))))
+        self.to_builder().on_push_event(handler).build()
     }
 
-    /// Handles `inference/request` (and advertises `inferenceRequest` with streaming). When
-    /// the server asked for `stream: true`, [`InferenceCall::chunks`] sends `inference/chunk`s.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// use mcpl_core::mcpl::hooks::Usage;
-    /// use mcpl_core::mcpl::inference::{FinishReason, InferenceResult};
-    /// use mcpl_core::types::ContentBlock;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// // The host runs its model for the server (here a canned one).
-    /// let host = McplHost::new(HostPolicy::default()).on_inference(|call| async move {
-    ///     assert_eq!(call.params.feature_set, "summaries");
-    ///     Ok(InferenceResult {
-    ///         content: "The disk is nearly full.".into(),
-    ///         model: "host-model".into(),
-    ///         finish_reason: FinishReason::EndTurn,
-    ///         usage: Usage { input_tokens: 12, output_tokens: 6 },
-    ///         extra: Default::default(),
-    ///     })
-    /// });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
-    /// client.connect(transport).await?;
-    ///
-    /// // The server's `summarize` tool asks the host for an inference.
-    /// let result = client.call_tool("summarize", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("The disk is nearly full.")]);
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_inference`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_inference(..)` then `build()`"
+    )]
     pub fn on_inference<F, Fut>(self, handler: F) -> McplHost
     where
         F: Fn(InferenceCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<InferenceResult, ErrorObject>> + Send + 'static,
     {
-        self.update_handlers(|h| h.inference = Some(Arc::new(move |c| Box::pin(handler(c)))))
+        self.to_builder().on_inference(handler).build()
     }
 
-    /// Answers `model/info` (and advertises `modelInfo`). Without it the host answers
-    /// `-32601`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// use mcpl_core::mcpl::hooks::ModelInfo;
-    /// use mcpl_core::types::ContentBlock;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let host = McplHost::new(HostPolicy::default()).on_model_info(|| async {
-    ///     Ok(ModelInfo {
-    ///         id: "claude-example".into(),
-    ///         vendor: "example".into(),
-    ///         context_window: 200_000,
-    ///         capabilities: vec!["tools".into()],
-    ///         extra: Default::default(),
-    ///     })
-    /// });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
-    /// client.connect(transport).await?;
-    ///
-    /// // The server's `model` tool asks which model the host runs.
-    /// let result = client.call_tool("model", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("claude-example")]);
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_model_info`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_model_info(..)` then `build()`"
+    )]
     pub fn on_model_info<F, Fut>(self, handler: F) -> McplHost
     where
         F: Fn() -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ModelInfo, ErrorObject>> + Send + 'static,
     {
-        self.update_handlers(|h| h.model_info = Some(Arc::new(move || Box::pin(handler()))))
+        self.to_builder().on_model_info(handler).build()
     }
 
-    /// Handles each admitted `channels/incoming` message (and advertises
-    /// `channels.incoming`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::mcpl::{HostPolicy, IncomingOutcome, McplHost};
-    /// use mcpl_core::mcpl::capability::paths;
-    ///
-    /// let host = McplHost::new(HostPolicy::default()).on_channel_message(|message| async move {
-    ///     // Route the message to the conversation of its channel.
-    ///     let conversation_id = Some(format!("conversation-for-{}", message.channel_id));
-    ///     IncomingOutcome::Accepted { conversation_id }
-    /// });
-    /// assert!(host.supported().contains(paths::CHANNELS_INCOMING));
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_channel_message`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_channel_message(..)` then `build()`"
+    )]
     pub fn on_channel_message<F, Fut>(self, handler: F) -> McplHost
     where
         F: Fn(IncomingMessage) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = IncomingOutcome> + Send + 'static,
     {
-        self.update_handlers(|h| h.incoming = Some(Arc::new(move |m| Box::pin(handler(m)))))
+        self.to_builder().on_channel_message(handler).build()
     }
 
-    /// Serves the server's requests about host-kept state, `state/update` and `state/get`
-    /// (methods of the unmerged MCPL 0.5 state branch, which hosts and servers in the wild
-    /// use). Each is admitted like a tagged message exercising `tools`: after the initial
-    /// policy, with `tools` granted, for a declared and enabled feature set (else `-32002`,
-    /// `-32602`, `-32003`, `-32001`). Without a handler both are `-32601`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::collections::BTreeMap;
-    /// use std::sync::{Arc, Mutex};
-    ///
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost, StateCall};
-    /// use mcpl_core::jsonrpc::ErrorObject;
-    /// use serde_json::{Value, json};
-    ///
-    /// // The host keeps each feature set's latest state.
-    /// let kept: Arc<Mutex<BTreeMap<String, Value>>> = Arc::default();
-    /// let host = McplHost::new(HostPolicy::default()).on_state(move |call| {
-    ///     let kept = kept.clone();
-    ///     async move {
-    ///         let mut kept = kept.lock().map_err(|_| ErrorObject::internal("state lock"))?;
-    ///         match call {
-    ///             StateCall::Update { feature_set, params } => {
-    ///                 kept.insert(feature_set, params["data"].clone());
-    ///                 Ok(json!({}))
-    ///             }
-    ///             StateCall::Get { feature_set } => Ok(json!({"data": kept.get(&feature_set)})),
-    ///         }
-    ///     }
-    /// });
-    /// # drop(host);
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_state`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_state(..)` then `build()`"
+    )]
     pub fn on_state<F, Fut>(self, handler: F) -> McplHost
     where
         F: Fn(StateCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
     {
-        self.update_handlers(|h| h.state = Some(Arc::new(move |c| Box::pin(handler(c)))))
+        self.to_builder().on_state(handler).build()
     }
 
-    /// Receives every [`Diagnostic`] (they are also logged with `tracing`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    ///
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
-    /// use mcpl_core::types::ContentBlock;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let diagnostics = Arc::new(Mutex::new(Vec::new()));
-    /// let sink = diagnostics.clone();
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|event| async move {
-    ///         // The un-namespaced tag "urgent" was cleaned away before the handler saw the event.
-    ///         assert_eq!(event.tags, Some(vec!["acme:disk".to_owned()]));
-    ///         PushOutcome::accepted(None)
-    ///     })
-    ///     .on_diagnostic(move |d| sink.lock().unwrap().push(d.kind()));
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
-    /// client.connect(transport).await?;
-    ///
-    /// // The server's event carries the tags "acme:disk" and "urgent".
-    /// let result = client.call_tool("alert", ()).await?;
-    /// assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
-    /// assert!(!diagnostics.lock().unwrap().is_empty());
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_diagnostic`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_diagnostic(..)` then `build()`"
+    )]
     pub fn on_diagnostic(self, sink: impl Fn(&Diagnostic) + Send + Sync + 'static) -> McplHost {
-        write(&self.inner.sink, Some(Arc::new(sink)));
-        self
+        self.to_builder().on_diagnostic(sink).build()
     }
 
-    /// Receives every [`ChangeReceipt`] (one per manifest change applied).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// use mcpl_core::mcpl::changes::ChangeDomain;
-    /// use mcpl_core::mcpl::manifest::FeatureSet;
-    /// use mcpl_core::mcpl::policy::PolicyReceipt;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (server, _session, transport) = mcpl_server().await?;
-    /// let (tx, mut receipts) = tokio::sync::mpsc::unbounded_channel();
-    /// let host = McplHost::new(HostPolicy::default()).on_change_receipt(move |receipt| {
-    ///     tx.send(receipt.clone()).ok();
-    /// });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
-    /// client.connect(transport).await?;
-    ///
-    /// // The server adds a feature set; the host fetches the new manifest and reports the change.
-    /// let mut next = server.mcpl_manifest().expect("an MCPL server");
-    /// next = next.with_feature_set("digest", FeatureSet::new("Daily digest", ["pushEvents"]));
-    /// let revision = server.set_mcpl_manifest(next)?;
-    /// let receipt = receipts.recv().await.expect("a receipt");
-    /// assert_eq!(receipt.revision, Some(revision.to_string()));
-    /// assert_eq!(receipt.domains, [ChangeDomain::FeatureSets]);
-    /// // The new grant went to the server with the change, and it answered.
-    /// assert!(matches!(receipt.policy_receipt, Some(PolicyReceipt::Accepted(_))));
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::on_change_receipt`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).on_change_receipt(..)` then `build()`"
+    )]
     pub fn on_change_receipt(
         self,
         sink: impl Fn(&ChangeReceipt) + Send + Sync + 'static,
     ) -> McplHost {
-        write(&self.inner.receipts, Some(Arc::new(sink)));
-        self
+        self.to_builder().on_change_receipt(sink).build()
     }
 
-    /// The `context/beforeInference` timeout (default 5 s); on timeout the host goes on
-    /// without that server's injections.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    ///
-    /// // Go on without a slow server's injections after 500 ms.
-    /// let host = McplHost::new(HostPolicy::default()).with_hook_timeout(Duration::from_millis(500));
-    /// # drop(host);
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::with_hook_timeout`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).with_hook_timeout(..)` then `build()`"
+    )]
     pub fn with_hook_timeout(self, timeout: Duration) -> McplHost {
-        self.update_options(|o| o.hook_timeout = timeout)
+        self.to_builder().with_hook_timeout(timeout).build()
     }
 
-    /// How long the host waits for a `featureSets/update` receipt (default 30 s).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost, McplStatus};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let host = McplHost::new(HostPolicy::default()).with_policy_timeout(Duration::from_secs(10));
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
-    /// client.connect(transport).await?;
-    /// // This server answers at once; one that did not within 10 s would leave MCPL off.
-    /// assert_eq!(host.status(), Some(McplStatus::Ready));
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::with_policy_timeout`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).with_policy_timeout(..)` then `build()`"
+    )]
     pub fn with_policy_timeout(self, timeout: Duration) -> McplHost {
-        self.update_options(|o| o.policy_timeout = timeout)
+        self.to_builder().with_policy_timeout(timeout).build()
     }
 
-    /// How many accepted `eventId`s are remembered per connection (default 1024).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    ///
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
-    /// use mcpl_core::types::ContentBlock;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let handled = Arc::new(AtomicUsize::new(0));
-    /// let count = handled.clone();
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .with_push_dedupe(256)
-    ///     .on_push_event(move |_event| {
-    ///         count.fetch_add(1, Ordering::SeqCst);
-    ///         async { PushOutcome::accepted(None) }
-    ///     });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
-    /// client.connect(transport).await?;
-    ///
-    /// // The `alert` tool pushes the same event id each time: the handler sees it once, and the
-    /// // repeat gets the first answer.
-    /// for _ in 0..3 {
-    ///     let result = client.call_tool("alert", ()).await?;
-    ///     assert_eq!(result.content, [ContentBlock::text("accepted: true")]);
-    /// }
-    /// assert_eq!(handled.load(Ordering::SeqCst), 1);
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::with_push_dedupe`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).with_push_dedupe(..)` then `build()`"
+    )]
     pub fn with_push_dedupe(self, entries: usize) -> McplHost {
-        self.update_options(|o| o.push_dedupe = entries.max(1))
+        self.to_builder().with_push_dedupe(entries).build()
     }
 
-    /// The budget every state the connection's
-    /// [`StateTracker`](mcpl_core::mcpl::state::StateTracker) keeps (depth, size, patch
-    /// operations and work; default: [`StateBudget::default`], derived from the default message
-    /// size limit). A snapshot or patch crossing it is not kept: its checkpoint is tracked by
-    /// reference only.
-    ///
-    /// [`StateBudget::default`]: mcpl_core::mcpl::state::StateBudget::default
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// use mcpl_core::mcpl::state::StateBudget;
-    ///
-    /// // States of at most 256 KiB, 16 levels deep.
-    /// let budget = StateBudget::for_message_size(256 * 1024).with_max_depth(16);
-    /// let host = McplHost::new(HostPolicy::default()).with_state_budget(budget);
-    /// # drop(host);
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::with_state_budget`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).with_state_budget(..)` then `build()`"
+    )]
     pub fn with_state_budget(self, budget: mcpl_core::mcpl::state::StateBudget) -> McplHost {
-        self.update_options(|o| o.state_budget = budget)
+        self.to_builder().with_state_budget(budget).build()
     }
 
-    /// The `mcpl/manifest` fetch budget per connection: `burst` fetches per `window`
-    /// (default 3 per minute). Fetches beyond it are dropped, with one diagnostic per burst of
-    /// drops; a change announced (`mcpl/manifestChanged`) while the budget is spent is fetched
-    /// once the window has room again (one trailing fetch, however many announcements).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    ///
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    ///
-    /// // At most one `mcpl/manifest` fetch per ten seconds from each server.
-    /// let host = McplHost::new(HostPolicy::default()).with_fetch_limit(1, Duration::from_secs(10));
-    /// # drop(host);
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::with_fetch_limit`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).with_fetch_limit(..)` then `build()`"
+    )]
     pub fn with_fetch_limit(self, burst: usize, window: Duration) -> McplHost {
-        self.update_options(|o| {
-            o.fetch_burst = burst.max(1);
-            o.fetch_window = window;
-        })
+        self.to_builder().with_fetch_limit(burst, window).build()
     }
 
-    /// Whether `mcpl/manifestChanged` triggers a fetch (default: yes, within the budget).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    ///
-    /// use mcpl_client::Client;
-    /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// use mcpl_core::mcpl::manifest::FeatureSet;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (server, _session, transport) = mcpl_server().await?;
-    /// let receipts = Arc::new(AtomicUsize::new(0));
-    /// let count = receipts.clone();
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .refresh_on_change(false)
-    ///     .on_change_receipt(move |_| {
-    ///         count.fetch_add(1, Ordering::SeqCst);
-    ///     });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
-    /// client.connect(transport).await?;
-    /// let before = host.manifest();
-    ///
-    /// let next = server.mcpl_manifest().expect("an MCPL server");
-    /// server.set_mcpl_manifest(next.with_feature_set("digest", FeatureSet::new("Digest", ["pushEvents"])))?;
-    /// client.ping().await?; // a round trip: time for the announcement to arrive
-    /// // Announced, but not fetched: the host keeps the manifest it has until it asks.
-    /// assert_eq!(host.manifest(), before);
-    /// assert_eq!(receipts.load(Ordering::SeqCst), 0);
-    /// # Ok(()) }
-    /// ```
-    #[must_use]
+    /// Deprecated: configure the host before it exists, with
+    /// [`McplHostBuilder::refresh_on_change`]. This returns a new host with this one's configuration
+    /// plus the change; the host it is called on and its clones are not changed.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `McplHost::builder(policy).refresh_on_change(..)` then `build()`"
+    )]
     pub fn refresh_on_change(self, refresh: bool) -> McplHost {
-        self.update_options(|o| o.refresh_on_change = refresh)
+        self.to_builder().refresh_on_change(refresh).build()
     }
 
     /// The capability paths this host supports, from its handlers: the host-initiated
@@ -1265,13 +483,15 @@ impl McplHost {
     ///
     /// let plain = McplHost::new(HostPolicy::default());
     /// assert!(!plain.supported().contains(paths::PUSH_EVENTS));
-    /// let host = plain.on_push_event(|_event| async { PushOutcome::accepted(None) });
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
     /// assert!(host.supported().contains(paths::PUSH_EVENTS));
     /// // The policy does not change what the host supports, only what it grants.
     /// assert!(host.supported().contains(paths::INJECT_SYSTEM));
     /// ```
     pub fn supported(&self) -> BTreeSet<&'static str> {
-        let h = read(&self.inner.handlers);
+        let h = &self.inner.handlers;
         let mut set: BTreeSet<&'static str> = [
             paths::TOOLS,
             paths::INFERENCE_LIFECYCLE,
@@ -1311,44 +531,48 @@ impl McplHost {
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
     ///
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
     /// let advertisement = host.advertisement();
     /// assert_eq!(advertisement.capabilities.push_events, Some(true));
     /// assert_eq!(advertisement.capabilities.model_info, None);
     ///
     /// // What a client with this host sends in `initialize`.
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host);
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host).build();
     /// let experimental = client.capabilities().experimental.unwrap_or_default();
     /// assert_eq!(experimental["mcpl"]["pushEvents"], true);
     /// ```
     pub fn advertisement(&self) -> HostAdvertisement {
         let s = self.supported();
         let has = |p: &str| s.contains(p).then_some(true);
-        let caps = McplCapabilities {
-            push_events: has(paths::PUSH_EVENTS),
-            context_hooks: Some(Capability::Detailed(ContextHooksCapability {
-                before_inference: Some(Capability::Flag(true)),
-                ..Default::default()
-            })),
-            inference_lifecycle: has(paths::INFERENCE_LIFECYCLE),
-            inference_request: s.contains(paths::INFERENCE_REQUEST).then(|| {
-                Capability::Detailed(InferenceRequestCapability {
-                    streaming: has(paths::INFERENCE_REQUEST_STREAMING),
-                    ..Default::default()
+        let caps = {
+            let mut v = McplCapabilities::default()
+                .with_context_hooks(Capability::Detailed(
+                    ContextHooksCapability::default().with_before_inference(Capability::Flag(true)),
+                ))
+                .with_channels(Capability::Detailed({
+                    let mut v = ChannelsCapability::default();
+                    v.register = has(paths::CHANNELS_REGISTER);
+                    v.lifecycle = has(paths::CHANNELS_LIFECYCLE);
+                    v.publish = has(paths::CHANNELS_PUBLISH);
+                    v.incoming = has(paths::CHANNELS_INCOMING);
+                    v.streaming = has(paths::CHANNELS_STREAMING);
+                    v.acknowledge = has(paths::CHANNELS_ACKNOWLEDGE);
+                    v.typing = has(paths::CHANNELS_TYPING);
+                    v
+                }));
+            v.push_events = has(paths::PUSH_EVENTS);
+            v.inference_lifecycle = has(paths::INFERENCE_LIFECYCLE);
+            v.inference_request = s.contains(paths::INFERENCE_REQUEST).then(|| {
+                Capability::Detailed({
+                    let mut v = InferenceRequestCapability::default();
+                    v.streaming = has(paths::INFERENCE_REQUEST_STREAMING);
+                    v
                 })
-            }),
-            model_info: has(paths::MODEL_INFO),
-            channels: Some(Capability::Detailed(ChannelsCapability {
-                register: has(paths::CHANNELS_REGISTER),
-                lifecycle: has(paths::CHANNELS_LIFECYCLE),
-                publish: has(paths::CHANNELS_PUBLISH),
-                incoming: has(paths::CHANNELS_INCOMING),
-                streaming: has(paths::CHANNELS_STREAMING),
-                acknowledge: has(paths::CHANNELS_ACKNOWLEDGE),
-                typing: has(paths::CHANNELS_TYPING),
-                ..Default::default()
-            })),
+            });
+            v.model_info = has(paths::MODEL_INFO);
+            v
         };
         HostAdvertisement::new(caps)
     }
@@ -1361,68 +585,13 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, McplStatus};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// assert_eq!(host.status(), None);
     /// client.connect(transport).await?;
     /// assert_eq!(host.status(), Some(McplStatus::Ready));
@@ -1447,68 +616,13 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// assert!(!host.is_ready());
     /// client.connect(transport).await?;
     /// assert!(host.is_ready());
@@ -1527,69 +641,15 @@ impl McplHost {
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
     /// use mcpl_core::mcpl::capability::paths;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// # let (_server, _session, transport) = alerts_server().await?;
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// let grant = host.grant().expect("MCPL in force");
@@ -1610,68 +670,13 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (server, _session, transport) = mcpl_server().await?;
+    /// # let (server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// let manifest = host.manifest().expect("an MCPL server");
@@ -1693,68 +698,13 @@ impl McplHost {
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::capability::paths;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// // What the server advertises, whether or not this host supports or grants it.
@@ -1777,70 +727,16 @@ impl McplHost {
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
     /// use mcpl_core::mcpl::policy::DisabledReason;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// // Push events are handled; `summaries` needs `inferenceRequest`, which this host lacks.
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// let disabled = host.disabled_feature_sets().expect("an MCPL connection");
     /// let missing = DisabledReason::MissingCapabilities(vec!["inferenceRequest".into()]);
@@ -1862,70 +758,16 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// // Push events are handled; `summaries` needs `inferenceRequest`, which this host lacks.
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// assert_eq!(host.enabled_feature_sets(), Some(vec!["alerts".to_owned(), "editor".to_owned()]));
     /// # Ok(()) }
@@ -1944,68 +786,13 @@ impl McplHost {
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::mcpl::policy::PolicyReceipt;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// assert!(matches!(host.receipt(), Some(PolicyReceipt::Accepted(_))));
     /// # Ok(()) }
@@ -2021,68 +808,13 @@ impl McplHost {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default());
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// // This server registers no channels (see `channels/register`).
     /// for channel in host.channels() {
@@ -2104,68 +836,13 @@ impl McplHost {
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost};
     /// use mcpl_core::ErrorKind;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
+    /// # let (_server, _session, transport) = alerts_server().await?;
     /// let host = McplHost::new(HostPolicy::default().deny("tools"));
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// assert!(host.denies_tools());
     /// // So the client sends no `tools/*`.
@@ -2204,11 +881,11 @@ impl McplHost {
     }
 
     pub(crate) fn diagnose(&self, diagnostic: Diagnostic) {
-        emit(read(&self.inner.sink).as_ref(), diagnostic);
+        emit(self.inner.sink.as_ref(), diagnostic);
     }
 
     pub(crate) fn options(&self) -> Options {
-        read(&self.inner.options)
+        self.inner.options.clone()
     }
 
     pub(crate) fn weak(&self) -> Weak<Inner> {
@@ -2361,12 +1038,12 @@ impl McplHost {
                 });
             }
         }
-        if let (Some(claimed), Ok(computed)) = (manifest.revision(), manifest.compute_revision()) {
-            if claimed != computed {
-                self.diagnose(Diagnostic::ManifestDefect {
-                    detail: format!("revision {claimed} is not the digest {computed}"),
-                });
-            }
+        if let (Some(claimed), Ok(computed)) = (manifest.revision(), manifest.compute_revision())
+            && claimed != computed
+        {
+            self.diagnose(Diagnostic::ManifestDefect {
+                detail: format!("revision {claimed} is not the digest {computed}"),
+            });
         }
         declared
     }
@@ -2387,69 +1064,15 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplError, McplHost, PushOutcome};
     /// use mcpl_core::mcpl::capability::paths;
     /// use mcpl_core::mcpl::policy::PolicyReceipt;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// # let (_server, _session, transport) = alerts_server().await?;
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     ///
     /// // Not connected: stored for the next connection.
     /// assert!(matches!(host.set_policy(HostPolicy::default()).await, Err(McplError::NotActive)));
@@ -2482,69 +1105,15 @@ impl McplHost {
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
     /// use mcpl_core::mcpl::capability::paths;
     /// use mcpl_core::mcpl::policy::PolicyReceipt;
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?;
-    /// let host = McplHost::new(HostPolicy::default())
-    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// # let (_server, _session, transport) = alerts_server().await?;
+    /// let host = McplHost::builder(HostPolicy::default())
+    ///     .on_push_event(|_event| async { PushOutcome::accepted(None) })
+    ///     .build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     ///
     /// // Send the grant the current policy yields again, e.g. after a manifest change left an

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use mcpl_core::mcpl::capability::{CapabilityGrant, paths, pattern_matches};
+use mcpl_core::mcpl::glob::glob_match;
 use mcpl_core::mcpl::policy::FeatureSetsUpdateParams;
-use serde_json::Map;
 
 /// The host's policy for one connection: which capability paths it may grant (patterns with
 /// the one-segment `*` of the grant), which it never grants, which feature sets it enables or
@@ -128,70 +128,15 @@ impl HostPolicy {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::mcpl::{HostPolicy, McplHost, PushOutcome};
-    /// # /// An MCPL server in memory: feature sets `alerts` (push events), `summaries` (inference
-    /// # /// requests) and `editor` (tools); tools that push an event, ask for the host's model, and
-    /// # /// ask the host to run an inference.
-    /// # async fn mcpl_server() -> mcpl_core::Result<(mcpl_server::Server, mcpl_server::Session, mcpl_core::transport::memory::MemoryTransport)> {
-    /// #     use mcpl_core::mcpl::content::{McplContent, TextOrBlocks};
-    /// #     use mcpl_core::mcpl::inference::{InferenceMessage, InferenceRequestParams};
-    /// #     use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
-    /// #     use mcpl_core::types::{Tool, ToolSchema};
-    /// #     use mcpl_server::mcpl::{Mcpl, PushEvent};
-    /// #     use mcpl_server::ToolOutput;
-    /// #     let manifest = Manifest::new()
-    /// #         .with_push_events(true)
-    /// #         .with_model_info(true)
-    /// #         .with_inference_request(Capability::Flag(true))
-    /// #         .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
-    /// #         .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]))
-    /// #         .with_feature_set("editor", FeatureSet::new("Editing", ["tools"]));
-    /// #     let server = mcpl_server::Server::builder("alerts", "1.0.0")
-    /// #         .mcpl(Mcpl::new(manifest))
-    /// #         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
-    /// #                 .event_id("disk-1")
-    /// #                 .tags(["acme:disk", "urgent"]);
-    /// #             match mcpl.push_event(event).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(format!("accepted: {}", result.accepted))),
-    /// #                 Err(refused) => Ok(ToolOutput::error(refused.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("model", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             match mcpl.model_info().await {
-    /// #                 Ok(model) => Ok(ToolOutput::text(model.id)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .tool(Tool::new("summarize", ToolSchema::object()), |ctx, _args| async move {
-    /// #             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
-    /// #             let params = InferenceRequestParams {
-    /// #                 feature_set: "summaries".into(),
-    /// #                 conversation_id: None,
-    /// #                 stream: None,
-    /// #                 messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("Summarize: disk almost full".into()) }],
-    /// #                 preferences: None,
-    /// #                 extra: Default::default(),
-    /// #             };
-    /// #             match mcpl.request_inference(params).await {
-    /// #                 Ok(result) => Ok(ToolOutput::text(result.content)),
-    /// #                 Err(e) => Ok(ToolOutput::error(e.to_string())),
-    /// #             }
-    /// #         })
-    /// #         .build();
-    /// #     let (ours, theirs) = mcpl_core::transport::memory::pair();
-    /// #     let session = server.serve(theirs).await?;
-    /// #     Ok((server, session, ours))
-    /// # }
+    /// # use mcpl_test_kit::mcpl::alerts_server;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let (_server, _session, transport) = mcpl_server().await?; // feature sets `alerts`, `editor`, ...
+    /// # let (_server, _session, transport) = alerts_server().await?; // feature sets `alerts`, `editor`, ...
     /// let policy = HostPolicy::default().disable("alerts");
     /// assert_eq!(policy.disabled(), ["alerts"]);
-    /// let host = McplHost::new(policy).on_push_event(|_event| async { PushOutcome::accepted(None) });
-    /// let client = Client::new("my-host", "1.0.0").with_mcpl(host.clone());
+    /// let host = McplHost::builder(policy).on_push_event(|_event| async { PushOutcome::accepted(None) }).build();
+    /// let client = Client::builder("my-host", "1.0.0").with_mcpl(host.clone()).build();
     /// client.connect(transport).await?;
     /// assert_eq!(host.enabled_feature_sets(), Some(vec!["editor".to_owned()]));
     /// # Ok(()) }
@@ -203,7 +148,8 @@ impl HostPolicy {
     }
 
     /// Accepts only channels whose id matches one of these globs (`*` matches any run of
-    /// characters: `discord:acme/*`). Without any call, every channel id is acceptable.
+    /// characters, `?` one: `discord:acme/*`; see [`glob_match`]). Without any call, every
+    /// channel id is acceptable.
     ///
     /// # Examples
     ///
@@ -254,7 +200,7 @@ impl HostPolicy {
     /// assert!(!strict.permits_channel("slack:elsewhere/random"));
     /// ```
     pub fn permits_channel(&self, channel_id: &str) -> bool {
-        self.channels.as_ref().is_none_or(|globs| globs.iter().any(|g| glob(g, channel_id)))
+        self.channels.as_ref().is_none_or(|globs| globs.iter().any(|g| glob_match(g, channel_id)))
     }
 
     /// The feature-set allowlist, if any.
@@ -347,46 +293,20 @@ impl HostPolicy {
     ) -> FeatureSetsUpdateParams {
         let denied: Vec<String> =
             understood.iter().filter(|p| !grant.is_granted(p)).cloned().collect();
-        FeatureSetsUpdateParams {
-            effective_capabilities: Some(grant.entries().to_vec()),
-            denied_capabilities: (!denied.is_empty()).then_some(denied),
-            enabled: self.enabled.clone(),
-            disabled: (!self.disabled.is_empty()).then(|| self.disabled.clone()),
-            extra: Map::new(),
+        {
+            let mut params = FeatureSetsUpdateParams::default()
+                .with_effective_capabilities(grant.entries().to_vec());
+            params.denied_capabilities = (!denied.is_empty()).then_some(denied);
+            params.enabled = self.enabled.clone();
+            params.disabled = (!self.disabled.is_empty()).then(|| self.disabled.clone());
+            params
         }
     }
-}
-
-/// A glob where `*` matches any run of characters (possibly empty).
-fn glob(pattern: &str, text: &str) -> bool {
-    let Some((head, rest)) = pattern.split_once('*') else { return pattern == text };
-    let Some(mut text) = text.strip_prefix(head) else { return false };
-    let parts: Vec<&str> = rest.split('*').collect();
-    let Some((last, middle)) = parts.split_last() else { return true };
-    for part in middle {
-        match text.find(part) {
-            Some(at) => text = &text[at + part.len()..],
-            None => return false,
-        }
-    }
-    text.len() >= last.len() && text.ends_with(last)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob("discord:acme/*", "discord:acme/general"));
-        assert!(!glob("discord:acme/*", "discord:other/general"));
-        assert!(glob("*", ""));
-        assert!(glob("a*b*c", "aXbYc"));
-        assert!(!glob("a*b*c", "aXc"));
-        assert!(glob("ui", "ui"));
-        assert!(!glob("ui", "uix"));
-        assert!(!glob("ab*ba", "aba"));
-    }
 
     #[test]
     fn grant_is_the_intersection() {

@@ -133,10 +133,12 @@ impl ChildProcess {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// let client = Client::new("my-app", "1.0.0");
-    /// // The program is spawned when the client connects; one that cannot be is a transport error.
+    /// // The program is spawned when the client connects; one that cannot be is `Connect`,
+    /// // with the operating system's error as its source.
     /// let err = client.connect(ChildProcess::new("/nonexistent/mcp-server")).await.unwrap_err();
-    /// assert_eq!(err.kind(), ErrorKind::Transport);
-    /// assert!(err.to_string().contains("could not spawn"));
+    /// assert_eq!(err.kind(), ErrorKind::Connect);
+    /// assert!(err.to_string().contains("/nonexistent/mcp-server"));
+    /// assert!(std::error::Error::source(&err).is_some());
     /// assert!(!client.is_connected());
     /// # }
     /// ```
@@ -434,10 +436,10 @@ impl Transport for ChildProcess {
 
     async fn start(self) -> Result<(ChildSender, ChildReceiver)> {
         let program = self.program.to_string_lossy().into_owned();
-        let mut child = self
-            .command()
-            .spawn()
-            .map_err(|e| Error::transport(format!("could not spawn {program:?}"), e))?;
+        let mut child = self.command().spawn().map_err(|e| Error::Connect {
+            endpoint: format!("the server process {program:?}"),
+            source: Box::new(e),
+        })?;
         let missing =
             || Error::Transport { context: "child stdio was not piped".into(), source: None };
         let stdin = child.stdin.take().ok_or_else(missing)?;

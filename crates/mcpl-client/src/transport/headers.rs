@@ -89,7 +89,7 @@ impl ToolHeaders {
             let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
             let annotations = annotations(&schema);
             if let Err(detail) = &annotations {
-                tracing::warn!(tool = ?name, detail = ?detail, "tool has invalid x-mcp-header annotations");
+                tracing::info!(tool = ?name, detail = ?detail, "tool has invalid x-mcp-header annotations");
             }
             known.insert(name.to_owned(), annotations);
         }

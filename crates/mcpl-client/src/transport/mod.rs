@@ -6,20 +6,44 @@
 //! - [`WebSocketTransport`]: WebSocket (`ws://`, `wss://`, and `mcpl://` URIs resolved with
 //!   [`McplUri`]), the transport of MCPL servers that send requests at any time.
 //!
-//! [`redirect`] holds the redirect rule of every HTTP exchange: same-origin only, a few at most.
+//! [`redirect`] holds the redirect rule of every HTTP exchange: same-origin only, a few at most;
+//! [`tls`] the TLS configuration of `https://`, `wss://` and `mcpl://`.
+//!
+//! Each transport is a feature of the crate (all on by default): `child`, `http`, `ws`; TLS is
+//! `rustls` (default) or `native-tls`.
 
+#[cfg(feature = "child")]
 mod child;
+#[cfg(any(feature = "http", feature = "ws"))]
+mod failure;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod headers;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 pub mod mcpl_uri;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod redirect;
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub mod tls;
+#[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub mod ws;
 
+#[cfg(feature = "child")]
+#[cfg_attr(docsrs, doc(cfg(feature = "child")))]
 pub use self::child::{
     ChildProcess, ChildReceiver, ChildSender, DEFAULT_INHERITED_ENV, MAX_STDERR_LINE,
 };
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use self::http::{HttpReceiver, HttpSender, HttpTransport};
 pub use self::mcpl_uri::{McplUri, McplUriError, McplUriErrorKind};
+#[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use self::ws::WebSocketTransport;
 
 /// `url` for a log line or `Debug` output: its user info and query (where credentials and
@@ -57,7 +81,7 @@ pub fn redacted_url(url: &str) -> String {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http", feature = "ws"))]
 mod tests {
     use super::*;
 

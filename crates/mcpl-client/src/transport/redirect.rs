@@ -31,9 +31,6 @@
 
 use reqwest::Url;
 use reqwest::redirect::{Attempt, Policy};
-use serde_json::{Value, json};
-
-use super::http::REDIRECT_REFUSED;
 
 /// The most redirects one request follows.
 ///
@@ -127,38 +124,6 @@ impl RedirectRefused {
     }
 }
 
-impl RedirectRefused {
-    /// The `data` of the JSON-RPC error that answers a request refused this way.
-    pub(crate) fn to_data(&self) -> Value {
-        match self {
-            RedirectRefused::CrossOrigin { from, to } => {
-                json!({"transport": REDIRECT_REFUSED, "reason": self.kind(), "from": from, "to": to})
-            }
-            RedirectRefused::TooMany { limit } => {
-                json!({"transport": REDIRECT_REFUSED, "reason": self.kind(), "limit": limit})
-            }
-        }
-    }
-
-    /// The refusal [`to_data`](Self::to_data) describes, if `data` describes one.
-    pub(crate) fn from_data(data: &Value) -> Option<RedirectRefused> {
-        if data.get("transport").and_then(Value::as_str) != Some(REDIRECT_REFUSED) {
-            return None;
-        }
-        let text = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-        match data.get("reason").and_then(Value::as_str) {
-            Some("cross_origin") => {
-                Some(RedirectRefused::CrossOrigin { from: text("from"), to: text("to") })
-            }
-            _ => {
-                let limit = data.get("limit").and_then(Value::as_u64);
-                let limit = limit.and_then(|l| usize::try_from(l).ok()).unwrap_or(MAX_REDIRECTS);
-                Some(RedirectRefused::TooMany { limit })
-            }
-        }
-    }
-}
-
 /// The redirect policy: same-origin redirects only, at most [`MAX_REDIRECTS`].
 ///
 /// # Examples
@@ -191,21 +156,4 @@ fn judge(attempt: Attempt<'_>) -> reqwest::redirect::Action {
 
 fn origin(url: &Url) -> String {
     url.origin().ascii_serialization()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refusals_survive_the_error_data() {
-        let refusals = [
-            RedirectRefused::CrossOrigin { from: "http://a:1".into(), to: "http://b:2".into() },
-            RedirectRefused::TooMany { limit: 3 },
-        ];
-        for refused in refusals {
-            assert_eq!(RedirectRefused::from_data(&refused.to_data()), Some(refused));
-        }
-        assert_eq!(RedirectRefused::from_data(&json!({"transport": "http"})), None);
-    }
 }

@@ -115,7 +115,7 @@ pub struct WebSocketTransport {
     ping_every: Option<Duration>,
     idle_timeout: Option<Duration>,
     connect_timeout: Duration,
-    #[cfg(feature = "tls")]
+    #[cfg(feature = "rustls")]
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
@@ -138,7 +138,7 @@ impl std::fmt::Debug for WebSocketTransport {
 /// Where the transport connects, once the configured address is understood.
 enum Target {
     Plain(Url),
-    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "rustls", feature = "native-tls")), allow(dead_code))]
     Tls(Url),
 }
 
@@ -154,23 +154,7 @@ impl WebSocketTransport {
     /// use mcpl_core::types::ContentBlock;
     /// use mcpl_core::{ErrorKind, Transport};
     /// use serde_json::json;
-    /// # async fn serve_ws() -> std::io::Result<String> {
-    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
-    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
-    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
-    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-    /// #             Ok(mcpl_server::ToolOutput::text(text))
-    /// #         })
-    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
-    /// #         })
-    /// #         .build();
-    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
-    /// #     Ok(url)
-    /// # }
+    /// # use mcpl_test_kit::http::serve_ws;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -195,7 +179,7 @@ impl WebSocketTransport {
             ping_every: Some(DEFAULT_PING_INTERVAL),
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            #[cfg(feature = "tls")]
+            #[cfg(feature = "rustls")]
             tls: None,
         }
     }
@@ -251,7 +235,9 @@ impl WebSocketTransport {
     ///
     /// let client = Client::new("my-app", "1.0.0");
     /// let refused = client.connect(WebSocketTransport::new(url.clone())).await.unwrap_err();
-    /// assert_eq!(refused.kind(), ErrorKind::Transport);
+    /// // The refusal is the upgrade's HTTP status.
+    /// assert_eq!(refused.kind(), ErrorKind::HttpStatus);
+    /// assert!(matches!(refused, mcpl_core::Error::HttpStatus { status: 401, .. }));
     /// client.connect(WebSocketTransport::new(url).header("authorization", "Bearer 3xampl3")).await?;
     /// client.ping().await?;
     /// # Ok(()) }
@@ -269,23 +255,7 @@ impl WebSocketTransport {
     /// ```
     /// use mcpl_client::Client;
     /// use mcpl_client::transport::WebSocketTransport;
-    /// # async fn serve_ws() -> std::io::Result<String> {
-    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
-    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
-    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
-    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-    /// #             Ok(mcpl_server::ToolOutput::text(text))
-    /// #         })
-    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
-    /// #         })
-    /// #         .build();
-    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
-    /// #     Ok(url)
-    /// # }
+    /// # use mcpl_test_kit::http::serve_ws;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -311,23 +281,7 @@ impl WebSocketTransport {
     /// use mcpl_client::Client;
     /// use mcpl_client::transport::WebSocketTransport;
     /// use mcpl_core::ErrorKind;
-    /// # async fn serve_ws() -> std::io::Result<String> {
-    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
-    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
-    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
-    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-    /// #             Ok(mcpl_server::ToolOutput::text(text))
-    /// #         })
-    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
-    /// #         })
-    /// #         .build();
-    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
-    /// #     Ok(url)
-    /// # }
+    /// # use mcpl_test_kit::http::serve_ws;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -354,23 +308,7 @@ impl WebSocketTransport {
     ///
     /// use mcpl_client::Client;
     /// use mcpl_client::transport::WebSocketTransport;
-    /// # async fn serve_ws() -> std::io::Result<String> {
-    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
-    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
-    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
-    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-    /// #             Ok(mcpl_server::ToolOutput::text(text))
-    /// #         })
-    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
-    /// #         })
-    /// #         .build();
-    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
-    /// #     Ok(url)
-    /// # }
+    /// # use mcpl_test_kit::http::serve_ws;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -397,23 +335,7 @@ impl WebSocketTransport {
     ///
     /// use mcpl_client::Client;
     /// use mcpl_client::transport::WebSocketTransport;
-    /// # async fn serve_ws() -> std::io::Result<String> {
-    /// #     use mcpl_server::ws::{WebSocketEndpoint, WsConfig};
-    /// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
-    /// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
-    /// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-    /// #             Ok(mcpl_server::ToolOutput::text(text))
-    /// #         })
-    /// #         .tool(mcpl_core::types::Tool::new("big", mcpl_core::types::ToolSchema::object()), |_ctx, _args| async move {
-    /// #             Ok(mcpl_server::ToolOutput::text("x".repeat(64 * 1024)))
-    /// #         })
-    /// #         .build();
-    /// #     let app = WebSocketEndpoint::new(server, WsConfig::new().idle_timeout(None)).into_router("/ws");
-    /// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// #     let url = format!("ws://{}/ws", listener.local_addr()?);
-    /// #     tokio::spawn(mcpl_server::ws::serve(listener, app));
-    /// #     Ok(url)
-    /// # }
+    /// # use mcpl_test_kit::http::serve_ws;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -452,7 +374,7 @@ impl WebSocketTransport {
     ///
     /// let transport = WebSocketTransport::new(url).connect_timeout(Duration::from_millis(200));
     /// let err = transport.start().await.unwrap_err();
-    /// assert_eq!(err.kind(), ErrorKind::Transport);
+    /// assert_eq!(err.kind(), ErrorKind::TransportTimeout);
     /// # drop(stuck);
     /// # Ok(()) }
     /// ```
@@ -461,8 +383,10 @@ impl WebSocketTransport {
         self
     }
 
-    /// The TLS settings for `wss://` and `mcpl://` (for example to trust a private CA).
-    /// Default: rustls with the Mozilla root certificates.
+    /// The TLS settings for `wss://` and `mcpl://` (for example to trust a private CA, see
+    /// [`tls::config_with_roots`](super::tls::config_with_roots)). Default:
+    /// [`tls::default_config`](super::tls::default_config), rustls with the Mozilla root
+    /// certificates.
     ///
     /// # Examples
     ///
@@ -492,7 +416,7 @@ impl WebSocketTransport {
     /// #     let issued = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
     /// #     let cert = issued.cert.der().clone();
     /// #     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der()));
-    /// #     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    /// #     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     /// #     let server_tls = rustls::ServerConfig::builder_with_provider(provider)
     /// #         .with_safe_default_protocol_versions()?
     /// #         .with_no_client_auth()
@@ -513,11 +437,7 @@ impl WebSocketTransport {
     ///
     /// let mut roots = RootCertStore::empty();
     /// roots.add(private_ca)?;
-    /// let provider = Arc::new(rustls::crypto::ring::default_provider());
-    /// let tls = rustls::ClientConfig::builder_with_provider(provider)
-    ///     .with_safe_default_protocol_versions()?
-    ///     .with_root_certificates(roots)
-    ///     .with_no_client_auth();
+    /// let tls = mcpl_client::transport::tls::config_with_roots(roots)?;
     /// let client = Client::new("my-app", "1.0.0");
     /// let details = client.connect(WebSocketTransport::new(&url).tls_config(Arc::new(tls))).await?;
     /// assert_eq!(details.server_info.name, "private");
@@ -527,7 +447,8 @@ impl WebSocketTransport {
     /// assert!(other.connect(WebSocketTransport::new(&url)).await.is_err());
     /// # Ok(()) }
     /// ```
-    #[cfg(feature = "tls")]
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
     pub fn tls_config(mut self, config: std::sync::Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);
         self
@@ -589,31 +510,26 @@ impl WebSocketTransport {
         Ok(request)
     }
 
-    #[cfg(feature = "tls")]
-    fn connector(&self, target: &Target) -> Result<tokio_tungstenite::Connector> {
-        match target {
-            Target::Plain(_) => Ok(tokio_tungstenite::Connector::Plain),
+    /// rustls: the configured TLS settings, or the default ones (see [`super::tls`]).
+    #[cfg(feature = "rustls")]
+    fn connector(&self, target: &Target) -> Result<Option<tokio_tungstenite::Connector>> {
+        Ok(Some(match target {
+            Target::Plain(_) => tokio_tungstenite::Connector::Plain,
             Target::Tls(_) => {
                 let config = match &self.tls {
                     Some(config) => config.clone(),
-                    None => std::sync::Arc::new(default_tls()?),
+                    None => std::sync::Arc::new(super::tls::default_config()?),
                 };
-                Ok(tokio_tungstenite::Connector::Rustls(config))
+                tokio_tungstenite::Connector::Rustls(config)
             }
-        }
+        }))
     }
-}
 
-/// rustls with the ring provider and the Mozilla roots; no process-wide provider is needed.
-#[cfg(feature = "tls")]
-fn default_tls() -> Result<rustls::ClientConfig> {
-    let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::transport("tls setup failed", e))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    /// native-tls alone: tokio-tungstenite's connector with the platform's roots.
+    #[cfg(all(feature = "native-tls", not(feature = "rustls")))]
+    fn connector(&self, _target: &Target) -> Result<Option<tokio_tungstenite::Connector>> {
+        Ok(None)
+    }
 }
 
 impl Transport for WebSocketTransport {
@@ -629,31 +545,34 @@ impl Transport for WebSocketTransport {
         let max = self.max_message_size;
         let config =
             WebSocketConfig::default().max_message_size(Some(max)).max_frame_size(Some(max));
-        #[cfg(feature = "tls")]
+        #[cfg(any(feature = "rustls", feature = "native-tls"))]
         let connecting = tokio_tungstenite::connect_async_tls_with_config(
             request,
             Some(config),
             true,
-            Some(self.connector(&target)?),
+            self.connector(&target)?,
         );
-        #[cfg(not(feature = "tls"))]
+        #[cfg(not(any(feature = "rustls", feature = "native-tls")))]
         let connecting = {
             if let Target::Tls(_) = target {
                 return Err(Error::Transport {
-                    context: "wss:// and mcpl:// need the `tls` feature of mcpl-client".into(),
+                    context: "wss:// and mcpl:// need the `rustls` or `native-tls` feature of \
+                              mcpl-client"
+                        .into(),
                     source: None,
                 });
             }
             tokio_tungstenite::connect_async_with_config(request, Some(config), true)
         };
+        let endpoint = super::redacted_url(url.as_str());
         let (stream, _response) = tokio::time::timeout(self.connect_timeout, connecting)
             .await
-            .map_err(|_| Error::Transport {
-                context: format!("websocket connect to {url} timed out"),
-                source: None,
+            .map_err(|_| Error::TransportTimeout {
+                during: format!("connecting to {endpoint}"),
+                timeout: Some(self.connect_timeout),
             })?
-            .map_err(|e| connect_error(&url, e))?;
-        tracing::debug!(%url, "websocket connected");
+            .map_err(|e| connect_error(&endpoint, e))?;
+        tracing::debug!(%endpoint, "websocket connected");
         let endpoint = self.endpoint().unwrap_or_default();
         framed(stream)
             .max_message_size(max)
@@ -673,13 +592,40 @@ impl Transport for WebSocketTransport {
     }
 }
 
-fn connect_error(url: &Url, e: tungstenite::Error) -> Error {
+/// The typed error of a connection to `endpoint` (a URL without credentials) that failed
+/// with `e`: a refused upgrade is the HTTP status with the start of its body, a TLS failure
+/// [`Error::Tls`], any other I/O failure while connecting [`Error::Connect`].
+fn connect_error(endpoint: &str, e: tungstenite::Error) -> Error {
     match e {
-        tungstenite::Error::Http(response) => Error::Transport {
-            context: format!("websocket upgrade to {url} refused with HTTP {}", response.status()),
-            source: None,
-        },
-        e => Error::transport(format!("websocket connect to {url} failed"), e),
+        tungstenite::Error::Http(response) => {
+            let challenge = response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = response.body().as_deref().unwrap_or_default();
+            Error::http_status(response.status().as_u16(), body, challenge.as_deref())
+        }
+        e if super::failure::is_tls(&e) => {
+            Error::Tls { endpoint: endpoint.to_owned(), source: Box::new(e) }
+        }
+        #[cfg(any(feature = "rustls", feature = "native-tls"))]
+        tungstenite::Error::Tls(e) => {
+            Error::Tls { endpoint: endpoint.to_owned(), source: Box::new(e) }
+        }
+        tungstenite::Error::Io(e) => {
+            Error::Connect { endpoint: endpoint.to_owned(), source: Box::new(e) }
+        }
+        tungstenite::Error::Url(e) => {
+            Error::transport(format!("invalid websocket address {endpoint}"), e)
+        }
+        e @ (tungstenite::Error::Protocol(_) | tungstenite::Error::HttpFormat(_)) => {
+            Error::ProtocolViolation {
+                detail: format!("the websocket upgrade from {endpoint} is invalid"),
+                source: Some(Box::new(e)),
+            }
+        }
+        e => Error::transport(format!("websocket connect to {endpoint} failed"), e),
     }
 }
 

@@ -176,7 +176,7 @@ async fn drain(
 /// a queue that a short-lived task drains, in order, only while there is something to send. An
 /// idle driven connection is its tables and nothing else: no task, no channel.
 ///
-/// Made by [`Engine::drive`](super::Engine::drive); handlers are the engine's. Closing (or
+/// Made by [`embed::drive`](super::embed::drive); handlers are the engine's. Closing (or
 /// dropping) it ends the connection: in-flight handlers are cancelled, pending requests settle
 /// with `ConnectionClosed`, and the sender is closed once what was queued is sent.
 pub struct Driven {
@@ -234,7 +234,7 @@ impl Driven {
         Peer { conn: self.conn.clone(), related: None, served: None }
     }
 
-    /// The data attached with [`Engine::drive_with`](super::Engine::drive_with), if it is a `T`.
+    /// The data attached with [`embed::drive_with`](super::embed::drive_with), if it is a `T`.
     pub fn data<T: Any>(&self) -> Option<&T> {
         self.conn.data()
     }

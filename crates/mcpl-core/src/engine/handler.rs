@@ -82,7 +82,7 @@ pub struct RequestContext {
     pub(crate) peer: Peer,
     pub(crate) cancel: CancellationToken,
     /// What runs once the response is queued; `None` where the engine cannot tell (a request
-    /// served on its own, see [`Engine::serve_request`](super::Engine::serve_request)).
+    /// served on its own, see [`embed::serve_request`](super::embed::serve_request)).
     pub(crate) after_answer: Option<Arc<AfterAnswer>>,
 }
 
@@ -112,7 +112,7 @@ impl RequestContext {
     /// sends reaches the peer after the response. `f` does not run if the request is cancelled
     /// (it then gets no response). Returns `false`, dropping `f`, where the engine serves the
     /// request on its own and cannot order later messages after it
-    /// ([`Engine::serve_request`](super::Engine::serve_request)).
+    /// ([`embed::serve_request`](super::embed::serve_request)).
     ///
     /// # Examples
     ///

@@ -11,13 +11,13 @@ type Read = Box<dyn FnOnce() -> Option<Map<String, Value>> + Send>;
 ///
 /// For transports that read what they need of `_meta` themselves (the stateless HTTP era reads
 /// the protocol version and client capabilities while it decodes the request) and hand the
-/// request to [`Engine::serve_request_with`](super::Engine::serve_request_with): a handler
+/// request to [`embed::serve_request_with`](super::embed::serve_request_with): a handler
 /// that never reads `_meta` costs no map. Clones share the map, which is read at most once.
 ///
 /// # Examples
 ///
 /// ```
-/// use mcpl_core::engine::LazyMeta;
+/// use mcpl_core::engine::embed::LazyMeta;
 /// use serde_json::json;
 ///
 /// let body = br#"{"progressToken": 7}"#.to_vec();

@@ -43,10 +43,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::transport::{Transport, TransportSender};
+use crate::transport::{Transport, TransportEvent, TransportSender};
 
 mod connection;
 mod driven;
+pub mod embed;
 mod handler;
 mod lazy_meta;
 mod options;
@@ -56,12 +57,14 @@ mod typed;
 
 use self::connection::Connection;
 pub use self::connection::Peer;
+#[doc(hidden)]
 pub use self::driven::Driven;
 pub use self::handler::{
     BoxFuture, HandlerResult, NotificationContext, NotificationHandler, RequestContext,
     RequestHandler,
 };
 use self::handler::{SharedNotificationHandler, SharedRequestHandler};
+#[doc(hidden)]
 pub use self::lazy_meta::LazyMeta;
 pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
 pub use self::refusal::Refusal;
@@ -246,6 +249,7 @@ impl fmt::Display for CloseReason {
 
 type CloseCallback = Arc<dyn Fn(&CloseReason) + Send + Sync>;
 type RefusalHook = Arc<dyn Fn(&Refusal) + Send + Sync>;
+type EventHook = Arc<dyn Fn(&Peer, TransportEvent) + Send + Sync>;
 
 #[derive(Default)]
 pub(crate) struct HandlerTable {
@@ -299,9 +303,11 @@ pub(crate) struct Shared {
     pub(crate) handlers: Arc<HandlerTable>,
     pub(crate) next_id: Arc<AtomicI64>,
     next_generation: AtomicU64,
-    pub(crate) config: EngineConfig,
+    /// Shared with every connection (one pointer each, not a copy of the settings).
+    pub(crate) config: Arc<EngineConfig>,
     on_close: RwLock<Option<CloseCallback>>,
     on_refusal: RwLock<Option<RefusalHook>>,
+    on_transport_event: RwLock<Option<EventHook>>,
 }
 
 impl Shared {
@@ -328,6 +334,12 @@ impl Shared {
     pub(crate) fn run_refusal_hook(&self, refusal: &Refusal) -> bool {
         let hook = read(&self.on_refusal).clone();
         hook.map(|hook| hook(refusal)).is_some()
+    }
+
+    /// Runs the transport event hook; `false` if there is none.
+    pub(crate) fn run_event_hook(&self, peer: &Peer, event: TransportEvent) -> bool {
+        let hook = read(&self.on_transport_event).clone();
+        hook.map(|hook| hook(peer, event)).is_some()
     }
 }
 
@@ -369,9 +381,10 @@ impl Engine {
                 handlers: Arc::new(HandlerTable::default()),
                 next_id: Arc::new(AtomicI64::new(0)),
                 next_generation: AtomicU64::new(1),
-                config,
+                config: Arc::new(config),
                 on_close: RwLock::new(None),
                 on_refusal: RwLock::new(None),
+                on_transport_event: RwLock::new(None),
             }),
         }
     }
@@ -453,6 +466,35 @@ impl Engine {
     /// ```
     pub fn on_refusal(&self, hook: impl Fn(&Refusal) + Send + Sync + 'static) -> &Self {
         *write(&self.shared.on_refusal) = Some(Arc::new(hook));
+        self
+    }
+
+    /// Sets the hook told of the [`TransportEvent`]s of this engine's connections that the
+    /// engine does not act on itself (it settles [`TransportEvent::RequestFailed`] with the
+    /// error): a [`TransportEvent::SessionRenewed`], say. Events come from the transport,
+    /// never from the peer. The hook runs on the connection's reader, before the messages
+    /// that follow the event are read: keep it cheap (spawn what takes time). Replaces any
+    /// previous hook.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::Engine;
+    /// use mcpl_core::transport::TransportEvent;
+    ///
+    /// let engine = Engine::new();
+    /// engine.on_transport_event(|_peer, event| {
+    ///     if let TransportEvent::SessionRenewed(result) = event {
+    ///         tracing::info!(server = %result.server_info.name, "new session");
+    ///     }
+    /// });
+    /// # drop(engine);
+    /// ```
+    pub fn on_transport_event(
+        &self,
+        hook: impl Fn(&Peer, TransportEvent) + Send + Sync + 'static,
+    ) -> &Self {
+        *write(&self.shared.on_transport_event) = Some(Arc::new(hook));
         self
     }
 
@@ -598,25 +640,9 @@ impl Engine {
         Ok((peer, Some(output)))
     }
 
-    /// Serves one incoming `request` on the caller's task, answering through `sender`.
-    ///
-    /// For transports that carry exactly one request, such as a stateless HTTP request: no
-    /// connection is established (the engine's slot is untouched, so any number of these run
-    /// at once), and no task is spawned. The registered handler runs with a
-    /// [`RequestContext`] whose peer sends through `sender` as the handler goes (progress, log
-    /// messages); requests the handler makes of the peer fail at once with `-32601`. The
-    /// response is the last message sent.
-    ///
-    /// The request's `params._meta` (an object) moves into the context: the handler reads it
-    /// with [`RequestContext::meta`], and its `params` come without it.
-    ///
-    /// # Errors
-    ///
-    /// The sender's error.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the handler; nothing more is sent.
+    /// Embedding entry point: see
+    /// [`embed::serve_request`](crate::engine::embed::serve_request).
+    #[doc(hidden)]
     pub async fn serve_request<S: TransportSender>(
         &self,
         request: crate::jsonrpc::Request,
@@ -625,43 +651,9 @@ impl Engine {
         self.serve_request_with(request, None, None, sender).await
     }
 
-    /// Like [`serve_request`](Self::serve_request), for a transport that reads the request's
-    /// `_meta` only when the handler asks for it (`meta`, see [`LazyMeta`]; `request`'s params
-    /// then come without `_meta`), and with `data` attached to the request's connection: the
-    /// handler reads it with [`Peer::data`].
-    ///
-    /// # Errors
-    ///
-    /// The sender's error.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the handler; nothing more is sent.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::engine::{Engine, LazyMeta};
-    /// use mcpl_core::jsonrpc::{Message, Request};
-    /// use mcpl_core::transport::{Transport, TransportReceiver, memory};
-    /// use serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let engine = Engine::new();
-    /// engine.on_request("whoami", |ctx, _params| async move {
-    ///     let token = ctx.progress_token().cloned();
-    ///     Ok(json!({ "user": ctx.peer().data::<&str>().copied(), "token": token }))
-    /// });
-    /// let (ours, theirs) = memory::pair();
-    /// let (sender, _unused) = ours.start().await?;
-    /// let (_unused, mut inbox) = theirs.start().await?;
-    /// let meta = LazyMeta::new(|| json!({ "progressToken": "p" }).as_object().cloned());
-    /// let request = Request::new(1, "whoami", None);
-    /// engine.serve_request_with(request, Some(meta), Some(Box::new("alice")), sender).await?;
-    /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
-    /// assert_eq!(answer.result, json!({ "user": "alice", "token": "p" }));
-    /// # Ok(()) }
-    /// ```
+    /// Embedding entry point: see
+    /// [`embed::serve_request_with`](crate::engine::embed::serve_request_with).
+    #[doc(hidden)]
     pub async fn serve_request_with<S: TransportSender>(
         &self,
         request: crate::jsonrpc::Request,
@@ -674,52 +666,9 @@ impl Engine {
         conn.serve_inline(starter, request, meta, sender).await
     }
 
-    /// Runs `handler` as the handler of one incoming request on the caller's task, and
-    /// returns what it returned: unlike [`serve_request_with`](Self::serve_request_with), the
-    /// caller answers the request (through `sender` or any other way), so a result can go to
-    /// the wire without becoming a [`Value`] first.
-    ///
-    /// The request is `id` and `method`; its `_meta` is read on demand from `meta`, and `data`
-    /// is attached to its connection ([`Peer::data`]). No handler is looked up. The
-    /// [`RequestContext`] handed to `handler` sends through `sender` as the handler goes
-    /// (progress, log messages); requests it makes of the peer fail at once with `-32601`.
-    /// Once `handler` is done the connection is closed: nothing it left behind sends any more.
-    ///
-    /// # Errors
-    ///
-    /// The sender's error (the handler is then dropped).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future cancels the handler; nothing more is sent.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::engine::Engine;
-    /// use mcpl_core::jsonrpc::{Message, RequestId, Response};
-    /// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender, memory};
-    /// use serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
-    /// let engine = Engine::new();
-    /// let (ours, theirs) = memory::pair();
-    /// let (mut sender, _unused) = ours.start().await?;
-    /// let (_unused, mut inbox) = theirs.start().await?;
-    /// let id = RequestId::from(7);
-    /// let sum = engine
-    ///     .run_request(id.clone(), "add", None, None, &mut sender, |ctx| async move {
-    ///         ctx.peer().notify("notifications/message", Some(json!({"data": "adding"}))).await?;
-    ///         Ok::<_, mcpl_core::Error>(2 + 3)
-    ///     })
-    ///     .await??;
-    /// // The caller answers.
-    /// sender.send(Response::new(id, json!(sum)).into()).await?;
-    /// assert!(matches!(inbox.recv().await?, Some(Message::Notification(_))));
-    /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
-    /// assert_eq!(answer.result, json!(5));
-    /// # Ok(()) }
-    /// ```
+    /// Embedding entry point: see
+    /// [`embed::run_request`](crate::engine::embed::run_request).
+    #[doc(hidden)]
     pub async fn run_request<S, F, Fut>(
         &self,
         id: crate::jsonrpc::RequestId,
@@ -740,35 +689,23 @@ impl Engine {
         conn.run_inline(starter, (id, method.into()), meta, sender, handler).await
     }
 
-    /// A connection driven by the caller, answering through `sender`: see [`Driven`].
-    ///
-    /// Like [`serve_request`](Self::serve_request), it does not take the engine's slot: any
-    /// number of driven connections share the engine's handlers, each with its own tables.
-    /// Nothing runs while it is idle.
+    /// Numbers the requests this engine sends from `first` on (they count up from 0
+    /// otherwise). Instances of a fleet that pass a client's answers to each other start at
+    /// distinct random points, so an answer names the request of one instance only.
     ///
     /// # Examples
     ///
     /// ```
-    /// use mcpl_core::engine::Engine;
-    /// use mcpl_core::jsonrpc::{Message, Request, RequestId};
-    /// use mcpl_core::transport::{Transport, TransportReceiver, memory};
-    /// use serde_json::json;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
-    /// let engine = Engine::new();
-    /// engine.on_request("whoami", |ctx, _params| async move {
-    ///     Ok(json!(ctx.peer().data::<&str>().copied()))
-    /// });
-    /// // Whatever the connection sends goes to `sender`; here, one end of an in-memory pair.
-    /// let (ours, theirs) = memory::pair();
-    /// let (sender, _unused) = ours.start().await?;
-    /// let (_unused, mut inbox) = theirs.start().await?;
-    /// let driven = engine.drive_with(sender, "alice");
-    /// driven.deliver(Request::new(RequestId::from(1), "whoami", None).into()).await?;
-    /// let Some(Message::Response(answer)) = inbox.recv().await? else { panic!() };
-    /// assert_eq!(answer.result, json!("alice"));
-    /// # Ok(()) }
+    /// let engine = mcpl_core::engine::Engine::new();
+    /// engine.number_requests_from(1 << 40);
     /// ```
+    pub fn number_requests_from(&self, first: i64) {
+        self.shared.next_id.store(first, Ordering::Relaxed);
+    }
+
+    /// Embedding entry point: see
+    /// [`embed::drive`](crate::engine::embed::drive).
+    #[doc(hidden)]
     pub fn drive<S: TransportSender>(&self, sender: S) -> Driven {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
         Driven::new(generation, &self.shared, sender, None)
@@ -776,6 +713,7 @@ impl Engine {
 
     /// Like [`drive`](Self::drive), with `data` attached to the connection: handlers read it
     /// with [`Peer::data`] (through [`RequestContext::peer`] or [`NotificationContext::peer`]).
+    #[doc(hidden)]
     pub fn drive_with<S, D>(&self, sender: S, data: D) -> Driven
     where
         S: TransportSender,

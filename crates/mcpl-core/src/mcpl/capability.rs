@@ -151,7 +151,9 @@ pub fn understood_paths(mcpl: &Map<String, Value>, mcp_tools: bool) -> BTreeSet<
 /// the pattern's segment is exactly `*` (which matches any one segment). There is no `**` and
 /// no partial-segment glob (`chan*` is a literal segment).
 ///
-/// The same rule applies to feature-set names in `enabled` / `disabled`.
+/// The same rule applies to feature-set names in `enabled` / `disabled`. It is the protocol's
+/// rule for paths, not a glob: the character globs of name filters (tool lists, channel
+/// narrowing) are [`glob_match`](super::glob::glob_match).
 pub fn pattern_matches(pattern: &str, path: &str) -> bool {
     let mut pattern = pattern.split('.');
     let mut path = path.split('.');

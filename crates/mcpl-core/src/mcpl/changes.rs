@@ -1,6 +1,7 @@
 //! Manifest changes (spec §17): `mcpl/manifestChanged`, `mcpl/manifest`, the change domains,
 //! and the host's change-receipt vocabulary.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -21,7 +22,9 @@ pub enum ChangeDomain {
 
 /// `mcpl/manifestChanged` params (server to host, ungated). Exactly `{revision, domains}`;
 /// other members are a defect, kept in `extra` so a host can log them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ManifestChangedParams {
     /// The new revision (untrusted; equality only).
     pub revision: Revision,
@@ -32,8 +35,18 @@ pub struct ManifestChangedParams {
     pub extra: Map<String, Value>,
 }
 
+impl ManifestChangedParams {
+    /// A `ManifestChangedParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(revision: Revision, domains: Vec<ChangeDomain>) -> Self {
+        Self { revision, domains, extra: Default::default() }
+    }
+}
+
 /// `mcpl/manifest` params (empty). The result is the complete current [`Manifest`].
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ManifestParams {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]

@@ -4,6 +4,7 @@
 //! delivery happens only through `channels/publish`. `channels/acknowledge` and
 //! `channels/typing` follow the public TypeScript library's shapes (the spec names them only).
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -22,8 +23,10 @@ pub enum ChannelDirection {
 }
 
 /// A channel a server registers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelDescriptor {
     /// Unique per connection.
     pub id: String,
@@ -45,9 +48,32 @@ pub struct ChannelDescriptor {
     pub extra: Map<String, Value>,
 }
 
+impl ChannelDescriptor {
+    /// A `ChannelDescriptor` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        id: impl Into<String>,
+        channel_type: impl Into<String>,
+        label: impl Into<String>,
+        direction: ChannelDirection,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            channel_type: channel_type.into(),
+            label: label.into(),
+            direction,
+            address: None,
+            metadata: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/register` params (server to host).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RegisterChannelsParams {
     /// The channels.
     pub channels: Vec<ChannelDescriptor>,
@@ -56,9 +82,19 @@ pub struct RegisterChannelsParams {
     pub extra: Map<String, Value>,
 }
 
+impl RegisterChannelsParams {
+    /// A `RegisterChannelsParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channels: Vec<ChannelDescriptor>) -> Self {
+        Self { channels, extra: Default::default() }
+    }
+}
+
 /// The per-descriptor outcome of a registration or change.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelItemResult {
     /// The channel id.
     pub id: String,
@@ -72,9 +108,19 @@ pub struct ChannelItemResult {
     pub extra: Map<String, Value>,
 }
 
+impl ChannelItemResult {
+    /// A `ChannelItemResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(id: impl Into<String>, accepted: bool) -> Self {
+        Self { id: id.into(), accepted, reason: None, extra: Default::default() }
+    }
+}
+
 /// Result of `channels/register` and of the request form of `channels/changed`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelResults {
     /// One entry per descriptor.
     pub results: Vec<ChannelItemResult>,
@@ -84,8 +130,10 @@ pub struct ChannelResults {
 }
 
 /// `channels/changed` params (server to host; SDK servers always send the request form).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelsChangedParams {
     /// New channels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,7 +150,9 @@ pub struct ChannelsChangedParams {
 }
 
 /// `channels/list` params (empty).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListChannelsParams {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
@@ -110,8 +160,10 @@ pub struct ListChannelsParams {
 }
 
 /// `channels/list` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListChannelsResult {
     /// The channels.
     pub channels: Vec<ChannelDescriptor>,
@@ -121,8 +173,10 @@ pub struct ListChannelsResult {
 }
 
 /// History wanted when opening a channel.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct HistoryRequest {
     /// At most this many messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,8 +193,10 @@ pub struct HistoryRequest {
 }
 
 /// `channels/open` params (host to server, gated on `channels.lifecycle`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct OpenChannelParams {
     /// The kind of channel.
     #[serde(rename = "type")]
@@ -161,9 +217,26 @@ pub struct OpenChannelParams {
     pub extra: Map<String, Value>,
 }
 
+impl OpenChannelParams {
+    /// An `OpenChannelParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channel_type: impl Into<String>, address: Map<String, Value>) -> Self {
+        Self {
+            channel_type: channel_type.into(),
+            address,
+            metadata: None,
+            channel_id: None,
+            history: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/open` result (failure is error `-32024`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct OpenChannelResult {
     /// The opened channel.
     pub channel: ChannelDescriptor,
@@ -178,9 +251,19 @@ pub struct OpenChannelResult {
     pub extra: Map<String, Value>,
 }
 
+impl OpenChannelResult {
+    /// An `OpenChannelResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channel: ChannelDescriptor) -> Self {
+        Self { channel, history: None, history_truncated: None, extra: Default::default() }
+    }
+}
+
 /// `channels/close` params (unknown channel is error `-32023`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CloseChannelParams {
     /// The channel.
     pub channel_id: String,
@@ -189,9 +272,19 @@ pub struct CloseChannelParams {
     pub extra: Map<String, Value>,
 }
 
+impl CloseChannelParams {
+    /// A `CloseChannelParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channel_id: impl Into<String>) -> Self {
+        Self { channel_id: channel_id.into(), extra: Default::default() }
+    }
+}
+
 /// `channels/close` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CloseChannelResult {
     /// Whether it was closed.
     pub closed: bool,
@@ -200,9 +293,19 @@ pub struct CloseChannelResult {
     pub extra: Map<String, Value>,
 }
 
+impl CloseChannelResult {
+    /// A `CloseChannelResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(closed: bool) -> Self {
+        Self { closed, extra: Default::default() }
+    }
+}
+
 /// `channels/publish` params (host to server): the only way anything is delivered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PublishParams {
     /// The conversation the content comes from.
     pub conversation_id: String,
@@ -218,9 +321,29 @@ pub struct PublishParams {
     pub extra: Map<String, Value>,
 }
 
+impl PublishParams {
+    /// A `PublishParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        conversation_id: impl Into<String>,
+        channel_id: impl Into<String>,
+        content: Vec<McplContent>,
+    ) -> Self {
+        Self {
+            conversation_id: conversation_id.into(),
+            channel_id: channel_id.into(),
+            stream: None,
+            content,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/publish` result (request form).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PublishResult {
     /// Whether it was delivered.
     pub delivered: bool,
@@ -232,8 +355,18 @@ pub struct PublishResult {
     pub extra: Map<String, Value>,
 }
 
+impl PublishResult {
+    /// A `PublishResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(delivered: bool) -> Self {
+        Self { delivered, message_id: None, extra: Default::default() }
+    }
+}
+
 /// The author of an incoming message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Author {
     /// The author's id.
     pub id: String,
@@ -244,9 +377,19 @@ pub struct Author {
     pub extra: Map<String, Value>,
 }
 
+impl Author {
+    /// An `Author` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { id: id.into(), name: name.into(), extra: Default::default() }
+    }
+}
+
 /// A message arriving on a channel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct IncomingMessage {
     /// The channel.
     pub channel_id: String,
@@ -272,9 +415,35 @@ pub struct IncomingMessage {
     pub extra: Map<String, Value>,
 }
 
+impl IncomingMessage {
+    /// An `IncomingMessage` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        channel_id: impl Into<String>,
+        message_id: impl Into<String>,
+        author: Author,
+        timestamp: impl Into<String>,
+        content: Vec<McplContent>,
+    ) -> Self {
+        Self {
+            channel_id: channel_id.into(),
+            message_id: message_id.into(),
+            thread_id: None,
+            author,
+            timestamp: timestamp.into(),
+            content,
+            metadata: None,
+            tags: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/incoming` params (server to host, gated on `channels.incoming`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct IncomingParams {
     /// The messages (batching allowed).
     pub messages: Vec<IncomingMessage>,
@@ -283,9 +452,19 @@ pub struct IncomingParams {
     pub extra: Map<String, Value>,
 }
 
+impl IncomingParams {
+    /// An `IncomingParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(messages: Vec<IncomingMessage>) -> Self {
+        Self { messages, extra: Default::default() }
+    }
+}
+
 /// The per-message outcome of `channels/incoming`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct IncomingItemResult {
     /// The message.
     pub message_id: String,
@@ -302,9 +481,25 @@ pub struct IncomingItemResult {
     pub extra: Map<String, Value>,
 }
 
+impl IncomingItemResult {
+    /// An `IncomingItemResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(message_id: impl Into<String>, accepted: bool) -> Self {
+        Self {
+            message_id: message_id.into(),
+            accepted,
+            conversation_id: None,
+            reason: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/incoming` result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct IncomingResult {
     /// One entry per message.
     pub results: Vec<IncomingItemResult>,
@@ -314,8 +509,10 @@ pub struct IncomingResult {
 }
 
 /// `channels/outgoing/chunk` params (host to server, advisory, gated on `channels.streaming`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct OutgoingChunkParams {
     /// The inference producing the text.
     pub inference_id: String,
@@ -332,10 +529,33 @@ pub struct OutgoingChunkParams {
     pub extra: Map<String, Value>,
 }
 
+impl OutgoingChunkParams {
+    /// An `OutgoingChunkParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        inference_id: impl Into<String>,
+        conversation_id: impl Into<String>,
+        channel_id: impl Into<String>,
+        index: u64,
+        delta: impl Into<String>,
+    ) -> Self {
+        Self {
+            inference_id: inference_id.into(),
+            conversation_id: conversation_id.into(),
+            channel_id: channel_id.into(),
+            index,
+            delta: delta.into(),
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/outgoing/complete` params (host to server, advisory): the full moderated text,
 /// once per (inference, channel) that got chunks. Not a delivery: servers must not post it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct OutgoingCompleteParams {
     /// The inference.
     pub inference_id: String,
@@ -350,9 +570,30 @@ pub struct OutgoingCompleteParams {
     pub extra: Map<String, Value>,
 }
 
+impl OutgoingCompleteParams {
+    /// An `OutgoingCompleteParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        inference_id: impl Into<String>,
+        conversation_id: impl Into<String>,
+        channel_id: impl Into<String>,
+        content: Vec<McplContent>,
+    ) -> Self {
+        Self {
+            inference_id: inference_id.into(),
+            conversation_id: conversation_id.into(),
+            channel_id: channel_id.into(),
+            content,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/acknowledge` params (host to server; shape from the TypeScript library).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct AcknowledgeParams {
     /// The channel.
     pub channel_id: String,
@@ -368,9 +609,29 @@ pub struct AcknowledgeParams {
     pub extra: Map<String, Value>,
 }
 
+impl AcknowledgeParams {
+    /// An `AcknowledgeParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        channel_id: impl Into<String>,
+        message_id: impl Into<String>,
+        intent: impl Into<String>,
+    ) -> Self {
+        Self {
+            channel_id: channel_id.into(),
+            message_id: message_id.into(),
+            intent: intent.into(),
+            value: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `channels/acknowledge` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct AcknowledgeResult {
     /// Whether it was shown.
     pub acknowledged: bool,
@@ -385,15 +646,33 @@ pub struct AcknowledgeResult {
     pub extra: Map<String, Value>,
 }
 
+impl AcknowledgeResult {
+    /// An `AcknowledgeResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(acknowledged: bool) -> Self {
+        Self { acknowledged, representation: None, reason: None, extra: Default::default() }
+    }
+}
+
 /// `channels/typing` params (host to server notification).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TypingParams {
     /// The channel.
     pub channel_id: String,
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl TypingParams {
+    /// A `TypingParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channel_id: impl Into<String>) -> Self {
+        Self { channel_id: channel_id.into(), extra: Default::default() }
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Context hooks and inference metadata (spec §10): `context/beforeInference`,
 //! `inference/lifecycle`, and [`ModelInfo`].
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -8,8 +9,10 @@ use super::capability::paths;
 use super::content::TextOrBlocks;
 
 /// A model: the result of `model/info` and a member of hook params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ModelInfo {
     /// The model id.
     pub id: String,
@@ -25,9 +28,25 @@ pub struct ModelInfo {
     pub extra: Map<String, Value>,
 }
 
+impl ModelInfo {
+    /// A `ModelInfo` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(id: impl Into<String>, vendor: impl Into<String>, context_window: u64) -> Self {
+        Self {
+            id: id.into(),
+            vendor: vendor.into(),
+            context_window,
+            capabilities: Default::default(),
+            extra: Default::default(),
+        }
+    }
+}
+
 /// Token usage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Usage {
     /// Input tokens.
     pub input_tokens: u64,
@@ -35,12 +54,21 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl Usage {
+    /// The tokens an inference read and wrote.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Usage { input_tokens, output_tokens }
+    }
+}
+
 /// `context/beforeInference` params (host to server).
 ///
 /// `userMessage` is always written (as `null` unless `...observe` is granted, and for continued
 /// generation): a server with inject leaves but no `observe` is still called, write-without-read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct BeforeInferenceParams {
     /// Unique per inference.
     pub inference_id: String,
@@ -61,9 +89,32 @@ pub struct BeforeInferenceParams {
     pub extra: Map<String, Value>,
 }
 
+impl BeforeInferenceParams {
+    /// A `BeforeInferenceParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        inference_id: impl Into<String>,
+        conversation_id: impl Into<String>,
+        turn_index: u64,
+        model: ModelInfo,
+    ) -> Self {
+        Self {
+            inference_id: inference_id.into(),
+            conversation_id: conversation_id.into(),
+            turn_index,
+            user_message: None,
+            model,
+            channels: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// The channel context of an inference.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelContext {
     /// The message that triggered the inference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,8 +131,10 @@ pub struct ChannelContext {
 }
 
 /// A reference to an incoming message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct IncomingRef {
     /// The channel.
     pub channel_id: String,
@@ -93,18 +146,38 @@ pub struct IncomingRef {
     pub thread_id: Option<String>,
 }
 
+impl IncomingRef {
+    /// An `IncomingRef` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channel_id: impl Into<String>) -> Self {
+        Self { channel_id: channel_id.into(), message_id: None, thread_id: None }
+    }
+}
+
 /// A reference to a channel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelRef {
     /// The channel.
     pub channel_id: String,
 }
 
+impl ChannelRef {
+    /// A `ChannelRef` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(channel_id: impl Into<String>) -> Self {
+        Self { channel_id: channel_id.into() }
+    }
+}
+
 /// `context/beforeInference` result. The host authorizes **each** injection by its position
 /// against the grant current when the response arrives, never by `featureSet`/`namespace`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct BeforeInferenceResult {
     /// The feature set the contribution belongs to.
     pub feature_set: String,
@@ -114,6 +187,18 @@ pub struct BeforeInferenceResult {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl BeforeInferenceResult {
+    /// A `BeforeInferenceResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(feature_set: impl Into<String>) -> Self {
+        Self {
+            feature_set: feature_set.into(),
+            context_injections: Default::default(),
+            extra: Default::default(),
+        }
+    }
 }
 
 /// Where an injection goes.
@@ -140,8 +225,10 @@ impl Position {
 }
 
 /// One context injection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ContextInjection {
     /// Server-defined; not an authorization input.
     pub namespace: String,
@@ -155,6 +242,20 @@ pub struct ContextInjection {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl ContextInjection {
+    /// A `ContextInjection` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(namespace: impl Into<String>, position: Position, content: TextOrBlocks) -> Self {
+        Self {
+            namespace: namespace.into(),
+            position,
+            content,
+            metadata: None,
+            extra: Default::default(),
+        }
+    }
 }
 
 /// The phase an `inference/lifecycle` notification reports.
@@ -180,8 +281,10 @@ impl LifecyclePhase {
 
 /// `inference/lifecycle` params (host to server, gated on `inferenceLifecycle`). Metadata only,
 /// never content. Only `inferenceId` and `phase` are reliably present.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct LifecycleParams {
     /// The inference.
     pub inference_id: String,
@@ -202,6 +305,22 @@ pub struct LifecycleParams {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl LifecycleParams {
+    /// A `LifecycleParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(inference_id: impl Into<String>, phase: LifecyclePhase) -> Self {
+        Self {
+            inference_id: inference_id.into(),
+            phase,
+            conversation_id: None,
+            turn_index: None,
+            model: None,
+            usage: None,
+            extra: Default::default(),
+        }
+    }
 }
 
 #[cfg(test)]

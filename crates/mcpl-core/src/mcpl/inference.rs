@@ -1,6 +1,7 @@
 //! Server-initiated inference (spec §11): `inference/request`, its streamed `inference/chunk`s,
 //! and `model/info`.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -12,8 +13,10 @@ use crate::jsonrpc::RequestId;
 
 /// `inference/request` params (server to host, gated on `inferenceRequest`, and on
 /// `inferenceRequest.streaming` too when `stream` is true).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InferenceRequestParams {
     /// The feature set (required).
     pub feature_set: String,
@@ -34,6 +37,21 @@ pub struct InferenceRequestParams {
 }
 
 impl InferenceRequestParams {
+    /// An `InferenceRequestParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(feature_set: impl Into<String>, messages: Vec<InferenceMessage>) -> Self {
+        Self {
+            feature_set: feature_set.into(),
+            conversation_id: None,
+            stream: None,
+            messages,
+            preferences: None,
+            extra: Default::default(),
+        }
+    }
+}
+
+impl InferenceRequestParams {
     /// The capability paths this request needs: `inferenceRequest`, plus
     /// `inferenceRequest.streaming` if `stream` is true.
     pub fn required_capabilities(&self) -> &'static [&'static str] {
@@ -46,7 +64,9 @@ impl InferenceRequestParams {
 }
 
 /// One message of an inference request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InferenceMessage {
     /// `user`, `assistant`, ...
     pub role: String,
@@ -54,9 +74,19 @@ pub struct InferenceMessage {
     pub content: TextOrBlocks,
 }
 
+impl InferenceMessage {
+    /// An `InferenceMessage` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(role: impl Into<String>, content: TextOrBlocks) -> Self {
+        Self { role: role.into(), content }
+    }
+}
+
 /// Inference preferences; extra keys (`model`, `modelTier`, ...) are advisory.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InferencePreferences {
     /// Maximum output tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,8 +112,10 @@ open_enum! {
 }
 
 /// `inference/request` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InferenceResult {
     /// The generated text.
     pub content: String,
@@ -98,9 +130,30 @@ pub struct InferenceResult {
     pub extra: Map<String, Value>,
 }
 
+impl InferenceResult {
+    /// An `InferenceResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        content: impl Into<String>,
+        model: impl Into<String>,
+        finish_reason: FinishReason,
+        usage: Usage,
+    ) -> Self {
+        Self {
+            content: content.into(),
+            model: model.into(),
+            finish_reason,
+            usage,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `inference/chunk` params (host to server, gated on `inferenceRequest.streaming`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InferenceChunkParams {
     /// The JSON-RPC id of the `inference/request` (a number or a string).
     pub request_id: RequestId,
@@ -113,8 +166,18 @@ pub struct InferenceChunkParams {
     pub extra: Map<String, Value>,
 }
 
+impl InferenceChunkParams {
+    /// An `InferenceChunkParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(request_id: RequestId, index: u64, delta: impl Into<String>) -> Self {
+        Self { request_id, index, delta: delta.into(), extra: Default::default() }
+    }
+}
+
 /// `model/info` params (empty).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ModelInfoParams {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]

@@ -11,12 +11,13 @@
 //!
 //! let manifest = Manifest::new()
 //!     .with_push_events(true)
-//!     .with_channels(Capability::Detailed(ChannelsCapability {
-//!         register: Some(true),
-//!         publish: Some(true),
-//!         ..Default::default()
-//!     }))
-//!     .with_feature_set("demo.messaging", FeatureSet::new("Demo", ["channels.publish", "pushEvents"]))
+//!     .with_channels(Capability::Detailed(ChannelsCapability::default()
+//!         .with_register(true)
+//!         .with_publish(true)))
+//!     .with_feature_set("demo.messaging", FeatureSet::new(
+//!         "Demo",
+//!         ["channels.publish", "pushEvents"],
+//!     ))
 //!     .with_computed_revision()
 //!     .unwrap();
 //! assert_eq!(manifest.version(), Some("0.5"));
@@ -24,6 +25,7 @@
 //! assert!(manifest.revision().unwrap().is_well_formed());
 //! ```
 
+use derive_setters::Setters;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::de::DeserializeOwned;
@@ -50,8 +52,10 @@ pub enum Capability<T> {
 }
 
 /// `contextHooks`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ContextHooksCapability {
     /// `contextHooks.beforeInference`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,8 +66,10 @@ pub struct ContextHooksCapability {
 }
 
 /// `contextHooks.beforeInference`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct BeforeInferenceCapability {
     /// Reading the user message (`...observe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,8 +83,10 @@ pub struct BeforeInferenceCapability {
 }
 
 /// `contextHooks.beforeInference.inject`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InjectCapability {
     /// Into the system position.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,8 +103,10 @@ pub struct InjectCapability {
 }
 
 /// `inferenceRequest`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InferenceRequestCapability {
     /// `inferenceRequest.streaming`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,8 +117,10 @@ pub struct InferenceRequestCapability {
 }
 
 /// `channels`: an object of seven booleans (not a boolean itself, except as shorthand).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ChannelsCapability {
     /// `channels.register`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -138,8 +150,10 @@ pub struct ChannelsCapability {
 
 /// The capability members of `experimental.mcpl`, typed. Both the manifest and the host
 /// advertisement carry them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct McplCapabilities {
     /// `pushEvents`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,8 +198,10 @@ fn member<T: DeserializeOwned>(map: &Map<String, Value>, key: &str) -> Option<T>
 ///
 /// Feature configuration is not here (it follows in `featureSets/update`); `featureSets` is a
 /// boolean saying the host understands feature sets.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct HostAdvertisement {
     /// The MCPL version (`"0.5"`).
     pub version: String,
@@ -231,8 +247,10 @@ pub enum Uses {
 }
 
 /// A feature set declaration (`featureSets.<name>`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct FeatureSet {
     /// Free text (required by the schema; absent reads as empty).
     #[serde(default)]
@@ -346,6 +364,14 @@ pub struct InvalidFeatureSet {
     /// Why it was left out.
     #[source]
     pub error: FeatureSetError,
+}
+
+impl InvalidFeatureSet {
+    /// An `InvalidFeatureSet` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(name: impl Into<String>, error: FeatureSetError) -> Self {
+        Self { name: name.into(), error }
+    }
 }
 
 /// `featureSets` read declaration by declaration: see [`FeatureSets::read`].

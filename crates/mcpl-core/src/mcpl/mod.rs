@@ -6,7 +6,8 @@
 //! - [`capability`]: the 17 capability paths, the advertisement walk, the capability grant.
 //! - [`policy`]: `featureSets/update`, the degradation receipt, feature-set derivation.
 //! - [`authorize`]: host-side admission of server messages and per-injection authorization.
-//! - [`digest`]: the manifest revision (own RFC 8785 JCS + SHA-256).
+//! - [`digest`]: the manifest revision (RFC 8785 JCS + SHA-256).
+//! - [`glob`]: the glob of name filters (tool allow/deny lists, channel narrowing).
 //! - [`methods`]: a marker type per MCPL method, the method names and their gates.
 //! - Messages: [`state`], [`push`], [`hooks`], [`inference`], [`channels`], [`changes`],
 //!   [`content`] (MCPL's own content blocks), [`tags`].
@@ -21,6 +22,7 @@ pub mod channels;
 pub mod content;
 pub mod digest;
 pub mod errors;
+pub mod glob;
 pub mod hooks;
 pub mod inference;
 pub mod manifest;

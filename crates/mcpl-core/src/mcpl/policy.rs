@@ -1,6 +1,7 @@
 //! The negotiated policy: `featureSets/update` (spec §5.3, §6.7), the server's degradation
 //! receipt, and the derivation of which feature sets are enabled (spec §6.4).
 
+use derive_setters::Setters;
 use std::collections::BTreeMap;
 
 use serde::de::Error as _;
@@ -15,8 +16,10 @@ use super::open_enum::open_enum;
 ///
 /// Sent as a **request** for every grant change; as a notification it carries descriptive
 /// metadata only, and a server applies nothing from it but its `disabled` list.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct FeatureSetsUpdateParams {
     /// The grant: the sole allowlist. Absent in a request means a grant of nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,8 +76,10 @@ open_enum! {
 }
 
 /// A feature set the policy leaves unavailable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UnavailableFeature {
     /// The feature set.
     pub feature_set: String,
@@ -91,9 +96,25 @@ pub struct UnavailableFeature {
     pub extra: Map<String, Value>,
 }
 
+impl UnavailableFeature {
+    /// An `UnavailableFeature` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(feature_set: impl Into<String>, effect: FeatureEffect) -> Self {
+        Self {
+            feature_set: feature_set.into(),
+            missing_capabilities: None,
+            effect,
+            reason: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// The server accepted the policy (possibly degraded).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct AcceptedReceipt {
     /// `degraded` if something is unavailable; omitted otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,8 +131,10 @@ pub struct AcceptedReceipt {
 }
 
 /// The server refused the policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RefusedReceipt {
     /// What the host should do (required).
     pub fallback: Fallback,
@@ -124,6 +147,14 @@ pub struct RefusedReceipt {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl RefusedReceipt {
+    /// A `RefusedReceipt` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(fallback: Fallback) -> Self {
+        Self { fallback, missing_capabilities: None, reason: None, extra: Default::default() }
+    }
 }
 
 /// The result of a `featureSets/update` request: the degradation receipt. It is testimony, not

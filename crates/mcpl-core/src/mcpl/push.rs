@@ -1,13 +1,16 @@
 //! `push/event` (spec §9): the server pushes an event for the model to see.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::content::McplContent;
 
 /// `push/event` params (server to host, gated on `pushEvents`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PushEventParams {
     /// The feature set the event belongs to (required).
     pub feature_set: String,
@@ -28,9 +31,32 @@ pub struct PushEventParams {
     pub extra: Map<String, Value>,
 }
 
+impl PushEventParams {
+    /// A `PushEventParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(
+        feature_set: impl Into<String>,
+        event_id: impl Into<String>,
+        timestamp: impl Into<String>,
+        payload: PushPayload,
+    ) -> Self {
+        Self {
+            feature_set: feature_set.into(),
+            event_id: event_id.into(),
+            timestamp: timestamp.into(),
+            origin: None,
+            payload,
+            tags: None,
+            extra: Default::default(),
+        }
+    }
+}
+
 /// The payload of a push event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PushPayload {
     /// The content.
     pub content: Vec<McplContent>,
@@ -39,10 +65,20 @@ pub struct PushPayload {
     pub extra: Map<String, Value>,
 }
 
+impl PushPayload {
+    /// A `PushPayload` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(content: Vec<McplContent>) -> Self {
+        Self { content, extra: Default::default() }
+    }
+}
+
 /// `push/event` result. `accepted: false` is the host's treatment of an admitted event
 /// (deduplicated, throttled); authorization failures are errors instead.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PushEventResult {
     /// Whether the host accepted the event.
     pub accepted: bool,
@@ -55,6 +91,14 @@ pub struct PushEventResult {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl PushEventResult {
+    /// A `PushEventResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(accepted: bool) -> Self {
+        Self { accepted, inference_id: None, reason: None, extra: Default::default() }
+    }
 }
 
 #[cfg(test)]

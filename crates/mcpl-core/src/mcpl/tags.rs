@@ -10,6 +10,7 @@
 //! assert!(!closed.contains(chat::AMBIENT)); // addressed wins over ambient
 //! ```
 
+use derive_setters::Setters;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -177,8 +178,10 @@ open_enum! {
 
 /// A producer's tag ontology (`featureSets.<name>.tagOntology`). Its `implies` edges and
 /// treatments are hints: a host applies them only after explicit operator acceptance.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TagOntology {
     /// Core (`chat:*`) tags the producer emits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,8 +205,10 @@ pub struct TagOntology {
 }
 
 /// One described tag.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TagDescription {
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,8 +231,10 @@ pub struct TagDescription {
 }
 
 /// A keyed tag family (`namespace:key=value`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct KeyedTag {
     /// Free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -244,8 +251,10 @@ pub struct KeyedTag {
 }
 
 /// One treatment rule: matchers over the closure-expanded tag set, and a behaviour.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TreatmentRule {
     /// Matches if any of these globs matches a tag.
     #[serde(default, skip_serializing_if = "Option::is_none")]

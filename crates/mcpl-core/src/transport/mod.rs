@@ -15,8 +15,9 @@
 
 use std::future::Future;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::jsonrpc::{Message, RequestId};
+use crate::types::InitializeResult;
 
 pub mod framed;
 pub mod lines;
@@ -123,6 +124,40 @@ pub trait TransportSender: Send + 'static {
     fn close(self) -> impl Future<Output = Result<()>> + Send;
 }
 
+/// What a transport tells its connection about itself, apart from the peer's messages.
+///
+/// Only transport code makes these: nothing the peer sends decodes into one, so a peer cannot
+/// forge them (a server sending a notification named like one is just a notification).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TransportEvent {
+    /// Our request `id` failed in the transport, not at the peer: it could not be sent, or
+    /// its answer could not be read (a refused connection, a TLS failure, an HTTP error
+    /// status, an oversized or unreadable response). The engine settles the request with
+    /// `error`; the event itself does not end the connection.
+    RequestFailed {
+        /// The request.
+        id: RequestId,
+        /// What happened.
+        error: Error,
+    },
+    /// The transport replaced the session the server forgot with a new one, by sending the
+    /// `initialize` request again (Streamable HTTP in the 2025 era): the new session's
+    /// `initialize` result, whose capabilities, identity and instructions now hold.
+    SessionRenewed(Box<InitializeResult>),
+}
+
+/// What a [`TransportReceiver`] hands its connection: a message from the peer or an event of
+/// the transport itself.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Incoming {
+    /// A message from the peer.
+    Message(Message),
+    /// An event of the transport (see [`TransportEvent`]).
+    Event(TransportEvent),
+}
+
 /// The receiving half of a started transport.
 pub trait TransportReceiver: Send + 'static {
     /// Reads the next message.
@@ -135,4 +170,16 @@ pub trait TransportReceiver: Send + 'static {
     /// [`ErrorKind::MessageTooLarge`](crate::ErrorKind::MessageTooLarge) concern one message
     /// only: the engine answers them and keeps reading. Any other error ends the connection.
     fn recv(&mut self) -> impl Future<Output = Result<Option<Message>>> + Send;
+
+    /// Reads the next message or [`TransportEvent`]: the engine reads through this method.
+    /// Transports with events of their own override it; the default hands over the messages
+    /// of [`recv`](Self::recv). A receiver that wraps another should forward this method too,
+    /// or the inner transport's events are lost to the engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`recv`](Self::recv).
+    fn recv_incoming(&mut self) -> impl Future<Output = Result<Option<Incoming>>> + Send {
+        async { Ok(self.recv().await?.map(Incoming::Message)) }
+    }
 }

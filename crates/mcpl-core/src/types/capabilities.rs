@@ -4,6 +4,7 @@
 //! Every capability object keeps members this SDK does not know in its `extra` map, so a
 //! capability added by a later revision survives a round trip.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -11,8 +12,10 @@ use super::content::Icon;
 use super::params::JsonObject;
 
 /// The name and version of an MCP implementation (client or server).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Implementation {
     /// The programmatic name.
     pub name: String,
@@ -47,8 +50,10 @@ impl Implementation {
 }
 
 /// The client's support for roots.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RootsCapability {
     /// Whether the client sends `notifications/roots/list_changed` (up to 2025-11-25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,8 +64,10 @@ pub struct RootsCapability {
 }
 
 /// The client's support for sampling.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SamplingCapability {
     /// Support for `includeContext` values other than `none` (soft-deprecated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,8 +81,10 @@ pub struct SamplingCapability {
 }
 
 /// The client's support for elicitation. An empty object means form mode only.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ElicitationCapability {
     /// Support for form-mode elicitation (2025-11-25 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,8 +98,10 @@ pub struct ElicitationCapability {
 }
 
 /// The sampling requests a client can run as tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SamplingTaskRequests {
     /// Task-augmented `sampling/createMessage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,8 +112,10 @@ pub struct SamplingTaskRequests {
 }
 
 /// The elicitation requests a client can run as tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ElicitationTaskRequests {
     /// Task-augmented `elicitation/create`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,8 +126,10 @@ pub struct ElicitationTaskRequests {
 }
 
 /// The requests a client can run as tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ClientTaskRequests {
     /// Sampling requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,8 +143,10 @@ pub struct ClientTaskRequests {
 }
 
 /// The client's support for tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ClientTasksCapability {
     /// Support for `tasks/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,8 +163,10 @@ pub struct ClientTasksCapability {
 }
 
 /// What a client supports.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,8 +195,10 @@ pub struct ClientCapabilities {
 }
 
 /// A server's support for prompts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PromptsCapability {
     /// Whether the server sends `notifications/prompts/list_changed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,8 +209,10 @@ pub struct PromptsCapability {
 }
 
 /// A server's support for resources.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ResourcesCapability {
     /// Whether clients can subscribe to updates of single resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -203,8 +226,10 @@ pub struct ResourcesCapability {
 }
 
 /// A server's support for tools.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolsCapability {
     /// Whether the server sends `notifications/tools/list_changed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -215,8 +240,10 @@ pub struct ToolsCapability {
 }
 
 /// The tool requests a server can run as tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolTaskRequests {
     /// Task-augmented `tools/call`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,8 +254,10 @@ pub struct ToolTaskRequests {
 }
 
 /// The requests a server can run as tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ServerTaskRequests {
     /// Tool requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,8 +268,10 @@ pub struct ServerTaskRequests {
 }
 
 /// A server's support for tasks (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ServerTasksCapability {
     /// Support for `tasks/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,8 +288,10 @@ pub struct ServerTasksCapability {
 }
 
 /// What a server supports.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ServerCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]

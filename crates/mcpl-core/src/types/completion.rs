@@ -1,5 +1,6 @@
 //! Argument completion: `completion/complete`.
 
+use derive_setters::Setters;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -10,9 +11,11 @@ use super::result::{ResultType, impl_result_type};
 use super::serde_util::{strict_tag, tagged_union};
 
 /// A reference to a prompt (`"type": "ref/prompt"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "ref/prompt")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PromptReference {
     /// The prompt's name.
     pub name: String,
@@ -30,9 +33,11 @@ impl PromptReference {
 
 /// A reference to a resource template (`"type": "ref/resource"`; `ResourceReference` in
 /// revisions before 2025-06-18).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "ref/resource")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ResourceTemplateReference {
     /// The URI or URI template.
     pub uri: String,
@@ -60,7 +65,9 @@ tagged_union!(CompletionReference, "type", {
 });
 
 /// The argument being completed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CompletionArgument {
     /// The argument's name.
     pub name: String,
@@ -68,8 +75,18 @@ pub struct CompletionArgument {
     pub value: String,
 }
 
+impl CompletionArgument {
+    /// A `CompletionArgument` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self { name: name.into(), value: value.into() }
+    }
+}
+
 /// Values of arguments already resolved (2025-06-18 and later).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CompletionContext {
     /// Resolved arguments by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,7 +94,9 @@ pub struct CompletionContext {
 }
 
 /// Params of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CompleteRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -109,8 +128,10 @@ impl CompleteRequestParams {
 }
 
 /// The completion values.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Completion {
     /// The values, at most 100.
     pub values: Vec<String>,
@@ -123,8 +144,10 @@ pub struct Completion {
 }
 
 /// The answer to `completion/complete`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CompleteResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,7 @@
 //! Content blocks (text, image, audio, resource links, embedded resources, tool use and tool
 //! results), annotations, roles and icons.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -19,8 +20,10 @@ pub enum Role {
 }
 
 /// Optional hints telling a client how to use or display an object.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Annotations {
     /// Who the object is meant for: the user, the assistant, or both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,8 +48,10 @@ pub enum IconTheme {
 
 /// An icon a client may show for an implementation, tool, prompt or resource (2025-11-25 and
 /// later).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Icon {
     /// The icon's URI: an `https:` URL or a `data:` URI.
     pub src: String,
@@ -69,9 +74,11 @@ impl Icon {
 }
 
 /// Text content (`"type": "text"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "text", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -91,9 +98,11 @@ impl TextContent {
 }
 
 /// An image (`"type": "image"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "image", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ImageContent {
     /// The base64-encoded image data.
     pub data: String,
@@ -120,9 +129,11 @@ impl ImageContent {
 }
 
 /// Audio (`"type": "audio"`, 2025-03-26 and later).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "audio", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct AudioContent {
     /// The base64-encoded audio data.
     pub data: String,
@@ -152,9 +163,11 @@ impl AudioContent {
 ///
 /// It has the fields of a [`Resource`](crate::types::Resource); it need not appear in
 /// `resources/list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "resource_link", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ResourceLink {
     /// The resource's URI.
     pub uri: String,
@@ -201,9 +214,11 @@ impl ResourceLink {
 }
 
 /// The contents of a resource, embedded in a message (`"type": "resource"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "resource", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     /// The resource's contents.
     pub resource: ResourceContents,
@@ -223,9 +238,11 @@ impl EmbeddedResource {
 }
 
 /// A model's request to call a tool, in sampling (`"type": "tool_use"`, 2025-11-25 and later).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "tool_use", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolUseContent {
     /// The id of this tool use; the matching [`ToolResultContent`] refers to it.
     pub id: String,
@@ -246,9 +263,11 @@ impl ToolUseContent {
 }
 
 /// The result of a tool use, in sampling (`"type": "tool_result"`, 2025-11-25 and later).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "tool_result", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolResultContent {
     /// The id of the [`ToolUseContent`] this answers.
     pub tool_use_id: String,

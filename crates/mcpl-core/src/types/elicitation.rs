@@ -1,6 +1,7 @@
 //! Elicitation: a server asking the user for input, through a form (with a restricted JSON
 //! Schema of primitive fields) or, from 2025-11-25, by sending them to a URL.
 
+use derive_setters::Setters;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -26,9 +27,11 @@ pub enum StringFormat {
 }
 
 /// A string field (`"type": "string"`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "string", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct StringSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,8 +64,10 @@ pub enum NumberType {
 }
 
 /// A number field (`"type": "number"` or `"integer"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct NumberSchema {
     /// `number` or `integer`.
     #[serde(rename = "type")]
@@ -99,9 +104,11 @@ impl NumberSchema {
 }
 
 /// A boolean field (`"type": "boolean"`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "boolean")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct BooleanSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,7 +122,9 @@ pub struct BooleanSchema {
 }
 
 /// One titled option of an enum field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct EnumOption {
     /// The value.
     #[serde(rename = "const")]
@@ -133,9 +142,11 @@ impl EnumOption {
 
 /// A single-choice field whose options are plain values (2025-11-25 and later; earlier
 /// revisions call it `EnumSchema`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "string")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UntitledSingleSelectEnumSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,9 +163,11 @@ pub struct UntitledSingleSelectEnumSchema {
 }
 
 /// A single-choice field whose options have labels (2025-11-25 and later).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "string", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TitledSingleSelectEnumSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,9 +184,11 @@ pub struct TitledSingleSelectEnumSchema {
 
 /// A single-choice field with labels in a parallel, non-standard `enumNames` list (the
 /// 2025-06-18 `EnumSchema`, kept for compatibility).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "string", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct LegacyTitledEnumSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,9 +208,11 @@ pub struct LegacyTitledEnumSchema {
 }
 
 /// The `items` of an untitled multi-select field.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "string")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UntitledEnumItems {
     /// The options.
     #[serde(rename = "enum")]
@@ -203,17 +220,21 @@ pub struct UntitledEnumItems {
 }
 
 /// The `items` of a titled multi-select field.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TitledEnumItems {
     /// The options.
     pub any_of: Vec<EnumOption>,
 }
 
 /// A multiple-choice field whose options are plain values (2025-11-25 and later).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "array", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UntitledMultiSelectEnumSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -235,9 +256,11 @@ pub struct UntitledMultiSelectEnumSchema {
 }
 
 /// A multiple-choice field whose options have labels (2025-11-25 and later).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "array", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TitledMultiSelectEnumSchema {
     /// The field's label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -382,9 +405,11 @@ schema_union! {
 }
 
 /// The restricted JSON Schema of an elicitation form: a flat object of primitive fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "type", rename = "object")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ElicitationSchema {
     /// The JSON Schema dialect (`$schema`).
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
@@ -393,6 +418,7 @@ pub struct ElicitationSchema {
     pub properties: BTreeMap<String, PrimitiveSchemaDefinition>,
     /// The names of the required fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(skip)]
     pub required: Option<Vec<String>>,
 }
 
@@ -425,8 +451,10 @@ pub enum FormMode {
 }
 
 /// Params of a form-mode `elicitation/create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ElicitRequestFormParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -462,9 +490,11 @@ impl ElicitRequestFormParams {
 
 /// Params of a URL-mode `elicitation/create` (`"mode": "url"`, 2025-11-25 and later): the
 /// client sends the user to a URL, for input that must not pass through the client.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(remote = "Self")]
 #[serde(tag = "mode", rename = "url", rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ElicitRequestURLParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -559,8 +589,10 @@ pub enum ElicitValue {
 }
 
 /// The client's answer to `elicitation/create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ElicitResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@
 //! carry the schema's names (`CallToolRequest`, `CancelledNotification`,
 //! `CallToolResultResponse`, …).
 
+use derive_setters::Setters;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -75,7 +76,9 @@ struct RawError {
 }
 
 /// A typed JSON-RPC request for method `M`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RequestMessage<M: Method> {
     /// The request id.
     pub id: RequestId,
@@ -116,7 +119,9 @@ impl<'de, M: Method> Deserialize<'de> for RequestMessage<M> {
 }
 
 /// A typed JSON-RPC notification for method `N`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct NotificationMessage<N: NotificationMethod> {
     /// The params (always written; absent params read as `{}`).
     pub params: N::Params,
@@ -154,7 +159,9 @@ impl<'de, N: NotificationMethod> Deserialize<'de> for NotificationMessage<N> {
 }
 
 /// A typed successful JSON-RPC response.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ResultResponse<R> {
     /// The id of the request this answers.
     pub id: RequestId,
@@ -194,7 +201,9 @@ impl<'de, R: DeserializeOwned> Deserialize<'de> for ResultResponse<R> {
 /// `id` is `None` when the request's id could not be read; the MCP schemas make `id` optional
 /// (and do not allow `null`), so `None` is written by omitting `id`, and both an absent and a
 /// `null` id read as `None`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ErrorResponseMessage {
     /// The id of the request this answers.
     pub id: Option<RequestId>,
@@ -235,7 +244,9 @@ impl<'de> Deserialize<'de> for ErrorResponseMessage {
 ///
 /// `params` stays absent when absent (`roots/list` needs none); any other member is kept in
 /// `extra`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InputRequestMessage<M: Method> {
     /// The params.
     pub params: Option<M::Params>,

@@ -1,5 +1,6 @@
 //! Typed `data` of the MCP-specific JSON-RPC errors.
 
+use derive_setters::Setters;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -11,6 +12,7 @@ use crate::jsonrpc::{ErrorCode, ErrorObject};
 
 /// Why an [`ErrorObject`] could not be read as a typed MCP error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ErrorDataError {
     /// The error has another code.
     #[error("expected error code {expected}, found {found}")]
@@ -49,7 +51,9 @@ pub trait McpErrorData: Serialize + DeserializeOwned {
 }
 
 /// `data` of an unsupported-protocol-version error (`-32022`, 2026-07-28).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UnsupportedProtocolVersionData {
     /// The revision the request asked for.
     pub requested: String,
@@ -57,16 +61,34 @@ pub struct UnsupportedProtocolVersionData {
     pub supported: Vec<String>,
 }
 
+impl UnsupportedProtocolVersionData {
+    /// An `UnsupportedProtocolVersionData` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(requested: impl Into<String>, supported: Vec<String>) -> Self {
+        Self { requested: requested.into(), supported }
+    }
+}
+
 impl McpErrorData for UnsupportedProtocolVersionData {
     const CODE: ErrorCode = ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
 }
 
 /// `data` of a missing-required-client-capability error (`-32021`, 2026-07-28).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct MissingRequiredClientCapabilityData {
     /// The capabilities the request needs.
     pub required_capabilities: ClientCapabilities,
+}
+
+impl MissingRequiredClientCapabilityData {
+    /// A `MissingRequiredClientCapabilityData` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(required_capabilities: ClientCapabilities) -> Self {
+        Self { required_capabilities }
+    }
 }
 
 impl McpErrorData for MissingRequiredClientCapabilityData {
@@ -75,13 +97,23 @@ impl McpErrorData for MissingRequiredClientCapabilityData {
 
 /// `data` of a URL-elicitation-required error (`-32042`, 2025-11-25): the elicitations the
 /// user must complete before the request can be retried.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UrlElicitationRequiredData {
     /// The URL-mode elicitations.
     pub elicitations: Vec<ElicitRequestURLParams>,
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl UrlElicitationRequiredData {
+    /// An `UrlElicitationRequiredData` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(elicitations: Vec<ElicitRequestURLParams>) -> Self {
+        Self { elicitations, extra: Default::default() }
+    }
 }
 
 impl McpErrorData for UrlElicitationRequiredData {

@@ -1,6 +1,7 @@
 //! Connection lifecycle: the 2025 `initialize` handshake, `ping`, and the 2026-07-28
 //! `server/discover`.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -10,8 +11,10 @@ use super::params::RequestParams;
 use super::result::{CacheScope, ResultType, impl_result_type};
 
 /// Params of `initialize` (up to 2025-11-25): the client's version, capabilities and identity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InitializeRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -45,8 +48,10 @@ impl InitializeRequestParams {
 }
 
 /// The server's answer to `initialize` (up to 2025-11-25).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InitializeResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -96,8 +101,10 @@ pub type DiscoverRequestParams = RequestParams;
 /// The server's answer to `server/discover` (2026-07-28): the revisions it speaks, its
 /// capabilities, and for how long the answer may be cached. The server's identity travels in
 /// `_meta` under `io.modelcontextprotocol/serverInfo`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct DiscoverResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

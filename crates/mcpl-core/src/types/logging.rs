@@ -1,5 +1,6 @@
 //! Logging: levels, `logging/setLevel` and `notifications/message`.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -29,7 +30,9 @@ pub enum LoggingLevel {
 
 /// Params of `logging/setLevel` (up to 2025-11-25; 2026-07-28 sends the level in each request's
 /// `_meta` instead).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SetLevelRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -49,7 +52,9 @@ impl SetLevelRequestParams {
 }
 
 /// Params of `notifications/message`: one log message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct LoggingMessageNotificationParams {
     /// Notification metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

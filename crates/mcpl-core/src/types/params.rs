@@ -1,5 +1,6 @@
 //! The base params objects shared by many requests and notifications.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -15,10 +16,13 @@ pub type JsonObject = Map<String, Value>;
 ///
 /// In 2026-07-28 every request's `_meta` is required and must hold the protocol version and the
 /// client capabilities (see [`Meta::for_request`]); earlier revisions make params optional.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    #[setters(skip)]
     pub meta: Option<Meta>,
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
@@ -33,7 +37,9 @@ impl RequestParams {
 }
 
 /// Params of a list request: an optional cursor.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PaginatedRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -55,7 +61,9 @@ impl PaginatedRequestParams {
 
 /// Params carrying only `_meta`, for notifications such as `notifications/initialized` and the
 /// `list_changed` notifications.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct NotificationParams {
     /// Notification metadata; in 2026-07-28 it may carry
     /// `io.modelcontextprotocol/subscriptionId`.

@@ -1,5 +1,6 @@
 //! Prompts: templates a server offers, `prompts/list` and `prompts/get`.
 
+use derive_setters::Setters;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -10,8 +11,10 @@ use super::meta::Meta;
 use super::result::{CacheScope, InputResponses, ResultType, impl_result_type};
 
 /// An argument a prompt accepts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PromptArgument {
     /// The argument's name.
     pub name: String,
@@ -34,8 +37,10 @@ impl PromptArgument {
 }
 
 /// A prompt or prompt template a server offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Prompt {
     /// The programmatic name.
     pub name: String,
@@ -71,7 +76,9 @@ impl Prompt {
 }
 
 /// One message of a prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PromptMessage {
     /// Who says it.
     pub role: Role,
@@ -87,8 +94,10 @@ impl PromptMessage {
 }
 
 /// The answer to `prompts/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListPromptsResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -113,8 +122,10 @@ pub struct ListPromptsResult {
 }
 
 /// Params of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct GetPromptRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -150,8 +161,10 @@ impl GetPromptRequestParams {
 }
 
 /// The answer to `prompts/get`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct GetPromptResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

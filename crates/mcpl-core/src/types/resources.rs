@@ -1,5 +1,6 @@
 //! Resources: definitions, templates, contents, and the `resources/*` requests.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -9,8 +10,10 @@ use super::result::{CacheScope, InputResponses, ResultType, impl_result_type};
 use super::serde_util::from_value;
 
 /// A resource a server can read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Resource {
     /// The resource's URI.
     pub uri: String,
@@ -57,8 +60,10 @@ impl Resource {
 }
 
 /// A family of resources described by an RFC 6570 URI template.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ResourceTemplate {
     /// The URI template.
     pub uri_template: String,
@@ -101,8 +106,10 @@ impl ResourceTemplate {
 }
 
 /// The contents of a text resource.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TextResourceContents {
     /// The resource's URI.
     pub uri: String,
@@ -124,8 +131,10 @@ impl TextResourceContents {
 }
 
 /// The contents of a binary resource.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     /// The resource's URI.
     pub uri: String,
@@ -192,8 +201,10 @@ impl From<BlobResourceContents> for ResourceContents {
 }
 
 /// The answer to `resources/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListResourcesResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -218,8 +229,10 @@ pub struct ListResourcesResult {
 }
 
 /// The answer to `resources/templates/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListResourceTemplatesResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -245,8 +258,10 @@ pub struct ListResourceTemplatesResult {
 
 /// Params naming one resource: `resources/subscribe`, `resources/unsubscribe` (the schema's
 /// `ResourceRequestParams`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ResourceRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -272,8 +287,10 @@ pub type SubscribeRequestParams = ResourceRequestParams;
 pub type UnsubscribeRequestParams = ResourceRequestParams;
 
 /// Params of `resources/read`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ReadResourceRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -305,8 +322,10 @@ impl ReadResourceRequestParams {
 }
 
 /// The answer to `resources/read`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ReadResourceResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,7 @@
 //! Result basics: the 2026-07-28 `resultType`, cache hints, empty and paginated results,
 //! `input_required` results with their input requests and responses, and [`Outcome`].
 
+use derive_setters::Setters;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -107,8 +108,10 @@ pub(crate) use impl_result_type;
 
 /// A result with no members of its own (the answer to `ping`, `resources/subscribe`,
 /// `logging/setLevel`...); also the schema's base `Result`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct EmptyResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -122,8 +125,10 @@ pub struct EmptyResult {
 }
 
 /// The members every paginated result has (the schema's `PaginatedResult`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct PaginatedResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -140,8 +145,10 @@ pub struct PaginatedResult {
 }
 
 /// The members every cacheable 2026-07-28 result has (the schema's `CacheableResult`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CacheableResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -214,8 +221,10 @@ pub type InputResponses = BTreeMap<String, InputResponse>;
 /// The members a retried 2026-07-28 request adds after an `input_required` result (the
 /// schema's `InputResponseRequestParams`; `tools/call`, `prompts/get` and `resources/read` params
 /// carry the same members).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InputResponseRequestParams {
     /// Request metadata (required).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -235,8 +244,10 @@ pub struct InputResponseRequestParams {
 ///
 /// The client answers each input request and retries the original request with
 /// `inputResponses` and the `requestState` echoed back.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct InputRequiredResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -297,6 +308,42 @@ impl<R> Outcome<R> {
 impl<R> From<R> for Outcome<R> {
     fn from(r: R) -> Self {
         Outcome::Complete(r)
+    }
+}
+
+impl<R: serde::de::DeserializeOwned> Outcome<R> {
+    /// Decodes an outcome from a result already read as JSON, as its `Deserialize` does, but
+    /// in one walk of the value (deserializing from a [`Value`] first copies it into a map).
+    ///
+    /// # Errors
+    ///
+    /// The decoding error, as `serde_json::from_value` gives it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::{EmptyResult, Outcome};
+    /// use serde_json::json;
+    ///
+    /// let o = Outcome::<EmptyResult>::from_value(json!({"resultType": "input_required"})).unwrap();
+    /// assert!(matches!(o, Outcome::InputRequired(_)));
+    /// let o = Outcome::<EmptyResult>::from_value(json!({})).unwrap();
+    /// assert!(matches!(o, Outcome::Complete(_)));
+    /// assert!(Outcome::<EmptyResult>::from_value(json!(1)).is_err());
+    /// ```
+    pub fn from_value(value: Value) -> serde_json::Result<Self> {
+        let map = match value {
+            Value::Object(map) => map,
+            // Not an object: the same error as the `Deserialize` impl gives.
+            other => serde_json::from_value::<Map<String, Value>>(other)?,
+        };
+        if str_member(&map, "resultType") == Some("input_required") {
+            serde_json::from_value(Value::Object(map)).map(Outcome::InputRequired)
+        } else if map.get("task").is_some_and(Value::is_object) {
+            serde_json::from_value(Value::Object(map)).map(Outcome::TaskCreated)
+        } else {
+            serde_json::from_value(Value::Object(map)).map(Outcome::Complete)
+        }
     }
 }
 

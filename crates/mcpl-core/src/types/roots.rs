@@ -1,5 +1,6 @@
 //! Roots: the directories or files a client exposes to servers (`roots/list`).
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -8,7 +9,9 @@ use super::params::RequestParams;
 use super::result::{ResultType, impl_result_type};
 
 /// A root: a `file://` URI the server may work within.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Root {
     /// The root's URI.
     pub uri: String,
@@ -31,8 +34,10 @@ impl Root {
 pub type ListRootsRequestParams = RequestParams;
 
 /// The client's answer to `roots/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListRootsResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,6 @@
 //! Sampling: a server asking the client's model for a completion (`sampling/createMessage`).
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -12,7 +13,9 @@ use super::tasks::TaskMetadata;
 use super::tools::Tool;
 
 /// A hint for choosing a model: a name or a name fragment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ModelHint {
     /// A full or partial model name, e.g. `"claude-3"` or `"sonnet"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -20,8 +23,10 @@ pub struct ModelHint {
 }
 
 /// What the server cares about when the client picks a model. Priorities run from 0 to 1.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ModelPreferences {
     /// Model name hints, in order of preference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,7 +67,9 @@ pub enum ToolChoiceMode {
 }
 
 /// How the model may use tools in sampling (2025-11-25 and later).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolChoice {
     /// The mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,7 +99,9 @@ impl From<Vec<SamplingMessageContentBlock>> for SamplingContent {
 }
 
 /// A message of a sampling conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SamplingMessage {
     /// Who says it.
     pub role: Role,
@@ -111,8 +120,10 @@ impl SamplingMessage {
 }
 
 /// Params of `sampling/createMessage`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CreateMessageRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -175,8 +186,10 @@ impl CreateMessageRequestParams {
 }
 
 /// The client's answer to `sampling/createMessage`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CreateMessageResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -23,6 +23,7 @@
 //! assert_eq!(ContentDigest::of(b"").to_string().len(), "sha256:".len() + 64);
 //! ```
 
+use derive_setters::Setters;
 use std::fmt;
 use std::str::FromStr;
 
@@ -77,8 +78,10 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// assert!(settings.directory_read());
 /// assert!(!SkillsSettings::default().directory_read());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SkillsSettings {
     /// Whether the server implements `resources/directory/read`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,7 +266,9 @@ impl SkillVerificationError {
 }
 
 /// One file of a skill: its URI, and the digest and size of its raw bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SkillResource {
     /// The file's resource URI.
     pub uri: String,
@@ -271,6 +276,14 @@ pub struct SkillResource {
     pub digest: ContentDigest,
     /// The length of the raw bytes.
     pub size: u64,
+}
+
+impl SkillResource {
+    /// A `SkillResource` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(uri: impl Into<String>, digest: ContentDigest, size: u64) -> Self {
+        Self { uri: uri.into(), digest, size }
+    }
 }
 
 impl SkillResource {
@@ -414,7 +427,9 @@ impl FrontmatterError {
 /// assert_eq!(bad.kind(), FrontmatterErrorKind::InvalidName);
 /// assert_eq!(SkillFrontmatter::parse_document("# no frontmatter").unwrap_err().kind(), FrontmatterErrorKind::Missing);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SkillFrontmatter {
     /// The skill's name.
     pub name: String,
@@ -611,7 +626,9 @@ pub fn skill_name_of(uri: &str) -> Option<&str> {
 }
 
 /// The entry for one skill, as `skills/list` and `skills/get` return it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Skill {
     /// The resource URI of the skill's `SKILL.md`.
     pub uri: String,
@@ -713,8 +730,10 @@ impl Skill {
 }
 
 /// The answer to `skills/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListSkillsResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -739,8 +758,10 @@ pub struct ListSkillsResult {
 }
 
 /// Params of `skills/get`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct GetSkillRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -760,8 +781,10 @@ impl GetSkillRequestParams {
 }
 
 /// The answer to `skills/get`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct GetSkillResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -797,8 +820,10 @@ impl GetSkillResult {
 }
 
 /// Params of `resources/directory/read`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ReadDirectoryRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -822,8 +847,10 @@ impl ReadDirectoryRequestParams {
 
 /// The answer to `resources/directory/read`: the directory's direct children (subdirectories
 /// with the MIME type [`DIRECTORY_MIME_TYPE`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ReadDirectoryResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,6 @@
 //! The 2026-07-28 notification stream: `subscriptions/listen` and its acknowledgement.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -7,8 +8,10 @@ use super::meta::Meta;
 use super::result::{ResultType, impl_result_type};
 
 /// Which notifications a `subscriptions/listen` stream carries.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SubscriptionFilter {
     /// `notifications/tools/list_changed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,7 +31,9 @@ pub struct SubscriptionFilter {
 }
 
 /// Params of `subscriptions/listen`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SubscriptionsListenRequestParams {
     /// Request metadata (required).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -42,8 +47,10 @@ pub struct SubscriptionsListenRequestParams {
 
 /// The answer ending a `subscriptions/listen` stream. Its `_meta` carries the stream's
 /// `io.modelcontextprotocol/subscriptionId` (see [`Meta::subscription_id`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SubscriptionsListenResult {
     /// Result metadata (required: holds the subscription id).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -60,7 +67,9 @@ impl_result_type!(SubscriptionsListenResult);
 
 /// Params of `notifications/subscriptions/acknowledged`: the notifications the server agreed
 /// to send on the stream.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct SubscriptionsAcknowledgedNotificationParams {
     /// Notification metadata (carries the subscription id).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

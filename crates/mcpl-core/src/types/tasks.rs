@@ -7,6 +7,7 @@
 //! [`UpdateTaskRequestParams`]), where task creation is server-directed, the result is
 //! inlined in `tasks/get`, and `tasks/result` and `tasks/list` are gone.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -42,8 +43,10 @@ impl TaskStatus {
 }
 
 /// A task's state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Task {
     /// The task's id.
     pub task_id: String,
@@ -86,7 +89,9 @@ impl Task {
 }
 
 /// Asks for a request to run as a task (the `task` member of task-augmented params).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TaskMetadata {
     /// How long to keep the task after creation, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,15 +99,27 @@ pub struct TaskMetadata {
 }
 
 /// Ties a message to a task, under `io.modelcontextprotocol/related-task` in `_meta`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RelatedTaskMetadata {
     /// The task's id.
     pub task_id: String,
 }
 
+impl RelatedTaskMetadata {
+    /// A `RelatedTaskMetadata` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(task_id: impl Into<String>) -> Self {
+        Self { task_id: task_id.into() }
+    }
+}
+
 /// The base of task-augmented request params (the schema's `TaskAugmentedRequestParams`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TaskAugmentedRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -116,8 +133,10 @@ pub struct TaskAugmentedRequestParams {
 }
 
 /// Params naming a task: `tasks/get`, `tasks/result`, `tasks/cancel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TaskIdParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -144,8 +163,10 @@ pub type GetTaskPayloadRequestParams = TaskIdParams;
 pub type CancelTaskRequestParams = TaskIdParams;
 
 /// The immediate answer to a task-augmented request: the task that will produce the result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CreateTaskResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -168,8 +189,10 @@ impl CreateTaskResult {
 }
 
 /// A task's state as a result: the answer to `tasks/get` and `tasks/cancel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TaskResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -199,8 +222,10 @@ pub type CancelTaskResult = TaskResult;
 
 /// The answer to `tasks/result`: the result of the task's underlying request, whose members
 /// are kept in `extra` (decode them with [`GetTaskPayloadResult::decode`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct GetTaskPayloadResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -218,8 +243,10 @@ impl GetTaskPayloadResult {
 }
 
 /// The answer to `tasks/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListTasksResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -238,7 +265,9 @@ pub struct ListTasksResult {
 }
 
 /// Params of `notifications/tasks/status`: a task's new state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct TaskStatusNotificationParams {
     /// Notification metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -267,8 +296,10 @@ impl_result_type!(CreateTaskResult, TaskResult, ListTasksResult);
 /// The answer to `tasks/get` is this object plus `resultType: "complete"`; the
 /// `CreateTaskResult` of the extension is the same object without payload, plus
 /// `resultType: "task"` (see [`DetailedTask::without_payload`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct DetailedTask {
     /// The task's id.
     pub task_id: String,
@@ -337,8 +368,10 @@ impl DetailedTask {
 ///
 /// `input_responses` stays raw JSON: answers to keys that are not outstanding are ignored,
 /// whatever their shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct UpdateTaskRequestParams {
     /// Request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -353,6 +386,20 @@ pub struct UpdateTaskRequestParams {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl UpdateTaskRequestParams {
+    /// An `UpdateTaskRequestParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(task_id: impl Into<String>, input_responses: Map<String, Value>) -> Self {
+        Self {
+            meta: None,
+            task_id: task_id.into(),
+            input_responses,
+            request_state: None,
+            extra: Default::default(),
+        }
+    }
 }
 
 #[cfg(test)]

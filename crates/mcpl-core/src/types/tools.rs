@@ -1,5 +1,6 @@
 //! Tools: definitions, `tools/list` and `tools/call`.
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -10,8 +11,10 @@ use super::tasks::TaskMetadata;
 
 /// Hints about a tool's behaviour. They are hints only: a client must not rely on them for
 /// tools from untrusted servers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// A human-readable title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,8 +46,10 @@ pub enum TaskSupport {
 }
 
 /// Execution properties of a tool (2025-11-25).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolExecution {
     /// Whether the tool can run as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,7 +61,9 @@ pub struct ToolExecution {
 /// The common members are typed; any other keyword (`oneOf`, `$defs`, `additionalProperties`...)
 /// is kept in `extra`. An input schema must have `type: "object"`; in 2026-07-28 an output
 /// schema may have any type.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ToolSchema {
     /// The JSON Schema dialect (`$schema`); 2020-12 when absent.
     #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +76,7 @@ pub struct ToolSchema {
     pub properties: Option<Map<String, Value>>,
     /// The required property names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(skip)]
     pub required: Option<Vec<String>>,
     /// Every other keyword, preserved.
     #[serde(flatten)]
@@ -97,8 +105,10 @@ impl ToolSchema {
 }
 
 /// A tool a server offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct Tool {
     /// The programmatic name.
     pub name: String,
@@ -149,8 +159,10 @@ impl Tool {
 }
 
 /// The answer to `tools/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct ListToolsResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -175,8 +187,10 @@ pub struct ListToolsResult {
 }
 
 /// Params of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CallToolRequestParams {
     /// Request metadata (required in 2026-07-28).
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -185,6 +199,7 @@ pub struct CallToolRequestParams {
     pub name: String,
     /// The tool's arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[setters(skip)]
     pub arguments: Option<Map<String, Value>>,
     /// Run the call as a task (2025-11-25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +234,57 @@ impl CallToolRequestParams {
     pub fn with_arguments(mut self, arguments: Map<String, Value>) -> Self {
         self.arguments = Some(arguments);
         self
+    }
+
+    /// Sets the arguments from any `Serialize` value that serializes to a JSON object: a
+    /// struct, a map, `json!({..})`; `()` (or `null`) sets none.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Serialization`](crate::Error::Serialization) if `arguments` does not
+    /// serialize, or serializes to something other than an object or `null`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::types::CallToolRequestParams;
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Serialize)]
+    /// struct Forecast {
+    ///     city: &'static str,
+    /// }
+    ///
+    /// let params = CallToolRequestParams::new("forecast")
+    ///     .with_serialized_arguments(Forecast { city: "Oslo" })?;
+    /// assert_eq!(params.arguments.unwrap()["city"], "Oslo");
+    /// let none = CallToolRequestParams::new("now").with_serialized_arguments(())?;
+    /// assert_eq!(none.arguments, None);
+    /// assert!(CallToolRequestParams::new("x").with_serialized_arguments(json!([1])).is_err());
+    /// # Ok::<(), mcpl_core::Error>(())
+    /// ```
+    pub fn with_serialized_arguments(
+        mut self,
+        arguments: impl Serialize,
+    ) -> Result<Self, crate::Error> {
+        let invalid =
+            |source| crate::Error::Serialization { what: "the tool arguments".to_owned(), source };
+        self.arguments = match serde_json::to_value(arguments).map_err(invalid)? {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                let kind = match other {
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::String(_) => "a string",
+                    _ => "an array",
+                };
+                return Err(invalid(serde::ser::Error::custom(format!(
+                    "tool arguments must be a JSON object, not {kind}"
+                ))));
+            }
+        };
+        Ok(self)
     }
 
     /// Reads the params from a JSON object, as `serde_json::from_value` does, moving its
@@ -288,8 +354,10 @@ impl CallToolRequestParams {
 ///
 /// A tool's own failure is reported here with `isError: true` (so the model can see it), not as
 /// a JSON-RPC error.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct CallToolResult {
     /// Result metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -395,6 +463,47 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn setters_fill_the_optional_members() {
+        let tool = Tool::new("add", ToolSchema::object())
+            .with_title("Add")
+            .with_description("Adds two numbers")
+            .with_annotations(ToolAnnotations::default().with_read_only_hint(true));
+        assert_eq!(
+            serde_json::to_value(&tool).unwrap(),
+            json!({
+                "name": "add",
+                "title": "Add",
+                "description": "Adds two numbers",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true}
+            })
+        );
+        let call = CallToolRequestParams::new("add").with_task(TaskMetadata::default());
+        assert!(call.task.is_some());
+    }
+
+    #[test]
+    fn serialized_arguments_are_any_object_or_none() {
+        #[derive(Serialize)]
+        struct Query {
+            city: &'static str,
+        }
+        let args = |a| CallToolRequestParams::new("t").with_serialized_arguments(a);
+        let expected = json!({"city": "Lisbon"}).as_object().cloned();
+        assert_eq!(args(json!(Query { city: "Lisbon" })).unwrap().arguments, expected);
+        assert_eq!(args(json!({"city": "Lisbon"})).unwrap().arguments, expected);
+        assert_eq!(args(json!(null)).unwrap().arguments, None);
+        let none = CallToolRequestParams::new("t").with_serialized_arguments(()).unwrap();
+        assert_eq!(none.arguments, None);
+        for bad in [json!([1]), json!("x"), json!(3), json!(true)] {
+            let error = args(bad.clone()).unwrap_err();
+            assert_eq!(error.kind(), crate::ErrorKind::Serialization, "{bad}");
+            let cause = std::error::Error::source(&error).unwrap().to_string();
+            assert!(cause.contains("must be a JSON object"), "{cause}");
+        }
+    }
 
     #[test]
     fn a_tool_keeps_members_it_does_not_know() {

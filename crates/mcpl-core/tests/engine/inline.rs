@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use mcpl_core::engine::{Engine, LazyMeta};
+use mcpl_core::engine::Engine;
+use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{Message, RequestId};
 use mcpl_core::transport::Transport;
 use mcpl_core::{Error, ErrorKind};

@@ -588,3 +588,38 @@ async fn a_request_sent_for_a_request_ends_when_that_request_is_cancelled() {
     assert_eq!(told.method, "notifications/cancelled");
     assert_eq!(told.params.unwrap()["requestId"], json!(asked.id));
 }
+
+/// A request the transport failed settles with the transport's typed error, not a JSON-RPC
+/// error; other events reach the hook, with the connection going on.
+#[tokio::test]
+async fn transport_events_settle_requests_and_reach_the_hook() {
+    use mcpl_core::transport::TransportEvent;
+    use mcpl_core::types::InitializeResult;
+    let client = Engine::new();
+    let (renewed_tx, mut renewed) = tokio::sync::mpsc::unbounded_channel();
+    client.on_transport_event(move |_peer, event| {
+        if let TransportEvent::SessionRenewed(result) = event {
+            renewed_tx.send(result.server_info.name.clone()).unwrap();
+        }
+    });
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    let peer = client.connect(transport).await.unwrap();
+    let call = {
+        let peer = peer.clone();
+        tokio::spawn(async move { peer.request("tools/list", None, RequestOptions::new()).await })
+    };
+    let sent = tokio::time::timeout(Duration::from_secs(10), script.sent.recv()).await.unwrap();
+    let id = sent.unwrap().id().cloned().unwrap();
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    let error = mcpl_core::Error::Connect { endpoint: "http://x".into(), source: refused.into() };
+    script.events.send(TransportEvent::RequestFailed { id, error }).unwrap();
+    let failed = tokio::time::timeout(Duration::from_secs(10), call).await.unwrap().unwrap();
+    assert_eq!(failed.unwrap_err().kind(), ErrorKind::Connect);
+    let result: InitializeResult = serde_json::from_value(json!({"protocolVersion": "2025-11-25",
+        "capabilities": {}, "serverInfo": {"name": "renewed", "version": "2"}}))
+    .unwrap();
+    script.events.send(TransportEvent::SessionRenewed(Box::new(result))).unwrap();
+    let name = tokio::time::timeout(Duration::from_secs(10), renewed.recv()).await.unwrap();
+    assert_eq!(name.as_deref(), Some("renewed"));
+    assert!(client.is_connected());
+}

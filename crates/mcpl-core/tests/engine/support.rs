@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use mcpl_core::jsonrpc::{Message, RequestId};
-use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+use mcpl_core::transport::{
+    Incoming, Transport, TransportEvent, TransportReceiver, TransportSender,
+};
 use mcpl_core::{Error, Result};
 use tokio::sync::mpsc;
 
@@ -27,6 +29,8 @@ pub struct Script {
     pub related: mpsc::UnboundedReceiver<Option<RequestId>>,
     /// Feed messages (or an end/err) to the engine.
     pub inject: mpsc::UnboundedSender<Result<Option<Message>>>,
+    /// Feed transport events to the engine (read before injected messages).
+    pub events: mpsc::UnboundedSender<TransportEvent>,
     /// Set once `start` ran.
     pub started: Arc<AtomicBool>,
     /// How many times `close` ran.
@@ -37,6 +41,7 @@ pub struct ScriptedTransport {
     sent: mpsc::UnboundedSender<Message>,
     related: mpsc::UnboundedSender<Option<RequestId>>,
     inject: mpsc::UnboundedReceiver<Result<Option<Message>>>,
+    events: mpsc::UnboundedReceiver<TransportEvent>,
     started: Arc<AtomicBool>,
     closes: Arc<AtomicUsize>,
     close: CloseBehavior,
@@ -47,6 +52,7 @@ pub fn scripted(close: CloseBehavior) -> (ScriptedTransport, Script) {
     let (sent_tx, sent_rx) = mpsc::unbounded_channel();
     let (related_tx, related_rx) = mpsc::unbounded_channel();
     let (inject_tx, inject_rx) = mpsc::unbounded_channel();
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
     let started = Arc::new(AtomicBool::new(false));
     let closes = Arc::new(AtomicUsize::new(0));
     (
@@ -54,12 +60,20 @@ pub fn scripted(close: CloseBehavior) -> (ScriptedTransport, Script) {
             sent: sent_tx,
             related: related_tx,
             inject: inject_rx,
+            events: events_rx,
             started: started.clone(),
             closes: closes.clone(),
             close,
             fail_start: false,
         },
-        Script { sent: sent_rx, related: related_rx, inject: inject_tx, started, closes },
+        Script {
+            sent: sent_rx,
+            related: related_rx,
+            inject: inject_tx,
+            events: events_tx,
+            started,
+            closes,
+        },
     )
 }
 
@@ -78,6 +92,7 @@ pub struct ScriptedSender {
 
 pub struct ScriptedReceiver {
     inject: mpsc::UnboundedReceiver<Result<Option<Message>>>,
+    events: mpsc::UnboundedReceiver<TransportEvent>,
 }
 
 impl Transport for ScriptedTransport {
@@ -96,7 +111,7 @@ impl Transport for ScriptedTransport {
                 closes: self.closes,
                 close: self.close,
             },
-            ScriptedReceiver { inject: self.inject },
+            ScriptedReceiver { inject: self.inject, events: self.events },
         ))
     }
 }
@@ -127,6 +142,18 @@ impl TransportReceiver for ScriptedReceiver {
             Some(item) => item,
             // The test dropped its end: keep the transport open forever, like a transport that
             // never signals closure.
+            None => std::future::pending().await,
+        }
+    }
+
+    async fn recv_incoming(&mut self) -> Result<Option<Incoming>> {
+        let message = tokio::select! {
+            biased;
+            Some(event) = self.events.recv() => return Ok(Some(Incoming::Event(event))),
+            message = self.inject.recv() => message,
+        };
+        match message {
+            Some(item) => Ok(item?.map(Incoming::Message)),
             None => std::future::pending().await,
         }
     }

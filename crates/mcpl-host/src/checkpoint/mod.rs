@@ -2,10 +2,10 @@
 //! injection into calls, rollback bookkeeping, retention and persistence.
 //!
 //! ```
-//! use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+//! use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryCheckpointStore, StateMode};
 //! use serde_json::json;
 //!
-//! let manager = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+//! let manager = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 //! manager.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
 //! // A tool tagged with notes.store returned a patch against the (empty) root.
 //! let state = json!({"checkpoint": "c1", "parent": null,
@@ -39,8 +39,11 @@ use serde_json::Value;
 use self::writer::{Slot, Slots, Writer, lock};
 
 pub use self::attribution::{Attribution, DropReason, attribute_injection, attribute_result};
+#[allow(deprecated)]
+pub use self::store::MemoryStore;
 pub use self::store::{
-    CheckpointStore, FORMAT_VERSION, FileStore, Loaded, MemoryStore, StoreError, Unreadable,
+    CheckpointStore, FORMAT_VERSION, FileStore, Loaded, MemoryCheckpointStore, StoreError,
+    Unreadable,
 };
 pub use self::tree::{
     CheckpointNode, CheckpointTree, Incoming, MoveError, RecordError, Recorded, StateMode,
@@ -51,9 +54,9 @@ pub use self::tree::{
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode, TreeKey};
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode, TreeKey};
 ///
-/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
 /// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
 /// // Keys sort by server, then feature set.
@@ -113,6 +116,7 @@ impl fmt::Display for TreeKey {
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoadIssue {
     /// The tree, when known.
     pub key: Option<TreeKey>,
@@ -127,10 +131,10 @@ pub struct LoadIssue {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+/// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryCheckpointStore, StateMode};
 /// use serde_json::json;
 ///
-/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
 /// // No checkpoint yet: the call carries nothing.
 /// assert_eq!(trees.injection("notes", Some("notes.store")), Injection::Nothing);
@@ -165,10 +169,10 @@ impl Injection {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
     /// // `tools/call` params; the checkpoint (and state) go beside `name` and `arguments`.
@@ -194,11 +198,11 @@ impl Injection {
 ///
 /// ```
 /// use mcpl_host::checkpoint::{
-///     CheckpointManager, MemoryStore, RecordOutcome, Recorded, StateMode,
+///     CheckpointManager, MemoryCheckpointStore, RecordOutcome, Recorded, StateMode,
 /// };
 /// use serde_json::json;
 ///
-/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
 /// let outcome = trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {}}));
 /// assert_eq!(
@@ -245,11 +249,11 @@ pub enum RecordOutcome {
 ///
 /// ```
 /// use mcpl_host::checkpoint::{
-///     CheckpointManager, MemoryStore, MoveError, RollbackError, StateMode,
+///     CheckpointManager, MemoryCheckpointStore, MoveError, RollbackError, StateMode,
 /// };
 /// use serde_json::json;
 ///
-/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 /// trees.register("db", "db.rows", StateMode::ServerManaged, false).unwrap();
 /// trees.record_result("db", None, &json!({"checkpoint": "c1"}));
 /// let err = trees.prepare_rollback("db", "db.rows", "c1").unwrap_err();
@@ -262,6 +266,7 @@ pub enum RecordOutcome {
 /// ));
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RollbackError {
     /// No tree for (server, feature set).
     #[error("no stateful feature set {0}")]
@@ -279,10 +284,10 @@ pub enum RollbackError {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
 /// use serde_json::json;
 ///
-/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
 /// // A call to a tool of notes.store; its result carried state.
 /// trees.record_result(
@@ -360,11 +365,11 @@ impl CheckpointManager {
     ///
     /// ```
     /// use mcpl_core::mcpl::state::StateBudget;
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, RecordOutcome, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, RecordOutcome, StateMode};
     /// use serde_json::json;
     ///
     /// let budget = StateBudget::default().with_max_size(1024);
-    /// let trees = CheckpointManager::open_with(MemoryStore::new(), 100, budget).unwrap();
+    /// let trees = CheckpointManager::open_with(MemoryCheckpointStore::new(), 100, budget).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
     /// let big = json!({"checkpoint": "c1", "data": {"text": "x".repeat(2000)}});
     /// let outcome = trees.record_result("notes", None, &big);
@@ -446,10 +451,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
     /// // A reconnect registers the set again: the tree is resumed, not reset.
@@ -496,10 +501,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.register("notes", "notes.sync", StateMode::ServerManaged, true).unwrap();
     /// let sets = trees.stateful_sets("notes");
@@ -521,10 +526,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
     /// let tree = trees.tree("notes", "notes.store").unwrap(); // a copy: safe to inspect
@@ -540,9 +545,9 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode, TreeKey};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode, TreeKey};
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("web", "web.session", StateMode::ServerManaged, true).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
     /// assert_eq!(trees.keys(), [
@@ -559,10 +564,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("x", "x.feed", StateMode::HostManaged, false).unwrap();
     /// trees.register("x", "x.post", StateMode::ServerManaged, true).unwrap();
     /// trees.record_result("x", Some("x.post"), &json!({"checkpoint": "p1"}));
@@ -601,10 +606,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, RecordOutcome, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, RecordOutcome, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// let outcome = trees.record_result("notes", Some("notes.store"), &json!({
     ///     "checkpoint": "c1",
@@ -704,10 +709,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
     /// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
     /// trees.record_result("notes", Some("notes.store"), &json!({"checkpoint": "n1", "data": {}}));
@@ -745,10 +750,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.record_result("notes", None, &json!({"checkpoint": "c1", "data": {"n": 1}}));
     /// trees.record_result(
@@ -798,10 +803,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
     /// trees.record_result("db", None, &json!({"checkpoint": "d1"}));
     /// trees.record_result("db", None, &json!({"checkpoint": "d2", "parent": "d1"}));
@@ -828,10 +833,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// let update = json!({"featureSet": "notes.store", "checkpoint": "c1", "data": {"n": 1}});
     /// assert_eq!(trees.state_update("notes", &update), json!({"accepted": true}));
@@ -874,10 +879,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.register("notes", "notes.sync", StateMode::ServerManaged, true).unwrap();
     /// trees.record_result(
@@ -919,10 +924,10 @@ impl CheckpointManager {
     /// # Examples
     ///
     /// ```
-    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+    /// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
     /// use serde_json::json;
     ///
-    /// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+    /// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
     /// trees.register("notes", "notes.store", StateMode::HostManaged, true).unwrap();
     /// trees.register("web", "web.session", StateMode::ServerManaged, true).unwrap();
     /// // The operator removed the notes server for good.
@@ -1004,7 +1009,7 @@ mod tests {
     }
 
     fn manager() -> CheckpointManager {
-        let m = CheckpointManager::open(MemoryStore::new(), 50).unwrap();
+        let m = CheckpointManager::open(MemoryCheckpointStore::new(), 50).unwrap();
         m.register("s", "x.post", StateMode::ServerManaged, true).unwrap();
         m.register("s", "x.notifications", StateMode::HostManaged, false).unwrap();
         m.register("s", "x.dm", StateMode::ServerManaged, true).unwrap();
@@ -1095,7 +1100,7 @@ mod tests {
     #[test]
     fn state_update_and_rollback_bodies_keep_the_budget() {
         let budget = StateBudget::default().with_max_depth(8);
-        let m = CheckpointManager::open_with(MemoryStore::new(), 50, budget).unwrap();
+        let m = CheckpointManager::open_with(MemoryCheckpointStore::new(), 50, budget).unwrap();
         m.register("s", "x.feed", StateMode::HostManaged, true).unwrap();
         let deep = (0..20).fold(json!(1), |v, _| json!([v]));
         let refused = m.state_update(

@@ -55,6 +55,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// Reading or writing failed.
     #[error("checkpoint store I/O on {path}")]
@@ -102,15 +103,16 @@ impl StoreError {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::checkpoint::{CheckpointStore, CheckpointTree, MemoryStore, StateMode, TreeKey};
+/// use mcpl_host::checkpoint::{CheckpointStore, CheckpointTree, MemoryCheckpointStore, StateMode, TreeKey};
 ///
-/// let store = MemoryStore::new();
+/// let store = MemoryCheckpointStore::new();
 /// store.save(&TreeKey::new("notes", "notes.store"), &CheckpointTree::new(StateMode::HostManaged, false)).unwrap();
 /// let loaded = store.load().unwrap();
 /// assert_eq!(loaded.trees.len(), 1);
 /// assert!(loaded.unreadable.is_empty());
 /// ```
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct Loaded {
     /// The trees.
     pub trees: BTreeMap<TreeKey, CheckpointTree>,
@@ -120,6 +122,7 @@ pub struct Loaded {
 
 /// A stored entry that could not be read.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Unreadable {
     /// Its (server, feature set), when the store can tell.
     pub key: Option<TreeKey>,
@@ -141,7 +144,7 @@ pub struct Unreadable {
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use mcpl_host::checkpoint::{
-///     CheckpointManager, CheckpointStore, CheckpointTree, Loaded, MemoryStore, StateMode,
+///     CheckpointManager, CheckpointStore, CheckpointTree, Loaded, MemoryCheckpointStore, StateMode,
 ///     StoreError, TreeKey,
 /// };
 /// use serde_json::json;
@@ -149,7 +152,7 @@ pub struct Unreadable {
 /// /// Counts saves, keeping the trees in memory (a real one would write to a database).
 /// #[derive(Debug, Default)]
 /// struct CountingStore {
-///     trees: MemoryStore,
+///     trees: MemoryCheckpointStore,
 ///     saves: Arc<AtomicUsize>,
 /// }
 ///
@@ -189,29 +192,29 @@ pub trait CheckpointStore: Send + Sync + Debug + 'static {
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::checkpoint::{CheckpointManager, MemoryStore, StateMode};
+/// use mcpl_host::checkpoint::{CheckpointManager, MemoryCheckpointStore, StateMode};
 ///
 /// // Trees live as long as the manager: right for tests and hosts that need no durability.
-/// let trees = CheckpointManager::open(MemoryStore::new(), 1000).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 1000).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
 /// assert_eq!(trees.keys().len(), 1);
 /// ```
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct MemoryCheckpointStore {
     trees: Mutex<BTreeMap<TreeKey, CheckpointTree>>,
 }
 
-impl MemoryStore {
+impl MemoryCheckpointStore {
     /// An empty store.
     ///
     /// # Examples
     ///
     /// ```
     /// use mcpl_host::checkpoint::{
-    ///     CheckpointStore, CheckpointTree, MemoryStore, StateMode, TreeKey,
+    ///     CheckpointStore, CheckpointTree, MemoryCheckpointStore, StateMode, TreeKey,
     /// };
     ///
-    /// let store = MemoryStore::new();
+    /// let store = MemoryCheckpointStore::new();
     /// let key = TreeKey::new("notes", "notes.store");
     /// store.save(&key, &CheckpointTree::new(StateMode::HostManaged, false)).unwrap();
     /// assert!(store.load().unwrap().trees.contains_key(&key));
@@ -227,7 +230,12 @@ impl MemoryStore {
     }
 }
 
-impl CheckpointStore for MemoryStore {
+/// The former name of [`MemoryCheckpointStore`] (`MemoryStore` also named the client's
+/// credential store and response cache store).
+#[deprecated(note = "renamed MemoryCheckpointStore")]
+pub type MemoryStore = MemoryCheckpointStore;
+
+impl CheckpointStore for MemoryCheckpointStore {
     fn load(&self) -> Result<Loaded, StoreError> {
         Ok(Loaded { trees: self.lock().clone(), unreadable: Vec::new() })
     }
@@ -466,6 +474,15 @@ mod tests {
     use super::*;
     use crate::checkpoint::{Incoming, StateMode};
     use serde_json::json;
+
+    #[test]
+    fn errors_name_their_cause_once() {
+        use std::error::Error as _;
+        let source = std::io::Error::other("the disk is full");
+        let error = StoreError::Io { path: "/var/lib/trees".into(), source };
+        assert!(!error.to_string().contains("the disk is full"), "{error}");
+        assert_eq!(error.source().unwrap().to_string(), "the disk is full");
+    }
 
     #[test]
     fn file_store_round_trips_and_ignores_temporaries() {

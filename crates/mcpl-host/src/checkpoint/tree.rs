@@ -14,10 +14,10 @@ use serde_json::{Map, Value};
 /// # Examples
 ///
 /// ```
-/// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryStore, StateMode};
+/// use mcpl_host::checkpoint::{CheckpointManager, Injection, MemoryCheckpointStore, StateMode};
 /// use serde_json::json;
 ///
-/// let trees = CheckpointManager::open(MemoryStore::new(), 100).unwrap();
+/// let trees = CheckpointManager::open(MemoryCheckpointStore::new(), 100).unwrap();
 /// trees.register("notes", "notes.store", StateMode::HostManaged, false).unwrap();
 /// trees.register("db", "db.rows", StateMode::ServerManaged, true).unwrap();
 /// trees.record_result("notes", None, &json!({"checkpoint": "n1", "data": {"items": []}}));
@@ -61,6 +61,7 @@ pub enum StateMode {
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct CheckpointNode {
     /// The parent checkpoint (`None` for a root).
     pub parent: Option<String>,
@@ -165,6 +166,7 @@ pub enum Recorded {
 /// assert!(!tree.nodes.contains_key("c2"));
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// Both `data` and `patch`.
     #[error("checkpoint {0} carries both data and patch")]
@@ -914,6 +916,7 @@ fn node_bytes(node: &CheckpointNode) -> usize {
 /// assert_eq!(tree.move_to("c1"), Err(MoveError::Unknown("c1".into())));
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MoveError {
     /// No such checkpoint in the tree.
     #[error("unknown checkpoint {0}")]
@@ -934,6 +937,19 @@ mod tests {
 
     fn ops(v: Value) -> Vec<PatchOperation> {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn errors_name_their_cause_once() {
+        use std::error::Error as _;
+        let source = BudgetExceeded::Depth(4);
+        let cause = source.to_string();
+        let error = RecordError::OverBudget { checkpoint: "c1".into(), source };
+        assert!(!error.to_string().contains(&cause), "{error}");
+        assert_eq!(error.source().unwrap().to_string(), cause);
+        let moved = MoveError::State(error.clone());
+        assert_eq!(moved.to_string(), error.to_string());
+        assert_eq!(moved.source().unwrap().to_string(), cause);
     }
 
     fn data<'a>(id: &'a str, parent: Option<&'a str>, d: &'a Value) -> Incoming<'a> {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::guard::HostPolicy;
+use super::guard::OriginRules;
 use super::serving::ConnectionConfig;
 
 /// The default request body limit: 4 MiB.
@@ -33,7 +33,7 @@ pub const DEFAULT_MAX_BODY: usize = 4 * 1024 * 1024;
 #[must_use]
 pub struct HttpConfig {
     pub(crate) max_body: usize,
-    pub(crate) hosts: HostPolicy,
+    pub(crate) hosts: OriginRules,
     pub(crate) json_response: bool,
     pub(crate) keep_alive: Duration,
     pub(crate) retry: Duration,
@@ -48,7 +48,7 @@ impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             max_body: DEFAULT_MAX_BODY,
-            hosts: HostPolicy::default(),
+            hosts: OriginRules::default(),
             json_response: false,
             keep_alive: Duration::from_secs(15),
             retry: Duration::from_secs(1),

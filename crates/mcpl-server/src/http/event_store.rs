@@ -137,6 +137,102 @@ pub trait EventStore: Send + Sync + 'static {
         let _ = (session, stream);
         Box::pin(std::future::ready(()))
     }
+
+    /// Whether this store relays messages between the instances of a fleet sharing it
+    /// ([`relay`](Self::relay), [`relayed`](Self::relayed)). The default: no, one process.
+    ///
+    /// A relaying store lets a session be served at several instances at once: what the
+    /// server sends the client outside any request stream of this instance (a notification
+    /// or request for the standalone `GET` stream) goes to the instance where the client's
+    /// standalone stream is connected, and the client's answer to a request sent by another
+    /// instance goes to that instance. The endpoint then numbers the requests it sends from a
+    /// random point, so that an answer names one instance's request only.
+    fn relays(&self) -> bool {
+        false
+    }
+
+    /// Hands `relayed` to the other instances of the fleet (see [`relays`](Self::relays));
+    /// each delivers it if it is theirs to deliver, the others ignore it. The default drops it.
+    fn relay<'a>(&'a self, relayed: &'a Relayed) -> BoxFuture<'a, ()> {
+        let _ = relayed;
+        Box::pin(std::future::ready(()))
+    }
+
+    /// What the other instances relay (see [`relays`](Self::relays)): called once by the
+    /// endpoint when it serves its first session; it delivers each message to its session if
+    /// it holds it (a message for the client only on a standalone stream connected here, an
+    /// answer only to a request this instance sent). The default: nothing.
+    fn relayed(&self) -> Option<futures::stream::BoxStream<'static, Relayed>> {
+        None
+    }
+}
+
+/// A message relayed between the instances of a fleet (see [`EventStore::relays`]).
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Notification};
+/// use mcpl_server::http::event_store::Relayed;
+///
+/// let log = Notification::new("notifications/message", Some(serde_json::json!({"level": "info", "data": "hi"})));
+/// let relayed = Relayed::ToClient { session: "s1".into(), message: Message::Notification(log) };
+/// assert_eq!(relayed.session(), "s1");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Relayed {
+    /// For the client of `session`, on its standalone stream (open at another instance).
+    ToClient {
+        /// The session (`Mcp-Session-Id`).
+        session: String,
+        /// A notification or request from the server.
+        message: Message,
+    },
+    /// The client's answer (a response or error) to a request another instance sent.
+    ToServer {
+        /// The session (`Mcp-Session-Id`).
+        session: String,
+        /// The client's response or error.
+        message: Message,
+    },
+}
+
+impl Relayed {
+    /// The session the message belongs to.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::{Message, RequestId, Response};
+    /// use mcpl_server::http::event_store::Relayed;
+    ///
+    /// let answer = Message::Response(Response::new(RequestId::from(7), serde_json::json!({})));
+    /// assert_eq!(Relayed::ToServer { session: "s2".into(), message: answer }.session(), "s2");
+    /// ```
+    pub fn session(&self) -> &str {
+        match self {
+            Relayed::ToClient { session, .. } | Relayed::ToServer { session, .. } => session,
+        }
+    }
+
+    /// The message relayed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::{Message, RequestId, Response};
+    /// use mcpl_server::http::event_store::Relayed;
+    ///
+    /// let answer = Message::Response(Response::new(RequestId::from(7), serde_json::json!({})));
+    /// let relayed = Relayed::ToServer { session: "s2".into(), message: answer.clone() };
+    /// assert_eq!(relayed.message(), &answer);
+    /// ```
+    pub fn message(&self) -> &Message {
+        match self {
+            Relayed::ToClient { message, .. } | Relayed::ToServer { message, .. } => message,
+        }
+    }
 }
 
 /// How many bytes of events the in-memory store keeps per session by default: 4 MiB.

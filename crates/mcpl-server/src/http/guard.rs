@@ -6,16 +6,16 @@ use axum::http::{HeaderMap, StatusCode, header};
 /// Which `Host` and `Origin` headers an endpoint accepts: the DNS-rebinding protection shared
 /// by the Streamable HTTP and WebSocket endpoints.
 #[derive(Debug, Clone)]
-pub(crate) struct HostPolicy {
+pub(crate) struct OriginRules {
     /// Host names (without port) allowed in `Host`; `None`: any.
     pub(crate) allowed_hosts: Option<Vec<String>>,
     /// Origins allowed besides those on an allowed host.
     pub(crate) allowed_origins: Vec<String>,
 }
 
-impl Default for HostPolicy {
+impl Default for OriginRules {
     fn default() -> Self {
-        HostPolicy {
+        OriginRules {
             allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]),
             allowed_origins: Vec::new(),
         }
@@ -103,7 +103,7 @@ fn same_host(allowed: &str, host: &str) -> bool {
     }
 }
 
-fn host_allowed(config: &HostPolicy, host: &str) -> bool {
+fn host_allowed(config: &OriginRules, host: &str) -> bool {
     match &config.allowed_hosts {
         None => true,
         Some(hosts) => hosts.iter().any(|h| same_host(h, host)),
@@ -118,7 +118,7 @@ fn host_allowed(config: &HostPolicy, host: &str) -> bool {
 /// (`scheme://host[:port]`, `http` or `https`) and is allowed; anything else is `403`, as the
 /// MCP transport requires for an invalid `Origin`.
 pub(crate) fn check_host_and_origin(
-    config: &HostPolicy,
+    config: &OriginRules,
     headers: &HeaderMap,
 ) -> Result<(), Refusal> {
     let mut hosts = headers.get_all(header::HOST).iter();
@@ -164,7 +164,7 @@ pub(crate) fn check_host_and_origin(
 
 /// Whether `origin` parses (`http` or `https`, `://`, an authority and nothing more) and is
 /// listed, or is on an allowed host.
-fn origin_allowed(config: &HostPolicy, origin: &str) -> bool {
+fn origin_allowed(config: &OriginRules, origin: &str) -> bool {
     let Some((scheme, authority)) = origin.split_once("://") else { return false };
     if !matches!(scheme, "http" | "https") {
         return false;

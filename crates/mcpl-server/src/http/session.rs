@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcpl_core::engine::{Driven, Engine};
+use mcpl_core::engine::Engine;
+use mcpl_core::engine::embed::{self, Driven};
 use mcpl_core::jsonrpc::{Message, RequestId};
 use mcpl_core::transport::TransportSender;
 use mcpl_core::types::{ClientCapabilities, Implementation};
@@ -18,9 +19,9 @@ use mcpl_core::{Peer, ProtocolVersion, Result};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::auth::{AccessToken, Principal};
-use super::event_store::{EventPosition, EventStore};
+use super::event_store::{EventPosition, EventStore, Relayed};
 use crate::context::lock as lock_client;
+use crate::principal::{AccessToken, Principal};
 use crate::session::SessionState;
 
 /// How many events may wait for a slow SSE connection before it is detached.
@@ -96,6 +97,8 @@ pub(crate) struct HttpSession {
     driven: Driven,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
+    /// Sends what another instance of the fleet relays for this session's client.
+    relayed: tokio::sync::Mutex<SessionSender>,
     last_active: Mutex<Instant>,
     created: Instant,
 }
@@ -119,9 +122,10 @@ impl HttpSession {
     ) -> HttpSession {
         let routes: SharedRoutes =
             Arc::new(Mutex::new(Routes { next_stream: first_stream, ..Routes::default() }));
-        let state = SessionState::default();
+        let state = Arc::new(SessionState::default());
         let sender = SessionSender {
             session: id.clone(),
+            relays: events.relays(),
             routes: routes.clone(),
             events: events.clone(),
             client: state.client.clone(),
@@ -136,7 +140,10 @@ impl HttpSession {
                 // the store for the client to resume.
                 routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
             })));
-        let driven = engine.drive_with(sender, state);
+        let relayed = SessionSender { relays: false, ..sender.clone() };
+        let driven = embed::drive_with(engine, sender, state);
+        // The spans of the session's requests name it.
+        driven.peer().update_trace_facts(|facts| facts.session_id = Some(id.clone()));
         let now = Instant::now();
         HttpSession {
             id,
@@ -144,13 +151,14 @@ impl HttpSession {
             driven,
             routes,
             events,
+            relayed: tokio::sync::Mutex::new(relayed),
             last_active: Mutex::new(now),
             created: now,
         }
     }
 
     fn state(&self) -> Option<&SessionState> {
-        self.driven.data::<SessionState>()
+        self.driven.data::<Arc<SessionState>>().map(|s| &**s)
     }
 
     /// The protocol version negotiated by `initialize`, once it happened.
@@ -160,12 +168,12 @@ impl HttpSession {
 
     /// The client's identity, once it initialized.
     pub(crate) fn client_info(&self) -> Option<Implementation> {
-        self.state().and_then(|s| lock_client(&s.client).client_info.clone())
+        self.state().and_then(|s| lock_client(&s.client).client_info.as_deref().cloned())
     }
 
     /// The client's capabilities, once it initialized.
     pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.state().and_then(|s| lock_client(&s.client).client_capabilities.clone())
+        self.state().and_then(|s| lock_client(&s.client).client_capabilities.as_deref().cloned())
     }
 
     /// Whether the session should be told about `event`: once initialized, list changes
@@ -232,6 +240,30 @@ impl HttpSession {
         lock(&self.routes).by_request.values().any(|s| *s == stream)
     }
 
+    /// Sends `message`, relayed by another instance of the fleet for this session's client, on
+    /// the standalone stream if it is connected here; `false` (and nothing sent) otherwise.
+    pub(crate) async fn send_relayed(&self, message: Message) -> bool {
+        if !self.standalone_connected() {
+            return false;
+        }
+        let mut sender = self.relayed.lock().await;
+        sender.send_related(message, None).await.is_ok()
+    }
+
+    /// Whether the standalone stream has a live connection here.
+    pub(crate) fn standalone_connected(&self) -> bool {
+        let routes = lock(&self.routes);
+        routes
+            .standalone
+            .and_then(|s| routes.streams.get(&s))
+            .is_some_and(|st| st.attached.as_ref().is_some_and(|tx| !tx.is_closed()))
+    }
+
+    /// Whether the request `id`, sent to the client by this instance, awaits its answer.
+    pub(crate) fn awaits_response(&self, id: &RequestId) -> bool {
+        self.driven.peer().awaits_response(id)
+    }
+
     /// Hands a client message to the session's connection.
     pub(crate) async fn deliver(&self, message: Message) -> Result<()> {
         self.driven.deliver(message).await
@@ -247,13 +279,13 @@ impl HttpSession {
         let id = request.id.clone();
         let client = self.state().map(|s| s.client.clone());
         if let (Some(token), Some(client)) = (token, &client) {
-            lock_client(client).request_tokens.insert(id.clone(), token);
+            lock_client(client).add_request_token(id.clone(), token);
         }
         let delivered = self.driven.deliver(Message::Request(request)).await;
-        if delivered.is_err() {
-            if let Some(client) = &client {
-                lock_client(client).request_tokens.remove(&id);
-            }
+        if delivered.is_err()
+            && let Some(client) = &client
+        {
+            lock_client(client).forget_request_token(&id);
         }
         delivered
     }
@@ -290,15 +322,15 @@ impl HttpSession {
         if routes.closed {
             return Err(StreamError::Closed);
         }
-        if let Some(stream) = routes.standalone {
-            if let Some(state) = routes.streams.get_mut(&stream) {
-                if state.attached.as_ref().is_some_and(|tx| !tx.is_closed()) {
-                    return Err(StreamError::StandaloneTaken);
-                }
-                let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-                state.attached = Some(tx);
-                return Ok((stream, rx));
+        if let Some(stream) = routes.standalone
+            && let Some(state) = routes.streams.get_mut(&stream)
+        {
+            if state.attached.as_ref().is_some_and(|tx| !tx.is_closed()) {
+                return Err(StreamError::StandaloneTaken);
             }
+            let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+            state.attached = Some(tx);
+            return Ok((stream, rx));
         }
         let (stream, rx) = routes.new_stream(false);
         routes.standalone = Some(stream);
@@ -351,8 +383,12 @@ impl HttpSession {
 }
 
 /// Routes the engine's outgoing messages to streams.
+#[derive(Clone)]
 pub(crate) struct SessionSender {
     session: Arc<str>,
+    /// Whether a message for the standalone stream, not connected here, is relayed to the
+    /// fleet (a relaying store, and not a message relayed here by another instance).
+    relays: bool,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
     /// To forget the token of a request answered without its handler having taken it.
@@ -374,10 +410,11 @@ impl TransportSender for SessionSender {
         if let Some(id) = &response_to {
             let mut client = lock_client(&self.client);
             if !client.request_tokens.is_empty() {
-                client.request_tokens.remove(id);
+                client.forget_request_token(id);
             }
         }
-        let (position, attached, keep) = {
+        let mut relay = false;
+        let routed = {
             let mut routes = lock(&self.routes);
             let stream = match &response_to {
                 Some(id) => remove_shrinking(&mut routes.by_request, id),
@@ -386,20 +423,45 @@ impl TransportSender for SessionSender {
                     .filter(|s| routes.streams.get(s).is_some_and(|st| !st.json))
                     .or(routes.standalone),
             };
-            let Some(stream) = stream else {
-                tracing::debug!(session = %self.session, method = ?message.method(), "no stream for message; dropped");
-                return Ok(());
-            };
-            let Some(state) = routes.streams.get_mut(&stream) else { return Ok(()) };
-            let position = EventPosition { stream, seq: state.next_seq };
-            state.next_seq += 1;
-            let attached = state.attached.clone();
-            // A JSON-mode stream is one HTTP body: nothing to resume, nothing to keep.
-            let keep = !state.json;
-            if finishes {
-                remove_shrinking(&mut routes.streams, &stream);
+            // For the standalone stream, which is not connected here: in a fleet, the instance
+            // where it is connected takes it (a stream left here still stores it for a
+            // resumption).
+            if response_to.is_none() && self.relays {
+                let connected = stream.filter(|s| Some(*s) == routes.standalone).and_then(|s| {
+                    routes
+                        .streams
+                        .get(&s)
+                        .map(|st| st.attached.as_ref().is_some_and(|tx| !tx.is_closed()))
+                });
+                relay = stream.is_none() || connected == Some(false);
             }
-            (position, attached, keep)
+            match stream
+                .and_then(|stream| routes.streams.get_mut(&stream).map(|state| (stream, state)))
+            {
+                None => None,
+                Some((stream, state)) => {
+                    let position = EventPosition { stream, seq: state.next_seq };
+                    state.next_seq += 1;
+                    let attached = state.attached.clone();
+                    // A JSON-mode stream is one HTTP body: nothing to resume, nothing to keep.
+                    let keep = !state.json;
+                    if finishes {
+                        remove_shrinking(&mut routes.streams, &stream);
+                    }
+                    Some((position, attached, keep))
+                }
+            }
+        };
+        if relay {
+            let relayed =
+                Relayed::ToClient { session: self.session.to_string(), message: message.clone() };
+            self.events.relay(&relayed).await;
+        }
+        let Some((position, attached, keep)) = routed else {
+            if !relay {
+                tracing::debug!(session = %self.session, method = ?message.method(), "no stream for message; dropped");
+            }
+            return Ok(());
         };
         if keep {
             self.events.append(&self.session, position, &message).await;
@@ -409,10 +471,10 @@ impl TransportSender for SessionSender {
             // detached, and its client resumes from the store with `Last-Event-ID`.
             if tx.try_send(Event { position, message }).is_err() {
                 let mut routes = lock(&self.routes);
-                if let Some(state) = routes.streams.get_mut(&position.stream) {
-                    if state.attached.as_ref().is_some_and(|a| a.same_channel(&tx)) {
-                        state.attached = None;
-                    }
+                if let Some(state) = routes.streams.get_mut(&position.stream)
+                    && state.attached.as_ref().is_some_and(|a| a.same_channel(&tx))
+                {
+                    state.attached = None;
                 }
             }
         }

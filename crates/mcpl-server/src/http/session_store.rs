@@ -13,7 +13,7 @@ use mcpl_core::engine::BoxFuture;
 use mcpl_core::types::{ClientCapabilities, Implementation};
 use serde::{Deserialize, Serialize};
 
-use super::auth::Principal;
+use crate::principal::Principal;
 
 /// What a session's handshake established.
 ///

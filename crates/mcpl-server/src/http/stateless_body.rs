@@ -16,7 +16,7 @@
 use std::fmt;
 
 use axum::body::Bytes;
-use mcpl_core::engine::LazyMeta;
+use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{Message, Request, RequestId};
 use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys};
 use serde::Deserialize;
@@ -24,35 +24,10 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// What the endpoint reads of a request's `_meta`, wherever it was decoded.
-#[derive(Debug)]
-pub(crate) struct MetaFacts {
-    /// `_meta`'s protocol version, if it is a string.
-    pub(crate) version: Option<String>,
-    /// `Some` if the client capabilities are an object; inside, their typed form if it reads.
-    pub(crate) capabilities: Option<Option<ClientCapabilities>>,
-    /// The requested log level; `Err` if one was sent that is not a level.
-    pub(crate) log_level: Result<Option<LoggingLevel>, serde_json::Error>,
-    /// Whether `_meta` carries a progress token: `None` if not, `Some(false)` if one of the
-    /// wrong type (a token is a string or an integer).
-    pub(crate) progress: Option<bool>,
-}
+use crate::stateless::admission::MetaFacts;
 
 impl MetaFacts {
-    /// The facts of a `_meta` decoded as a tree (or of none).
-    pub(crate) fn of_tree(meta: Option<&Map<String, Value>>) -> MetaFacts {
-        let get = |key: &str| meta.and_then(|m| m.get(key));
-        MetaFacts {
-            version: get(meta_keys::PROTOCOL_VERSION).and_then(Value::as_str).map(str::to_owned),
-            capabilities: get(meta_keys::CLIENT_CAPABILITIES)
-                .filter(|c| c.is_object())
-                .map(|c| ClientCapabilities::deserialize(c).ok()),
-            log_level: get(meta_keys::LOG_LEVEL).map(LoggingLevel::deserialize).transpose(),
-            progress: get(meta_keys::PROGRESS_TOKEN).map(crate::router::is_progress_token),
-        }
-    }
-
-    /// The facts of a `_meta` read in place; `None` where this reader defers to the tree.
+    /// The facts (what admission reads) of a `_meta` read in place; `None` where this reader defers to the tree.
     fn of_view(view: MetaView<'_>) -> Option<MetaFacts> {
         let capabilities = match view.capabilities {
             Some(raw) if raw.get().starts_with('{') => {

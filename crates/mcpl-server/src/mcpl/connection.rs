@@ -82,24 +82,13 @@ pub(crate) struct ConnInner {
 /// use mcpl_server::mcpl::{Mcpl, PushEvent, SendErrorKind};
 /// use serde_json::json;
 ///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let manifest = Manifest::new()
 ///     .with_push_events(true)
 ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
 /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-/// # use mcpl_core::{Engine, transport::memory};
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// # let (host_side, server_side) = memory::pair();
-/// # let session = server.serve(server_side).await?;
-/// # let host_engine = Engine::new();
-/// # host_engine.on_request("push/event", |_ctx, params| async move {
-/// #     let id = params.unwrap_or_default()["eventId"].clone();
-/// #     Ok(json!({"accepted": true, "inferenceId": format!("inf-for-{}", id.as_str().unwrap_or("?"))}))
-/// # });
-/// # let host = host_engine.connect(host_side).await?;
-/// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-/// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-/// # host.request("initialize", Some(init), Default::default()).await?;
-/// # host.notify("notifications/initialized", None).await?;
+/// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
 /// // A host that speaks MCPL initialized: the connection exists, but is not ready.
 /// let conn = session.mcpl().expect("the host speaks MCPL");
 /// let alert = || PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
@@ -111,8 +100,7 @@ pub(crate) struct ConnInner {
 /// host.request("featureSets/update", Some(policy), Default::default()).await?;
 /// assert!(conn.is_ready() && conn.is_enabled("alerts"));
 /// assert!(conn.push_event(alert()).await?.accepted);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # }).unwrap();
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct McplConnection(pub(crate) Arc<ConnInner>);
@@ -182,15 +170,12 @@ impl PushEvent {
         let no_id = id.is_err();
         PushEvent {
             no_id,
-            params: PushEventParams {
-                feature_set: feature_set.into(),
-                event_id: id.unwrap_or_default(),
-                timestamp: now_rfc3339(),
-                origin: None,
-                payload: PushPayload { content, extra: Map::new() },
-                tags: None,
-                extra: Map::new(),
-            },
+            params: PushEventParams::new(
+                feature_set,
+                id.unwrap_or_default(),
+                now_rfc3339(),
+                PushPayload::new(content),
+            ),
         }
     }
 
@@ -250,7 +235,10 @@ impl PushEvent {
     /// use serde_json::json;
     ///
     /// let origin = json!({"monitor": "disk", "host": "db-1"}).as_object().cloned().unwrap();
-    /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).origin(origin);
+    /// let event = PushEvent::new(
+    ///     "alerts",
+    ///     vec![McplContent::text("Disk almost full")],
+    /// ).origin(origin);
     /// let wire = serde_json::to_value(event.into_params())?;
     /// assert_eq!(wire["origin"]["host"], "db-1");
     /// # Ok::<(), serde_json::Error>(())
@@ -330,27 +318,19 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
+    /// # let (session, _host) = mcpl_test_kit::host::connect(&server).await?;
     /// // A host initialized with `"mcpl": {"version": "0.5", "featureSets": true}`.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// assert_eq!(conn.host().version, "0.5");
     /// assert_eq!(conn.host().feature_sets, Some(true));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn host(&self) -> &HostAdvertisement {
         &self.0.host
@@ -366,27 +346,18 @@ impl McplConnection {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("ping", |_ctx, _params| async { Ok(json!({})) });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
+    /// # let (session, _host) = mcpl_test_kit::host::connect(&server).await?;
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// // A plain MCP request to the host: `ping` is no MCPL message.
     /// let pong = conn.peer().request("ping", None, Default::default()).await?;
     /// assert_eq!(pong, json!({}));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn peer(&self) -> &Peer {
         &self.0.peer
@@ -402,27 +373,20 @@ impl McplConnection {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// assert!(!conn.is_ready(), "the host has not sent its policy yet");
     /// // The host's first `featureSets/update` request is answered: the connection is ready.
     /// let policy = json!({"effectiveCapabilities": ["pushEvents"]});
     /// host.request("featureSets/update", Some(policy), Default::default()).await?;
     /// assert!(conn.is_ready());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn is_ready(&self) -> bool {
         self.policy().ready
@@ -438,19 +402,13 @@ impl McplConnection {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// assert!(conn.grant().is_empty());
     /// let policy = json!({"effectiveCapabilities": ["pushEvents", "channels.*"]});
@@ -459,8 +417,7 @@ impl McplConnection {
     /// assert_eq!(grant.entries(), ["pushEvents", "channels.*"]);
     /// assert!(grant.is_granted("channels.typing"));
     /// assert!(!grant.is_granted("modelInfo"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn grant(&self) -> CapabilityGrant {
         self.policy().grant.clone()
@@ -474,30 +431,21 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["pushEvents", "channels.*"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["pushEvents", "channels.*"]).await?;
     /// // The host granted `pushEvents` and `channels.*`.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// assert!(conn.is_granted("pushEvents"));
     /// assert!(conn.is_granted("channels.register"));
     /// assert!(!conn.is_granted("inferenceRequest"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn is_granted(&self, path: &str) -> bool {
         let policy = self.policy();
@@ -514,32 +462,23 @@ impl McplConnection {
     /// use mcpl_core::mcpl::policy::DisabledReason;
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_inference_request(Capability::Flag(true))
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
     ///     .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["pushEvents"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["pushEvents"]).await?;
     /// // The host granted `pushEvents` only.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// let sets = conn.feature_sets();
     /// assert_eq!(sets["alerts"], Ok(()));
     /// assert_eq!(sets["summaries"], Err(DisabledReason::MissingCapabilities(vec!["inferenceRequest".into()])));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn feature_sets(&self) -> BTreeMap<String, Result<(), DisabledReason>> {
         let declared = declared_sets(&self.0.hub.manifest());
@@ -562,19 +501,13 @@ impl McplConnection {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// let policy = json!({"effectiveCapabilities": ["pushEvents"]});
     /// host.request("featureSets/update", Some(policy), Default::default()).await?;
@@ -584,8 +517,7 @@ impl McplConnection {
     /// let policy = json!({"effectiveCapabilities": ["pushEvents"], "disabled": ["alerts"]});
     /// host.request("featureSets/update", Some(policy), Default::default()).await?;
     /// assert!(!conn.is_enabled("alerts"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn is_enabled(&self, name: &str) -> bool {
         self.is_ready() && self.feature_sets().get(name).is_some_and(Result::is_ok)
@@ -604,6 +536,8 @@ impl McplConnection {
     /// use serde_json::json;
     /// use tokio::sync::mpsc;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (phases, mut seen) = mpsc::unbounded_channel();
     /// let mcpl = Mcpl::new(Manifest::new().with_inference_lifecycle(true))
     ///     .on_inference_lifecycle(move |_conn, params| {
@@ -611,26 +545,17 @@ impl McplConnection {
     ///         async {}
     ///     });
     /// let server = Server::builder("activity", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["inferenceLifecycle"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["inferenceLifecycle"]).await?;
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// let started = json!({"inferenceId": "inf-1", "phase": "started"});
     /// host.notify("inference/lifecycle", Some(started)).await?;
     /// assert_eq!(seen.recv().await.as_deref(), Some("inf-1"));
     /// assert_eq!(conn.inferences_in_flight(), ["inf-1"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn inferences_in_flight(&self) -> Vec<String> {
         let mut inferences = self.0.inferences.lock().unwrap_or_else(PoisonError::into_inner);
@@ -649,25 +574,17 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["pushEvents"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let host_engine = mcpl_test_kit::host::engine();
+    /// # let (session, host) = mcpl_test_kit::host::connect_with(&server, &host_engine).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["pushEvents"]).await?;
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// // A background task that stops when the host goes away.
     /// let watcher = tokio::spawn(async move {
@@ -677,8 +594,8 @@ impl McplConnection {
     /// host_engine.close().await?;
     /// assert_eq!(watcher.await?, "host gone");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub async fn closed(&self) {
         self.0.peer.closed().await;
@@ -765,39 +682,28 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::{Mcpl, PushEvent, SendErrorKind};
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("push/event", |_ctx, params| async move {
-    /// #     let id = params.unwrap_or_default()["eventId"].clone();
-    /// #     Ok(json!({"accepted": true, "inferenceId": format!("inf-for-{}", id.as_str().unwrap_or("?"))}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["pushEvents"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["pushEvents"]).await?;
     /// // The host granted `pushEvents` and accepts events.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
-    /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]).event_id("disk-1");
+    /// let event = PushEvent::new(
+    ///     "alerts",
+    ///     vec![McplContent::text("Disk almost full")],
+    /// ).event_id("disk-1");
     /// let result = conn.push_event(event).await?;
     /// assert!(result.accepted);
     /// assert_eq!(result.inference_id.as_deref(), Some("inf-for-disk-1"));
     /// // An event of an undeclared feature set is refused before it is sent.
     /// let stray = PushEvent::new("reminders", vec![McplContent::text("Call Bob")]);
     /// assert_eq!(conn.push_event(stray).await.unwrap_err().kind(), SendErrorKind::FeatureSetUndeclared);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn push_event(
         &self,
@@ -827,49 +733,25 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_inference_request(Capability::Flag(true))
     ///     .with_feature_set("summaries", FeatureSet::new("Summaries", ["inferenceRequest"]));
     /// let server = Server::builder("summaries", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("inference/request", |ctx, params| async move {
-    /// #     if params.unwrap_or_default()["stream"] == true {
-    /// #         for (index, delta) in ["po", "ng"].into_iter().enumerate() {
-    /// #             let chunk = json!({"requestId": ctx.id(), "index": index, "delta": delta});
-    /// #             let _ = ctx.peer().notify("inference/chunk", Some(chunk)).await;
-    /// #         }
-    /// #     }
-    /// #     Ok(json!({"content": "pong", "model": "m-1", "finishReason": "end_turn",
-    /// #         "usage": {"inputTokens": 1, "outputTokens": 2}}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["inferenceRequest"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["inferenceRequest"]).await?;
     /// // The host granted `inferenceRequest` and runs the model for the server.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
-    /// let params = InferenceRequestParams {
-    ///     feature_set: "summaries".into(),
-    ///     conversation_id: None,
-    ///     stream: None,
-    ///     messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("ping".into()) }],
-    ///     preferences: None,
-    ///     extra: Default::default(),
-    /// };
+    /// let params = InferenceRequestParams::new(
+    ///     "summaries",
+    ///     vec![InferenceMessage::new("user", TextOrBlocks::Text("ping".into()))],
+    /// );
     /// let result = conn.request_inference(params).await?;
     /// assert_eq!(result.content, "pong");
     /// assert_eq!(result.usage.output_tokens, 2);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn request_inference(
         &self,
@@ -899,45 +781,22 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{Capability, FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let uses = ["inferenceRequest", "inferenceRequest.streaming"];
     /// let manifest = Manifest::new()
     ///     .with_inference_request(Capability::Flag(true))
     ///     .with_feature_set("summaries", FeatureSet::new("Summaries", uses));
     /// let server = Server::builder("summaries", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("inference/request", |ctx, params| async move {
-    /// #     if params.unwrap_or_default()["stream"] == true {
-    /// #         for (index, delta) in ["po", "ng"].into_iter().enumerate() {
-    /// #             let chunk = json!({"requestId": ctx.id(), "index": index, "delta": delta});
-    /// #             let _ = ctx.peer().notify("inference/chunk", Some(chunk)).await;
-    /// #         }
-    /// #     }
-    /// #     Ok(json!({"content": "pong", "model": "m-1", "finishReason": "end_turn",
-    /// #         "usage": {"inputTokens": 1, "outputTokens": 2}}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["inferenceRequest", "inferenceRequest.streaming"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["inferenceRequest", "inferenceRequest.streaming"]).await?;
     /// // The host granted streaming inference; it streams "po", "ng".
     /// let conn = session.mcpl().expect("the host speaks MCPL");
-    /// let params = InferenceRequestParams {
-    ///     feature_set: "summaries".into(),
-    ///     conversation_id: None,
-    ///     stream: None,
-    ///     messages: vec![InferenceMessage { role: "user".into(), content: TextOrBlocks::Text("ping".into()) }],
-    ///     preferences: None,
-    ///     extra: Default::default(),
-    /// };
+    /// let params = InferenceRequestParams::new(
+    ///     "summaries",
+    ///     vec![InferenceMessage::new("user", TextOrBlocks::Text("ping".into()))],
+    /// );
     /// let streamed = Arc::new(Mutex::new(String::new()));
     /// let sink = streamed.clone();
     /// let result = conn
@@ -946,8 +805,7 @@ impl McplConnection {
     /// // Every chunk arrived before the final result.
     /// assert_eq!(*streamed.lock().unwrap(), "pong");
     /// assert_eq!(result.content, "pong");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn request_inference_streaming(
         &self,
@@ -960,7 +818,7 @@ impl McplConnection {
             RequestOptions::new().on_related_notification(names::INFERENCE_CHUNK, move |params| {
                 match serde_json::from_value::<InferenceChunkParams>(params) {
                     Ok(chunk) => on_chunk(chunk),
-                    Err(e) => tracing::warn!(error = %e, "malformed inference/chunk dropped"),
+                    Err(e) => tracing::debug!(error = %e, "malformed inference/chunk dropped"),
                 }
             });
         self.exchange(names::INFERENCE_REQUEST, &params, options).await
@@ -978,33 +836,22 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::Manifest;
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server =
-    ///     Server::builder("sizer", "1").mcpl(Mcpl::new(Manifest::new().with_model_info(true))).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("model/info", |_ctx, _params| async {
-    /// #     Ok(json!({"id": "m-1", "vendor": "acme", "contextWindow": 200000, "capabilities": ["text"]}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["modelInfo"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    ///     Server::builder("sizer", "1").mcpl(Mcpl::new(
+    ///         Manifest::new().with_model_info(true),
+    ///     )).build();
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["modelInfo"]).await?;
     /// // The host granted `modelInfo`.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// let model = conn.model_info().await?;
     /// assert_eq!(model.id, "m-1");
     /// // Size what goes into context by the model's window.
     /// assert!(model.context_window >= 100_000);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn model_info(&self) -> Result<ModelInfo, SendError> {
         self.admit(&[paths::MODEL_INFO], None)?;
@@ -1025,51 +872,33 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server = Server::builder("chat", "1")
     ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
     ///     .build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("channels/register", |_ctx, params| async move {
-    /// #     let channels = params.unwrap_or_default()["channels"].as_array().cloned().unwrap_or_default();
-    /// #     let results: Vec<_> = channels.iter().map(|c| json!({"id": c["id"], "accepted": true})).collect();
-    /// #     Ok(json!({"results": results}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.register"]).await?;
     /// // The host granted `channels.register`.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
-    /// let general = ChannelDescriptor {
-    ///     id: "general".into(),
-    ///     channel_type: "chat".into(),
-    ///     label: "#general".into(),
-    ///     direction: ChannelDirection::Bidirectional,
-    ///     address: None,
-    ///     metadata: None,
-    ///     extra: Default::default(),
-    /// };
+    /// let general = ChannelDescriptor::new(
+    ///     "general",
+    ///     "chat",
+    ///     "#general",
+    ///     ChannelDirection::Bidirectional,
+    /// );
     /// let answer = conn.register_channels(vec![general]).await?;
     /// assert_eq!(answer.results.len(), 1);
     /// assert!(answer.results[0].id == "general" && answer.results[0].accepted);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn register_channels(
         &self,
         channels: Vec<ChannelDescriptor>,
     ) -> Result<ChannelResults, SendError> {
         self.admit(&[paths::CHANNELS_REGISTER], None)?;
-        let params = RegisterChannelsParams { channels, extra: Map::new() };
+        let params = RegisterChannelsParams::new(channels);
         self.exchange(names::CHANNELS_REGISTER, &params, RequestOptions::new()).await
     }
 
@@ -1087,36 +916,21 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server = Server::builder("chat", "1")
     ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
     ///     .build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("channels/changed", |_ctx, params| async move {
-    /// #     let removed = params.unwrap_or_default()["removed"].as_array().cloned().unwrap_or_default();
-    /// #     let results: Vec<_> = removed.iter().map(|id| json!({"id": id, "accepted": true})).collect();
-    /// #     Ok(json!({"results": results}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.register"]).await?;
     /// // The host granted `channels.register`.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// // The room was deleted.
-    /// let changes = ChannelsChangedParams { removed: Some(vec!["general".into()]), ..Default::default() };
+    /// let changes = ChannelsChangedParams::default().with_removed(vec!["general".into()]);
     /// let answer = conn.channels_changed(changes).await?;
     /// assert!(answer.results[0].id == "general" && answer.results[0].accepted);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn channels_changed(
         &self,
@@ -1138,33 +952,20 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server = Server::builder("chat", "1")
     ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
     ///     .build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("channels/list", |_ctx, _params| async {
-    /// #     Ok(json!({"channels": [{"id": "general", "type": "chat", "label": "#general", "direction": "bidirectional"}]}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.register"]).await?;
     /// // The host granted `channels.register` and knows one channel.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// let known = conn.list_channels().await?;
     /// let ids: Vec<&str> = known.channels.iter().map(|c| c.id.as_str()).collect();
     /// assert_eq!(ids, ["general"]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn list_channels(&self) -> Result<ListChannelsResult, SendError> {
         self.admit(&[paths::CHANNELS_REGISTER], None)?;
@@ -1187,57 +988,36 @@ impl McplConnection {
     /// use mcpl_core::mcpl::manifest::{Capability, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::Mcpl;
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server = Server::builder("chat", "1")
     ///     .mcpl(Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))))
     ///     .build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host_engine = Engine::new();
-    /// # host_engine.on_request("channels/incoming", |_ctx, params| async move {
-    /// #     let messages = params.unwrap_or_default()["messages"].as_array().cloned().unwrap_or_default();
-    /// #     let results: Vec<_> = messages
-    /// #         .iter()
-    /// #         .map(|m| json!({"messageId": m["messageId"], "accepted": true, "conversationId": "c-1"}))
-    /// #         .collect();
-    /// #     Ok(json!({"results": results}))
-    /// # });
-    /// # let host = host_engine.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.incoming"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.incoming"]).await?;
     /// // The host granted `channels.incoming`.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// // A user wrote in the chat room.
-    /// let message = IncomingMessage {
-    ///     channel_id: "general".into(),
-    ///     message_id: "m-7".into(),
-    ///     thread_id: None,
-    ///     author: Author { id: "u-1".into(), name: "Ada".into(), extra: Default::default() },
-    ///     timestamp: "2026-08-01T12:00:00.000Z".into(),
-    ///     content: vec![McplContent::text("@bot what's the weather?")],
-    ///     metadata: None,
-    ///     tags: Some(vec!["chat:mention".into()]),
-    ///     extra: Default::default(),
-    /// };
+    /// let message = IncomingMessage::new(
+    ///     "general",
+    ///     "m-7",
+    ///     Author::new("u-1", "Ada"),
+    ///     "2026-08-01T12:00:00.000Z",
+    ///     vec![McplContent::text("@bot what's the weather?")],
+    /// )
+    ///     .with_tags(vec!["chat:mention".into()]);
     /// let answer = conn.channels_incoming(vec![message]).await?;
     /// assert!(answer.results[0].accepted);
     /// assert_eq!(answer.results[0].conversation_id.as_deref(), Some("c-1"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub async fn channels_incoming(
         &self,
         messages: Vec<IncomingMessage>,
     ) -> Result<IncomingResult, SendError> {
         self.admit(&[paths::CHANNELS_INCOMING], None)?;
-        let params = IncomingParams { messages, extra: Map::new() };
+        let params = IncomingParams::new(messages);
         self.exchange(names::CHANNELS_INCOMING, &params, RequestOptions::new()).await
     }
 }
@@ -1277,7 +1057,7 @@ pub(crate) async fn announce(
                 tracing::debug!(%revision, "manifest change without a domain (version only): not announced");
             }
             Ok(domains) => {
-                let params = ManifestChangedParams { revision, domains, extra: Map::new() };
+                let params = ManifestChangedParams::new(revision, domains);
                 let Ok(params) = serde_json::to_value(params) else { continue };
                 if peer.notify(names::MANIFEST_CHANGED, Some(params)).await.is_err() {
                     return;

@@ -189,27 +189,20 @@ impl SendError {
     /// use mcpl_core::mcpl::manifest::{FeatureSet, Manifest};
     /// use mcpl_server::Server;
     /// use mcpl_server::mcpl::{Mcpl, PushEvent, SendErrorKind};
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new()
     ///     .with_push_events(true)
     ///     .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     /// let server = Server::builder("alerts", "1").mcpl(Mcpl::new(manifest)).build();
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
+    /// # let (session, _host) = mcpl_test_kit::host::connect(&server).await?;
     /// // A host that speaks MCPL initialized, but has not sent its policy yet.
     /// let conn = session.mcpl().expect("the host speaks MCPL");
     /// let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")]);
     /// let refused = conn.push_event(event).await.unwrap_err();
     /// assert_eq!(refused.kind(), SendErrorKind::NotReady);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn kind(&self) -> SendErrorKind {
         match self {

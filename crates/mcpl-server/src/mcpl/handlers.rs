@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::connection::McplConnection;
 use super::lifecycle;
-use crate::router::{decode, encode};
+use crate::codec::{decode, encode};
 
 pub(crate) type RequestFn =
     Arc<dyn Fn(McplConnection, Option<Value>) -> BoxFuture<'static, HandlerResult> + Send + Sync>;
@@ -52,20 +52,18 @@ pub(crate) type ReadyFn = Arc<dyn Fn(McplConnection) -> BoxFuture<'static, ()> +
 ///
 /// let manifest = Manifest::new()
 ///     .with_context_hooks(Capability::Flag(true))
-///     .with_feature_set("notes.context", FeatureSet::new("Notes in context", ["contextHooks.beforeInference.inject.afterUser"]));
+///     .with_feature_set("notes.context", FeatureSet::new(
+///         "Notes in context",
+///         ["contextHooks.beforeInference.inject.afterUser"],
+///     ));
 /// let mcpl = Mcpl::new(manifest).on_before_inference(|_conn, params| async move {
 ///     let note = format!("turn {} of {}", params.turn_index, params.conversation_id);
-///     Ok(BeforeInferenceResult {
-///         feature_set: "notes.context".into(),
-///         context_injections: vec![ContextInjection {
-///             namespace: "notes".into(),
-///             position: Position::AfterUser,
-///             content: TextOrBlocks::Text(note),
-///             metadata: None,
-///             extra: Default::default(),
-///         }],
-///         extra: Default::default(),
-///     })
+///     Ok(BeforeInferenceResult::new("notes.context")
+///         .with_context_injections(vec![ContextInjection::new(
+///             "notes",
+///             Position::AfterUser,
+///             TextOrBlocks::Text(note),
+///         )]))
 /// });
 /// let server = Server::builder("notes", "1").mcpl(mcpl).build();
 /// # drop(server);
@@ -125,7 +123,7 @@ where
             match decode::<P>(params) {
                 Ok(params) => handler(conn, params).await,
                 Err(e) => {
-                    tracing::warn!(method, error = %e.message, "malformed MCPL notification dropped")
+                    tracing::debug!(method, error = %e.message, "malformed MCPL notification dropped")
                 }
             }
         })
@@ -198,46 +196,37 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let manifest = Manifest::new().with_channels(Capability::Flag(true));
     /// let mcpl = Mcpl::new(manifest).on_ready(|conn| async move {
-    ///     let general = ChannelDescriptor {
-    ///         id: "general".into(),
-    ///         channel_type: "chat".into(),
-    ///         label: "#general".into(),
-    ///         direction: ChannelDirection::Bidirectional,
-    ///         address: None,
-    ///         metadata: None,
-    ///         extra: Default::default(),
-    ///     };
+    ///     let general = ChannelDescriptor::new(
+    ///         "general",
+    ///         "chat",
+    ///         "#general",
+    ///         ChannelDirection::Bidirectional,
+    ///     );
     ///     if let Err(e) = conn.register_channels(vec![general]).await {
     ///         eprintln!("channels not registered: {e}");
     ///     }
     /// });
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
+    /// # let host_engine = mcpl_core::Engine::new();
     /// # let (tx, mut registered) = tokio::sync::mpsc::unbounded_channel();
-    /// # let host = Engine::new();
-    /// # host.on_request("channels/register", move |_ctx, params| {
+    /// # host_engine.on_request("channels/register", move |_ctx, params| {
     /// #     let channels = params.unwrap_or_default()["channels"].clone();
     /// #     let _ = tx.send(channels[0]["id"].clone());
     /// #     async move { Ok(json!({"results": [{"id": channels[0]["id"], "accepted": true}]})) }
     /// # });
-    /// # let host = host.connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect_with(&server, &host_engine).await?;
     /// // The host grants `channels.register`; once its policy is answered, the channel arrives.
     /// let grant = json!({"effectiveCapabilities": ["channels.register"]});
     /// host.request("featureSets/update", Some(grant), Default::default()).await?;
     /// assert_eq!(registered.recv().await, Some(json!("general")));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn on_ready<F, Fut>(mut self, f: F) -> Self
     where
@@ -265,42 +254,26 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// fn inject(position: Position, text: &str) -> ContextInjection {
     ///     let content = TextOrBlocks::Text(text.into());
-    ///     ContextInjection {
-    ///         namespace: "notes".into(),
-    ///         position,
-    ///         content,
-    ///         metadata: None,
-    ///         extra: Default::default(),
-    ///     }
+    ///     ContextInjection::new("notes", position, content)
     /// }
     /// let uses = ["contextHooks.beforeInference.inject.afterUser"];
     /// let manifest = Manifest::new()
     ///     .with_context_hooks(Capability::Flag(true))
     ///     .with_feature_set("notes", FeatureSet::new("Notes in context", uses));
     /// let mcpl = Mcpl::new(manifest).on_before_inference(|_conn, params| async move {
-    ///     Ok(BeforeInferenceResult {
-    ///         feature_set: "notes".into(),
-    ///         context_injections: vec![
+    ///     Ok(BeforeInferenceResult::new("notes")
+    ///         .with_context_injections(vec![
     ///             inject(Position::AfterUser, &format!("turn {}", params.turn_index)),
     ///             inject(Position::System, "You keep notes."),
-    ///         ],
-    ///         extra: Default::default(),
-    ///     })
+    ///         ]))
     /// });
     /// let server = Server::builder("notes", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["contextHooks.beforeInference.inject.afterUser"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["contextHooks.beforeInference.inject.afterUser"]).await?;
     /// // The host granted `inject.afterUser` only: the system injection is dropped.
     /// let model = json!({"id": "m-1", "vendor": "acme", "contextWindow": 8192, "capabilities": []});
     /// let params = json!({"inferenceId": "inf-1", "conversationId": "c-1", "turnIndex": 3,
@@ -309,8 +282,7 @@ impl Mcpl {
     /// let injections = answer["contextInjections"].as_array().unwrap();
     /// assert_eq!(injections.len(), 1);
     /// assert_eq!(injections[0]["content"], "turn 3");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn on_before_inference<F, Fut>(self, handler: F) -> Self
     where
@@ -340,6 +312,8 @@ impl Mcpl {
     /// use serde_json::json;
     /// use tokio::sync::mpsc;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (finished, mut inferences) = mpsc::unbounded_channel();
     /// let mcpl = Mcpl::new(Manifest::new().with_inference_lifecycle(true)).on_inference_lifecycle(
     ///     move |_conn, params| {
@@ -350,18 +324,9 @@ impl Mcpl {
     ///     },
     /// );
     /// let server = Server::builder("activity", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["inferenceLifecycle"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["inferenceLifecycle"]).await?;
     /// // A host granted `inferenceLifecycle` reports an inference's phases.
     /// for phase in ["started", "completed"] {
     ///     let params = json!({"inferenceId": "inf-1", "phase": phase});
@@ -369,8 +334,8 @@ impl Mcpl {
     /// }
     /// assert_eq!(inferences.recv().await.as_deref(), Some("inf-1"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn on_inference_lifecycle<F, Fut>(self, handler: F) -> Self
     where
@@ -436,6 +401,8 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let mut store = FeatureSet::new("Notes", ["tools"]);
     /// store.rollback = Some(true);
     /// let mcpl = Mcpl::new(Manifest::new().with_feature_set("notes", store)).on_rollback(
@@ -443,26 +410,12 @@ impl Mcpl {
     ///         if params.checkpoint != "cp-1" {
     ///             return Err(errors::checkpoint_not_found(&params.checkpoint));
     ///         }
-    ///         Ok(RollbackResult {
-    ///             checkpoint: params.checkpoint,
-    ///             success: true,
-    ///             reason: None,
-    ///             extra: Default::default(),
-    ///         })
+    ///         Ok(RollbackResult::new(params.checkpoint, true))
     ///     },
     /// );
     /// let server = Server::builder("notes", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["tools"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["tools"]).await?;
     /// // The host rolls the feature set back to a checkpoint the server knows, then to one it does not.
     /// let back = json!({"featureSet": "notes", "checkpoint": "cp-1"});
     /// let answer = host.request("state/rollback", Some(back), Default::default()).await?;
@@ -470,8 +423,7 @@ impl Mcpl {
     /// let unknown = json!({"featureSet": "notes", "checkpoint": "cp-9"});
     /// let e = host.request("state/rollback", Some(unknown), Default::default()).await.unwrap_err();
     /// assert_eq!(e.rpc_error().unwrap().code.0, -32005);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn on_rollback<F, Fut>(self, handler: F) -> Self
     where
@@ -494,40 +446,26 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_open(
     ///     |_conn, params| async move {
     ///         let Some(room) = params.address.get("room").and_then(|r| r.as_str()) else {
     ///             return Err(errors::channel_open_failed("the address names no room"));
     ///         };
-    ///         let channel = ChannelDescriptor {
-    ///             id: format!("room-{room}"),
-    ///             channel_type: params.channel_type,
-    ///             label: format!("#{room}"),
-    ///             direction: ChannelDirection::Bidirectional,
-    ///             address: Some(params.address.clone()),
-    ///             metadata: None,
-    ///             extra: Default::default(),
-    ///         };
-    ///         Ok(OpenChannelResult {
-    ///             channel,
-    ///             history: None,
-    ///             history_truncated: None,
-    ///             extra: Default::default(),
-    ///         })
+    ///         let channel = ChannelDescriptor::new(
+    ///             format!("room-{room}"),
+    ///             params.channel_type,
+    ///             format!("#{room}"),
+    ///             ChannelDirection::Bidirectional,
+    ///         )
+    ///             .with_address(params.address.clone());
+    ///         Ok(OpenChannelResult::new(channel))
     ///     },
     /// );
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.lifecycle"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.lifecycle"]).await?;
     /// // A host granted `channels.lifecycle` opens a channel.
     /// let open = json!({"type": "chat", "address": {"room": "general"}});
     /// let answer = host.request("channels/open", Some(open), Default::default()).await?;
@@ -535,8 +473,7 @@ impl Mcpl {
     /// let nowhere = json!({"type": "chat", "address": {}});
     /// let e = host.request("channels/open", Some(nowhere), Default::default()).await.unwrap_err();
     /// assert_eq!(e.rpc_error().unwrap().code.0, -32024);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn on_channel_open<F, Fut>(self, handler: F) -> Self
     where
@@ -559,26 +496,19 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_close(
     ///     |_conn, params| async move {
     ///         if params.channel_id != "general" {
     ///             return Err(errors::unknown_channel(&params.channel_id));
     ///         }
-    ///         Ok(CloseChannelResult { closed: true, extra: Default::default() })
+    ///         Ok(CloseChannelResult::new(true))
     ///     },
     /// );
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.lifecycle"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.lifecycle"]).await?;
     /// // A host granted `channels.lifecycle` closes a channel, then one that does not exist.
     /// let close = json!({"channelId": "general"});
     /// let answer = host.request("channels/close", Some(close), Default::default()).await?;
@@ -586,8 +516,7 @@ impl Mcpl {
     /// let unknown = json!({"channelId": "random"});
     /// let e = host.request("channels/close", Some(unknown), Default::default()).await.unwrap_err();
     /// assert_eq!(e.rpc_error().unwrap().code.0, -32023);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn on_channel_close<F, Fut>(self, handler: F) -> Self
     where
@@ -610,32 +539,21 @@ impl Mcpl {
     /// use serde_json::json;
     /// use tokio::sync::mpsc;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (outbox, mut delivered) = mpsc::unbounded_channel();
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_publish(
     ///     move |_conn, params| {
     ///         let sent = outbox.send((params.channel_id, params.content.len()));
     ///         async move {
-    ///             Ok(PublishResult {
-    ///                 delivered: sent.is_ok(),
-    ///                 message_id: Some("m-1".into()),
-    ///                 extra: Default::default(),
-    ///             })
+    ///             Ok(PublishResult::new(sent.is_ok()).with_message_id("m-1"))
     ///         }
     ///     },
     /// );
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.publish"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.publish"]).await?;
     /// // A host granted `channels.publish` sends the model's reply to a channel.
     /// let reply = json!({"conversationId": "c-1", "channelId": "general",
     ///     "content": [{"type": "text", "text": "Hello!"}]});
@@ -646,8 +564,8 @@ impl Mcpl {
     /// host.notify("channels/publish", Some(reply)).await?;
     /// assert_eq!(delivered.recv().await, Some(("general".to_owned(), 1)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn on_channel_publish<F, Fut>(mut self, handler: F) -> Self
     where
@@ -678,37 +596,26 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_list(
     ///     |_conn, _params| async move {
-    ///         let general = ChannelDescriptor {
-    ///             id: "general".into(),
-    ///             channel_type: "chat".into(),
-    ///             label: "#general".into(),
-    ///             direction: ChannelDirection::Bidirectional,
-    ///             address: None,
-    ///             metadata: None,
-    ///             extra: Default::default(),
-    ///         };
-    ///         Ok(ListChannelsResult { channels: vec![general], extra: Default::default() })
+    ///         let general = ChannelDescriptor::new(
+    ///             "general",
+    ///             "chat",
+    ///             "#general",
+    ///             ChannelDirection::Bidirectional,
+    ///         );
+    ///         Ok(ListChannelsResult::default().with_channels(vec![general]))
     ///     },
     /// );
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.register"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.register"]).await?;
     /// // A host granted `channels.register` asks which channels the server has.
     /// let answer = host.request("channels/list", Some(json!({})), Default::default()).await?;
     /// assert_eq!(answer["channels"][0]["label"], "#general");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn on_channel_list<F, Fut>(self, handler: F) -> Self
     where
@@ -730,6 +637,8 @@ impl Mcpl {
     /// use serde_json::json;
     /// use tokio::sync::mpsc;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Shows a draft of the reply while it streams.
     /// let (draft, mut preview) = mpsc::unbounded_channel();
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
@@ -738,26 +647,17 @@ impl Mcpl {
     ///         async {}
     ///     });
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.streaming"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.streaming"]).await?;
     /// // A host granted `channels.streaming` streams a reply headed for a channel.
     /// let chunk = json!({"inferenceId": "inf-1", "conversationId": "c-1", "channelId": "general",
     ///     "index": 0, "delta": "Hel"});
     /// host.notify("channels/outgoing/chunk", Some(chunk)).await?;
     /// assert_eq!(preview.recv().await, Some((0, "Hel".to_owned())));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn on_channel_outgoing_chunk<F, Fut>(self, handler: F) -> Self
     where
@@ -779,6 +679,8 @@ impl Mcpl {
     /// use serde_json::json;
     /// use tokio::sync::mpsc;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// // Ends the streamed draft of a reply.
     /// let (done, mut finished) = mpsc::unbounded_channel();
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true)))
@@ -787,26 +689,17 @@ impl Mcpl {
     ///         async {}
     ///     });
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.streaming"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.streaming"]).await?;
     /// // A host granted `channels.streaming` finishes a streamed reply.
     /// let complete = json!({"inferenceId": "inf-1", "conversationId": "c-1", "channelId": "general",
     ///     "content": [{"type": "text", "text": "Hello!"}]});
     /// host.notify("channels/outgoing/complete", Some(complete)).await?;
     /// assert_eq!(finished.recv().await, Some(("general".to_owned(), 1)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn on_channel_outgoing_complete<F, Fut>(self, handler: F) -> Self
     where
@@ -827,6 +720,8 @@ impl Mcpl {
     /// use serde_json::json;
     /// use tokio::sync::mpsc;
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (typing, mut indicator) = mpsc::unbounded_channel();
     /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_typing(
     ///     move |_conn, params| {
@@ -835,24 +730,15 @@ impl Mcpl {
     ///     },
     /// );
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// # tokio::time::timeout(std::time::Duration::from_secs(30), async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.typing"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.typing"]).await?;
     /// // A host granted `channels.typing` says the model is composing a reply.
     /// host.notify("channels/typing", Some(json!({"channelId": "general"}))).await?;
     /// assert_eq!(indicator.recv().await.as_deref(), Some("general"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).await
-    /// # }).unwrap().unwrap();
+    /// # }).await?
+    /// # }
     /// ```
     pub fn on_channel_typing<F, Fut>(self, handler: F) -> Self
     where
@@ -873,36 +759,26 @@ impl Mcpl {
     /// use mcpl_server::mcpl::Mcpl;
     /// use serde_json::json;
     ///
-    /// let mcpl = Mcpl::new(Manifest::new().with_channels(Capability::Flag(true))).on_channel_acknowledge(
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mcpl = Mcpl::new(
+    ///     Manifest::new().with_channels(Capability::Flag(true)),
+    /// ).on_channel_acknowledge(
     ///     |_conn, params| async move {
     ///         let reaction = params.value.unwrap_or_else(|| "+1".into());
-    ///         Ok(AcknowledgeResult {
-    ///             acknowledged: params.intent == "reaction",
-    ///             representation: Some(format!(":{reaction}: on {}", params.message_id)),
-    ///             reason: None,
-    ///             extra: Default::default(),
-    ///         })
+    ///         Ok(AcknowledgeResult::new(params.intent == "reaction")
+    ///             .with_representation(format!(":{reaction}: on {}", params.message_id)))
     ///     },
     /// );
     /// let server = Server::builder("chat", "1").mcpl(mcpl).build();
-    /// # use mcpl_core::{Engine, transport::memory};
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// # let (host_side, server_side) = memory::pair();
-    /// # let _session = server.serve(server_side).await?;
-    /// # let host = Engine::new().connect(host_side).await?;
-    /// # let init = json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "host", "version": "1"},
-    /// #     "capabilities": {"experimental": {"mcpl": {"version": "0.5", "featureSets": true}}}});
-    /// # host.request("initialize", Some(init), Default::default()).await?;
-    /// # host.notify("notifications/initialized", None).await?;
-    /// # let grant = json!({"effectiveCapabilities": ["channels.acknowledge"]});
-    /// # host.request("featureSets/update", Some(grant), Default::default()).await?;
+    /// # let (_session, host) = mcpl_test_kit::host::connect(&server).await?;
+    /// # mcpl_test_kit::host::grant(&host, &["channels.acknowledge"]).await?;
     /// // A host granted `channels.acknowledge` reacts to a user's message.
     /// let ack = json!({"channelId": "general", "messageId": "m-7", "intent": "reaction", "value": "eyes"});
     /// let answer = host.request("channels/acknowledge", Some(ack), Default::default()).await?;
     /// assert_eq!(answer["acknowledged"], true);
     /// assert_eq!(answer["representation"], ":eyes: on m-7");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
+    /// # Ok(()) }
     /// ```
     pub fn on_channel_acknowledge<F, Fut>(self, handler: F) -> Self
     where

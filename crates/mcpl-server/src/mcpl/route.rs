@@ -14,9 +14,9 @@ use mcpl_core::types::ServerCapabilities;
 use serde_json::{Map, Value};
 
 use super::connection::{McplConnection, announce, declared_sets};
-use crate::builder::Server;
+use crate::codec::{decode, encode};
 use crate::context::{Context, SharedClientState, lock};
-use crate::router::{decode, encode};
+use crate::server::Server;
 
 /// The capability reported when a `context/beforeInference` arrives without any of its leaves
 /// granted: the one-segment pattern naming the four of them.
@@ -77,10 +77,10 @@ pub(crate) async fn request(ctx: &Context, method: &str, params: Option<Value>) 
             encode(authorize_injections(&conn, decode(Some(result))?))
         }
         _ => {
-            if let Some(capability) = methods::required_capability(method) {
-                if !conn.is_granted(capability) {
-                    return Err(errors::capability_denied(capability));
-                }
+            if let Some(capability) = methods::required_capability(method)
+                && !conn.is_granted(capability)
+            {
+                return Err(errors::capability_denied(capability));
             }
             let handler = conn.hub().requests.get(method).cloned();
             match handler {
@@ -104,7 +104,7 @@ fn update_policy(ctx: &Context, conn: &McplConnection, params: Option<Value>) ->
     let grant = match params.grant() {
         Ok(grant) => grant,
         Err(e) => {
-            tracing::warn!(error = %e, "malformed featureSets/update: the grant becomes empty");
+            tracing::debug!(error = %e, "malformed featureSets/update: the grant becomes empty");
             conn.policy().grant = CapabilityGrant::none();
             return Err(e.to_error_object());
         }
@@ -123,16 +123,14 @@ fn update_policy(ctx: &Context, conn: &McplConnection, params: Option<Value>) ->
         first
     };
     tracing::debug!(grant = ?conn.grant().entries(), "MCPL policy applied");
-    if first {
-        if let Some(on_ready) = conn.hub().on_ready.clone() {
-            // What `on_ready` sends must follow the receipt.
-            let conn = conn.clone();
-            let queued = ctx.request().after_answer(move || {
-                tokio::spawn(on_ready(conn));
-            });
-            if !queued {
-                tracing::warn!("MCPL on_ready cannot be ordered after the receipt here: not run");
-            }
+    if first && let Some(on_ready) = conn.hub().on_ready.clone() {
+        // What `on_ready` sends must follow the receipt.
+        let conn = conn.clone();
+        let queued = ctx.request().after_answer(move || {
+            tokio::spawn(on_ready(conn));
+        });
+        if !queued {
+            tracing::warn!("MCPL on_ready cannot be ordered after the receipt here: not run");
         }
     }
     encode(accepted_receipt(&derived))
@@ -146,7 +144,7 @@ fn authorize_injections(
 ) -> BeforeInferenceResult {
     if !conn.is_enabled(&result.feature_set) {
         if !result.context_injections.is_empty() {
-            tracing::warn!(
+            tracing::debug!(
                 feature_set = %result.feature_set,
                 "context/beforeInference answer names a feature set that is not enabled: injections dropped"
             );
@@ -196,19 +194,19 @@ pub(crate) async fn notification(client: &SharedClientState, method: &str, param
         narrow(&conn, params);
         return;
     }
-    if let Some(capability) = methods::required_capability(method) {
-        if !conn.is_granted(capability) {
-            tracing::warn!(method, capability, "MCPL notification dropped: capability not granted");
-            return;
-        }
+    if let Some(capability) = methods::required_capability(method)
+        && !conn.is_granted(capability)
+    {
+        tracing::debug!(method, capability, "MCPL notification dropped: capability not granted");
+        return;
     }
     if method == names::INFERENCE_LIFECYCLE {
         // One terminal phase per inference reaches the handler. Params that do not decode are
         // the handler's to refuse (with its diagnostic).
-        if let Ok(lifecycle) = decode::<LifecycleParams>(params.clone()) {
-            if !conn.admit_lifecycle(&lifecycle) {
-                return;
-            }
+        if let Ok(lifecycle) = decode::<LifecycleParams>(params.clone())
+            && !conn.admit_lifecycle(&lifecycle)
+        {
+            return;
         }
     }
     let Some(handler) = conn.hub().notifications.get(method).cloned() else {
@@ -223,7 +221,7 @@ fn narrow(conn: &McplConnection, params: Option<Value>) {
     let params: FeatureSetsUpdateParams = match decode(params) {
         Ok(p) => p,
         Err(e) => {
-            tracing::warn!(error = %e.message, "malformed featureSets/update notification ignored");
+            tracing::debug!(error = %e.message, "malformed featureSets/update notification ignored");
             return;
         }
     };
@@ -231,7 +229,7 @@ fn narrow(conn: &McplConnection, params: Option<Value>) {
         || params.denied_capabilities.is_some()
         || params.enabled.is_some()
     {
-        tracing::warn!(
+        tracing::debug!(
             "featureSets/update notification carries grant fields or `enabled`: ignored (a grant changes by request only)"
         );
     }

@@ -10,7 +10,7 @@ use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 use mcpl_core::types::{MAX_SKILL_BYTES, MAX_SKILL_FILES, SKILL_MANIFEST};
 
-use super::{SkillBundle, SkillError, is_valid_segment};
+use super::bundle::{SkillBundle, SkillError, is_valid_segment};
 
 /// Default [`LoadOptions::max_file_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -262,6 +262,7 @@ impl SkillProblem {
 
 /// An entry of the tree, or a skill, that [`load_dir`] left out, and why.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct SkillDiagnostic {
     /// The entry's path relative to the root (`/`-separated as read; a name that is not UTF-8
     /// is shown lossily). For a skill, its directory.
@@ -285,6 +286,7 @@ impl fmt::Display for SkillDiagnostic {
 
 /// What [`load_dir`] found: the skills that loaded, and what it left out.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct LoadedSkills {
     /// The skills, in path order.
     pub skills: Vec<SkillBundle>,
@@ -554,7 +556,8 @@ impl Walk<'_> {
     fn skill(&self, dir: &[String], prefix: &[String]) -> Result<SkillBundle, SkillProblem> {
         let below: Vec<(&Vec<String>, &Vec<u8>)> =
             self.files.range(dir.to_vec()..).take_while(|(k, _)| k.starts_with(dir)).collect();
-        let total = below.iter().map(|(_, b)| super::len(b)).fold(0u64, u64::saturating_add);
+        let total =
+            below.iter().map(|(_, b)| super::bundle::len(b)).fold(0u64, u64::saturating_add);
         let (files, bytes) = (self.options.max_skill_files, self.options.max_skill_bytes);
         if below.len() > files || total > bytes {
             return Err(SkillProblem::SkillTooLarge { files, bytes });
@@ -596,10 +599,10 @@ fn open_problem(e: io::Error) -> SkillProblem {
     // O_NOFOLLOW on a symlink fails with ELOOP (or ENOTDIR for a directory open on some
     // systems): report it as the symlink it is.
     #[cfg(unix)]
-    if let Some(code) = e.raw_os_error() {
-        if code == rustix::io::Errno::LOOP.raw_os_error() {
-            return SkillProblem::Symlink;
-        }
+    if let Some(code) = e.raw_os_error()
+        && code == rustix::io::Errno::LOOP.raw_os_error()
+    {
+        return SkillProblem::Symlink;
     }
     SkillProblem::Io(e)
 }

@@ -40,438 +40,54 @@
 //! # Ok::<(), mcpl_server::skills::SkillError>(())
 //! ```
 
+mod bundle;
+pub(crate) mod catalog;
 mod dir;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
-    BlobResourceContents, DIRECTORY_MIME_TYPE, GetSkillRequestParams, GetSkillResult,
-    ListSkillsResult, MAX_SKILL_BYTES, MAX_SKILL_FILES, PaginatedRequestParams,
-    ReadDirectoryRequestParams, ReadDirectoryResult, Resource, ResourceContents, SKILL_MANIFEST,
-    SKILL_MANIFEST_MIME_TYPE, SKILL_SCHEME, SKILLS_EXTENSION, Skill, SkillFrontmatter,
-    SkillResource, SkillResources, TextResourceContents, skill_name_of,
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, PaginatedRequestParams,
+    ReadDirectoryRequestParams, ReadDirectoryResult,
 };
 use serde_json::{Value, json};
 
-use crate::builder::{RegistrationError, Server};
+use crate::codec::{decode, encode};
 use crate::events::ServerEvent;
+use crate::features::{Features, Registry};
+use crate::handler::registration::RegistrationError;
 use crate::pagination::paginate;
-use crate::router::{decode, encode};
 
+pub use self::bundle::{SkillBundle, SkillError, SkillErrorKind};
 pub use self::dir::{
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_SKILLS,
     DEFAULT_MAX_TOTAL_BYTES, LoadError, LoadErrorKind, LoadOptions, LoadedSkills, SkillDiagnostic,
     SkillProblem, SkillProblemKind, load_dir,
 };
 
-/// Why a [`SkillBundle`] could not be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SkillError {
-    /// A skill path or file path breaks the naming rules (see [`SkillBundle::new`]).
-    #[error(
-        "invalid path {0:?}: segments are 1-255 characters of A-Z a-z 0-9 . _ ~ -, not starting with a dot"
-    )]
-    InvalidPath(String),
-    /// The `SKILL.md` has no valid frontmatter.
-    #[error("invalid SKILL.md frontmatter")]
-    Frontmatter(#[source] mcpl_core::types::FrontmatterError),
-    /// The last segment of the skill path is not the frontmatter's `name`.
-    #[error("the skill path {path:?} must end with the skill's name {name:?}")]
-    NameMismatch {
-        /// The skill path.
-        path: String,
-        /// The frontmatter's name.
-        name: String,
-    },
-    /// A file path is given twice (or is the root `SKILL.md`).
-    #[error("the file {0:?} is already part of the skill")]
-    DuplicateFile(String),
-    /// The skill would have more than [`MAX_SKILL_FILES`] files or [`MAX_SKILL_BYTES`] bytes.
-    #[error("the skill would exceed {MAX_SKILL_FILES} files or {MAX_SKILL_BYTES} bytes")]
-    TooLarge,
-    /// A dynamic skill's URI does not end in `/<name>/SKILL.md`.
-    #[error("the skill URI {0:?} must end in /<name>/SKILL.md with the frontmatter's name")]
-    InvalidUri(String),
-}
-
-/// What kind of [`SkillError`] happened, stable across releases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SkillErrorKind {
-    /// [`SkillError::InvalidPath`].
-    InvalidPath,
-    /// [`SkillError::Frontmatter`].
-    Frontmatter,
-    /// [`SkillError::NameMismatch`].
-    NameMismatch,
-    /// [`SkillError::DuplicateFile`].
-    DuplicateFile,
-    /// [`SkillError::TooLarge`].
-    TooLarge,
-    /// [`SkillError::InvalidUri`].
-    InvalidUri,
-}
-
-impl SkillError {
-    /// What kind of error this is.
-    pub fn kind(&self) -> SkillErrorKind {
-        match self {
-            SkillError::InvalidPath(_) => SkillErrorKind::InvalidPath,
-            SkillError::Frontmatter(_) => SkillErrorKind::Frontmatter,
-            SkillError::NameMismatch { .. } => SkillErrorKind::NameMismatch,
-            SkillError::DuplicateFile(_) => SkillErrorKind::DuplicateFile,
-            SkillError::TooLarge => SkillErrorKind::TooLarge,
-            SkillError::InvalidUri(_) => SkillErrorKind::InvalidUri,
-        }
-    }
-}
-
-/// Whether `segment` may be one segment of a skill or file path: 1 to 255 characters of
-/// `A-Z a-z 0-9 . _ ~ -` (RFC 3986's unreserved characters, so URIs need no escaping), not
-/// starting with a dot (no `.`, `..` or hidden files).
-pub(crate) fn is_valid_segment(segment: &str) -> bool {
-    (1..=255).contains(&segment.len())
-        && !segment.starts_with('.')
-        && segment
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'))
-}
-
-/// `path` split into valid segments.
-fn segments(path: &str) -> Result<Vec<&str>, SkillError> {
-    let parts: Vec<&str> = path.split('/').collect();
-    if parts.iter().all(|s| is_valid_segment(s)) {
-        Ok(parts)
-    } else {
-        Err(SkillError::InvalidPath(path.to_owned()))
-    }
-}
-
-/// One file of a bundle, as served.
-#[derive(Debug, Clone)]
-struct BundleFile {
-    resource: Resource,
-    bytes: Arc<[u8]>,
-}
-
-/// A skill the server serves from memory: its `SKILL.md` and supporting files, with the entry
-/// `skills/list` and `skills/get` return; or a dynamic skill, whose files the server serves
-/// itself (as resources or resource templates) and whose entry lists none.
-///
-/// # Examples
-///
-/// ```
-/// use mcpl_server::skills::{SkillBundle, SkillErrorKind};
-///
-/// let manifest = "---\nname: refunds\ndescription: Process refund requests\n---\nSee examples/email.md\n";
-/// // Nested under the prefix `acme/billing`: skill://acme/billing/refunds/SKILL.md
-/// let skill = SkillBundle::new("acme/billing/refunds", manifest)?
-///     .file("examples/email.md", "Dear customer, ...")?;
-/// assert_eq!(skill.uri(), "skill://acme/billing/refunds/SKILL.md");
-/// assert_eq!(skill.name(), "refunds");
-///
-/// // The last segment must be the frontmatter's name, and paths may not climb out.
-/// assert_eq!(SkillBundle::new("acme/other", manifest).unwrap_err().kind(), SkillErrorKind::NameMismatch);
-/// let err = SkillBundle::new("refunds", manifest)?.file("../secrets", "x").unwrap_err();
-/// assert_eq!(err.kind(), SkillErrorKind::InvalidPath);
-/// # Ok::<(), mcpl_server::skills::SkillError>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct SkillBundle {
-    entry: Skill,
-    /// The files, keyed by URI (none for a dynamic skill).
-    files: BTreeMap<String, BundleFile>,
-}
-
-impl SkillBundle {
-    /// A skill at `skill://<path>/SKILL.md` with the manifest text `manifest`. `path` is one
-    /// or more `/`-separated segments whose last one is the frontmatter's `name`; the others
-    /// are an organizational prefix. Each segment is 1-255 characters of `A-Z a-z 0-9 . _ ~ -`,
-    /// not starting with a dot.
-    ///
-    /// # Errors
-    ///
-    /// [`SkillError::InvalidPath`], [`SkillError::Frontmatter`] (see
-    /// [`SkillFrontmatter::parse_document`]), [`SkillError::NameMismatch`], or
-    /// [`SkillError::TooLarge`] for a manifest over [`MAX_SKILL_BYTES`].
-    pub fn new(path: &str, manifest: impl Into<String>) -> Result<Self, SkillError> {
-        let manifest = manifest.into();
-        if len(manifest.as_bytes()) > MAX_SKILL_BYTES {
-            return Err(SkillError::TooLarge);
-        }
-        let parts = segments(path)?;
-        let frontmatter =
-            SkillFrontmatter::parse_document(&manifest).map_err(SkillError::Frontmatter)?;
-        if parts.last() != Some(&frontmatter.name.as_str()) {
-            return Err(SkillError::NameMismatch { path: path.to_owned(), name: frontmatter.name });
-        }
-        let uri = format!("{SKILL_SCHEME}://{path}/{SKILL_MANIFEST}");
-        let mut resource = Resource::new(&uri, &frontmatter.name);
-        resource.description = Some(frontmatter.description.clone());
-        resource.mime_type = Some(SKILL_MANIFEST_MIME_TYPE.to_owned());
-        resource.size = Some(len(manifest.as_bytes()));
-        let bytes: Arc<[u8]> = Arc::from(manifest.into_bytes());
-        let file = SkillResource::of(&uri, &bytes);
-        let entry = Skill::new(&uri, frontmatter, SkillResources::Files(vec![file]));
-        let files = BTreeMap::from([(uri, BundleFile { resource, bytes })]);
-        Ok(SkillBundle { entry, files })
-    }
-
-    /// A dynamic skill: its entry says `"resources": "dynamic"`, and the server serves its
-    /// `SKILL.md` (at `uri`, ending in `/<name>/SKILL.md`) and its other files itself, with
-    /// resources or resource templates.
-    ///
-    /// # Errors
-    ///
-    /// [`SkillError::Frontmatter`] for a name that breaks the naming rules or an empty
-    /// description, [`SkillError::InvalidUri`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use mcpl_core::types::{SkillFrontmatter, SkillResources};
-    /// use mcpl_server::skills::SkillBundle;
-    ///
-    /// let daily = SkillBundle::dynamic("skill://reports/daily/SKILL.md", SkillFrontmatter::new("daily", "Today's report"))?;
-    /// assert_eq!(daily.entry().resources, SkillResources::Dynamic);
-    /// # Ok::<(), mcpl_server::skills::SkillError>(())
-    /// ```
-    pub fn dynamic(uri: &str, frontmatter: SkillFrontmatter) -> Result<Self, SkillError> {
-        // The same rules as a parsed frontmatter's.
-        let frontmatter = SkillFrontmatter::from_object(frontmatter.to_object())
-            .map_err(SkillError::Frontmatter)?;
-        if skill_name_of(uri) != Some(frontmatter.name.as_str()) {
-            return Err(SkillError::InvalidUri(uri.to_owned()));
-        }
-        let entry = Skill::new(uri, frontmatter, SkillResources::Dynamic);
-        Ok(SkillBundle { entry, files: BTreeMap::new() })
-    }
-
-    /// Adds a supporting file at `path` relative to the skill's root (`references/FORMS.md`);
-    /// its MIME type is guessed from its extension.
-    ///
-    /// # Errors
-    ///
-    /// [`SkillError::InvalidPath`], [`SkillError::DuplicateFile`], or [`SkillError::TooLarge`]
-    /// past [`MAX_SKILL_FILES`] files or [`MAX_SKILL_BYTES`] bytes. A dynamic skill has no
-    /// files: adding one is [`SkillError::InvalidUri`].
-    pub fn file(mut self, path: &str, bytes: impl Into<Vec<u8>>) -> Result<Self, SkillError> {
-        let bytes = bytes.into();
-        let parts = segments(path)?;
-        let Some(root) = self.entry.root().map(str::to_owned) else {
-            return Err(SkillError::InvalidUri(self.entry.uri.clone()));
-        };
-        let SkillResources::Files(listed) = &mut self.entry.resources else {
-            return Err(SkillError::InvalidUri(self.entry.uri.clone()));
-        };
-        let uri = format!("{root}/{path}");
-        if self.files.contains_key(&uri) {
-            return Err(SkillError::DuplicateFile(path.to_owned()));
-        }
-        let total = listed.iter().map(|f| f.size).fold(len(&bytes), u64::saturating_add);
-        if listed.len() >= MAX_SKILL_FILES || total > MAX_SKILL_BYTES {
-            return Err(SkillError::TooLarge);
-        }
-        let name = parts.last().copied().unwrap_or(path);
-        let mut resource = Resource::new(&uri, name);
-        resource.mime_type = Some(mime_type(name, &bytes).to_owned());
-        resource.size = Some(len(&bytes));
-        listed.push(SkillResource::of(&uri, &bytes));
-        self.files.insert(uri, BundleFile { resource, bytes: Arc::from(bytes) });
-        Ok(self)
-    }
-
-    /// The URI of the skill's `SKILL.md`.
-    pub fn uri(&self) -> &str {
-        &self.entry.uri
-    }
-
-    /// The skill's name.
-    pub fn name(&self) -> &str {
-        self.entry.name()
-    }
-
-    /// The entry `skills/list` and `skills/get` return.
-    pub fn entry(&self) -> &Skill {
-        &self.entry
-    }
-}
-
-fn len(bytes: &[u8]) -> u64 {
-    u64::try_from(bytes.len()).unwrap_or(u64::MAX)
-}
-
-/// A MIME type for a file named `name` holding `bytes`.
-pub(crate) fn mime_type(name: &str, bytes: &[u8]) -> &'static str {
-    let extension = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
-    let known = match extension.as_deref() {
-        Some("md" | "markdown") => "text/markdown",
-        Some("txt") => "text/plain",
-        Some("html" | "htm") => "text/html",
-        Some("csv") => "text/csv",
-        Some("json") => "application/json",
-        Some("yaml" | "yml") => "application/yaml",
-        Some("toml") => "application/toml",
-        Some("xml") => "application/xml",
-        Some("py") => "text/x-python",
-        Some("sh") => "text/x-shellscript",
-        Some("js" | "mjs") => "text/javascript",
-        Some("ts") => "text/typescript",
-        Some("rs") => "text/x-rust",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("gif") => "image/gif",
-        Some("svg") => "image/svg+xml",
-        Some("pdf") => "application/pdf",
-        _ => "",
-    };
-    match known {
-        "" if std::str::from_utf8(bytes).is_ok() => "text/plain",
-        "" => "application/octet-stream",
-        known => known,
-    }
-}
-
-/// The served skills and the index of their files.
-#[derive(Default)]
-pub(crate) struct SkillCatalog {
-    items: Vec<SkillBundle>,
-    /// Every file of every skill, by URI (nested skills share files).
-    files: BTreeMap<String, BundleFile>,
-    pub(crate) revision: u64,
-    /// Whether a skill was ever registered: the extension, once declared, stays.
-    pub(crate) ever: bool,
-}
-
-impl SkillCatalog {
-    fn get(&self, uri: &str) -> Option<&SkillBundle> {
-        self.items.iter().find(|s| s.entry.uri == uri)
-    }
-
-    /// The entries, in registration order.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = &Skill> {
-        self.items.iter().map(|s| &s.entry)
-    }
-
-    /// The resources of the skill files, in URI order.
-    pub(crate) fn resources(&self) -> impl Iterator<Item = &Resource> {
-        self.files.values().map(|f| &f.resource)
-    }
-
-    /// The contents of the skill file at `uri`: text when it is UTF-8, else base64.
-    pub(crate) fn contents(&self, uri: &str) -> Option<ResourceContents> {
-        let file = self.files.get(uri)?;
-        let mime = file.resource.mime_type.clone();
-        Some(match std::str::from_utf8(&file.bytes) {
-            Ok(text) => {
-                let mut contents = TextResourceContents::new(uri, text);
-                contents.mime_type = mime;
-                contents.into()
-            }
-            Err(_) => {
-                let mut contents = BlobResourceContents::new(uri, STANDARD.encode(&file.bytes));
-                contents.mime_type = mime;
-                contents.into()
-            }
-        })
-    }
-
-    /// Replaces the skills with `items`, refusing a set whose skills or files collide (two
-    /// skills at one URI, one file URI with two contents, a file at a static resource's URI).
-    fn set(
-        &mut self,
-        items: Vec<SkillBundle>,
-        taken: &dyn Fn(&str) -> bool,
-    ) -> Result<(), RegistrationError> {
-        let mut files: BTreeMap<String, BundleFile> = BTreeMap::new();
-        for (i, skill) in items.iter().enumerate() {
-            if items[..i].iter().any(|s| s.entry.uri == skill.entry.uri) {
-                return Err(RegistrationError::Duplicate {
-                    kind: "skill",
-                    key: skill.entry.uri.clone(),
-                });
-            }
-            for (uri, file) in &skill.files {
-                let clash = files.get(uri).is_some_and(|f| f.bytes != file.bytes);
-                if clash || taken(uri) {
-                    return Err(RegistrationError::Duplicate {
-                        kind: "skill file",
-                        key: uri.clone(),
-                    });
-                }
-                // A nested skill's SKILL.md is described by that skill, not as a plain file of
-                // the skill enclosing it.
-                let describes_itself = *uri == skill.entry.uri;
-                if describes_itself || !files.contains_key(uri) {
-                    files.insert(uri.clone(), file.clone());
-                }
-            }
-        }
-        self.ever |= !items.is_empty();
-        self.items = items;
-        self.files = files;
-        self.revision += 1;
-        Ok(())
-    }
-
-    /// The direct children of the directory `uri`, in URI order; `None` when `uri` is not a
-    /// directory of the served skill files.
-    fn children(&self, uri: &str) -> Option<Vec<Resource>> {
-        let has_path = uri.split_once("://").is_some_and(|(_, path)| !path.is_empty());
-        if !has_path || uri.ends_with('/') {
-            return None;
-        }
-        let prefix = format!("{uri}/");
-        let mut children: Vec<Resource> = Vec::new();
-        for (file_uri, file) in self.files.range(prefix.clone()..) {
-            let Some(rest) = file_uri.strip_prefix(&prefix) else { break };
-            match rest.split_once('/') {
-                None => children.push(file.resource.clone()),
-                Some((dir, _)) => {
-                    // Keys under one subdirectory are contiguous in URI order.
-                    let child = format!("{prefix}{dir}");
-                    if children.last().is_none_or(|c| c.uri != child) {
-                        let mut resource = Resource::new(child, dir);
-                        resource.mime_type = Some(DIRECTORY_MIME_TYPE.to_owned());
-                        children.push(resource);
-                    }
-                }
-            }
-        }
-        (!children.is_empty()).then_some(children)
-    }
-}
-
-/// The settings declared under `capabilities.extensions`.
-pub(crate) fn declaration() -> (String, Value) {
-    (SKILLS_EXTENSION.to_owned(), json!({ "directoryRead": true }))
-}
-
 /// `skills/list`: one page of entries.
-pub(crate) fn list(server: &Server, params: Option<Value>) -> HandlerResult {
+pub(crate) fn list(
+    features: &Features,
+    page_size: Option<usize>,
+    params: Option<Value>,
+) -> HandlerResult {
     let params: PaginatedRequestParams = decode(params)?;
     let (revision, items) = {
-        let r = server.read();
+        let r = features.read();
         (r.skills.revision, r.skills.entries().cloned().collect::<Vec<_>>())
     };
-    let page = paginate("skills", revision, &items, params.cursor.as_deref(), server.page_size())?;
-    encode(ListSkillsResult {
-        skills: page.items,
-        next_cursor: page.next_cursor,
-        ..Default::default()
+    let page = paginate("skills", revision, &items, params.cursor.as_deref(), page_size)?;
+    encode({
+        let mut result = ListSkillsResult::default().with_skills(page.items);
+        result.next_cursor = page.next_cursor;
+        result
     })
 }
 
 /// `skills/get`: one entry, `-32602` for a URI that names no served skill.
-pub(crate) fn get(server: &Server, params: Option<Value>) -> HandlerResult {
+pub(crate) fn get(features: &Features, params: Option<Value>) -> HandlerResult {
     let params: GetSkillRequestParams = decode(params)?;
-    let entry = server.read().skills.get(&params.uri).map(|s| s.entry.clone());
+    let entry = features.read().skills.get(&params.uri).map(|s| s.entry.clone());
     match entry {
         Some(skill) => encode(GetSkillResult::new(skill)),
         None => {
@@ -483,10 +99,14 @@ pub(crate) fn get(server: &Server, params: Option<Value>) -> HandlerResult {
 
 /// `resources/directory/read`: one page of a directory's children, `-32602` for a URI that
 /// is not a directory of the served skills.
-pub(crate) fn read_directory(server: &Server, params: Option<Value>) -> HandlerResult {
+pub(crate) fn read_directory(
+    features: &Features,
+    page_size: Option<usize>,
+    params: Option<Value>,
+) -> HandlerResult {
     let params: ReadDirectoryRequestParams = decode(params)?;
     let (revision, children) = {
-        let r = server.read();
+        let r = features.read();
         (r.skills.revision, r.skills.children(&params.uri))
     };
     let Some(children) = children else {
@@ -497,11 +117,11 @@ pub(crate) fn read_directory(server: &Server, params: Option<Value>) -> HandlerR
         .with_data(json!({ "uri": params.uri })));
     };
     let list = format!("directory {}", params.uri);
-    let page = paginate(&list, revision, &children, params.cursor.as_deref(), server.page_size())?;
-    encode(ReadDirectoryResult {
-        resources: page.items,
-        next_cursor: page.next_cursor,
-        ..Default::default()
+    let page = paginate(&list, revision, &children, params.cursor.as_deref(), page_size)?;
+    encode({
+        let mut result = ReadDirectoryResult::default().with_resources(page.items);
+        result.next_cursor = page.next_cursor;
+        result
     })
 }
 
@@ -527,12 +147,12 @@ pub(crate) fn read_directory(server: &Server, params: Option<Value>) -> HandlerR
 #[derive(Debug)]
 #[must_use]
 pub struct SkillsMut<'a> {
-    server: &'a Server,
+    features: &'a Features,
 }
 
 impl<'a> SkillsMut<'a> {
-    pub(crate) fn new(server: &'a Server) -> Self {
-        SkillsMut { server }
+    pub(crate) fn new(features: &'a Features) -> Self {
+        SkillsMut { features }
     }
 
     /// Applies `f` to the list of skills; a list `f` makes that collides is refused and the
@@ -542,7 +162,7 @@ impl<'a> SkillsMut<'a> {
         f: impl FnOnce(&mut Vec<SkillBundle>) -> bool,
     ) -> Result<bool, RegistrationError> {
         let changed = {
-            let mut r = self.server.write();
+            let mut r = self.features.write();
             let mut items = r.skills.items.clone();
             if !f(&mut items) {
                 return Ok(false);
@@ -553,7 +173,7 @@ impl<'a> SkillsMut<'a> {
             registry.has_resources = true;
             true
         };
-        self.server.announce(changed, ServerEvent::ResourcesListChanged);
+        self.features.announce(changed, ServerEvent::ResourcesListChanged);
         Ok(changed)
     }
 
@@ -632,13 +252,13 @@ impl<'a> SkillsMut<'a> {
 
     /// Whether a skill with this `SKILL.md` URI is served.
     pub fn contains(&self, uri: &str) -> bool {
-        self.server.read().skills.get(uri).is_some()
+        self.features.read().skills.get(uri).is_some()
     }
 }
 
 /// Registers `skill` on a builder's registry.
 pub(crate) fn register(
-    registry: &mut crate::registry::Registry,
+    registry: &mut Registry,
     skill: SkillBundle,
 ) -> Result<(), RegistrationError> {
     let mut items = registry.skills.items.clone();
@@ -653,7 +273,12 @@ pub(crate) fn register(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use super::catalog::SkillCatalog;
     use super::*;
+    use mcpl_core::types::{
+        DIRECTORY_MIME_TYPE, MAX_SKILL_BYTES, MAX_SKILL_FILES, ResourceContents, SkillFrontmatter,
+        SkillResources,
+    };
 
     fn skill(path: &str) -> SkillBundle {
         let name = path.rsplit('/').next().unwrap();

@@ -15,6 +15,7 @@ pub use self::patch::{
 };
 pub use self::tracker::{Checkpoint, DEFAULT_HISTORY, StateError, StateTracker};
 
+use derive_setters::Setters;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -22,8 +23,10 @@ use serde_json::{Map, Value};
 ///
 /// `data` is a full snapshot, `patch` an RFC 6902 patch against the **parent's** state, neither
 /// an opaque (server-managed) checkpoint. If both are present, prefer `data` (and log a defect).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct StateCheckpoint {
     /// The checkpoint id.
     pub checkpoint: String,
@@ -38,6 +41,20 @@ pub struct StateCheckpoint {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl StateCheckpoint {
+    /// A `StateCheckpoint` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(checkpoint: impl Into<String>) -> Self {
+        Self {
+            checkpoint: checkpoint.into(),
+            parent: None,
+            data: None,
+            patch: None,
+            extra: Default::default(),
+        }
+    }
 }
 
 /// How a checkpoint carries its state.
@@ -175,8 +192,10 @@ pub enum PatchOperation {
 
 /// The state fields a host adds to `tools/call` params: the full state if host-managed, or
 /// only a checkpoint reference. Read them from, or merge them into, the params' extra members.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct StateRequestFields {
     /// The full state object (host-managed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,8 +217,10 @@ impl StateRequestFields {
 }
 
 /// `state/rollback` params (host to server).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RollbackParams {
     /// The feature set (must declare `rollback: true`).
     pub feature_set: String,
@@ -210,10 +231,24 @@ pub struct RollbackParams {
     pub extra: Map<String, Value>,
 }
 
+impl RollbackParams {
+    /// A `RollbackParams` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(feature_set: impl Into<String>, checkpoint: impl Into<String>) -> Self {
+        Self {
+            feature_set: feature_set.into(),
+            checkpoint: checkpoint.into(),
+            extra: Default::default(),
+        }
+    }
+}
+
 /// `state/rollback` result. Best effort: `success: false` with a `reason` when effects cannot
 /// be undone; an unknown or pruned checkpoint is error `-32005` instead.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Setters)]
 #[serde(rename_all = "camelCase")]
+#[setters(prefix = "with_", strip_option, into)]
+#[non_exhaustive]
 pub struct RollbackResult {
     /// The checkpoint now current.
     pub checkpoint: String,
@@ -225,6 +260,14 @@ pub struct RollbackResult {
     /// Members this SDK does not know, preserved.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl RollbackResult {
+    /// A `RollbackResult` of its required members; the optional ones are set with the
+    /// `with_*` setters.
+    pub fn new(checkpoint: impl Into<String>, success: bool) -> Self {
+        Self { checkpoint: checkpoint.into(), success, reason: None, extra: Default::default() }
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,12 @@
 //! each operation, which is most of an applier; RFC 6902 itself is small (six operations over
 //! RFC 6901 pointers), so we keep our own, held by unit tests of every operation and pointer
 //! edge case and by property tests (failures leave the state unchanged; the budget holds).
+//!
+//! Re-checked against json-patch 5.0: still no limit of any kind, `test` still compares with
+//! `==`. Wrapping it per operation (check the budget, then let it apply one operation) would not
+//! shrink this module: the size an operation adds or removes, the depth where it inserts and the
+//! work of shifting array elements must still be found here before it runs, by the same pointer
+//! walk, and `test` would still be ours.
 
 use serde_json::Value;
 

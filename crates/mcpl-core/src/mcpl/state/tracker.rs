@@ -294,6 +294,16 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_their_cause_once() {
+        use std::error::Error as _;
+        let source = BudgetExceeded::Size(10);
+        let cause = source.to_string();
+        let error = StateError::OverBudget { checkpoint: "c1".into(), source };
+        assert!(!error.to_string().contains(&cause), "{error}");
+        assert_eq!(error.source().unwrap().to_string(), cause);
+    }
+
+    #[test]
     fn snapshots_patches_and_opaque_checkpoints() {
         let mut t = StateTracker::with_history(3);
         assert_eq!(t.request_fields("s"), StateRequestFields::default());

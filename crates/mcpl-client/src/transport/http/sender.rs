@@ -1,0 +1,213 @@
+//! The sending half: one `POST` per message, the session's lifecycle (`initialize`, the
+//! standalone stream after `notifications/initialized`, `DELETE` on close).
+
+use std::sync::Arc;
+
+use mcpl_core::jsonrpc::{ErrorResponse, Message};
+use mcpl_core::transport::TransportSender;
+use mcpl_core::types::names;
+use mcpl_core::{Error, Result};
+use reqwest::StatusCode;
+
+use super::shared::{Outgoing, Shared, insert, insert_owned, lock, session_expired};
+use super::{PROTOCOL_VERSION, SESSION_ID};
+
+/// The sending half of an [`HttpTransport`](super::HttpTransport): one `POST` per message.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_client::transport::HttpTransport;
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+/// use mcpl_core::types::{ClientCapabilities, Meta};
+/// use mcpl_core::ProtocolVersion;
+/// use serde_json::json;
+/// # type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap)>>>;
+/// # /// An echo server over Streamable HTTP on a local port; `Seen` records each request's
+/// # /// method and headers.
+/// # async fn serve_recording() -> std::io::Result<(String, Seen)> {
+/// #     use mcpl_server::http::{HttpConfig, StreamableHttp};
+/// #     let server = mcpl_server::Server::builder("echo-server", "1.0.0")
+/// #         .tool(mcpl_core::types::Tool::new("echo", mcpl_core::types::ToolSchema::object()), |_ctx, args| async move {
+/// #             let text = args.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+/// #             Ok(mcpl_server::ToolOutput::text(text))
+/// #         })
+/// #         .build();
+/// #     let seen = Seen::default();
+/// #     let log = seen.clone();
+/// #     let app = StreamableHttp::new(server, HttpConfig::new()).into_router("/mcp").layer(
+/// #         axum::middleware::from_fn(move |request: axum::extract::Request, next: axum::middleware::Next| {
+/// #             log.lock().unwrap().push((request.method().to_string(), request.headers().clone()));
+/// #             next.run(request)
+/// #         }),
+/// #     );
+/// #     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// #     let url = format!("http://{}/mcp", listener.local_addr()?);
+/// #     tokio::spawn(mcpl_server::http::serve(listener, app));
+/// #     Ok((url, seen))
+/// # }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (url, _seen) = serve_recording().await?;
+/// let (mut tx, mut rx) = HttpTransport::new(url).start().await?;
+/// // Each message the sender sends is one POST; its answer reaches the receiver.
+/// let meta = Meta::for_request(ProtocolVersion::V2026_07_28, &ClientCapabilities::default());
+/// let discover = Request::new(1, "server/discover", Some(json!({"_meta": meta})));
+/// tx.send(Message::Request(discover)).await?;
+/// let Some(Message::Response(response)) = rx.recv().await? else { panic!("no response") };
+/// assert!(response.result["supportedVersions"].is_array());
+/// tx.close().await?;
+/// # Ok(()) }
+/// ```
+pub struct HttpSender {
+    pub(super) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for HttpSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSender")
+            .field("url", &crate::transport::redacted_url(self.shared.url.as_str()))
+            .field("session", &lock(&self.shared.session).is_some())
+            .finish()
+    }
+}
+
+impl TransportSender for HttpSender {
+    async fn send(&mut self, message: Message) -> Result<()> {
+        if let Message::Error(ErrorResponse { id: None, .. }) = &message {
+            // An error about an unreadable server message: nothing on the server can use it.
+            tracing::debug!("not posting an id-less error response");
+            return Ok(());
+        }
+        let out = Outgoing::of(&message);
+        let with_session = out.stateless_version.is_none();
+        let mut headers = self.shared.post_headers(&out);
+        if let (Some(id), Some(method)) = (&out.id, out.method.as_deref()) {
+            if method == names::TOOLS_LIST {
+                lock(&self.shared.tools_list_ids).insert(id.clone());
+            }
+            if method == names::TOOLS_CALL && !with_session {
+                match self.shared.param_headers(&message) {
+                    Ok(params) => {
+                        for (name, value) in params {
+                            insert_owned(&mut headers, &name, &value);
+                        }
+                    }
+                    Err((tool, detail)) => {
+                        // Clients must not call a tool whose annotations are invalid.
+                        self.shared.fail(id, Error::InvalidToolHeaders { tool, detail }).await;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let body = message.encode();
+        let stale = lock(&self.shared.session).clone().filter(|_| with_session);
+        let sent_session = stale.is_some();
+        let Some(id) = out.id.clone() else {
+            // Notifications and responses: wait for the `202` so they stay in order.
+            let mut response =
+                self.shared.post(headers, body.clone()).await.map_err(|e| self.shared.failed(e))?;
+            if let (StatusCode::NOT_FOUND, Some(stale)) = (response.status(), &stale) {
+                if !self.shared.renew(stale).await {
+                    return Err(session_expired());
+                }
+                let headers = self.shared.post_headers(&out);
+                response =
+                    self.shared.post(headers, body).await.map_err(|e| self.shared.failed(e))?;
+            }
+            let status = response.status();
+            if status == StatusCode::NOT_FOUND && sent_session {
+                return Err(session_expired());
+            }
+            if !status.is_success() {
+                tracing::info!(%status, method = ?out.method, "the server refused a message");
+            }
+            if out.method.as_deref() == Some(names::NOTIFICATIONS_INITIALIZED)
+                && status.is_success()
+            {
+                Shared::open_standalone(&self.shared).await;
+            }
+            return Ok(());
+        };
+        let is_initialize = out.method.as_deref() == Some(names::INITIALIZE) && with_session;
+        if is_initialize {
+            *lock(&self.shared.hello) = Some(body.clone());
+            // The session id must be known before anything else is sent.
+            let response = match self.shared.post(headers, body).await {
+                Ok(response) => response,
+                Err(e) => {
+                    // Failed with its cause, so that the client learns why (a refused
+                    // redirect, a TLS failure, a refused connection).
+                    self.shared.fail_post(&id, e).await;
+                    return Ok(());
+                }
+            };
+            if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
+            {
+                *lock(&self.shared.session) = Some(session.to_owned());
+                self.shared.handle.set(session, None);
+            }
+            let shared = self.shared.clone();
+            self.shared.spawn(async move {
+                shared.answer(id.clone(), true, false, response).await;
+            });
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        self.shared.spawn(async move {
+            let response = match shared.post(headers, body.clone()).await {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
+                    // The session expired: renew it and send the request once more.
+                    let renewed = match &stale {
+                        Some(stale) => shared.renew(stale).await,
+                        None => false,
+                    };
+                    if !renewed {
+                        shared.end(session_expired()).await;
+                        return;
+                    }
+                    let headers = shared.post_headers(&out);
+                    shared.post(headers, body).await
+                }
+                other => other,
+            };
+            match response {
+                Ok(response) => shared.answer(id, false, sent_session, response).await,
+                Err(e) => shared.fail_post(&id, e).await,
+            }
+        });
+        Ok(())
+    }
+
+    /// Stops every stream and, in the 2025 era, ends the session with `DELETE` (unless the
+    /// [`SessionHandle`](mcpl_core::transport::SessionHandle) asks to keep it for a later
+    /// resume).
+    async fn close(self) -> Result<()> {
+        for task in lock(&self.shared.tasks).drain(..) {
+            task.abort();
+        }
+        let session = lock(&self.shared.session).take();
+        if self.shared.handle.keeps_on_close() {
+            tracing::debug!(kept = session.is_some(), "closing without ending the session");
+            return Ok(());
+        }
+        if let Some(session) = session {
+            let mut headers = self.shared.base_headers();
+            self.shared.authorize(&mut headers, "DELETE");
+            insert(&mut headers, SESSION_ID, &session);
+            if let Some(v) = lock(&self.shared.version).clone() {
+                insert(&mut headers, PROTOCOL_VERSION, &v);
+            }
+            match self.shared.request(reqwest::Method::DELETE).headers(headers).send().await {
+                Ok(r)
+                    if r.status().is_success() || r.status() == StatusCode::METHOD_NOT_ALLOWED => {}
+                Ok(r) => tracing::debug!(status = %r.status(), "DELETE of the session refused"),
+                Err(e) => tracing::debug!(error = %e, "DELETE of the session failed"),
+            }
+        }
+        Ok(())
+    }
+}

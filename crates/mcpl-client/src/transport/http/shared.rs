@@ -1,0 +1,416 @@
+//! What the sender, the streams and the session renewal share: the HTTP client, the session,
+//! the headers every request carries, and how a response becomes messages or a typed failure.
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcpl_core::jsonrpc::{ErrorResponse, Message, RequestId};
+use mcpl_core::transport::{Incoming, SessionHandle, TransportEvent};
+use mcpl_core::types::{meta_keys, names};
+use mcpl_core::{Error, Result};
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::body::{ReadError, read_limited, read_snippet};
+use super::{MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, SESSION_ID};
+use crate::transport::failure;
+use crate::transport::headers::{ToolHeaders, header_text};
+
+pub(super) struct Shared {
+    pub(super) http: reqwest::Client,
+    pub(super) url: String,
+    /// `url` parsed once, so that a request does not parse it again (`None` if it does not
+    /// parse: every request then fails as reqwest reports it).
+    pub(super) parsed: Option<reqwest::Url>,
+    /// The URL without credentials, for errors and logs.
+    pub(super) endpoint: String,
+    /// The connect timeout of the transport's own client (unknown for the caller's).
+    pub(super) connect_timeout: Option<Duration>,
+    pub(super) headers: HeaderMap,
+    pub(super) max: usize,
+    pub(super) max_resume: u32,
+    pub(super) min_retry: Duration,
+    pub(super) standalone: bool,
+    pub(super) session: Mutex<Option<String>>,
+    pub(super) version: Mutex<Option<String>>,
+    /// The `x-mcp-header` annotations learnt from `tools/list` results.
+    pub(super) tool_headers: ToolHeaders,
+    /// The ids of `tools/list` requests in flight, whose results teach `tool_headers`.
+    pub(super) tools_list_ids: Mutex<HashSet<RequestId>>,
+    /// The owner's view of the session (see [`SessionHandle`]).
+    pub(super) handle: SessionHandle,
+    pub(super) inbox: mpsc::Sender<Result<Incoming>>,
+    pub(super) tasks: Mutex<Vec<AbortHandle>>,
+    /// The body of the `initialize` request, replayed to renew an expired session.
+    pub(super) hello: Mutex<Option<Vec<u8>>>,
+    /// Held while a session is renewed, so that concurrent 404s renew it once.
+    pub(super) renewing: tokio::sync::Mutex<()>,
+    /// Counts renewals, for the ids of the replayed `initialize`.
+    pub(super) renewals: AtomicU64,
+    #[cfg(feature = "auth")]
+    pub(super) auth: Option<Arc<crate::auth::OAuth>>,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What an outgoing message means for the HTTP exchange.
+pub(super) struct Outgoing {
+    /// The request's id, for requests.
+    pub(super) id: Option<RequestId>,
+    /// The request's method, for requests and notifications.
+    pub(super) method: Option<String>,
+    /// The protocol version in `params._meta`, for 2026-era requests.
+    pub(super) stateless_version: Option<String>,
+    /// The `Mcp-Name` value, for the methods that need one.
+    pub(super) name: Option<String>,
+}
+
+impl Outgoing {
+    pub(super) fn of(message: &Message) -> Outgoing {
+        let (id, method, params) = match message {
+            Message::Request(r) => (Some(r.id.clone()), Some(r.method.clone()), r.params.as_ref()),
+            Message::Notification(n) => (None, Some(n.method.clone()), n.params.as_ref()),
+            _ => (None, None, None),
+        };
+        let stateless_version = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let name_key = match method.as_deref() {
+            Some(names::TOOLS_CALL | names::PROMPTS_GET) => Some("name"),
+            Some(names::RESOURCES_READ) => Some("uri"),
+            Some("tasks/get" | "tasks/update" | "tasks/cancel") => Some("taskId"),
+            _ => None,
+        };
+        let name = name_key
+            .and_then(|k| params.and_then(|p| p.get(k)))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Outgoing { id, method, stateless_version, name }
+    }
+}
+
+pub(super) fn session_expired() -> Error {
+    Error::Transport {
+        context: "session expired: the server no longer knows this session (HTTP 404)".into(),
+        source: None,
+    }
+}
+
+pub(super) fn insert_owned(headers: &mut HeaderMap, name: &str, value: &str) {
+    match (HeaderName::try_from(name), HeaderValue::from_str(value)) {
+        (Ok(n), Ok(v)) => {
+            headers.insert(n, v);
+        }
+        _ => tracing::warn!(header = name, "not representable as a header; omitted"),
+    }
+}
+
+pub(super) fn insert(headers: &mut HeaderMap, name: &'static str, value: &str) {
+    match HeaderValue::from_str(value) {
+        Ok(v) => {
+            headers.insert(name, v);
+        }
+        Err(_) => tracing::warn!(header = name, "value not representable as a header; omitted"),
+    }
+}
+
+/// Sets `Authorization` (and `DPoP`, for a DPoP-bound token) for a request of `method` to
+/// `url`; the access token sent, if any.
+#[cfg(feature = "auth")]
+pub(super) fn authorize(
+    headers: &mut HeaderMap,
+    auth: &crate::auth::OAuth,
+    url: &str,
+    method: &str,
+) -> Option<String> {
+    headers.remove(reqwest::header::AUTHORIZATION);
+    headers.remove("dpop");
+    let presented = auth.presentation(url, method)?;
+    let mut value = HeaderValue::try_from(presented.authorization).ok()?;
+    value.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    if let Some(proof) = presented.proof.and_then(|p| HeaderValue::try_from(p).ok()) {
+        headers.insert("dpop", proof);
+    }
+    Some(presented.access_token)
+}
+
+impl Shared {
+    pub(super) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let handle = tokio::spawn(task).abort_handle();
+        let mut tasks = lock(&self.tasks);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+    }
+
+    /// A request of `method` to the endpoint.
+    pub(super) fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        match &self.parsed {
+            Some(url) => self.http.request(method, url.clone()),
+            None => self.http.request(method, &self.url),
+        }
+    }
+
+    pub(super) fn base_headers(&self) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        headers
+    }
+
+    /// Adds the OAuth credentials of a request of `method` (a DPoP proof is made for one
+    /// request only).
+    pub(super) fn authorize(&self, headers: &mut HeaderMap, method: &str) {
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            authorize(headers, auth, &self.url, method);
+        }
+        #[cfg(not(feature = "auth"))]
+        let _ = (headers, method);
+    }
+
+    /// POSTs `body`; with OAuth, a refusal runs the authorization flow and the POST is sent
+    /// again with the new token (at most [`crate::auth::MAX_AUTHORIZATIONS`] times).
+    pub(super) async fn post(
+        &self,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> reqwest::Result<reqwest::Response> {
+        #[cfg(feature = "auth")]
+        if let Some(auth) = &self.auth {
+            let mut headers = headers;
+            let mut attempts = 0;
+            loop {
+                let sent = authorize(&mut headers, auth, &self.url, "POST");
+                let request = self.request(reqwest::Method::POST).headers(headers.clone());
+                let response = request.body(body.clone()).send().await?;
+                auth.take_nonce(&self.url, response.headers());
+                let status = response.status();
+                let refused = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
+                if !refused || attempts >= crate::auth::MAX_AUTHORIZATIONS {
+                    return Ok(response);
+                }
+                attempts += 1;
+                let challenge = response
+                    .headers()
+                    .get(reqwest::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let outcome = auth
+                    .handle_refusal(
+                        &self.url,
+                        status.as_u16(),
+                        challenge.as_deref(),
+                        sent.as_deref(),
+                    )
+                    .await;
+                if let Err(e) = outcome {
+                    tracing::warn!(error = %e, kind = e.kind(), "authorization failed");
+                    return Ok(response);
+                }
+            }
+        }
+        self.request(reqwest::Method::POST).headers(headers).body(body).send().await
+    }
+
+    pub(super) fn session_headers(&self) -> HeaderMap {
+        let mut headers = self.base_headers();
+        if let Some(session) = lock(&self.session).as_deref() {
+            insert(&mut headers, SESSION_ID, session);
+        }
+        if let Some(version) = lock(&self.version).as_deref() {
+            insert(&mut headers, PROTOCOL_VERSION, version);
+        }
+        headers
+    }
+
+    pub(super) fn post_headers(&self, out: &Outgoing) -> HeaderMap {
+        let mut headers = match &out.stateless_version {
+            Some(version) => {
+                let mut headers = self.base_headers();
+                insert(&mut headers, PROTOCOL_VERSION, version);
+                if let Some(method) = &out.method {
+                    insert(&mut headers, MCP_METHOD, method);
+                }
+                if let Some(name) = &out.name {
+                    insert(&mut headers, MCP_NAME, &header_text(name));
+                }
+                headers
+            }
+            None => self.session_headers(),
+        };
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers
+    }
+
+    /// Delivers a message from the server, learning tool annotations from `tools/list`
+    /// results on the way.
+    pub(super) async fn deliver(&self, message: Message) {
+        if let Message::Response(r) = &message {
+            if lock(&self.tools_list_ids).remove(&r.id) {
+                self.tool_headers.learn(&r.result);
+            }
+        } else if let Message::Error(e) = &message
+            && let Some(id) = &e.id
+        {
+            lock(&self.tools_list_ids).remove(id);
+        }
+        let _ = self.inbox.send(Ok(Incoming::Message(message))).await;
+    }
+
+    /// The `Mcp-Param-*` headers of a `tools/call`, or the tool and why it must not be called.
+    pub(super) fn param_headers(
+        &self,
+        message: &Message,
+    ) -> Result<Vec<(String, String)>, (String, String)> {
+        match message {
+            Message::Request(r) => match r.params.as_ref().and_then(Value::as_object) {
+                Some(params) => self.tool_headers.for_call(params),
+                None => Ok(Vec::new()),
+            },
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// The typed error of an exchange that failed with `e`.
+    pub(super) fn failed(&self, e: reqwest::Error) -> Error {
+        failure::http(&self.endpoint, e, self.connect_timeout)
+    }
+
+    /// Fails request `id`, whose `POST` failed with `e`; a server found gone (see
+    /// [`failure::gone`]) ends the connection too.
+    pub(super) async fn fail_post(&self, id: &RequestId, e: reqwest::Error) {
+        let gone = failure::gone(&e);
+        let error = self.failed(e);
+        let gone = gone.then(|| failure::copy(&error));
+        self.fail(id, error).await;
+        if let Some(gone) = gone {
+            tracing::debug!(error = %gone, "the server cannot be reached; the connection ends");
+            self.end(gone).await;
+        }
+    }
+
+    /// Fails request `id` with `error`, told to the engine beside the server's messages.
+    pub(super) async fn fail(&self, id: &RequestId, error: Error) {
+        tracing::debug!(%id, error = %error, "request failed in the HTTP transport");
+        lock(&self.tools_list_ids).remove(id);
+        let failed = TransportEvent::RequestFailed { id: id.clone(), error };
+        let _ = self.inbox.send(Ok(Incoming::Event(failed))).await;
+    }
+
+    /// Ends the connection with `error`.
+    pub(super) async fn end(&self, error: Error) {
+        let _ = self.inbox.send(Err(error)).await;
+    }
+
+    /// Reads the response to request `id` and delivers what it carries.
+    pub(super) async fn answer(
+        self: Arc<Self>,
+        id: RequestId,
+        initialize: bool,
+        sent_session: bool,
+        response: reqwest::Response,
+    ) {
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && sent_session {
+            self.end(session_expired()).await;
+            return;
+        }
+        let challenge = response
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // Authorization failures carry OAuth bodies, not JSON-RPC: hand the caller the
+            // status and the challenge so it can authorize and retry.
+            let body = read_snippet(response).await;
+            self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
+            return;
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") && status.is_success() {
+            let end = self.read_sse(response, Some(&id), initialize).await;
+            self.resume(id, initialize, end).await;
+            return;
+        }
+        if content_type.starts_with("application/json") {
+            match read_limited(response, self.max).await {
+                Ok(body) => match Message::decode(&body) {
+                    Ok(message) => {
+                        if initialize {
+                            self.learn_version(&message);
+                        }
+                        let answers = matches!(&message, Message::Response(_) | Message::Error(_))
+                            && message.id() == Some(&id);
+                        let id_less_error = matches!(&message, Message::Error(e) if e.id.is_none());
+                        if id_less_error {
+                            // A refusal that could not name the request: it answers this one.
+                            if let Message::Error(e) = message {
+                                let error = e.error;
+                                self.deliver(ErrorResponse::new(Some(id), error).into()).await;
+                            }
+                            return;
+                        }
+                        self.deliver(message).await;
+                        if !answers {
+                            let detail =
+                                format!("HTTP {status}: the body does not answer the request");
+                            self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
+                        }
+                    }
+                    Err(_) if !status.is_success() => {
+                        let error =
+                            Error::http_status(status.as_u16(), &body, challenge.as_deref());
+                        self.fail(&id, error).await;
+                    }
+                    Err(e) => {
+                        let detail = format!("HTTP {status}: the body is not a JSON-RPC message");
+                        let error = Error::ProtocolViolation { detail, source: Some(Box::new(e)) };
+                        self.fail(&id, error).await;
+                    }
+                },
+                Err(ReadError::TooLarge) => self.too_large(&id).await,
+                Err(ReadError::Http(e)) => self.fail(&id, self.failed(e)).await,
+            }
+            return;
+        }
+        if !status.is_success() {
+            let body = read_snippet(response).await;
+            self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
+            return;
+        }
+        let shown: String = content_type.chars().take(100).collect();
+        let detail =
+            format!("HTTP {status} with content type {shown:?}, neither JSON nor an event stream");
+        self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
+    }
+
+    /// Fails request `id`, whose response exceeds the size limit.
+    pub(super) async fn too_large(&self, id: &RequestId) {
+        self.fail(id, Error::MessageTooLarge { limit: self.max }).await;
+    }
+
+    /// Records the version an `initialize` result names, for the `MCP-Protocol-Version` header.
+    pub(super) fn learn_version(&self, message: &Message) {
+        if let Message::Response(r) = message
+            && let Some(v) = r.result.get("protocolVersion").and_then(Value::as_str)
+        {
+            *lock(&self.version) = Some(v.to_owned());
+            self.handle.set_protocol_version(v);
+        }
+    }
+}

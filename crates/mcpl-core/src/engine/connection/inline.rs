@@ -1,0 +1,159 @@
+//! Serving one request on the caller's task, with no connection of its own (the
+//! embedding entry points of [`crate::engine::embed`]).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tracing::Instrument as _;
+
+use super::super::handler::RequestContext;
+use super::super::lazy_meta::{LazyMeta, MetaSlot};
+use super::super::lock;
+use crate::error::{Error, Result};
+use crate::jsonrpc::{ErrorObject, ErrorResponse, Message, Request, RequestId};
+use crate::trace::{self, Direction};
+use crate::transport::TransportSender;
+
+use super::*;
+
+impl Connection {
+    /// Serves `request` on the caller's task: no reader, writer or handler tasks. What the
+    /// handler sends goes out through `sender` as it is sent; requests the handler makes of the
+    /// peer fail at once with `-32601` (a single-request transport has no way back).
+    pub(crate) async fn serve_inline<S: TransportSender>(
+        self: &Arc<Self>,
+        starter: Starter,
+        request: Request,
+        meta: Option<LazyMeta>,
+        mut sender: S,
+    ) -> Result<()> {
+        let Request { id, method, mut params } = request;
+        let span = self.server_span(&method, &id, params.as_ref());
+        let Some(handler) = self.handlers.request_handler(&method) else {
+            // However this ends, the connection is closed after.
+            let _closed = self.closed.clone().drop_guard();
+            let error = ErrorObject::method_not_found(&method);
+            trace::record_error(&span, &error);
+            let answer: Message = ErrorResponse::new(Some(id.clone()), error).into();
+            trace::message(Direction::Out, &answer);
+            return sender.send_related(answer, Some(id)).await;
+        };
+        let tool_call = method == "tools/call";
+        // The one request owns `_meta`: it moves into the context instead of being copied.
+        let meta = match (meta, &mut params) {
+            (Some(meta), _) => MetaSlot::Lazy(meta),
+            (None, Some(Value::Object(p))) => match p.remove("_meta") {
+                Some(Value::Object(meta)) => MetaSlot::Tree(Arc::new(meta)),
+                Some(other) => {
+                    p.insert("_meta".to_owned(), other);
+                    MetaSlot::Absent
+                }
+                None => MetaSlot::Absent,
+            },
+            (None, _) => MetaSlot::Absent,
+        };
+        let head = (id.clone(), method);
+        let outcome = self
+            .run_inline_in(span.clone(), starter, head, meta, &mut sender, |ctx| {
+                run_handler(handler, ctx, params)
+            })
+            .await?;
+        trace::record_answer(&span, tool_call, &outcome);
+        let answer = answer(id.clone(), outcome);
+        trace::message(Direction::Out, &answer);
+        sender.send_related(answer, Some(id)).await
+    }
+
+    /// Runs `handler` as the handler of request `id` on the caller's task and returns what it
+    /// returned; the caller answers. What the handler sends meanwhile goes out through
+    /// `sender`; requests it makes of the peer fail at once with `-32601`. Once the handler
+    /// is done, the connection is closed: nothing it left behind sends any more.
+    pub(crate) async fn run_inline<S, F, Fut>(
+        self: &Arc<Self>,
+        starter: Starter,
+        (id, method): (RequestId, String),
+        meta: MetaSlot,
+        sender: &mut S,
+        handler: F,
+    ) -> Result<Fut::Output>
+    where
+        S: TransportSender,
+        F: FnOnce(RequestContext) -> Fut,
+        Fut: Future,
+    {
+        // The params are the caller's: it records what they name (`trace::record_target`).
+        let span = self.server_span(&method, &id, None);
+        self.run_inline_in(span, starter, (id, method), meta, sender, handler).await
+    }
+
+    /// [`run_inline`](Self::run_inline), the handler running in `span`.
+    pub(super) async fn run_inline_in<S, F, Fut>(
+        self: &Arc<Self>,
+        span: tracing::Span,
+        starter: Starter,
+        (id, method): (RequestId, String),
+        meta: MetaSlot,
+        sender: &mut S,
+        handler: F,
+    ) -> Result<Fut::Output>
+    where
+        S: TransportSender,
+        F: FnOnce(RequestContext) -> Fut,
+        Fut: Future,
+    {
+        let mut outbound = starter.outbound_rx;
+        // However this ends (even by the future being dropped), the connection is closed after.
+        let _closed = self.closed.clone().drop_guard();
+        // The connection lives for this one request: its token is the request's token.
+        let ctx = RequestContext {
+            id: id.clone(),
+            method,
+            meta,
+            peer: Peer { conn: self.clone(), related: Some(id), served: Some(self.closed.clone()) },
+            cancel: self.closed.clone(),
+            after_answer: None,
+        };
+        let handler = span.in_scope(|| handler(ctx)).instrument(span);
+        tokio::pin!(handler);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                Some(item) = outbound.next() => {
+                    self.taken(&item);
+                    self.forward_inline(sender, item.message, item.related).await?;
+                }
+                outcome = &mut handler => break outcome,
+            }
+        };
+        while let Ok(item) = outbound.try_recv() {
+            self.taken(&item);
+            self.forward_inline(sender, item.message, item.related).await?;
+        }
+        // Nothing the handler left behind may send after its response.
+        self.closed.cancel();
+        let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
+        for entry in pending {
+            let _ = entry.tx.send(Err(Error::ConnectionClosed));
+        }
+        Ok(outcome)
+    }
+
+    pub(super) async fn forward_inline<S: TransportSender>(
+        &self,
+        sender: &mut S,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> Result<()> {
+        match message {
+            Message::Request(r) => {
+                let error = ErrorObject::method_not_found(&r.method).with_data(serde_json::json!({
+                    "reason": "this transport serves one request and cannot carry requests to the peer"
+                }));
+                self.settle(&r.id, Err(Error::from_rpc(error)));
+                Ok(())
+            }
+            other => sender.send_related(other, related).await,
+        }
+    }
+}

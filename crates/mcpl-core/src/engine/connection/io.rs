@@ -1,0 +1,151 @@
+//! The connection's I/O: [`Outbound`] (what it has to write, bounded and prioritised), the
+//! writer loop that drains it under the write timeout, and the reader loop.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::channel::mpsc::UnboundedReceiver;
+
+use super::super::room::Held;
+use super::super::{CloseReason, Refusal};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{ErrorObject, ErrorResponse, Message, RequestId};
+use crate::transport::{Incoming, TransportReceiver, TransportSender};
+
+use super::*;
+
+/// A message to write, with the incoming request it relates to.
+pub(crate) struct Outbound {
+    pub(crate) message: Message,
+    pub(crate) related: Option<RequestId>,
+    /// The room it holds in the queue (given back when it is taken off).
+    pub(super) held: Held,
+}
+
+/// Writes one message through `sender`, within `timeout` if there is one. A write that does
+/// not finish in time is a peer that stopped reading: refused (logged once and told to the
+/// hook of `conn`'s engine) and [`Error::WriteTimeout`].
+pub(crate) async fn write_within(
+    send: impl Future<Output = Result<()>>,
+    timeout: Option<Duration>,
+    conn: &Weak<Connection>,
+) -> Result<()> {
+    let Some(timeout) = timeout else { return send.await };
+    match tokio::time::timeout(timeout, send).await {
+        Ok(sent) => sent,
+        Err(_) => {
+            let refusal = Refusal::WriteTimeout { timeout };
+            if let Some(conn) = conn.upgrade() {
+                conn.refused(refusal);
+            }
+            Err(Error::WriteTimeout { timeout })
+        }
+    }
+}
+
+pub(super) async fn write_loop<S: TransportSender>(
+    conn: Arc<Connection>,
+    mut sender: S,
+    mut rx: UnboundedReceiver<Outbound>,
+) -> Result<()> {
+    let closed = conn.closed.clone();
+    let timeout = conn.config.write_timeout;
+    // Do not keep the connection alive from its own writer.
+    let weak = Arc::downgrade(&conn);
+    drop(conn);
+    loop {
+        tokio::select! {
+            biased;
+            item = rx.next() => {
+                let Some(item) = item else { break };
+                if let Some(conn) = weak.upgrade() {
+                    conn.taken(&item);
+                }
+                let send = sender.send_related(item.message, item.related);
+                if let Err(e) = write_within(send, timeout, &weak).await {
+                    tracing::debug!(error = %e, "transport send failed");
+                    if let Some(conn) = weak.upgrade() {
+                        conn.lost(CloseReason::Failed(Arc::new(e)));
+                    }
+                    return sender.close().await;
+                }
+            }
+            _ = closed.cancelled() => break,
+        }
+    }
+    // Flush what was queued before the close (each write still bounded by the timeout: a
+    // peer that stopped reading is not told twice), then close the transport.
+    while let Ok(item) = rx.try_recv() {
+        let send = sender.send_related(item.message, item.related);
+        let flushed = match timeout {
+            Some(timeout) => {
+                tokio::time::timeout(timeout, send).await.unwrap_or(Err(Error::ConnectionClosed))
+            }
+            None => send.await,
+        };
+        if flushed.is_err() {
+            break;
+        }
+    }
+    sender.close().await
+}
+
+pub(super) async fn read_loop<R: TransportReceiver>(
+    conn: Arc<Connection>,
+    mut receiver: R,
+    notify: NotifyQueue,
+) {
+    loop {
+        let message = match receiver.recv_incoming().await {
+            Ok(Some(Incoming::Message(message))) => message,
+            Ok(Some(Incoming::Event(event))) => {
+                conn.transport_event(event);
+                continue;
+            }
+            Ok(None) => {
+                conn.lost(CloseReason::PeerClosed);
+                return;
+            }
+            Err(Error::InvalidMessage(e)) => {
+                tracing::debug!(error = %e, "invalid message from peer");
+                if conn.send(e.to_response().into(), None).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Err(Error::MessageTooLarge { limit }) => {
+                // The peer's fault, not ours: answered, and logged below WARN.
+                tracing::debug!(limit, "message from peer over the size limit; discarded");
+                let error =
+                    ErrorObject::invalid_request(format_args!("message exceeds {limit} bytes"));
+                if conn.send(ErrorResponse::new(None, error).into(), None).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "transport receive failed");
+                conn.lost(CloseReason::Failed(Arc::new(e)));
+                return;
+            }
+        };
+        if conn.is_closed() {
+            return;
+        }
+        match conn.receive(message) {
+            Received::Done => {}
+            Received::Notification(notification) => {
+                if notify.send(notification).await.is_err() {
+                    return;
+                }
+            }
+            // The reader waits for room for it: a peer that reads nothing stops being read.
+            Received::Answer(answer) => {
+                if conn.send(answer, None).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

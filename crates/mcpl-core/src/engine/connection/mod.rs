@@ -1,0 +1,652 @@
+//! One live connection: the writer and reader tasks, the in-flight tables, and [`Peer`].
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use super::driven::Queue;
+use super::handler::{
+    AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
+};
+use super::lazy_meta::MetaSlot;
+use super::options::ProgressUpdate;
+use super::room::{Reservation, Room, weigh};
+use super::{CloseReason, EngineConfig, HandlerTable, Refusal, Shared, lock};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
+};
+use crate::trace::{self, Direction, TraceFacts};
+use crate::transport::{TransportEvent, TransportReceiver, TransportSender};
+
+mod inline;
+mod io;
+mod peer;
+
+pub(crate) use self::io::{Outbound, write_within};
+use self::io::{read_loop, write_loop};
+pub use self::peer::Peer;
+
+/// The parts of a new connection its tasks take when they start.
+pub(crate) struct Starter {
+    outbound_rx: UnboundedReceiver<Outbound>,
+}
+
+impl Starter {
+    /// Starts the writer, reader and notifier tasks of `conn` over a started transport.
+    pub(crate) fn run<S, R>(self, conn: &Arc<Connection>, sender: S, receiver: R)
+    where
+        S: TransportSender,
+        R: TransportReceiver,
+    {
+        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let queue = NotifyQueue { tx: notify_tx, budget: conn.notification_budget() };
+        // The tasks run in the span the connection was made in (a server's `mcp.ws`, say): the
+        // spans of the requests they serve are its children.
+        let writer =
+            tokio::spawn(write_loop(conn.clone(), sender, self.outbound_rx).in_current_span());
+        let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx).in_current_span());
+        let reader = tokio::spawn(read_loop(conn.clone(), receiver, queue).in_current_span());
+        *lock(&conn.tasks) = Tasks {
+            writer: Some(writer),
+            reader: Some(reader.abort_handle()),
+            notifier: Some(notifier.abort_handle()),
+        };
+    }
+}
+
+/// Runs a handler, turning a panic into a `-32603` answer instead of leaving the caller waiting.
+async fn run_handler(
+    handler: SharedRequestHandler,
+    ctx: RequestContext,
+    params: Option<Value>,
+) -> HandlerResult {
+    AssertUnwindSafe(handler.handle(ctx, params)).catch_unwind().await.unwrap_or_else(|_| {
+        tracing::error!("request handler panicked");
+        Err(ErrorObject::internal("the request handler panicked"))
+    })
+}
+
+/// The message that answers request `id` with a handler's outcome.
+fn answer(id: RequestId, outcome: HandlerResult) -> Message {
+    match outcome {
+        Ok(result) => Response::new(id, result).into(),
+        Err(error) => ErrorResponse::new(Some(id), error).into(),
+    }
+}
+
+/// The code of a request refused because too many are in flight on its connection (a server
+/// error of JSON-RPC's implementation-defined range).
+const SERVER_BUSY: crate::jsonrpc::ErrorCode = crate::jsonrpc::ErrorCode(-32000);
+
+/// Method names the engine itself acts on.
+pub(crate) const CANCELLED: &str = "notifications/cancelled";
+pub(crate) const PROGRESS: &str = "notifications/progress";
+const INITIALIZE: &str = "initialize";
+
+/// How many notifications may wait for their handler before reading pauses (their size is
+/// bounded too: [`EngineConfig::notification_queue_bytes`](super::EngineConfig::notification_queue_bytes)).
+const NOTIFICATION_QUEUE: usize = 1024;
+
+/// A notification on its way to its handler, holding its share of the byte budget.
+type Queued = (Notification, OwnedSemaphorePermit);
+
+/// Where the reader hands notifications to the notifier: a bounded channel, and a byte
+/// budget each notification takes its size from until its handler has run.
+struct NotifyQueue {
+    tx: mpsc::Sender<Queued>,
+    budget: (Arc<Semaphore>, u32),
+}
+
+impl NotifyQueue {
+    /// Waits until `notification` fits in the budget, then queues it. `Err` if the notifier
+    /// is gone.
+    async fn send(&self, notification: Notification) -> std::result::Result<(), ()> {
+        let (budget, total) = &self.budget;
+        let size = notification.params.as_ref().map_or(0, crate::jsonrpc::encoded_len);
+        let weight = u32::try_from(size).unwrap_or(u32::MAX).clamp(1, *total);
+        if budget.available_permits() < weight as usize {
+            tracing::trace!(size, "notification queue full; reading pauses");
+        }
+        let permit = budget.clone().acquire_many_owned(weight).await.map_err(drop)?;
+        self.tx.send((notification, permit)).await.map_err(drop)
+    }
+}
+/// How many progress updates may wait for a request's caller before more are dropped.
+const PROGRESS_QUEUE: usize = 64;
+
+struct PendingEntry {
+    tx: oneshot::Sender<Result<Value>>,
+    progress: Option<mpsc::Sender<ProgressUpdate>>,
+    /// The method of the notifications related to this request, and where they go.
+    related: Option<(String, mpsc::UnboundedSender<Value>)>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    writer: Option<JoinHandle<Result<()>>>,
+    reader: Option<AbortHandle>,
+    notifier: Option<AbortHandle>,
+}
+
+/// Where a connection's outgoing messages go.
+enum Outlet {
+    /// To the writer task (connections started by `connect` or served inline).
+    Channel(UnboundedSender<Outbound>),
+    /// To a queue drained on demand (connections driven by their owner; see
+    /// [`super::Driven`]).
+    Queue(Queue),
+}
+
+pub(crate) struct Connection {
+    pub(crate) generation: u64,
+    outbound: Outlet,
+    /// Data the owner of a driven connection attached to it (see [`Peer::data`]).
+    data: Option<Box<dyn Any + Send + Sync>>,
+    closed: CancellationToken,
+    torn_down: AtomicBool,
+    /// Whether the connection completed `connect` (only those report to the close callback).
+    pub(crate) published: AtomicBool,
+    pending: Mutex<HashMap<RequestId, PendingEntry>>,
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    tasks: Mutex<Tasks>,
+    next_id: Arc<AtomicI64>,
+    /// The engine's settings (timeouts, limits).
+    config: Arc<EngineConfig>,
+    /// Room in the outgoing queue (see [`super::EngineConfig::max_queued_messages`]).
+    room: Room,
+    handlers: Arc<HandlerTable>,
+    shared: Weak<Shared>,
+    /// What the spans of this connection's requests say about it (see
+    /// [`Peer::update_trace_facts`]).
+    trace_facts: Mutex<TraceFacts>,
+}
+
+impl Connection {
+    /// Creates a connection whose tasks are not running yet; [`Starter::run`] starts them.
+    pub(crate) fn new(
+        generation: u64,
+        shared: &Arc<Shared>,
+        data: Option<Box<dyn Any + Send + Sync>>,
+    ) -> (Arc<Connection>, Starter) {
+        // A futures channel: unlike Tokio's, it allocates nothing up front (a connection served
+        // inline often sends nothing but its response).
+        let (outbound, outbound_rx) = futures::channel::mpsc::unbounded();
+        let conn = Connection::build(generation, shared, Outlet::Channel(outbound), data);
+        (conn, Starter { outbound_rx })
+    }
+
+    /// Creates a connection without tasks whose outgoing messages go to `queue`.
+    pub(crate) fn driven(
+        generation: u64,
+        shared: &Arc<Shared>,
+        queue: Queue,
+        data: Option<Box<dyn Any + Send + Sync>>,
+    ) -> Arc<Connection> {
+        Connection::build(generation, shared, Outlet::Queue(queue), data)
+    }
+
+    fn build(
+        generation: u64,
+        shared: &Arc<Shared>,
+        outbound: Outlet,
+        data: Option<Box<dyn Any + Send + Sync>>,
+    ) -> Arc<Connection> {
+        Arc::new(Connection {
+            generation,
+            outbound,
+            data,
+            closed: CancellationToken::new(),
+            torn_down: AtomicBool::new(false),
+            published: AtomicBool::new(false),
+            pending: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(Tasks::default()),
+            next_id: shared.next_id.clone(),
+            config: shared.config.clone(),
+            room: Room::new(shared.config.max_queued_messages, shared.config.max_queued_bytes),
+            handlers: shared.handlers.clone(),
+            shared: Arc::downgrade(shared),
+            trace_facts: Mutex::new(TraceFacts::default()),
+        })
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Queues `message` without waiting: in the `reserved` room, else in any room left, else
+    /// past the bound (only for what cannot wait; see
+    /// [`super::EngineConfig::max_queued_messages`]).
+    fn send_now(
+        self: &Arc<Self>,
+        message: Message,
+        related: Option<RequestId>,
+        reserved: Option<Reservation<'_>>,
+    ) -> Result<()> {
+        if self.closed.is_cancelled() {
+            return Err(Error::ConnectionClosed);
+        }
+        trace::message(Direction::Out, &message);
+        let reserved = reserved.or_else(|| self.room.try_reserve(weigh(&message)));
+        // Given back by whoever takes the message off the queue (`taken`).
+        let held = reserved.map(Reservation::hold).unwrap_or_default();
+        let item = Outbound { message, related, held };
+        match &self.outbound {
+            Outlet::Channel(tx) => tx.unbounded_send(item).map_err(|_| Error::ConnectionClosed),
+            Outlet::Queue(queue) => {
+                queue.push(self, item);
+                Ok(())
+            }
+        }
+    }
+
+    /// Queues `message` once the outgoing queue has room for it.
+    async fn send(self: &Arc<Self>, message: Message, related: Option<RequestId>) -> Result<()> {
+        let room = self.reserve(weigh(&message)).await.ok_or(Error::ConnectionClosed)?;
+        self.send_now(message, related, Some(room))
+    }
+
+    /// Waits for room in the outgoing queue for a message of `size` bytes (see
+    /// [`weigh`]): the room is the caller's until it is used (by
+    /// [`send_now`](Self::send_now)) or dropped. `None` once the connection closed.
+    async fn reserve(&self, size: usize) -> Option<Reservation<'_>> {
+        self.room.reserve(size).await
+    }
+
+    /// How long one write may take (see [`super::EngineConfig::write_timeout`]).
+    pub(crate) fn write_timeout(&self) -> Option<Duration> {
+        self.config.write_timeout
+    }
+
+    /// Called by whoever takes `item` off the outgoing queue: gives back the room it held.
+    pub(crate) fn taken(&self, item: &Outbound) {
+        self.room.give_back(item.held);
+    }
+
+    /// Hands a refusal to the engine's refusal hook, or logs it once if there is none.
+    pub(crate) fn refused(&self, refusal: Refusal) {
+        let told = self.shared.upgrade().is_some_and(|shared| shared.run_refusal_hook(&refusal));
+        if !told {
+            tracing::debug!(refusal = refusal.as_str(), generation = self.generation, "{refusal}");
+        }
+    }
+
+    /// The data attached to a driven connection, if it is a `T`.
+    pub(crate) fn data<T: Any>(&self) -> Option<&T> {
+        self.data.as_deref().and_then(|d| (d as &dyn Any).downcast_ref())
+    }
+
+    /// Ends the connection: the close callback, then handlers cancelled and pending requests
+    /// settled, then the transport closed. Runs once; later calls return `Ok(())` at once.
+    pub(crate) async fn teardown(self: &Arc<Self>, reason: CloseReason) -> Result<()> {
+        if self.torn_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        tracing::debug!(generation = self.generation, ?reason, "connection closing");
+        // 1. The user's close callback, for connections that were fully established.
+        if self.published.load(Ordering::SeqCst)
+            && let Some(shared) = self.shared.upgrade()
+        {
+            shared.run_close_callback(&reason);
+        }
+        // 2. In-flight handlers are cancelled (their tokens are children of `closed`), and no
+        //    further message can be queued on this connection.
+        self.closed.cancel();
+        self.room.close();
+        lock(&self.inflight).clear();
+        // 3. Pending requests settle with `ConnectionClosed`.
+        let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
+        for entry in pending {
+            let _ = entry.tx.send(Err(Error::ConnectionClosed));
+        }
+        // 4. The transport closes; a close that never finishes is abandoned after a bound.
+        let tasks = std::mem::take(&mut *lock(&self.tasks));
+        if let Some(reader) = tasks.reader {
+            reader.abort();
+        }
+        if let Some(notifier) = tasks.notifier {
+            notifier.abort();
+        }
+        let writer = match (&self.outbound, tasks.writer) {
+            (_, Some(writer)) => Some(writer),
+            (Outlet::Queue(queue), None) => queue.close(),
+            (Outlet::Channel(_), None) => None,
+        };
+        let result = match writer {
+            Some(writer) => {
+                let abort = writer.abort_handle();
+                match tokio::time::timeout(self.config.close_timeout, writer).await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(join)) => Err(Error::transport("transport writer task failed", join)),
+                    Err(_) => {
+                        abort.abort();
+                        Err(Error::Transport {
+                            context: format!(
+                                "transport close did not finish within {:?}",
+                                self.config.close_timeout
+                            ),
+                            source: None,
+                        })
+                    }
+                }
+            }
+            None => Ok(()),
+        };
+        tracing::debug!(generation = self.generation, "connection closed");
+        result
+    }
+
+    /// Called from the connection's own tasks when the transport ended or failed.
+    pub(crate) fn lost(self: &Arc<Self>, reason: CloseReason) {
+        if self.torn_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let conn = self.clone();
+        tokio::spawn(async move {
+            // Free the engine's slot first, but only if it still holds this connection.
+            if let Some(shared) = conn.shared.upgrade() {
+                shared.detach(conn.generation);
+            }
+            if let Err(e) = conn.teardown(reason).await {
+                tracing::debug!(error = %e, "transport close after connection loss failed");
+            }
+        });
+    }
+
+    /// Starts the handler of `request`; returns the answer to send at once instead when it
+    /// cannot run.
+    fn dispatch_request(self: &Arc<Self>, request: Request) -> Option<Message> {
+        let Request { id, method, params } = request;
+        let span = self.server_span(&method, &id, params.as_ref());
+        let refusal = span.in_scope(|| self.start_request(id, method, params, &span));
+        if let Some(Message::Error(refusal)) = &refusal {
+            trace::record_error(&span, &refusal.error);
+        }
+        refusal
+    }
+
+    /// The span request `id` is served in, with what this connection knows about itself.
+    fn server_span(&self, method: &str, id: &RequestId, params: Option<&Value>) -> tracing::Span {
+        trace::server_span(method, id, params, || lock(&self.trace_facts).clone())
+    }
+
+    /// [`dispatch_request`](Self::dispatch_request) within the request's `span`.
+    fn start_request(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+        span: &tracing::Span,
+    ) -> Option<Message> {
+        let Some(handler) = self.handlers.request_handler(&method) else {
+            tracing::debug!(%method, "no handler for request");
+            let error = ErrorObject::method_not_found(&method);
+            return Some(ErrorResponse::new(Some(id), error).into());
+        };
+        let tool_call = method == "tools/call";
+        let token = self.closed.child_token();
+        {
+            let mut inflight = lock(&self.inflight);
+            if inflight.contains_key(&id) {
+                drop(inflight);
+                let error = ErrorObject::invalid_request(format_args!(
+                    "request id {id} is already in flight"
+                ));
+                return Some(ErrorResponse::new(Some(id), error).into());
+            }
+            if inflight.len() >= self.config.max_inflight_requests {
+                // Refused at once, never queued: the peer may retry once answers come back.
+                drop(inflight);
+                self.refused(Refusal::InFlightLimit { limit: self.config.max_inflight_requests });
+                let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight").with_data(
+                    serde_json::json!({ "maxInFlight": self.config.max_inflight_requests }),
+                );
+                return Some(ErrorResponse::new(Some(id), error).into());
+            }
+            inflight.insert(id.clone(), token.clone());
+        }
+        let mut ctx = self.request_context(&id, method, params.as_ref(), token.clone());
+        let after = Arc::new(AfterAnswer::default());
+        ctx.after_answer = Some(after.clone());
+        let conn = self.clone();
+        let request_span = span.clone();
+        let task = async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = token.cancelled() => None,
+                outcome = run_handler(handler, ctx, params) => Some(outcome),
+            };
+            // A cancelled request gets no response at all (and is no longer in the table: the
+            // cancel, or the close, took it out).
+            let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) else {
+                tracing::debug!("request cancelled; no answer");
+                return;
+            };
+            trace::record_answer(&request_span, tool_call, &outcome);
+            let message = answer(id.clone(), outcome);
+            // The request counts as in flight until its answer is queued: a peer that does not
+            // read holds up its own requests, not the server's memory.
+            let room = tokio::select! {
+                biased;
+                _ = token.cancelled() => None,
+                room = conn.reserve(weigh(&message)) => room,
+            };
+            let Some(room) = room.filter(|_| !token.is_cancelled()) else { return };
+            remove_shrinking(&mut lock(&conn.inflight), &id);
+            if conn.send_now(message, Some(id), Some(room)).is_ok() {
+                after.run();
+            }
+        };
+        tokio::spawn(task.instrument(span.clone()));
+        None
+    }
+
+    /// The context a handler of request `id` runs in, bound to this connection.
+    fn request_context(
+        self: &Arc<Self>,
+        id: &RequestId,
+        method: String,
+        params: Option<&Value>,
+        cancel: CancellationToken,
+    ) -> RequestContext {
+        RequestContext {
+            id: id.clone(),
+            method,
+            meta: match params.and_then(|p| p.get("_meta")) {
+                Some(Value::Object(m)) => MetaSlot::Tree(Arc::new(m.clone())),
+                _ => MetaSlot::Absent,
+            },
+            peer: Peer {
+                conn: self.clone(),
+                related: Some(id.clone()),
+                served: Some(cancel.clone()),
+            },
+            cancel,
+            after_answer: None,
+        }
+    }
+
+    fn settle(&self, id: &RequestId, result: Result<Value>) {
+        match lock(&self.pending).remove(id) {
+            Some(entry) => {
+                let _ = entry.tx.send(result);
+            }
+            None => tracing::debug!(%id, "response to an unknown or settled request"),
+        }
+    }
+
+    fn on_cancelled(&self, params: Option<&Value>) {
+        let Some(id) = params
+            .and_then(|p| p.get("requestId"))
+            .and_then(|id| serde_json::from_value::<RequestId>(id.clone()).ok())
+        else {
+            tracing::debug!("notifications/cancelled without a valid requestId");
+            return;
+        };
+        if let Some(token) = remove_shrinking(&mut lock(&self.inflight), &id) {
+            tracing::debug!(%id, "request cancelled by peer");
+            token.cancel();
+        }
+    }
+
+    /// Hands a notification naming a pending request (`params.requestId`) that asked for
+    /// notifications of its method to that request; returns any other notification.
+    fn route_related(&self, n: Notification) -> Option<Notification> {
+        let Some(id) = n
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok())
+        else {
+            return Some(n);
+        };
+        let pending = lock(&self.pending);
+        match pending.get(&id).and_then(|e| e.related.as_ref()) {
+            Some((method, tx)) if *method == n.method => {
+                let _ = tx.send(n.params.unwrap_or(Value::Null));
+                None
+            }
+            _ => Some(n),
+        }
+    }
+
+    fn on_progress(&self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let Some(id) = params
+            .get("progressToken")
+            .and_then(|t| serde_json::from_value::<RequestId>(t.clone()).ok())
+        else {
+            return;
+        };
+        let Some(progress) = params.get("progress").and_then(Value::as_f64) else { return };
+        let update = ProgressUpdate {
+            progress,
+            total: params.get("total").and_then(Value::as_f64),
+            message: params.get("message").and_then(Value::as_str).map(str::to_owned),
+        };
+        let pending = lock(&self.pending);
+        if let Some(tx) = pending.get(&id).and_then(|e| e.progress.as_ref()) {
+            // Progress is advisory: when the caller lags far behind, updates are dropped.
+            let _ = tx.try_send(update);
+        }
+    }
+}
+
+/// Removes `key`, and frees the table's memory once it is empty: an idle connection keeps
+/// no capacity from its busy moments.
+pub(crate) fn remove_shrinking<K, V>(map: &mut HashMap<K, V>, key: &K) -> Option<V>
+where
+    K: std::hash::Hash + Eq,
+{
+    let value = map.remove(key);
+    if map.is_empty() && map.capacity() > 0 {
+        *map = HashMap::new();
+    }
+    value
+}
+
+impl Connection {
+    /// A fresh byte budget for the notifications waiting for their handlers, and its size.
+    fn notification_budget(&self) -> (Arc<Semaphore>, u32) {
+        let total = self.config.notification_queue_bytes.clamp(1, Semaphore::MAX_PERMITS);
+        let total = u32::try_from(total).unwrap_or(u32::MAX);
+        (Arc::new(Semaphore::new(total as usize)), total)
+    }
+
+    /// Acts on one incoming message: a request starts its handler (or gets an answer at
+    /// once), a response settles its request, cancellation and progress are applied. Returns
+    /// what is left for the caller to do.
+    pub(crate) fn receive(self: &Arc<Self>, message: Message) -> Received {
+        trace::message(Direction::In, &message);
+        match message {
+            Message::Request(request) => {
+                return self.dispatch_request(request).map_or(Received::Done, Received::Answer);
+            }
+            Message::Response(Response { id, result }) => self.settle(&id, Ok(result)),
+            Message::Error(ErrorResponse { id: Some(id), error }) => {
+                self.settle(&id, Err(Error::from_rpc(error)))
+            }
+            Message::Error(ErrorResponse { id: None, error }) => {
+                tracing::debug!(code = error.code.0, message = %error.message, "peer reported an error without an id");
+            }
+            Message::Notification(n) if n.method == CANCELLED => {
+                self.on_cancelled(n.params.as_ref())
+            }
+            Message::Notification(n) if n.method == PROGRESS => self.on_progress(n.params.as_ref()),
+            Message::Notification(n) => {
+                return self.route_related(n).map_or(Received::Done, Received::Notification);
+            }
+        }
+        Received::Done
+    }
+
+    /// Acts on an event of the transport: a request that failed in the transport settles
+    /// with its error; anything else goes to the hook of [`Engine::on_transport_event`].
+    ///
+    /// [`Engine::on_transport_event`]: super::Engine::on_transport_event
+    pub(crate) fn transport_event(self: &Arc<Self>, event: TransportEvent) {
+        match event {
+            TransportEvent::RequestFailed { id, error } => {
+                tracing::debug!(%id, error = %error, "request failed in the transport");
+                self.settle(&id, Err(error));
+            }
+            event => {
+                let peer = Peer { conn: self.clone(), related: None, served: None };
+                let told = self.shared.upgrade().is_some_and(|s| s.run_event_hook(&peer, event));
+                if !told {
+                    tracing::debug!("transport event with no hook");
+                }
+            }
+        }
+    }
+
+    /// Queues the answer [`receive`](Self::receive) gave, once there is room for it.
+    pub(crate) async fn answer_now(self: &Arc<Self>, answer: Message) -> Result<()> {
+        self.send(answer, None).await
+    }
+}
+
+/// What is left to do with an incoming message once [`Connection::receive`] acted on it.
+pub(crate) enum Received {
+    /// Nothing.
+    Done,
+    /// Hand this notification to its handler, in order.
+    Notification(Notification),
+    /// Send this answer (the request could not run); wait for room for it.
+    Answer(Message),
+}
+
+async fn notify_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Queued>) {
+    while let Some((notification, _budget)) = rx.recv().await {
+        conn.notified(notification).await;
+    }
+}
+
+impl Connection {
+    /// Runs the handler of an incoming notification (other than cancellation and progress).
+    pub(crate) async fn notified(self: &Arc<Self>, notification: Notification) {
+        let Notification { method, params } = notification;
+        match self.handlers.notification_handler(&method) {
+            Some(handler) => {
+                let ctx = NotificationContext {
+                    method,
+                    peer: Peer { conn: self.clone(), related: None, served: None },
+                };
+                handler.handle(ctx, params).await;
+            }
+            None => tracing::trace!(%method, "no handler for notification"),
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! The stateful (2025) era on Streamable HTTP: sessions.
+//!
+//! `initialize` creates a session (its id in `Mcp-Session-Id`, from a CSPRNG, 128 bits); every
+//! later request names it. A request is answered with an SSE stream (or one JSON body) of its
+//! response and what the server sends while serving it; `GET` opens the session's standalone
+//! stream or resumes one (`Last-Event-ID`); `DELETE` ends the session. The session table is
+//! bounded (idle sessions yield to new ones at the cap), idle and half-open sessions are
+//! reaped, and a session store lets other instances continue a session (see the parent
+//! module's docs).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use mcpl_core::ProtocolVersion;
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
+use mcpl_core::types::names;
+use tokio::sync::mpsc;
+
+use super::event_store::EventPosition;
+use super::session::{Event, HttpSession, StreamError};
+use super::session_store::{self, SessionRecord};
+use super::sse::{self, SseEvent};
+use super::{
+    LAST_EVENT_ID, PROTOCOL_VERSION, RefusalKind, Reject, SESSION_ID, StreamableHttp, guard,
+    header_str, json_body, refused, rpc_error, rpc_error_for, stop_at_shutdown,
+};
+use crate::principal::{AccessToken, Principal};
+
+mod table;
+
+pub(in crate::http) use self::table::random_stream_base;
+use self::table::{find_session, new_session_id, store_unavailable};
+
+/// Serves a POST of the stateful era: `initialize`, or a message of a session.
+pub(super) async fn post(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    message: Message,
+    peer: Option<std::net::SocketAddr>,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
+    if let Message::Request(req) = &message
+        && req.method == mcpl_core::types::names::INITIALIZE
+    {
+        if headers.contains_key(SESSION_ID) {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "initialize must not carry Mcp-Session-Id",
+            );
+        }
+        return initialize(http, message, peer, token).await;
+    }
+    let id = request_id(&message);
+    let principal = token.as_ref().and_then(|t| t.principal());
+    let session = match find_session(&http, &headers, principal.as_ref()).await {
+        Ok(s) => s,
+        Err(reject) => return reject.respond(id),
+    };
+    if let Err(reject) = check_version_header(&headers, &session) {
+        return reject.respond(id);
+    }
+    match message {
+        Message::Request(req) => {
+            let id = req.id.clone();
+            let json = http.inner.config.json_response;
+            let (stream, rx) = match session.open_request_stream(&id, json) {
+                Ok(opened) => opened,
+                Err(StreamError::DuplicateRequest) => {
+                    let error = ErrorObject::invalid_request(format_args!(
+                        "request id {id} is already in flight"
+                    ));
+                    return json_body(
+                        StatusCode::CONFLICT,
+                        &Message::Error(ErrorResponse::new(Some(id), error)),
+                    );
+                }
+                Err(_) => {
+                    return rpc_error_for(
+                        Some(id),
+                        StatusCode::NOT_FOUND,
+                        ErrorCode(-32001),
+                        "session not found",
+                    );
+                }
+            };
+            if session.deliver_request(req, token).await.is_err() {
+                session.abandon_request_stream(&id);
+                return rpc_error_for(
+                    Some(id),
+                    StatusCode::NOT_FOUND,
+                    ErrorCode(-32001),
+                    "session ended",
+                );
+            }
+            if json {
+                json_reply(rx, &session.id).await
+            } else {
+                sse_reply(&http, &session, stream, Vec::new(), Some(rx), true)
+            }
+        }
+        other => {
+            if http.inner.events.relays()
+                && let Some(id) =
+                    response_id(&other).filter(|id| !session.awaits_response(id)).cloned()
+            {
+                // The answer to a request another instance of the fleet sent.
+                tracing::debug!(session = %session.id, %id, "relaying an answer to the fleet");
+                let relayed = super::event_store::Relayed::ToServer {
+                    session: session.id.to_string(),
+                    message: other,
+                };
+                http.inner.events.relay(&relayed).await;
+                return StatusCode::ACCEPTED.into_response();
+            }
+            let cancelled = cancelled_request(&other);
+            match session.deliver(other).await {
+                Ok(()) => {
+                    if let Some(id) = cancelled {
+                        // The handler stops and sends nothing more: end the request's stream.
+                        session.end_request_stream(&id).await;
+                    }
+                    StatusCode::ACCEPTED.into_response()
+                }
+                Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended"),
+            }
+        }
+    }
+}
+
+/// The id of `message`, if it is a request.
+fn request_id(message: &Message) -> Option<RequestId> {
+    match message {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    }
+}
+
+/// The request a response or error answers.
+fn response_id(message: &Message) -> Option<&RequestId> {
+    match message {
+        Message::Response(r) => Some(&r.id),
+        Message::Error(e) => e.id.as_ref(),
+        _ => None,
+    }
+}
+
+/// The request a `notifications/cancelled` names.
+fn cancelled_request(message: &Message) -> Option<RequestId> {
+    let Message::Notification(n) = message else { return None };
+    if n.method != names::NOTIFICATIONS_CANCELLED {
+        return None;
+    }
+    let id = n.params.as_ref()?.get("requestId")?;
+    serde_json::from_value(id.clone()).ok()
+}
+
+/// Checks `MCP-Protocol-Version` on a request after `initialize`.
+fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<(), Reject> {
+    let Some(value) = header_str(headers, PROTOCOL_VERSION) else {
+        // Absent: the client predates the header (2025-03-26); accept.
+        return Ok(());
+    };
+    match ProtocolVersion::parse(value) {
+        Some(v) if session.protocol_version().is_none_or(|negotiated| negotiated == v) => Ok(()),
+        Some(v) => Err(Reject::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            format!("MCP-Protocol-Version {v} does not match the negotiated version"),
+        )),
+        None => Err(Reject::new(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            format!("unsupported MCP-Protocol-Version {value:?}"),
+        )),
+    }
+}
+
+async fn initialize(
+    http: StreamableHttp,
+    message: Message,
+    peer: Option<std::net::SocketAddr>,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
+    let request_id = request_id(&message);
+    let Some((_slot, evicted)) = http.reserve_session() else {
+        http.refuse(RefusalKind::SessionLimit, peer, "session cap reached, none idle");
+        let mut response = rpc_error_for(
+            request_id,
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::INTERNAL_ERROR,
+            "too many sessions",
+        );
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    if let Some(evicted) = evicted {
+        tracing::debug!(session = %evicted.id, "closing an idle session to make room for a new one");
+        http.drop_local(&evicted).await;
+    }
+    let Message::Request(req) = message else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "initialize must be a request",
+        );
+    };
+    let id = match new_session_id() {
+        Ok(id) => id,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::INTERNAL_ERROR,
+                format!("no randomness: {e}"),
+            );
+        }
+    };
+    let session = Arc::new(HttpSession::start(
+        Arc::from(id.as_str()),
+        token.as_ref().and_then(|t| t.principal()),
+        &http.inner.session_engine,
+        http.inner.events.clone(),
+        0,
+    ));
+    let request_id = req.id.clone();
+    let Ok((_stream, mut rx)) = session.open_request_stream(&request_id, true) else {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "session failed to start",
+        );
+    };
+    if session.deliver_request(req, token).await.is_err() {
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "session failed to start",
+        );
+    }
+    let Some(event) = rx.recv().await else {
+        session.close().await;
+        return rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::INTERNAL_ERROR,
+            "session ended during initialize",
+        );
+    };
+    if matches!(event.message, Message::Error(_)) {
+        // A refused handshake leaves no session behind.
+        session.close().await;
+        return json_body(StatusCode::OK, &event.message);
+    }
+    if let (Some(store), Some(version), Some(client_info), Some(client_capabilities)) = (
+        &http.inner.store,
+        session.protocol_version(),
+        session.client_info(),
+        session.client_capabilities(),
+    ) {
+        let record = SessionRecord {
+            id: id.clone(),
+            protocol_version: version.to_string(),
+            client_info,
+            client_capabilities,
+            principal: session.principal.clone(),
+        };
+        if let Err(e) = store.save(record).await {
+            // Not recorded, so not continued elsewhere: no session at all.
+            session.close().await;
+            let kind = match e.kind() {
+                session_store::StoreErrorKind::Full => RefusalKind::SessionLimit,
+                _ => RefusalKind::StoreUnavailable,
+            };
+            http.refuse(kind, peer, &e.to_string());
+            return store_unavailable(&e).respond(Some(request_id));
+        }
+    }
+    http.inner
+        .sessions
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(session.id.clone(), session.clone());
+    http.start_reaper();
+    let mut response = if http.inner.config.json_response {
+        json_body(StatusCode::OK, &event.message)
+    } else {
+        sse_reply(&http, &session, event.position.stream, vec![event], None, false)
+    };
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(SESSION_ID, value);
+    }
+    response
+}
+
+/// Waits for the response on a JSON-mode request stream.
+async fn json_reply(mut rx: mpsc::Receiver<Event>, session_id: &str) -> Response {
+    while let Some(event) = rx.recv().await {
+        if matches!(event.message, Message::Response(_) | Message::Error(_)) {
+            let mut response = json_body(StatusCode::OK, &event.message);
+            if let Ok(value) = HeaderValue::from_str(session_id) {
+                response.headers_mut().insert(SESSION_ID, value);
+            }
+            return response;
+        }
+    }
+    rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended before the response")
+}
+
+fn sse_event(event: &Event) -> SseEvent {
+    let data = serde_json::to_string(&event.message).unwrap_or_default();
+    SseEvent::default().id(event.position.to_event_id()).data(data)
+}
+
+/// An SSE response: optionally a priming event, then `replay`, then what arrives on `live`.
+fn sse_reply(
+    http: &StreamableHttp,
+    session: &HttpSession,
+    stream: u64,
+    replay: Vec<Event>,
+    live: Option<mpsc::Receiver<Event>>,
+    prime: bool,
+) -> Response {
+    let live_request = prime && live.is_some() && session.is_request_stream(stream);
+    // Clients of 2025-11-25 and later understand an event with an id and empty data, which
+    // lets them resume a stream that closes before its first real event.
+    let primes =
+        prime && session.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
+    let retry = http.inner.config.retry;
+    let first = primes.then(|| {
+        SseEvent::default().id(EventPosition { stream, seq: 0 }.to_event_id()).retry(retry).data("")
+    });
+    let last_replayed = replay.last().map(|e| e.position.seq).unwrap_or(0);
+    let replayed = futures::stream::iter(replay);
+    let live = futures::stream::unfold(live, move |rx| async move {
+        let mut rx = rx?;
+        loop {
+            let event = rx.recv().await?;
+            // Skip what the replay already delivered.
+            if event.position.seq > last_replayed {
+                return Some((event, Some(rx)));
+            }
+        }
+    });
+    // Once the response has been handed to the connection, the stream has nothing left to
+    // resume: its stored events are dropped (ending the body is the next poll after that).
+    let discard = Some((http.inner.events.clone(), session.id.clone()));
+    let events = futures::stream::unfold(
+        (Box::pin(replayed.chain(live)), discard, false),
+        move |(mut events, discard, finished)| async move {
+            match events.next().await {
+                Some(event) => {
+                    let done = matches!(event.message, Message::Response(_) | Message::Error(_));
+                    Some((sse_event(&event), (events, discard, finished || done)))
+                }
+                None => {
+                    if let (true, Some((store, session))) = (finished, discard) {
+                        store.discard_stream(&session, stream).await;
+                    }
+                    None
+                }
+            }
+        },
+    );
+    let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
+    let stop = stop_at_shutdown(http, live_request);
+    let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_ID, value);
+    }
+    response
+}
+
+/// `405` for GET and DELETE without a session: only stateful-era sessions have streams to get
+/// or end; the stateless era has neither.
+fn no_session_method() -> Response {
+    let mut response = rpc_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::INVALID_REQUEST,
+        "GET and DELETE need an Mcp-Session-Id (stateless requests use POST only)",
+    );
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+pub(super) async fn get(
+    http: StreamableHttp,
+    request: Request,
+    principal: Option<Principal>,
+) -> Response {
+    let headers = request.headers();
+    if !headers.contains_key(SESSION_ID) {
+        return no_session_method();
+    }
+    if let Err(r) = guard::check_get_accept(headers) {
+        return refused(r);
+    }
+    let session = match find_session(&http, headers, principal.as_ref()).await {
+        Ok(s) => s,
+        Err(reject) => return reject.into_response(),
+    };
+    if let Err(reject) = check_version_header(headers, &session) {
+        return reject.into_response();
+    }
+    if let Some(last) = header_str(headers, LAST_EVENT_ID) {
+        let Some(position) = EventPosition::parse(last) else {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "malformed Last-Event-ID",
+            );
+        };
+        return match session.resume(position).await {
+            Some((replay, live)) => {
+                sse_reply(&http, &session, position.stream, replay, live, false)
+            }
+            None => rpc_error(
+                StatusCode::NOT_FOUND,
+                ErrorCode::INVALID_REQUEST,
+                "cannot resume: events unavailable",
+            ),
+        };
+    }
+    match session.open_standalone() {
+        Ok((stream, rx)) => sse_reply(&http, &session, stream, Vec::new(), Some(rx), true),
+        Err(StreamError::StandaloneTaken) => rpc_error(
+            StatusCode::CONFLICT,
+            ErrorCode::INVALID_REQUEST,
+            "the session already has a standalone SSE stream",
+        ),
+        Err(_) => rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session not found"),
+    }
+}
+
+pub(super) async fn delete(
+    http: StreamableHttp,
+    request: Request,
+    principal: Option<Principal>,
+) -> Response {
+    if !request.headers().contains_key(SESSION_ID) {
+        return no_session_method();
+    }
+    let session = match find_session(&http, request.headers(), principal.as_ref()).await {
+        Ok(s) => s,
+        Err(reject) => return reject.into_response(),
+    };
+    if let Some(store) = &http.inner.store
+        && let Err(e) = store.remove(&session.id).await
+    {
+        // Still recorded: it would live on at other endpoints. The client may retry.
+        return store_unavailable(&e).into_response();
+    }
+    http.remove_session(&session.id);
+    session.close().await;
+    StatusCode::NO_CONTENT.into_response()
+}

@@ -1,0 +1,346 @@
+//! The stateless (2026-07-28) era on Streamable HTTP: every POST is one self-describing
+//! request, served by a fresh single-use [`StatelessTransport`].
+//!
+//! Each POST goes through the stateless era's pipeline, the one stdio and WebSocket use too:
+//! the required `_meta` keys (`-32602`), then this transport's headers against the body
+//! (`-32020`), the protocol version (`-32022`), the method (`-32601`, HTTP 404), then the
+//! method itself; results get `resultType`, the server's identity in `_meta`, and caching hints
+//! where the revision requires them. The endpoint makes a [`StatelessTransport`] per POST and
+//! serving consumes it, so it serves exactly once by construction: the request runs inline on
+//! the HTTP task, what its handler sends as it goes (progress, log messages, when the client
+//! asked for them) streams through the transport's [`StatelessSender`], and the endpoint
+//! writes the answer (a tool's result straight from its type). The same type serves an engine
+//! of your own ([`Engine::connect`](mcpl_core::Engine::connect)); its clones share the one use
+//! and refuse a second with [`Error::StatelessTransportReuse`](mcpl_core::Error).
+
+mod headers;
+mod transport;
+mod wire;
+
+use std::sync::{Arc, Mutex};
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use mcpl_core::Era;
+use mcpl_core::engine::embed::LazyMeta;
+use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
+use mcpl_core::types::names;
+use serde_json::Value;
+use tracing::Instrument as _;
+
+pub use self::transport::{
+    StatelessOutput, StatelessReceiver, StatelessSender, StatelessTransport,
+};
+use self::wire::{wire, wire_reply};
+use super::sse::{self, SseEvent};
+use super::stateless_body::Incoming;
+use super::{StreamableHttp, json_body};
+use crate::context::Context;
+use crate::principal::AccessToken;
+use crate::router::Reply;
+use crate::stateless::admission::{MetaFacts, admit};
+use crate::stateless::decoration;
+use crate::stateless::listen::Listen;
+
+/// The `Mcp-Method` header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_METHOD, "mcp-method");
+/// ```
+pub const MCP_METHOD: &str = "mcp-method";
+/// The `Mcp-Name` header.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_NAME, "mcp-name");
+/// ```
+pub const MCP_NAME: &str = "mcp-name";
+/// The prefix of the headers mirrored from `x-mcp-header` tool arguments.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(mcpl_server::http::stateless::MCP_PARAM_PREFIX, "mcp-param-");
+/// ```
+pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
+
+/// The era of a POST carrying `message` with `headers`, by the one rule
+/// ([`crate::stateless::era_of`]).
+pub(crate) fn era_of(message: &Message, headers: &HeaderMap) -> Era {
+    let params = match message {
+        Message::Request(r) => r.params.as_ref(),
+        Message::Notification(n) => n.params.as_ref(),
+        _ => None,
+    };
+    let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object);
+    crate::stateless::era_of(meta, declared_version(headers))
+}
+
+/// The version the `MCP-Protocol-Version` header declares, if any.
+pub(crate) fn declared_version(headers: &HeaderMap) -> Option<&str> {
+    headers::header(headers, &headers::PROTOCOL_VERSION_HEADER)
+}
+
+/// A stateless-era refusal: an HTTP status and a JSON-RPC error answering `id`.
+fn refuse(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
+    json_body(status, &Message::Error(ErrorResponse::new(id, error)))
+}
+
+/// The HTTP status of a request admission refused: `404` for an unknown method, else `400`.
+fn refusal_status(error: &ErrorObject) -> StatusCode {
+    match error.code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
+/// The HTTP status for a JSON-RPC error answered as a single JSON body.
+fn status_for(error: &ErrorObject) -> StatusCode {
+    match error.code {
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        ErrorCode::HEADER_MISMATCH
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Serves one stateless-era POST read by the general decoder.
+pub(crate) async fn serve(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    message: Message,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
+    let request = match message {
+        Message::Request(r) => r,
+        // No client notification means anything over stateless HTTP; accept and ignore.
+        Message::Notification(_) => return StatusCode::ACCEPTED.into_response(),
+        Message::Response(_) | Message::Error(_) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                None,
+                ErrorObject::invalid_request("clients send no responses in the stateless era"),
+            );
+        }
+    };
+    let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
+    let facts = MetaFacts::of_tree(meta);
+    serve_request(http, headers, request, None, facts, token).await
+}
+
+/// Serves one stateless-era POST read straight from its body (see `stateless_body`).
+pub(crate) async fn serve_read(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    read: Incoming,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
+    serve_request(http, headers, read.request, read.meta, read.facts, token).await
+}
+
+/// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
+/// are what admission reads of it; `token` is the request's verified access token, if any.
+async fn serve_request(
+    http: StreamableHttp,
+    headers: HeaderMap,
+    request: Request,
+    raw_meta: Option<LazyMeta>,
+    facts: MetaFacts,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
+    let id = request.id.clone();
+    let server = &http.inner.server;
+    let checked = admit(facts, &request.method, |version| {
+        headers::check(server, &headers, &request, version)
+    });
+    let admitted = match checked {
+        Ok(admitted) => admitted,
+        Err(error) => return refuse(refusal_status(&error), Some(id), error),
+    };
+    let ttl = http.inner.config.cache_ttl;
+    match request.method.as_str() {
+        names::SERVER_DISCOVER => {
+            let result = decoration::discover(server, ttl);
+            let response = mcpl_core::jsonrpc::Response::new(id, result);
+            return json_body(StatusCode::OK, &Message::Response(response));
+        }
+        names::SUBSCRIPTIONS_LISTEN => return listen(&http, request),
+        _ => {}
+    }
+
+    // The method itself, served inline on this task by the request's single-use transport:
+    // the engine runs the router and hands its answer back, and this endpoint writes it (a
+    // tool's result straight from its type, see `wire_reply`).
+    let cacheable = decoration::cacheable(&request.method);
+    let client = Arc::new(Mutex::new(admitted.client));
+    let (transport, output) =
+        StatelessTransport::for_endpoint(request, raw_meta, admitted.streaming);
+    let (engine, server) = (http.stateless_engine(), server.clone());
+    let server_side = http.inner.server_side.clone();
+    // Boxed where it is made: the handler's future is large (about 12 KB), and built in place
+    // then moved once into its box it is not also moved within this function's state first.
+    let call = Box::pin(async move {
+        let run = transport.run(&engine, |ctx, params| {
+            let method = ctx.method().to_owned();
+            // The engine did not see the params: what they name goes on the span here.
+            let span = tracing::Span::current();
+            mcpl_core::trace::record_target(&span, &method, params.as_ref());
+            let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
+            async move {
+                let reply = crate::router::dispatch_reply(&server, ctx, &method, params);
+                let outcome = crate::unwinding::unwinding(&method, reply).await;
+                crate::router::record_reply(&span, &outcome);
+                outcome
+            }
+        });
+        match run.await {
+            Ok(outcome) => Some(outcome),
+            Err(e) => {
+                tracing::debug!(error = %e, "stateless request ended early");
+                None
+            }
+        }
+    });
+    let decorate = Decorator { http: http.clone(), cacheable };
+    match output {
+        // What the handler sends as it goes (progress, log messages) is streamed before the
+        // answer.
+        Some(output) => {
+            let stop = super::stop_at_shutdown(&http, true);
+            // The response body polls it, after this handler returned: it keeps this span.
+            let driver = Box::pin(call.in_current_span());
+            sse(id, output, driver, decorate, (http.inner.config.keep_alive, stop))
+        }
+        // Without a progress token or log level nothing but the answer is wanted.
+        None => json_reply(&id, call.await, &decorate),
+    }
+}
+
+/// Serves the request and gives the router's answer (`None` if the response can no longer be
+/// written); polled by whoever writes the HTTP response, and dropped (cancelling the handler)
+/// when the client goes away.
+type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>> + Send>>;
+
+/// How the router answered.
+type Outcome = std::result::Result<Reply, ErrorObject>;
+
+/// Adds what every stateless-era result carries.
+struct Decorator {
+    http: StreamableHttp,
+    /// The method, if its results carry caching hints.
+    cacheable: Option<&'static str>,
+}
+
+impl Decorator {
+    /// Adds the caching hints to a cacheable method's answer. `resultType` (when absent:
+    /// `complete`) and `_meta.serverInfo` are added as the result is serialized (see `wire`):
+    /// the server's identity is written from the endpoint's copy, never cloned into each
+    /// result.
+    fn apply(&self, outcome: Outcome) -> Outcome {
+        let Some(method) = self.cacheable else { return outcome };
+        let mut value = outcome?.into_value()?;
+        if let Value::Object(result) = &mut value {
+            let (server, ttl) = (&self.http.inner.server, self.http.inner.config.cache_ttl);
+            decoration::cache_hints(server, method, ttl, result);
+        }
+        Ok(Reply::Value(value))
+    }
+
+    /// The answer to request `id` as it goes on the wire, with the HTTP status of a single
+    /// JSON body.
+    fn answer(&self, id: &RequestId, outcome: Option<Outcome>) -> (StatusCode, Vec<u8>) {
+        let outcome = outcome
+            .unwrap_or_else(|| Err(ErrorObject::internal("the request ended without a response")));
+        let error = match self.apply(outcome) {
+            Ok(reply) => match wire_reply(id, reply, &self.http.inner.server_info_json) {
+                Ok(body) => return (StatusCode::OK, body),
+                Err(e) => ErrorObject::internal(e),
+            },
+            Err(error) => error,
+        };
+        let status = status_for(&error);
+        let message = Message::Error(ErrorResponse::new(Some(id.clone()), error));
+        (status, serde_json::to_vec(&message).unwrap_or_default())
+    }
+}
+
+fn json_reply(id: &RequestId, outcome: Option<Outcome>, decorate: &Decorator) -> Response {
+    let (status, body) = decorate.answer(id, outcome);
+    super::json_bytes(status, body)
+}
+
+/// An SSE response: what the handler sends as it goes, then the answer.
+fn sse(
+    id: RequestId,
+    output: StatelessOutput,
+    driver: Driver,
+    decorate: Decorator,
+    (keep_alive, stop): (std::time::Duration, sse::Stop),
+) -> Response {
+    let state = Some((output, Some(driver), None, (id, decorate)));
+    let events = futures::stream::unfold(state, |state| async move {
+        let (mut output, mut driver, mut outcome, answer) = state?;
+        let data = loop {
+            tokio::select! {
+                biased;
+                message = output.recv() => match message {
+                    Some(message) => {
+                        break wire(&message, &answer.1.http.inner.server_info_json).ok();
+                    }
+                    // The handler is done and all it sent was streamed: the answer is last.
+                    None if driver.is_none() => {
+                        let (id, decorate) = &answer;
+                        let (_, body) = decorate.answer(id, outcome.take());
+                        let data = String::from_utf8(body).unwrap_or_default();
+                        return Some((Ok(SseEvent::default().data(data)), None));
+                    }
+                    // The sender is gone only once the handler is done.
+                    None => {
+                        if let Some(d) = driver.take() {
+                            outcome = d.await;
+                        }
+                    }
+                },
+                done = async { if let Some(d) = driver.as_mut() { d.await } else { None } },
+                    if driver.is_some() =>
+                {
+                    driver = None;
+                    outcome = done;
+                }
+            }
+        };
+        let data = data.and_then(|data| String::from_utf8(data).ok()).unwrap_or_default();
+        Some((
+            Ok::<_, std::convert::Infallible>(SseEvent::default().data(data)),
+            Some((output, driver, outcome, answer)),
+        ))
+    });
+    // At shutdown the call gets the grace period to answer, then the stream ends with a
+    // `retry` hint.
+    sse::response_until(events, keep_alive, Some(stop))
+}
+
+/// `subscriptions/listen`: an SSE stream of the acknowledgement, then of the notifications
+/// the client opted into; at shutdown it ends at once, with a `retry` hint.
+fn listen(http: &StreamableHttp, request: Request) -> Response {
+    let listen = match Listen::open(&http.inner.server, &request.id, request.params.as_ref()) {
+        Ok(listen) => listen,
+        Err(error) => return refuse(status_for(&error), Some(request.id), error),
+    };
+    let event = |notification| {
+        let data = serde_json::to_string(&Message::Notification(notification)).unwrap_or_default();
+        Ok::<_, std::convert::Infallible>(SseEvent::default().data(data))
+    };
+    let first = futures::stream::iter([event(listen.acknowledgement())]);
+    let rest = futures::stream::unfold(listen, move |mut listen| async move {
+        let notification = listen.next().await?;
+        Some((event(notification), listen))
+    });
+    let stop = super::stop_at_shutdown(http, false);
+    sse::response_until(first.chain(rest), http.inner.config.keep_alive, Some(stop))
+}

@@ -1,0 +1,380 @@
+//! The single-use transport of one stateless-era request: what the endpoint serves each POST
+//! with, and what a custom HTTP stack embeds to serve one with an engine of its own.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
+use mcpl_core::engine::embed::{self, LazyMeta};
+use mcpl_core::engine::{Engine, RequestContext};
+use mcpl_core::jsonrpc::{ErrorObject, ErrorResponse, Message, Request, RequestId};
+use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+use mcpl_core::{Error, Result};
+use serde_json::{Value, json};
+
+/// A transport that serves exactly one request.
+///
+/// It is created with the request and hands the engine that request, then whatever the engine
+/// sends goes to the [`StatelessOutput`] until the response to the request. Starting it a
+/// second time — even through a shared `Arc`, from many tasks at once — fails with
+/// [`Error::StatelessTransportReuse`] before anything is written.
+///
+/// A server-to-client request (sampling, elicitation, roots) does not exist in the stateless
+/// era; one sent through this transport is answered at once with a `-32601` error (ask for
+/// input with an input-required result instead).
+///
+/// Clones share the one use: of any number of clones started at once, exactly one starts.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::{Engine, ErrorKind};
+/// use mcpl_server::http::stateless::StatelessTransport;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let engine = Engine::new();
+/// engine.on_request("ping", |_ctx, _params| async { Ok(json!({})) });
+/// let (transport, mut output) = StatelessTransport::new(Request::new(1, "ping", None));
+/// let again = transport.clone();
+/// let _peer = engine.connect(transport).await?;
+/// match output.recv().await {
+///     Some(Message::Response(response)) => assert_eq!(response.result, json!({})),
+///     other => panic!("unexpected {other:?}"),
+/// }
+/// // Single use: a clone cannot serve another request.
+/// let err = Engine::new().connect(again).await.unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::StatelessTransportReuse);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct StatelessTransport {
+    shared: Arc<SingleUse>,
+}
+
+#[derive(Debug)]
+struct SingleUse {
+    claimed: AtomicBool,
+    parts: Mutex<Option<Parts>>,
+}
+
+#[derive(Debug)]
+struct Parts {
+    request: Request,
+    /// The request's `_meta`, read on demand (its params then come without it).
+    meta: Option<LazyMeta>,
+    /// Where what the engine sends goes; `None`: nowhere (nothing but the answer is wanted,
+    /// and the caller writes that itself).
+    output: Option<UnboundedSender<Message>>,
+}
+
+/// Receives what the engine sends through a [`StatelessTransport`], in order.
+///
+/// Also a [`Stream`](futures::Stream) of the messages.
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::Request;
+/// use mcpl_server::http::stateless::{StatelessOutput, StatelessTransport};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let (transport, mut output): (StatelessTransport, StatelessOutput) =
+///     StatelessTransport::new(Request::new(1, "tools/list", None));
+/// drop(transport);
+/// // Nothing was sent, and the sender is gone with the transport.
+/// assert!(output.recv().await.is_none());
+/// # });
+/// ```
+#[derive(Debug)]
+pub struct StatelessOutput {
+    rx: UnboundedReceiver<Message>,
+}
+
+impl StatelessOutput {
+    /// The next message sent; `None` once the transport's sender is gone.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::{Message, Request};
+    /// use mcpl_core::Engine;
+    /// use mcpl_server::http::stateless::StatelessTransport;
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let engine = Engine::new();
+    /// engine.on_request("work", |ctx, _params| async move {
+    ///     let _ = ctx.peer().notify("notifications/message", Some(json!({"data": "hi"}))).await;
+    ///     Ok(json!({}))
+    /// });
+    /// let (transport, mut output) = StatelessTransport::new(Request::new(1, "work", None));
+    /// let _peer = engine.connect(transport).await?;
+    /// // What the handler sent as it went, then its answer.
+    /// assert!(matches!(output.recv().await, Some(Message::Notification(_))));
+    /// assert!(matches!(output.recv().await, Some(Message::Response(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn recv(&mut self) -> Option<Message> {
+        self.rx.next().await
+    }
+}
+
+impl futures::Stream for StatelessOutput {
+    type Item = Message;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Message>> {
+        std::pin::Pin::new(&mut self.rx).poll_next(cx)
+    }
+}
+
+impl StatelessTransport {
+    /// A transport serving `request`, and the receiver of what is sent back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::Request;
+    /// use mcpl_server::http::stateless::StatelessTransport;
+    ///
+    /// let (transport, _output) = StatelessTransport::new(Request::new("a", "server/discover", None));
+    /// # drop(transport);
+    /// ```
+    pub fn new(request: Request) -> (StatelessTransport, StatelessOutput) {
+        // Futures channels allocate nothing up front (Tokio's allocate a block of slots).
+        let (output, rx) = futures::channel::mpsc::unbounded();
+        (StatelessTransport::of(request, None, Some(output)), StatelessOutput { rx })
+    }
+
+    /// The endpoint's transport for `request`, whose `_meta` is `meta` (read on demand), and,
+    /// if `streaming`, the receiver of what its handler sends as it goes; without, that is
+    /// dropped.
+    pub(crate) fn for_endpoint(
+        request: Request,
+        meta: Option<LazyMeta>,
+        streaming: bool,
+    ) -> (StatelessTransport, Option<StatelessOutput>) {
+        if !streaming {
+            return (StatelessTransport::of(request, meta, None), None);
+        }
+        let (output, rx) = futures::channel::mpsc::unbounded();
+        (StatelessTransport::of(request, meta, Some(output)), Some(StatelessOutput { rx }))
+    }
+
+    fn of(
+        request: Request,
+        meta: Option<LazyMeta>,
+        output: Option<UnboundedSender<Message>>,
+    ) -> StatelessTransport {
+        let parts = Parts { request, meta, output };
+        let shared = SingleUse { claimed: AtomicBool::new(false), parts: Mutex::new(Some(parts)) };
+        StatelessTransport { shared: Arc::new(shared) }
+    }
+
+    /// Takes the one use: `StatelessTransportReuse` if this transport, or a clone, took it.
+    fn claim(&self) -> Result<Parts> {
+        if self.shared.claimed.swap(true, Ordering::SeqCst) {
+            return Err(Error::StatelessTransportReuse);
+        }
+        let parts = self.shared.parts.lock().unwrap_or_else(PoisonError::into_inner).take();
+        parts.ok_or(Error::StatelessTransportReuse)
+    }
+
+    /// Serves the request on `engine`, inline on this task: `handler` runs as its handler with
+    /// its params, what it sends as it goes goes to the output, and what it returns is returned
+    /// for the caller to answer with (see [`embed::run_request`](mcpl_core::engine::embed::run_request)).
+    ///
+    /// # Errors
+    ///
+    /// `StatelessTransportReuse` if the transport (or a clone) served already; the output's
+    /// error (its receiver is gone) once the handler sends.
+    pub(crate) async fn run<F, Fut>(self, engine: &Engine, handler: F) -> Result<Fut::Output>
+    where
+        F: FnOnce(RequestContext, Option<Value>) -> Fut,
+        Fut: Future,
+    {
+        let Parts { request, meta, output } = self.claim()?;
+        let Request { id, method, params } = request;
+        let mut sender = StatelessSender { id: id.clone(), output, loopback: None };
+        embed::run_request(engine, id, method, meta, None, &mut sender, |ctx| handler(ctx, params))
+            .await
+    }
+}
+
+impl Transport for StatelessTransport {
+    type Sender = StatelessSender;
+    type Receiver = StatelessReceiver;
+
+    async fn start(self) -> Result<(StatelessSender, StatelessReceiver)> {
+        let Parts { mut request, meta, output } = self.claim()?;
+        // The engine reads `_meta` from the params it receives.
+        if let Some(meta) = meta.as_ref().and_then(LazyMeta::map) {
+            let params = request.params.get_or_insert_with(|| json!({}));
+            if let Some(params) = params.as_object_mut() {
+                params.insert("_meta".into(), Value::Object(meta.clone()));
+            }
+        }
+        let (loopback, loopback_rx) = futures::channel::mpsc::unbounded();
+        let id = request.id.clone();
+        Ok((
+            StatelessSender { id, output, loopback: Some(loopback) },
+            StatelessReceiver { first: Some(request), loopback: loopback_rx },
+        ))
+    }
+}
+
+/// The sending half of a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request, Response};
+/// use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
+/// use mcpl_server::http::stateless::StatelessTransport;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (transport, mut output) = StatelessTransport::new(Request::new(1, "ping", None));
+/// let (mut sender, mut receiver) = transport.start().await?;
+/// let Some(Message::Request(request)) = receiver.recv().await? else { panic!("the request") };
+/// sender.send(Response::new(request.id, serde_json::json!({})).into()).await?;
+/// assert!(matches!(output.recv().await, Some(Message::Response(_))));
+/// // The exchange is over: the receiving side ends.
+/// assert!(receiver.recv().await?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct StatelessSender {
+    id: RequestId,
+    /// Where what is sent goes; `None`: nowhere.
+    output: Option<UnboundedSender<Message>>,
+    /// To the receiving half, if there is one.
+    loopback: Option<UnboundedSender<Option<Message>>>,
+}
+
+impl StatelessSender {
+    fn loop_back(&self, message: Option<Message>) {
+        if let Some(loopback) = &self.loopback {
+            let _ = loopback.unbounded_send(message);
+        }
+    }
+}
+
+impl TransportSender for StatelessSender {
+    async fn send(&mut self, message: Message) -> Result<()> {
+        match message {
+            Message::Request(r) => {
+                let error = ErrorObject::method_not_found(&r.method).with_data(json!({
+                    "reason": "server-to-client requests do not exist in the stateless era"
+                }));
+                self.loop_back(Some(ErrorResponse::new(Some(r.id), error).into()));
+                Ok(())
+            }
+            message => {
+                let done = message.id() == Some(&self.id)
+                    && matches!(message, Message::Response(_) | Message::Error(_));
+                if let Some(output) = &self.output {
+                    output.unbounded_send(message).map_err(|_| Error::ConnectionClosed)?;
+                }
+                if done {
+                    // The one exchange is over: end the receiving side too.
+                    self.loop_back(None);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    async fn close(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The receiving half of a [`StatelessTransport`].
+///
+/// # Examples
+///
+/// ```
+/// use mcpl_core::jsonrpc::{Message, Request};
+/// use mcpl_core::transport::{Transport, TransportReceiver};
+/// use mcpl_server::http::stateless::StatelessTransport;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let (transport, _output) = StatelessTransport::new(Request::new(7, "tools/list", None));
+/// let (_sender, mut receiver) = transport.start().await?;
+/// // The one request comes first.
+/// let Some(Message::Request(request)) = receiver.recv().await? else { panic!("the request") };
+/// assert_eq!(request.method, "tools/list");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct StatelessReceiver {
+    first: Option<Request>,
+    loopback: UnboundedReceiver<Option<Message>>,
+}
+
+impl TransportReceiver for StatelessReceiver {
+    async fn recv(&mut self) -> Result<Option<Message>> {
+        if let Some(request) = self.first.take() {
+            return Ok(Some(Message::Request(request)));
+        }
+        Ok(self.loopback.next().await.flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    #[tokio::test]
+    async fn the_endpoint_serves_with_it_once() {
+        let meta = LazyMeta::new(|| json!({"progressToken": "p"}).as_object().cloned());
+        let request = Request::new(1, "work", None);
+        let (transport, output) = StatelessTransport::for_endpoint(request, Some(meta), true);
+        let again = transport.clone();
+        let engine = Engine::new();
+        let served = transport
+            .run(&engine, |ctx, _params| async move {
+                let _ = ctx.peer().notify("notifications/message", None).await;
+                ctx.progress_token().cloned()
+            })
+            .await
+            .unwrap();
+        assert_eq!(served, Some(json!("p")));
+        let mut output = output.unwrap();
+        assert!(matches!(output.recv().await, Some(Message::Notification(_))));
+        // The one use is gone, for the endpoint and for an engine alike.
+        let err = again.run(&engine, |_ctx, _params| async {}).await.unwrap_err();
+        assert_eq!(err.kind(), mcpl_core::ErrorKind::StatelessTransportReuse);
+    }
+
+    #[tokio::test]
+    async fn started_it_hands_over_the_meta_it_read_on_demand() {
+        let meta = LazyMeta::new(|| json!({"k": 1}).as_object().cloned());
+        let request = Request::new(1, "work", Some(json!({"a": true})));
+        let (transport, output) = StatelessTransport::for_endpoint(request, Some(meta), false);
+        assert!(output.is_none());
+        let (mut sender, mut receiver) = transport.start().await.unwrap();
+        let Some(Message::Request(request)) = receiver.recv().await.unwrap() else {
+            panic!("the request")
+        };
+        assert_eq!(request.params, Some(json!({"a": true, "_meta": {"k": 1}})));
+        // With no output, what is sent goes nowhere; the answer still ends the exchange.
+        let answer = mcpl_core::jsonrpc::Response::new(request.id, json!({}));
+        sender.send(answer.into()).await.unwrap();
+        assert!(receiver.recv().await.unwrap().is_none());
+    }
+}

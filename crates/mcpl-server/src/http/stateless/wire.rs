@@ -1,0 +1,238 @@
+//! Stateless-era answers as they go on the wire: a result gains `resultType` and the server's
+//! identity in `_meta` as it is serialized (by the rule of
+//! [`decoration`](crate::stateless::decoration): what the handler set stays), written from the
+//! endpoint's serialized copy of the identity instead of being inserted into each result; a
+//! tool's result is serialized straight from its type.
+
+use mcpl_core::jsonrpc::{Message, RequestId};
+use mcpl_core::types::meta_keys;
+use serde_json::{Map, Value};
+
+use crate::router::Reply;
+
+/// A stateless-era message as it goes on the wire. A response's result gains `resultType`
+/// (`complete`, unless the handler set one) and `_meta` with the server's identity (unless the
+/// handler set one), written from the endpoint's serialized copy (`server_info`, JSON) instead
+/// of being inserted into each result.
+pub(super) fn wire(message: &Message, server_info: &str) -> serde_json::Result<Vec<u8>> {
+    let result = match message {
+        Message::Response(response) => match &response.result {
+            Value::Object(result) => Some((&response.id, result)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some((id, result)) = result else { return serde_json::to_vec(message) };
+    let mut out = Vec::with_capacity(256 + server_info.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":{"#);
+    let mut first = true;
+    let mut comma = |out: &mut Vec<u8>| {
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+    };
+    if !result.contains_key("resultType") {
+        comma(&mut out);
+        out.extend_from_slice(br#""resultType":"complete""#);
+    }
+    if !result.contains_key("_meta") {
+        comma(&mut out);
+        out.extend_from_slice(br#""_meta":"#);
+        write_meta(&mut out, &Map::new(), server_info)?;
+    }
+    for (key, value) in result {
+        comma(&mut out);
+        serde_json::to_writer(&mut out, key)?;
+        out.push(b':');
+        match value {
+            Value::Object(meta) if key == "_meta" => write_meta(&mut out, meta, server_info)?,
+            _ => serde_json::to_writer(&mut out, value)?,
+        }
+    }
+    out.extend_from_slice(b"}}");
+    Ok(out)
+}
+
+/// The answer to request `id` as it goes on the wire, like [`wire`]; a tool's result is
+/// serialized straight from its type, with `resultType` and `_meta` (and in it the server's
+/// identity, unless the handler set one) written first.
+pub(super) fn wire_reply(
+    id: &RequestId,
+    reply: Reply,
+    server_info: &str,
+) -> serde_json::Result<Vec<u8>> {
+    let mut result = match reply {
+        // Members the type does not know may not repeat the two this writes.
+        Reply::Tool(result)
+            if !result.extra.contains_key("_meta") && !result.extra.contains_key("resultType") =>
+        {
+            result
+        }
+        reply => {
+            let result = reply.into_value().map_err(|e| serde::ser::Error::custom(e.message))?;
+            return wire(
+                &Message::Response(mcpl_core::jsonrpc::Response::new(id.clone(), result)),
+                server_info,
+            );
+        }
+    };
+    let (meta, result_type) = (result.meta.take().unwrap_or_default().0, result.result_type.take());
+    let mut out = Vec::with_capacity(256 + server_info.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":{"resultType":"#);
+    match &result_type {
+        Some(t) => serde_json::to_writer(&mut out, t)?,
+        None => out.extend_from_slice(br#""complete""#),
+    }
+    out.extend_from_slice(br#","_meta":"#);
+    write_meta(&mut out, &meta, server_info)?;
+    // The rest of the result is an object whose members follow the two above: its opening
+    // brace becomes a comma (or, if it has no members, it goes).
+    let at = out.len();
+    serde_json::to_writer(&mut out, &result)?;
+    if out[at..] == *b"{}" {
+        out.truncate(at);
+    } else if out.get(at) == Some(&b'{') && out.last() == Some(&b'}') {
+        out[at] = b',';
+        out.pop();
+    } else {
+        return Err(serde::ser::Error::custom("a tool's result is not an object"));
+    }
+    out.extend_from_slice(b"}}");
+    Ok(out)
+}
+
+/// Writes a result's `_meta` object: its members, then the server's identity
+/// (`server_info`, JSON already) unless the handler set one.
+fn write_meta(
+    out: &mut Vec<u8>,
+    meta: &Map<String, Value>,
+    server_info: &str,
+) -> serde_json::Result<()> {
+    out.push(b'{');
+    for (i, (key, value)) in meta.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.push(b':');
+        serde_json::to_writer(&mut *out, value)?;
+    }
+    if !meta.contains_key(meta_keys::SERVER_INFO) {
+        if !meta.is_empty() {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
+        out.push(b':');
+        out.extend_from_slice(server_info.as_bytes());
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use mcpl_core::jsonrpc::{ErrorObject, ErrorResponse};
+    use mcpl_core::types::CallToolResult;
+    use serde_json::json;
+
+    fn on_the_wire(result: Value) -> Value {
+        let message =
+            Message::Response(mcpl_core::jsonrpc::Response::new(RequestId::from(7), result));
+        let bytes = wire(&message, r#"{"name":"s","version":"1"}"#).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn a_result_gains_its_result_type_and_the_server_identity() {
+        let info = json!({"name": "s", "version": "1"});
+        assert_eq!(
+            on_the_wire(json!({"content": [], "isError": false})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "content": [], "isError": false, "resultType": "complete",
+                "_meta": {meta_keys::SERVER_INFO: info},
+            }})
+        );
+        assert_eq!(
+            on_the_wire(json!({})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "resultType": "complete", "_meta": {meta_keys::SERVER_INFO: info},
+            }})
+        );
+    }
+
+    #[test]
+    fn what_the_handler_set_is_kept() {
+        let info = json!({"name": "s", "version": "1"});
+        let own = json!({"name": "own"});
+        assert_eq!(
+            on_the_wire(json!({"resultType": "input_required", "_meta": {"a": "\"b\""}})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "resultType": "input_required",
+                "_meta": {"a": "\"b\"", meta_keys::SERVER_INFO: info},
+            }})
+        );
+        assert_eq!(
+            on_the_wire(json!({"_meta": {meta_keys::SERVER_INFO: own}})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {
+                "resultType": "complete", "_meta": {meta_keys::SERVER_INFO: own},
+            }})
+        );
+        assert_eq!(
+            on_the_wire(json!({"_meta": null})),
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "_meta": null}})
+        );
+    }
+
+    /// A tool's result written from its type, as JSON.
+    fn typed_on_the_wire(result: CallToolResult) -> Value {
+        let id = RequestId::from("r-1");
+        let bytes = wire_reply(&id, Reply::Tool(Box::new(result)), r#"{"name":"s","version":"1"}"#)
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn a_typed_tool_result_goes_as_its_value_would() {
+        use mcpl_core::types::{ContentBlock, Meta, ResultType};
+        let own = json!({"name": "own"});
+        let results = [
+            CallToolResult::success(vec![ContentBlock::text("a \"quoted\"\n text")]),
+            CallToolResult::error("failed"),
+            CallToolResult::default()
+                .with_structured_content(json!({"n": 1, "s": [true, null]}))
+                .with_meta(Meta(Map::from_iter([("k".to_owned(), json!({"x": 1}))])))
+                .with_extra(Map::from_iter([("other".to_owned(), json!(2))])),
+            CallToolResult::default()
+                .with_meta(Meta(Map::from_iter([(meta_keys::SERVER_INFO.to_owned(), own)])))
+                .with_result_type(ResultType::Complete),
+            CallToolResult::default().with_meta(Meta::new()),
+            // Unknown members repeating the two the writer adds: the value path takes over.
+            CallToolResult::default()
+                .with_extra(Map::from_iter([("_meta".to_owned(), json!({"z": 0}))])),
+        ];
+        for result in results {
+            let mut by_value = on_the_wire(serde_json::to_value(&result).unwrap());
+            by_value["id"] = json!("r-1");
+            assert_eq!(typed_on_the_wire(result), by_value);
+        }
+    }
+
+    #[test]
+    fn other_messages_go_as_they_are() {
+        let message =
+            Message::Response(mcpl_core::jsonrpc::Response::new(RequestId::from(1), json!([1])));
+        let bytes = wire(&message, "{}").unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap()["result"], json!([1]));
+        let error = Message::Error(ErrorResponse::new(
+            Some(RequestId::from(1)),
+            ErrorObject::internal("x"),
+        ));
+        assert_eq!(wire(&error, "{}").unwrap(), serde_json::to_vec(&error).unwrap());
+    }
+}

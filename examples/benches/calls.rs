@@ -1,0 +1,378 @@
+//! Calls per second and CPU per call of the client, over Streamable HTTP and stdio, each next to
+//! the raw baseline it is measured against (issue 20 of the tracker; figures and method in
+//! `docs/performance.md`).
+//!
+//! ```sh
+//! cargo bench -p mcpl-examples --bench calls                 # every workload, 5 s each
+//! cargo bench -p mcpl-examples --bench calls -- http stdio   # some of them
+//! BENCH_SECS=10 cargo bench -p mcpl-examples --bench calls -- http
+//! # a fixed number of calls of one variant at one concurrency, for instruction counts
+//! # (run it under `valgrind --tool=callgrind` at two counts and take the difference):
+//! BENCH_CALLS=2000 BENCH_ONLY=ours BENCH_CONC=32 target/release/deps/calls-HASH http
+//! ```
+//!
+//! Workloads:
+//! - `http`: 2026-07-28 stateless `tools/call` over HTTP at c=1 and c=32 against a limit server
+//!   (a bare hyper server in a child process that answers every call with precomputed bytes, the
+//!   request's id spliced in, so the server costs next to nothing). Clients: ours
+//!   (`Client` over `HttpTransport`) and a raw `reqwest` POST loop sending the same bytes.
+//! - `stdio`: sequential `tools/call` over a child's stdin/stdout: the four pairs of
+//!   {our client, a raw line writer} x {our stdio server, a raw line echo}, so that the client's
+//!   and the server's shares can be told apart.
+//!
+//! Each line reports calls per second and, for the bench process itself (the client; servers run
+//! in child processes), CPU microseconds per call, read from `/proc/self/stat`. The bench checks
+//! every answer (the id matches, the text is there), so no variant measures an error path.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::io::{BufRead, Write};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use mcpl_client::Client;
+use mcpl_client::transport::{ChildProcess, HttpTransport};
+use mcpl_core::ProtocolVersion;
+use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_server::{Server, ToolOutput};
+
+const ROLE: &str = "MCPL_BENCH_ROLE";
+const TEXT: &str = "This is a simple text response for testing.";
+const DISCOVER: &str = r#""result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"limit","version":"1.0.0"}}}}"#;
+const INITIALIZE: &str = r#""result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"limit","version":"1.0.0"}}}"#;
+const CALL: &str = r#""result":{"resultType":"complete","content":[{"type":"text","text":"This is a simple text response for testing."}],"isError":false}}"#;
+
+fn main() {
+    match std::env::var(ROLE).as_deref() {
+        Ok("limit") => return limit_server(),
+        Ok("echo") => return line_echo(),
+        Ok("stdio-server") => return stdio_server(),
+        _ => {}
+    }
+    let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let secs = std::env::var("BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let run = Duration::from_secs(secs);
+    let all = wanted.is_empty();
+    if all || wanted.iter().any(|w| w == "http") {
+        http(run);
+    }
+    if all || wanted.iter().any(|w| w == "stdio") {
+        stdio(run);
+    }
+}
+
+/// CPU time of this process so far (user + system), from `/proc/self/stat` (clock ticks of
+/// 10 ms: runs last seconds, so the resolution is enough).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // After the command name: state is field 0, utime field 11, stime field 12.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+fn report(workload: &str, variant: &str, calls: u64, wall: Duration, cpu: Duration) {
+    let per_sec = calls as f64 / wall.as_secs_f64();
+    let cpu_us = cpu.as_secs_f64() * 1e6 / calls.max(1) as f64;
+    println!(
+        "{workload:<16} {variant:<28} {per_sec:>10.0} calls/s {cpu_us:>8.1} us CPU/call ({calls} calls)"
+    );
+}
+
+/// `BENCH_CALLS`: a fixed number of calls per variant instead of a run of `BENCH_SECS`.
+fn fixed_calls() -> Option<u64> {
+    std::env::var("BENCH_CALLS").ok().and_then(|s| s.parse().ok())
+}
+
+/// Whether a variant is run: `BENCH_ONLY` is a part of its name (all of them without it).
+fn selected(variant: &str) -> bool {
+    std::env::var("BENCH_ONLY").map_or(true, |only| variant.contains(only.as_str()))
+}
+
+/// The concurrencies of the HTTP workload: `BENCH_CONC` (comma-separated), or 1 and 32.
+fn concurrencies() -> Vec<usize> {
+    std::env::var("BENCH_CONC")
+        .ok()
+        .map(|s| s.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 32])
+}
+
+/// Runs `concurrency` loops of `one` for `run` (or for `BENCH_CALLS` calls), then reports.
+async fn drive<F, Fut>(workload: &str, variant: &str, concurrency: usize, run: Duration, one: F)
+where
+    F: Fn(u64) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    if !selected(variant) {
+        return;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicU64::new(0));
+    let next_id = Arc::new(AtomicU64::new(1_000));
+    let limit = fixed_calls();
+    let (cpu0, t0) = (cpu_time(), Instant::now());
+    let mut loops = Vec::new();
+    for _ in 0..concurrency {
+        let (stop, calls, next_id, one) =
+            (stop.clone(), calls.clone(), next_id.clone(), one.clone());
+        loops.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                if limit.is_some_and(|n| id >= 1_000 + n) {
+                    break;
+                }
+                one(id).await;
+                calls.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    if limit.is_none() {
+        tokio::time::sleep(run).await;
+        stop.store(true, Ordering::Relaxed);
+    }
+    for l in loops {
+        l.await.unwrap();
+    }
+    report(workload, variant, calls.load(Ordering::Relaxed), t0.elapsed(), cpu_time() - cpu0);
+}
+
+fn spawn_role(role: &str) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .env(ROLE, role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
+// ---- HTTP ----
+
+fn http(run: Duration) {
+    let mut limit = spawn_role("limit");
+    let mut port = String::new();
+    std::io::BufReader::new(limit.stdout.take().unwrap()).read_line(&mut port).unwrap();
+    let url = format!("http://127.0.0.1:{}/mcp", port.trim());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        for concurrency in concurrencies() {
+            let workload = format!("http c={concurrency}");
+            let client = Client::new("bench", "1.0.0")
+                .with_protocol_version(ProtocolVersion::V2026_07_28)
+                .unwrap();
+            client.connect(HttpTransport::new(url.as_str())).await.unwrap();
+            let client = Arc::new(client);
+            drive(&workload, "ours (Client, HttpTransport)", concurrency, run, move |_| {
+                let client = client.clone();
+                async move {
+                    let result = client.call_tool("test_simple_text", ()).await.unwrap();
+                    assert_eq!(result.text().as_deref(), Some(TEXT));
+                }
+            })
+            .await;
+
+            let http = reqwest::Client::new();
+            let url = url.clone();
+            drive(&workload, "raw reqwest POST", concurrency, run, move |id| {
+                let (http, url) = (http.clone(), url.clone());
+                async move {
+                    let body = format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1.0.0"}}}}}}}}"#
+                    );
+                    let answer = http
+                        .post(url)
+                        .header("content-type", "application/json")
+                        .header("accept", "application/json, text/event-stream")
+                        .header("mcp-protocol-version", "2026-07-28")
+                        .header("mcp-method", "tools/call")
+                        .header("mcp-name", "test_simple_text")
+                        .body(body)
+                        .send()
+                        .await
+                        .unwrap()
+                        .bytes()
+                        .await
+                        .unwrap();
+                    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+                    assert_eq!(answer["id"], id);
+                    assert_eq!(answer["result"]["content"][0]["text"], TEXT);
+                }
+            })
+            .await;
+        }
+    });
+    limit.kill().ok();
+    limit.wait().ok();
+}
+
+/// The byte range of the value of the first top-level-looking `"key":` (a number or a string).
+fn find_value<'a>(body: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let pos = body.windows(key.len()).position(|w| w == key)?;
+    let mut i = pos + key.len();
+    while i < body.len() && matches!(body[i], b' ' | b':') {
+        i += 1;
+    }
+    let start = i;
+    if body.get(i) == Some(&b'"') {
+        i += 1;
+        while i < body.len() && body[i] != b'"' {
+            i += 1;
+        }
+        return body.get(start..=i);
+    }
+    while i < body.len() && !matches!(body[i], b',' | b'}' | b' ' | b'\n') {
+        i += 1;
+    }
+    Some(&body[start..i])
+}
+
+/// The precomputed answer to a request line or body, `None` for a notification.
+fn answer(request: &[u8]) -> Option<Vec<u8>> {
+    let id = find_value(request, b"\"id\"")?;
+    let method = find_value(request, b"\"method\"").unwrap_or(b"");
+    let result = match method {
+        b"\"server/discover\"" => DISCOVER,
+        b"\"initialize\"" => INITIALIZE,
+        _ => CALL,
+    };
+    let mut out = Vec::with_capacity(32 + id.len() + result.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id);
+    out.push(b',');
+    out.extend_from_slice(result.as_bytes());
+    Some(out)
+}
+
+fn limit_server() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap().port());
+        std::io::stdout().flush().unwrap();
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            stream.set_nodelay(true).ok();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                    let body = req.into_body().collect().await?.to_bytes();
+                    let response = match answer(&body) {
+                        Some(bytes) => Response::builder()
+                            .header("content-type", "application/json")
+                            .body(Full::new(Bytes::from(bytes))),
+                        None => Response::builder()
+                            .status(StatusCode::ACCEPTED)
+                            .body(Full::new(Bytes::new())),
+                    };
+                    Ok::<_, hyper::Error>(response.unwrap())
+                });
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                    .ok();
+            });
+        }
+    });
+}
+
+// ---- stdio ----
+
+fn stdio(run: Duration) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for server in ["stdio-server", "echo"] {
+        let server_name = if server == "echo" { "raw line echo" } else { "our stdio server" };
+        rt.block_on(async {
+            let client = Client::new("bench", "1.0.0")
+                .with_protocol_version(ProtocolVersion::V2025_11_25)
+                .unwrap();
+            let exe = std::env::current_exe().unwrap();
+            let child = ChildProcess::new(exe.to_string_lossy().into_owned()).env(ROLE, server);
+            client.connect(child).await.unwrap();
+            let client = Arc::new(client);
+            let variant = format!("ours -> {server_name}");
+            drive("stdio c=1", &variant, 1, run, move |_| {
+                let client = client.clone();
+                async move {
+                    let result = client.call_tool("test_simple_text", ()).await.unwrap();
+                    assert_eq!(result.text().as_deref(), Some(TEXT));
+                }
+            })
+            .await;
+        });
+        raw_stdio_client(server, server_name, run);
+    }
+}
+
+/// Writes one request line, reads one answer line, in a loop (c=1), after a 2025 handshake.
+fn raw_stdio_client(role: &str, server_name: &str, run: Duration) {
+    let variant = format!("raw lines -> {server_name}");
+    if !selected(&variant) {
+        return;
+    }
+    let mut child = spawn_role(role);
+    let mut input = child.stdin.take().unwrap();
+    let mut output = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1.0.0"}}}"#;
+    writeln!(input, "{init}").unwrap();
+    output.read_line(&mut line).unwrap();
+    writeln!(input, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    let (cpu0, t0) = (cpu_time(), Instant::now());
+    let mut calls = 0u64;
+    let limit = fixed_calls();
+    while limit.map_or(t0.elapsed() < run, |n| calls < n) {
+        calls += 1;
+        writeln!(
+            input,
+            r#"{{"jsonrpc":"2.0","id":{calls},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}}}}}}"#
+        )
+        .unwrap();
+        input.flush().unwrap();
+        line.clear();
+        output.read_line(&mut line).unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], calls, "{line}");
+        assert_eq!(answer["result"]["content"][0]["text"], TEXT);
+    }
+    report("stdio c=1", &variant, calls, t0.elapsed(), cpu_time() - cpu0);
+    drop(input);
+    child.kill().ok();
+    child.wait().ok();
+}
+
+fn line_echo() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = Vec::new();
+    let mut input = stdin.lock();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if let Some(answer) = answer(&line) {
+            out.write_all(&answer).unwrap();
+            out.write_all(b"\n").unwrap();
+            out.flush().unwrap();
+        }
+    }
+}
+
+fn stdio_server() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let server = Server::builder("bench", "1.0.0")
+            .tool(Tool::new("test_simple_text", ToolSchema::object()), |_ctx, _args| async {
+                Ok(ToolOutput::text(TEXT))
+            })
+            .build();
+        mcpl_server::stdio::serve(server).await.ok();
+    });
+}

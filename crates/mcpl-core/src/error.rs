@@ -1,4 +1,13 @@
 //! The error type of the SDK.
+//!
+//! [`Error`] is the one error of the protocol-facing API of every mcpl crate (see
+//! `docs/architecture.md`, "One error type for the protocol"). Most variants can reach either
+//! side; a few are raised by one side only, and say so: the client's transports raise
+//! [`Connect`](Error::Connect), [`Tls`](Error::Tls), [`HttpStatus`](Error::HttpStatus) and
+//! [`InvalidToolHeaders`](Error::InvalidToolHeaders), the client's calls
+//! [`InputRequired`](Error::InputRequired) and [`ListTruncated`](Error::ListTruncated), and the
+//! server's single-use HTTP transport
+//! [`StatelessTransportReuse`](Error::StatelessTransportReuse).
 
 use std::time::Duration;
 
@@ -250,7 +259,7 @@ pub enum Error {
     /// The server answered `input_required` (2026-07-28) and the client did not fulfil it: it
     /// is in manual mode (`rounds` is 0) or the server still asked for input after the round
     /// cap. The last input-required result is handed over so the caller can answer it and
-    /// retry.
+    /// retry. Raised by `mcpl-client` only.
     #[error("the server requires input (after {rounds} fulfilled rounds)")]
     InputRequired {
         /// How many rounds were fulfilled before giving up.
@@ -259,7 +268,7 @@ pub enum Error {
         result: Box<crate::types::InputRequiredResult>,
     },
     /// A tool's `x-mcp-header` annotations break the rules (SEP-2243), so clients must not
-    /// call it.
+    /// call it. Raised by `mcpl-client`'s HTTP transport only.
     #[error("tool {tool:?} has invalid x-mcp-header annotations: {detail}")]
     InvalidToolHeaders {
         /// The tool.
@@ -269,6 +278,7 @@ pub enum Error {
     },
     /// A paginated listing stopped before its last page (a cap was reached, or the server
     /// repeated a cursor): the pages collected are not the whole list, so none is returned.
+    /// Raised by `mcpl-client` only.
     #[error("{method} stopped before its last page: {limit}")]
     ListTruncated {
         /// The list method (`tools/list`, `resources/list`, ...).

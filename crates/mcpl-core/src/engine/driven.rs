@@ -197,7 +197,7 @@ impl Driven {
         generation: u64,
         shared: &Arc<super::Shared>,
         sender: S,
-        data: Option<Box<dyn Any + Send + Sync>>,
+        data: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Driven {
         Driven { conn: Connection::driven(generation, shared, Queue::new(sender), data) }
     }

@@ -298,13 +298,19 @@ impl State {
     }
 }
 
+/// What an engine's connections share with it, behind one pointer.
+pub(crate) struct Common {
+    pub(crate) handlers: HandlerTable,
+    pub(crate) next_id: AtomicI64,
+    pub(crate) config: EngineConfig,
+}
+
 pub(crate) struct Shared {
     state: Mutex<State>,
-    pub(crate) handlers: Arc<HandlerTable>,
-    pub(crate) next_id: Arc<AtomicI64>,
+    /// The handlers, the request id counter and the settings, shared with every connection
+    /// (one pointer each).
+    pub(crate) common: Arc<Common>,
     next_generation: AtomicU64,
-    /// Shared with every connection (one pointer each, not a copy of the settings).
-    pub(crate) config: Arc<EngineConfig>,
     on_close: RwLock<Option<CloseCallback>>,
     on_refusal: RwLock<Option<RefusalHook>>,
     on_transport_event: RwLock<Option<EventHook>>,
@@ -356,7 +362,7 @@ impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Engine")
             .field("connected", &self.is_connected())
-            .field("config", &self.shared.config)
+            .field("config", &self.shared.common.config)
             .finish()
     }
 }
@@ -378,10 +384,12 @@ impl Engine {
         Engine {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::Idle),
-                handlers: Arc::new(HandlerTable::default()),
-                next_id: Arc::new(AtomicI64::new(0)),
+                common: Arc::new(Common {
+                    handlers: HandlerTable::default(),
+                    next_id: AtomicI64::new(0),
+                    config,
+                }),
                 next_generation: AtomicU64::new(1),
-                config: Arc::new(config),
                 on_close: RwLock::new(None),
                 on_refusal: RwLock::new(None),
                 on_transport_event: RwLock::new(None),
@@ -398,7 +406,7 @@ impl Engine {
         F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
-        write(&self.shared.handlers.requests).insert(method.into(), Arc::new(handler));
+        write(&self.shared.common.handlers.requests).insert(method.into(), Arc::new(handler));
         self
     }
 
@@ -410,7 +418,7 @@ impl Engine {
         F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = HandlerResult> + Send + 'static,
     {
-        *write(&self.shared.handlers.request_fallback) = Some(Arc::new(handler));
+        *write(&self.shared.common.handlers.request_fallback) = Some(Arc::new(handler));
         self
     }
 
@@ -422,7 +430,7 @@ impl Engine {
         F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        write(&self.shared.handlers.notifications).insert(method.into(), Arc::new(handler));
+        write(&self.shared.common.handlers.notifications).insert(method.into(), Arc::new(handler));
         self
     }
 
@@ -432,7 +440,7 @@ impl Engine {
         F: Fn(NotificationContext, Option<Value>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        *write(&self.shared.handlers.notification_fallback) = Some(Arc::new(handler));
+        *write(&self.shared.common.handlers.notification_fallback) = Some(Arc::new(handler));
         self
     }
 
@@ -662,7 +670,7 @@ impl Engine {
         sender: S,
     ) -> Result<()> {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::new(generation, &self.shared, data);
+        let (conn, starter) = Connection::new(generation, &self.shared, data.map(Arc::from));
         conn.serve_inline(starter, request, meta, sender).await
     }
 
@@ -684,7 +692,7 @@ impl Engine {
         Fut: Future,
     {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::new(generation, &self.shared, data);
+        let (conn, starter) = Connection::new(generation, &self.shared, data.map(Arc::from));
         let meta = meta.map_or(lazy_meta::MetaSlot::Absent, lazy_meta::MetaSlot::Lazy);
         conn.run_inline(starter, (id, method.into()), meta, sender, handler).await
     }
@@ -700,7 +708,7 @@ impl Engine {
     /// engine.number_requests_from(1 << 40);
     /// ```
     pub fn number_requests_from(&self, first: i64) {
-        self.shared.next_id.store(first, Ordering::Relaxed);
+        self.shared.common.next_id.store(first, Ordering::Relaxed);
     }
 
     /// Embedding entry point: see
@@ -720,7 +728,7 @@ impl Engine {
         D: std::any::Any + Send + Sync,
     {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        Driven::new(generation, &self.shared, sender, Some(Box::new(data)))
+        Driven::new(generation, &self.shared, sender, Some(Arc::new(data)))
     }
 
     /// Closes the current connection, if any.

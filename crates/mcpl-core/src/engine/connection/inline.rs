@@ -30,7 +30,7 @@ impl Connection {
     ) -> Result<()> {
         let Request { id, method, mut params } = request;
         let span = self.server_span(&method, &id, params.as_ref());
-        let Some(handler) = self.handlers.request_handler(&method) else {
+        let Some(handler) = self.common.handlers.request_handler(&method) else {
             // However this ends, the connection is closed after.
             let _closed = self.closed.clone().drop_guard();
             let error = ErrorObject::method_not_found(&method);

@@ -50,7 +50,7 @@ pub(super) async fn write_loop<S: TransportSender>(
     mut rx: UnboundedReceiver<Outbound>,
 ) -> Result<()> {
     let closed = conn.closed.clone();
-    let timeout = conn.config.write_timeout;
+    let timeout = conn.common.config.write_timeout;
     // Do not keep the connection alive from its own writer.
     let weak = Arc::downgrade(&conn);
     drop(conn);

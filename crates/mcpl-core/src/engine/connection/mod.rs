@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use super::handler::{
 use super::lazy_meta::MetaSlot;
 use super::options::ProgressUpdate;
 use super::room::{Reservation, Room, weigh};
-use super::{CloseReason, EngineConfig, HandlerTable, Refusal, Shared, lock};
+use super::{CloseReason, Common, Refusal, Shared, lock};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
@@ -153,7 +153,7 @@ pub(crate) struct Connection {
     pub(crate) generation: u64,
     outbound: Outlet,
     /// Data the owner of a driven connection attached to it (see [`Peer::data`]).
-    data: Option<Box<dyn Any + Send + Sync>>,
+    data: Option<Arc<dyn Any + Send + Sync>>,
     closed: CancellationToken,
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
@@ -161,12 +161,10 @@ pub(crate) struct Connection {
     pending: Mutex<HashMap<RequestId, PendingEntry>>,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
     tasks: Mutex<Tasks>,
-    next_id: Arc<AtomicI64>,
-    /// The engine's settings (timeouts, limits).
-    config: Arc<EngineConfig>,
+    /// The engine's handlers, request id counter and settings (timeouts, limits).
+    common: Arc<Common>,
     /// Room in the outgoing queue (see [`super::EngineConfig::max_queued_messages`]).
     room: Room,
-    handlers: Arc<HandlerTable>,
     shared: Weak<Shared>,
     /// What the spans of this connection's requests say about it (see
     /// [`Peer::update_trace_facts`]).
@@ -178,7 +176,7 @@ impl Connection {
     pub(crate) fn new(
         generation: u64,
         shared: &Arc<Shared>,
-        data: Option<Box<dyn Any + Send + Sync>>,
+        data: Option<Arc<dyn Any + Send + Sync>>,
     ) -> (Arc<Connection>, Starter) {
         // A futures channel: unlike Tokio's, it allocates nothing up front (a connection served
         // inline often sends nothing but its response).
@@ -192,7 +190,7 @@ impl Connection {
         generation: u64,
         shared: &Arc<Shared>,
         queue: Queue,
-        data: Option<Box<dyn Any + Send + Sync>>,
+        data: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Arc<Connection> {
         Connection::build(generation, shared, Outlet::Queue(queue), data)
     }
@@ -201,7 +199,7 @@ impl Connection {
         generation: u64,
         shared: &Arc<Shared>,
         outbound: Outlet,
-        data: Option<Box<dyn Any + Send + Sync>>,
+        data: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Arc<Connection> {
         Arc::new(Connection {
             generation,
@@ -213,10 +211,11 @@ impl Connection {
             pending: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Tasks::default()),
-            next_id: shared.next_id.clone(),
-            config: shared.config.clone(),
-            room: Room::new(shared.config.max_queued_messages, shared.config.max_queued_bytes),
-            handlers: shared.handlers.clone(),
+            common: shared.common.clone(),
+            room: Room::new(
+                shared.common.config.max_queued_messages,
+                shared.common.config.max_queued_bytes,
+            ),
             shared: Arc::downgrade(shared),
             trace_facts: Mutex::new(TraceFacts::default()),
         })
@@ -267,7 +266,7 @@ impl Connection {
 
     /// How long one write may take (see [`super::EngineConfig::write_timeout`]).
     pub(crate) fn write_timeout(&self) -> Option<Duration> {
-        self.config.write_timeout
+        self.common.config.write_timeout
     }
 
     /// Called by whoever takes `item` off the outgoing queue: gives back the room it held.
@@ -286,6 +285,10 @@ impl Connection {
     /// The data attached to a driven connection, if it is a `T`.
     pub(crate) fn data<T: Any>(&self) -> Option<&T> {
         self.data.as_deref().and_then(|d| (d as &dyn Any).downcast_ref())
+    }
+
+    pub(crate) fn shared_data<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.data.clone().and_then(|d| d.downcast().ok())
     }
 
     /// Ends the connection: the close callback, then handlers cancelled and pending requests
@@ -327,7 +330,7 @@ impl Connection {
         let result = match writer {
             Some(writer) => {
                 let abort = writer.abort_handle();
-                match tokio::time::timeout(self.config.close_timeout, writer).await {
+                match tokio::time::timeout(self.common.config.close_timeout, writer).await {
                     Ok(Ok(result)) => result,
                     Ok(Err(join)) => Err(Error::transport("transport writer task failed", join)),
                     Err(_) => {
@@ -335,7 +338,7 @@ impl Connection {
                         Err(Error::Transport {
                             context: format!(
                                 "transport close did not finish within {:?}",
-                                self.config.close_timeout
+                                self.common.config.close_timeout
                             ),
                             source: None,
                         })
@@ -390,7 +393,7 @@ impl Connection {
         params: Option<Value>,
         span: &tracing::Span,
     ) -> Option<Message> {
-        let Some(handler) = self.handlers.request_handler(&method) else {
+        let Some(handler) = self.common.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
             let error = ErrorObject::method_not_found(&method);
             return Some(ErrorResponse::new(Some(id), error).into());
@@ -406,12 +409,12 @@ impl Connection {
                 ));
                 return Some(ErrorResponse::new(Some(id), error).into());
             }
-            if inflight.len() >= self.config.max_inflight_requests {
+            if inflight.len() >= self.common.config.max_inflight_requests {
                 // Refused at once, never queued: the peer may retry once answers come back.
                 drop(inflight);
-                self.refused(Refusal::InFlightLimit { limit: self.config.max_inflight_requests });
+                self.refused(Refusal::InFlightLimit { limit: self.common.config.max_inflight_requests });
                 let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight").with_data(
-                    serde_json::json!({ "maxInFlight": self.config.max_inflight_requests }),
+                    serde_json::json!({ "maxInFlight": self.common.config.max_inflight_requests }),
                 );
                 return Some(ErrorResponse::new(Some(id), error).into());
             }
@@ -560,7 +563,7 @@ where
 impl Connection {
     /// A fresh byte budget for the notifications waiting for their handlers, and its size.
     fn notification_budget(&self) -> (Arc<Semaphore>, u32) {
-        let total = self.config.notification_queue_bytes.clamp(1, Semaphore::MAX_PERMITS);
+        let total = self.common.config.notification_queue_bytes.clamp(1, Semaphore::MAX_PERMITS);
         let total = u32::try_from(total).unwrap_or(u32::MAX);
         (Arc::new(Semaphore::new(total as usize)), total)
     }
@@ -638,7 +641,7 @@ impl Connection {
     /// Runs the handler of an incoming notification (other than cancellation and progress).
     pub(crate) async fn notified(self: &Arc<Self>, notification: Notification) {
         let Notification { method, params } = notification;
-        match self.handlers.notification_handler(&method) {
+        match self.common.handlers.notification_handler(&method) {
             Some(handler) => {
                 let ctx = NotificationContext {
                     method,

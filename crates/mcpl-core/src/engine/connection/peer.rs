@@ -107,7 +107,7 @@ impl Peer {
         options: RequestOptions,
     ) -> Result<Value> {
         self.check_open()?;
-        let id = RequestId::Number(self.conn.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = RequestId::Number(self.conn.common.next_id.fetch_add(1, Ordering::Relaxed));
         let facts = || lock(&self.conn.trace_facts).clone();
         let span = trace::client_span(method, &id, params.as_ref(), facts);
         let outcome = self.send_request(id, method, params, options).instrument(span.clone()).await;
@@ -134,7 +134,7 @@ impl Peer {
             related,
         } = options;
         let start = Instant::now();
-        let timeout = timeout.unwrap_or(conn.config.request_timeout);
+        let timeout = timeout.unwrap_or(conn.common.config.request_timeout);
         let hard_deadline = max_total_timeout.map(|m| start + m);
         let deadline_after = |now: Instant| {
             let soft = now + timeout;
@@ -313,6 +313,27 @@ impl Peer {
     /// [`embed::drive_with`](crate::engine::embed::drive_with)).
     pub fn data<T: Any>(&self) -> Option<&T> {
         self.conn.data()
+    }
+
+    /// The data the owner of this connection attached to it, if it is a `T`, as a shared
+    /// handle that outlives this `Peer` (the connection keeps its data in an `Arc`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::engine::{Engine, embed};
+    /// use mcpl_core::transport::{Transport, memory};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+    /// # let (sender, _unused) = memory::pair().0.start().await?;
+    /// let driven = embed::drive_with(&Engine::new(), sender, String::from("alice"));
+    /// let data = driven.peer().shared_data::<String>().unwrap();
+    /// assert_eq!(*data, "alice");
+    /// assert!(driven.peer().shared_data::<u32>().is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn shared_data<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.conn.shared_data()
     }
 
     /// The incoming request this handle relates what it sends to, if any.

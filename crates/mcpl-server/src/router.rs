@@ -187,10 +187,6 @@ pub(crate) async fn dispatch_reply(
             let params: ResourceRequestParams = decode(params)?;
             let mut client = lock(&ctx.client);
             client.subscriptions.remove(&params.uri);
-            if client.subscriptions.is_empty() {
-                // An ordered set keeps its last node: give it back.
-                client.subscriptions = Default::default();
-            }
             drop(client);
             encode(EmptyResult::default())
         }

@@ -131,12 +131,12 @@ where
 }
 
 /// An engine serving stateful-era connections driven by their transport (see
-/// [`embed::drive_with`](mcpl_core::engine::embed::drive_with)), each carrying its own `Arc<SessionState>`: one engine, and one set
+/// [`embed::drive_with`](mcpl_core::engine::embed::drive_with)), each carrying its own `SessionState`: one engine, and one set
 /// of handlers, for every session of an endpoint.
 #[cfg(feature = "http")]
 pub(crate) fn shared_engine(server: &Server) -> Engine {
     let engine = server.engine();
-    install(&engine, server, |peer| peer.data::<Arc<SessionState>>().cloned());
+    install(&engine, server, |peer| peer.shared_data::<SessionState>());
     engine
 }
 

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use mcpl_core::engine::RequestContext;
 use mcpl_core::jsonrpc::{ErrorObject, RequestId};
@@ -36,7 +36,7 @@ pub(crate) struct ClientState {
     /// The minimum level of log messages the client asked for; `None`: no log messages.
     pub(crate) log_level: Option<LoggingLevel>,
     /// The resource URIs this client subscribed to (`resources/subscribe`).
-    pub(crate) subscriptions: BTreeSet<String>,
+    pub(crate) subscriptions: crate::resource::Subscriptions,
     /// Ends the HTTP response stream of a request, on transports that have such streams.
     pub(crate) stream_closer: Option<StreamCloser>,
     /// The connection's MCPL side, when the server serves MCPL and the host advertised it.
@@ -76,11 +76,17 @@ impl ClientState {
     }
 }
 
-/// Closes the response stream of the request with the given id; `false` if it has none.
+/// What closes the response streams of requests: implemented by the serving side's stream
+/// table (a 2025 HTTP session's).
+pub(crate) trait CloseStream: Send + Sync {
+    /// Closes the response stream of request `id`; `false` if it has none.
+    fn close_stream(&self, id: &mcpl_core::jsonrpc::RequestId) -> bool;
+}
+
+/// The stream table of the connection, held weakly (it is the table itself, not a copy: an
+/// idle session keeps no allocation for it).
 #[derive(Clone)]
-pub(crate) struct StreamCloser(
-    pub(crate) Arc<dyn Fn(&mcpl_core::jsonrpc::RequestId) -> bool + Send + Sync>,
-);
+pub(crate) struct StreamCloser(pub(crate) std::sync::Weak<dyn CloseStream>);
 
 impl std::fmt::Debug for StreamCloser {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -439,7 +445,7 @@ impl Context {
     /// ```
     pub fn close_stream(&self) -> bool {
         let closer = lock(&self.client).stream_closer.clone();
-        closer.is_some_and(|c| (c.0)(self.request.id()))
+        closer.and_then(|c| c.0.upgrade()).is_some_and(|c| c.close_stream(self.request.id()))
     }
 
     /// Whether the request was cancelled; in a task-mode call (see [`crate::task`]), whether

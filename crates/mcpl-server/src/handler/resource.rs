@@ -29,7 +29,6 @@ use crate::uri_template::UriTemplate;
 /// ```
 pub const DEFAULT_MAX_URI_LENGTH: usize = 8 * 1024;
 
-/// The `-32602` refusal of a resource URI longer than `max` bytes (the URI is not repeated).
 /// The most resources one session (or connection) subscribes to unless configured otherwise
 /// (see [`ServerBuilder::max_subscriptions`](crate::ServerBuilder::max_subscriptions)).
 ///
@@ -46,6 +45,42 @@ pub(crate) fn too_many_subscriptions(max: usize) -> ErrorObject {
         .with_data(json!({ "maxSubscriptions": max }))
 }
 
+/// The set of resource URIs a session subscribed to (`resources/subscribe`).
+///
+/// Boxed while it has members, nothing while empty: most sessions never subscribe, and an
+/// idle one keeps 8 bytes for it.
+#[derive(Debug, Clone, Default)]
+#[expect(clippy::box_collection, reason = "8 bytes while empty, not the set's 24")]
+pub(crate) struct Subscriptions(Option<Box<std::collections::BTreeSet<String>>>);
+
+impl Subscriptions {
+    /// How many URIs.
+    pub(crate) fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |set| set.len())
+    }
+
+    /// Whether `uri` is subscribed to.
+    pub(crate) fn contains(&self, uri: &str) -> bool {
+        self.0.as_ref().is_some_and(|set| set.contains(uri))
+    }
+
+    /// Subscribes to `uri`.
+    pub(crate) fn insert(&mut self, uri: String) {
+        self.0.get_or_insert_with(Default::default).insert(uri);
+    }
+
+    /// Unsubscribes from `uri`; the last one gives the memory back.
+    pub(crate) fn remove(&mut self, uri: &str) {
+        if let Some(set) = &mut self.0 {
+            set.remove(uri);
+            if set.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+}
+
+/// The `-32602` refusal of a resource URI longer than `max` bytes (the URI is not repeated).
 pub(crate) fn uri_too_long(max: usize) -> ErrorObject {
     ErrorObject::invalid_params(format_args!("resource URI longer than {max} bytes"))
         .with_data(json!({ "maxUriLength": max }))

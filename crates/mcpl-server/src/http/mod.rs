@@ -135,6 +135,7 @@ mod refusal;
 mod service;
 pub(crate) mod serving;
 mod session;
+mod small_map;
 pub mod session_store;
 mod sse;
 mod stateful;

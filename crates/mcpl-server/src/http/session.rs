@@ -7,8 +7,9 @@
 //! connections: events are kept in the [`EventStore`] and a client can resume a stream with
 //! `Last-Event-ID`.
 
-use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use mcpl_core::engine::Engine;
 use mcpl_core::engine::embed::{self, Driven};
@@ -20,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::event_store::{EventPosition, EventStore, Relayed};
+use super::small_map::SmallMap;
 use crate::context::lock as lock_client;
 use crate::principal::{AccessToken, Principal};
 use crate::session::SessionState;
@@ -42,20 +44,11 @@ struct StreamState {
     json: bool,
 }
 
-/// Removes `key`, freeing the table's memory once it is empty (idle sessions keep none).
-fn remove_shrinking<K: std::hash::Hash + Eq, V>(map: &mut HashMap<K, V>, key: &K) -> Option<V> {
-    let value = map.remove(key);
-    if map.is_empty() && map.capacity() > 0 {
-        *map = HashMap::new();
-    }
-    value
-}
-
 #[derive(Debug, Default)]
 struct Routes {
     next_stream: u64,
-    by_request: HashMap<RequestId, u64>,
-    streams: HashMap<u64, StreamState>,
+    by_request: SmallMap<RequestId, u64>,
+    streams: SmallMap<u64, StreamState>,
     standalone: Option<u64>,
     closed: bool,
 }
@@ -71,6 +64,16 @@ impl Routes {
 }
 
 type SharedRoutes = Arc<Mutex<Routes>>;
+
+impl crate::context::CloseStream for Mutex<Routes> {
+    fn close_stream(&self, id: &RequestId) -> bool {
+        let mut routes = self.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(stream) = routes.by_request.get(id).copied() else { return false };
+        // Dropping the live connection's sender ends its SSE body; events keep going to the
+        // store for the client to resume.
+        routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
+    }
+}
 
 fn lock(routes: &SharedRoutes) -> std::sync::MutexGuard<'_, Routes> {
     routes.lock().unwrap_or_else(PoisonError::into_inner)
@@ -93,13 +96,14 @@ pub(crate) struct HttpSession {
     pub(crate) id: Arc<str>,
     /// Who created the session (the principal of the `initialize` request's access token);
     /// only its requests find the session.
-    pub(crate) principal: Option<Principal>,
+    /// Boxed: most sessions have none, and an idle session keeps 8 bytes for it, not 32.
+    principal: Option<Box<Principal>>,
     driven: Driven,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
-    /// Sends what another instance of the fleet relays for this session's client.
-    relayed: tokio::sync::Mutex<SessionSender>,
-    last_active: Mutex<Instant>,
+    /// When the session was last active, in milliseconds after `created` (an idle session
+    /// keeps 8 bytes for it, not a lock and an `Instant`).
+    last_active: AtomicU64,
     created: Instant,
 }
 
@@ -122,7 +126,7 @@ impl HttpSession {
     ) -> HttpSession {
         let routes: SharedRoutes =
             Arc::new(Mutex::new(Routes { next_stream: first_stream, ..Routes::default() }));
-        let state = Arc::new(SessionState::default());
+        let state = SessionState::default();
         let sender = SessionSender {
             session: id.clone(),
             relays: events.relays(),
@@ -130,35 +134,30 @@ impl HttpSession {
             events: events.clone(),
             client: state.client.clone(),
         };
-        let closer_routes = Arc::downgrade(&routes);
-        lock_client(&state.client).stream_closer =
-            Some(crate::context::StreamCloser(Arc::new(move |id: &RequestId| {
-                let Some(routes) = closer_routes.upgrade() else { return false };
-                let mut routes = lock(&routes);
-                let Some(stream) = routes.by_request.get(id).copied() else { return false };
-                // Dropping the live connection's sender ends its SSE body; events keep going to
-                // the store for the client to resume.
-                routes.streams.get_mut(&stream).is_some_and(|state| state.attached.take().is_some())
-            })));
-        let relayed = SessionSender { relays: false, ..sender.clone() };
+        let closer: std::sync::Weak<Mutex<Routes>> = Arc::downgrade(&routes);
+        lock_client(&state.client).stream_closer = Some(crate::context::StreamCloser(closer));
         let driven = embed::drive_with(engine, sender, state);
         // The spans of the session's requests name it.
         driven.peer().update_trace_facts(|facts| facts.session_id = Some(id.clone()));
         let now = Instant::now();
         HttpSession {
             id,
-            principal,
+            principal: principal.map(Box::new),
             driven,
             routes,
             events,
-            relayed: tokio::sync::Mutex::new(relayed),
-            last_active: Mutex::new(now),
+            last_active: AtomicU64::new(0),
             created: now,
         }
     }
 
+    /// Who created the session, if its `initialize` carried an access token that names one.
+    pub(crate) fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
+    }
+
     fn state(&self) -> Option<&SessionState> {
-        self.driven.data::<Arc<SessionState>>().map(|s| &**s)
+        self.driven.data::<SessionState>()
     }
 
     /// The protocol version negotiated by `initialize`, once it happened.
@@ -188,11 +187,13 @@ impl HttpSession {
     }
 
     pub(crate) fn touch(&self) {
-        *self.last_active.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        let since = u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_active.fetch_max(since, Ordering::Relaxed);
     }
 
     pub(crate) fn idle_since(&self) -> Instant {
-        *self.last_active.lock().unwrap_or_else(PoisonError::into_inner)
+        let since = Duration::from_millis(self.last_active.load(Ordering::Relaxed));
+        self.created.checked_add(since).unwrap_or(self.created)
     }
 
     /// When the session was created.
@@ -224,9 +225,9 @@ impl HttpSession {
     pub(crate) async fn end_request_stream(&self, id: &RequestId) {
         let stream = {
             let mut routes = lock(&self.routes);
-            let stream = remove_shrinking(&mut routes.by_request, id);
+            let stream = routes.by_request.remove(id);
             if let Some(stream) = stream {
-                remove_shrinking(&mut routes.streams, &stream);
+                routes.streams.remove(&stream);
             }
             stream
         };
@@ -246,7 +247,15 @@ impl HttpSession {
         if !self.standalone_connected() {
             return false;
         }
-        let mut sender = self.relayed.lock().await;
+        let Some(state) = self.state() else { return false };
+        // Made for the message (relayed messages are rare; an idle session keeps no sender).
+        let mut sender = SessionSender {
+            session: self.id.clone(),
+            relays: false,
+            routes: self.routes.clone(),
+            events: self.events.clone(),
+            client: state.client.clone(),
+        };
         sender.send_related(message, None).await.is_ok()
     }
 
@@ -311,8 +320,8 @@ impl HttpSession {
     /// Forgets a request stream whose message never reached the engine.
     pub(crate) fn abandon_request_stream(&self, id: &RequestId) {
         let mut routes = lock(&self.routes);
-        if let Some(stream) = remove_shrinking(&mut routes.by_request, id) {
-            remove_shrinking(&mut routes.streams, &stream);
+        if let Some(stream) = routes.by_request.remove(id) {
+            routes.streams.remove(&stream);
         }
     }
 
@@ -417,7 +426,7 @@ impl TransportSender for SessionSender {
         let routed = {
             let mut routes = lock(&self.routes);
             let stream = match &response_to {
-                Some(id) => remove_shrinking(&mut routes.by_request, id),
+                Some(id) => routes.by_request.remove(id),
                 None => related
                     .and_then(|id| routes.by_request.get(&id).copied())
                     .filter(|s| routes.streams.get(s).is_some_and(|st| !st.json))
@@ -446,7 +455,7 @@ impl TransportSender for SessionSender {
                     // A JSON-mode stream is one HTTP body: nothing to resume, nothing to keep.
                     let keep = !state.json;
                     if finishes {
-                        remove_shrinking(&mut routes.streams, &stream);
+                        routes.streams.remove(&stream);
                     }
                     Some((position, attached, keep))
                 }

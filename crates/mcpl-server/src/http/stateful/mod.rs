@@ -265,7 +265,7 @@ async fn initialize(
             protocol_version: version.to_string(),
             client_info,
             client_capabilities,
-            principal: session.principal.clone(),
+            principal: session.principal().cloned(),
         };
         if let Err(e) = store.save(record).await {
             // Not recorded, so not continued elsewhere: no session at all.

@@ -252,7 +252,7 @@ pub(super) async fn find_session(
         not_found()
     };
     if let Some(session) = http.session(id) {
-        if session.principal.as_ref() != principal {
+        if session.principal() != principal {
             return Err(another());
         }
         session.touch();

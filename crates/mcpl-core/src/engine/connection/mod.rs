@@ -412,7 +412,9 @@ impl Connection {
             if inflight.len() >= self.common.config.max_inflight_requests {
                 // Refused at once, never queued: the peer may retry once answers come back.
                 drop(inflight);
-                self.refused(Refusal::InFlightLimit { limit: self.common.config.max_inflight_requests });
+                self.refused(Refusal::InFlightLimit {
+                    limit: self.common.config.max_inflight_requests,
+                });
                 let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight").with_data(
                     serde_json::json!({ "maxInFlight": self.common.config.max_inflight_requests }),
                 );

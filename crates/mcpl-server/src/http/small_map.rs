@@ -1,8 +1,13 @@
 //! A map kept as a vector of pairs, for the per-session tables of a 2025 HTTP session.
 //!
-//! A session's stream tables hold one entry per client request in flight (bounded by the
-//! connections the server accepts and the engine's in-flight limit) and one for the
-//! standalone stream; between requests they are empty. An empty `HashMap` is 48 bytes of every
+//! A session's stream tables hold one entry per client request whose answer is still to come
+//! and one for the standalone stream; between requests they are empty. A peer bounds them
+//! only through what the endpoint lets it hold: requests the engine admitted (its in-flight
+//! limit, 256 by default) and requests still being read or refused (one per HTTP/1
+//! connection, at most the endpoint's connection limit, 1,024 by default). At that worst case a
+//! lookup walks about 1,300 entries; the flood on one session in `tests/hardening.rs`
+//! (`a_2025_session_over_its_in_flight_limit_gets_errors_not_a_queue`) goes through these
+//! tables. An empty `HashMap` is 48 bytes of every
 //! idle session; this is 24, looks up a handful of entries faster than hashing them, and gives
 //! its memory back when it empties.
 

@@ -16,15 +16,42 @@ use mcpl_server::http::{ConnectionConfig, HttpConfig, StreamableHttp};
 
 const DEFAULT_PORT: u16 = 3000;
 
-// One thread serves everything: every request of a connection is read, handled and answered on
-// the thread that accepted it, with no wake-ups across worker threads. On the 2-core benchmark
-// machine, sharing its cores with the load generator, this serves stateless `tools/call` at
-// c=32 about 50% faster (about 0.9x of the benchmark's limit server, against 0.6x), and
-// stateful sessions about 20% faster, than the default multi-threaded runtime; see
-// docs/performance.md (fourth and fifth passes). A server whose handlers do
-// real work would use the multi-threaded runtime: `mcpl-server` works on either.
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> ExitCode {
+/// `MCPL_RUNTIME`: `current-thread` (the default) or `multi-thread` (tokio's default runtime,
+/// as `#[tokio::main]` builds it; `TOKIO_WORKER_THREADS` sets its worker count).
+const RUNTIME: &str = "MCPL_RUNTIME";
+/// `MCPL_JSON_RESPONSE=1`: answer 2025-session requests with one JSON body, not an SSE stream.
+const JSON_RESPONSE: &str = "MCPL_JSON_RESPONSE";
+
+// By default one thread serves everything: every request of a connection is read, handled and
+// answered on the thread that accepted it, with no wake-ups across worker threads. On the
+// 2-core benchmark machine, sharing its cores with the load generator, this served stateless
+// `tools/call` at c=32 about 50% faster than the default multi-threaded runtime before the
+// engine's cross-thread work was cut; see docs/performance.md. A server whose handlers do
+// real work would use the multi-threaded runtime: `mcpl-server` works on either, and
+// `MCPL_RUNTIME=multi-thread` runs this fixture on it.
+fn main() -> ExitCode {
+    let runtime = match std::env::var(RUNTIME).as_deref() {
+        Err(_) | Ok("current-thread") => {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()
+        }
+        Ok("multi-thread") => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+        Ok(other) => {
+            eprintln!(
+                "mcpl-conformance-server: {RUNTIME} must be current-thread or multi-thread, not {other:?}"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match runtime {
+        Ok(runtime) => runtime.block_on(serve()),
+        Err(e) => {
+            eprintln!("mcpl-conformance-server: cannot start the runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve() -> ExitCode {
     // Logs to stderr (`RUST_LOG` to choose; refusals are at debug under
     // `mcpl_server::refusal`).
     let _ = tracing_subscriber::fmt()
@@ -53,7 +80,9 @@ async fn main() -> ExitCode {
     };
     // SIGINT or SIGTERM: stop accepting, let requests finish, end streams and sessions.
     let connections = ConnectionConfig::new().shutdown_on(shutdown_signal());
-    let endpoint = StreamableHttp::new(server, HttpConfig::new().connections(connections));
+    let json = std::env::var(JSON_RESPONSE).is_ok_and(|v| v == "1");
+    let config = HttpConfig::new().connections(connections).json_response(json);
+    let endpoint = StreamableHttp::new(server, config);
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(l) => l,
         Err(e) => {

@@ -12,11 +12,14 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::task::JoinHandle;
 
-use super::connection::{Connection, Outbound, Received, write_within};
+use std::pin::Pin;
+use std::task::{Poll, ready};
+
+use super::connection::{AnswerVia, Connection, Outbound, Received, write_within};
 use super::{CloseReason, Peer, lock};
 use crate::engine::BoxFuture;
 use crate::error::{Error, Result};
-use crate::jsonrpc::{Message, RequestId};
+use crate::jsonrpc::{Message, Request, RequestId};
 use crate::transport::TransportSender;
 
 /// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
@@ -90,6 +93,41 @@ impl Queue {
         }
     }
 
+    /// Sends `item` on the caller's task if nothing waits before it and no drain task runs;
+    /// queues it otherwise (as [`push`](Self::push)). What others queue meanwhile is drained by
+    /// a task of its own, so the caller waits for its own message only.
+    pub(crate) async fn send_here(&self, conn: &Arc<Connection>, item: Outbound) {
+        let sender = {
+            let mut state = lock(&self.state);
+            if state.draining || state.closing || !state.items.is_empty() {
+                None
+            } else {
+                let sender = state.sender.take();
+                state.draining = sender.is_some();
+                sender
+            }
+        };
+        let Some(sender) = sender else {
+            self.push(conn, item);
+            return;
+        };
+        let timeout = conn.write_timeout();
+        let weak = Arc::downgrade(conn);
+        if let Drained::HandOff = drain_with(&self.state, &weak, timeout, sender, Some(item)).await
+        {
+            match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    handle.spawn(drain(self.state.clone(), weak, timeout));
+                }
+                Err(_) => {
+                    let mut state = lock(&self.state);
+                    state.items.clear();
+                    state.draining = false;
+                }
+            }
+        }
+    }
+
     /// Marks the queue closed. Returns a task closing the sender after what is queued was
     /// sent, unless a drain task is running (which then closes it when done).
     pub(crate) fn close(&self) -> Option<JoinHandle<Result<()>>> {
@@ -120,24 +158,56 @@ async fn drain(
     conn: Weak<Connection>,
     timeout: Option<std::time::Duration>,
 ) {
-    let Some(mut sender) = lock(&state).sender.take() else {
+    let Some(sender) = lock(&state).sender.take() else {
         lock(&state).draining = false;
         return;
     };
+    drain_with(&state, &conn, timeout, sender, None).await;
+}
+
+/// How [`drain_with`] ended.
+enum Drained {
+    /// Nothing left, or the sender closed.
+    Done,
+    /// `first` was sent and more is queued: the caller starts a [`drain`] task for it (the
+    /// sender is back in the state, `draining` still set).
+    HandOff,
+}
+
+/// [`drain`] with the sender taken (and `draining` set): `first` first, then what is queued.
+/// Given a `first`, it sends that one only and leaves the rest to a task of its own.
+async fn drain_with(
+    state: &Mutex<QueueState>,
+    conn: &Weak<Connection>,
+    timeout: Option<std::time::Duration>,
+    mut sender: Box<dyn DynSender>,
+    mut first: Option<Outbound>,
+) -> Drained {
+    let hand_off = first.is_some();
+    let mut sent_first = false;
     loop {
-        let next = {
-            let mut s = lock(&state);
-            match s.items.pop_front() {
-                Some(item) => Some(item),
-                None => {
-                    s.draining = false;
-                    // An idle connection holds no queue memory.
-                    s.items = VecDeque::new();
-                    if !s.closing {
-                        s.sender = Some(sender);
-                        return;
+        let next = match first.take() {
+            Some(item) => Some(item),
+            None => {
+                let mut s = lock(state);
+                if hand_off && sent_first && !s.items.is_empty() {
+                    // The caller's own message is out; others' go on a task of their own
+                    // (which takes the sender back; `draining` stays set meanwhile).
+                    s.sender = Some(sender);
+                    return Drained::HandOff;
+                }
+                match s.items.pop_front() {
+                    Some(item) => Some(item),
+                    None => {
+                        s.draining = false;
+                        // An idle connection holds no queue memory.
+                        s.items = VecDeque::new();
+                        if !s.closing {
+                            s.sender = Some(sender);
+                            return Drained::Done;
+                        }
+                        None
                     }
-                    None
                 }
             }
         };
@@ -146,16 +216,17 @@ async fn drain(
             if let Err(e) = sender.close().await {
                 tracing::debug!(error = %e, "closing a driven connection's sender failed");
             }
-            return;
+            return Drained::Done;
         };
+        sent_first = true;
         if let Some(conn) = conn.upgrade() {
             conn.taken(&item);
         }
         let send = sender.send_related(item.message, item.related);
-        if let Err(e) = write_within(send, timeout, &conn).await {
+        if let Err(e) = write_within(send, timeout, conn).await {
             tracing::debug!(error = %e, "transport send failed");
             {
-                let mut s = lock(&state);
+                let mut s = lock(state);
                 s.items.clear();
                 s.draining = false;
                 s.closing = true;
@@ -164,7 +235,7 @@ async fn drain(
                 conn.lost(CloseReason::Failed(Arc::new(e)));
             }
             let _ = sender.close().await;
-            return;
+            return Drained::Done;
         }
     }
 }
@@ -229,6 +300,39 @@ impl Driven {
         }
     }
 
+    /// Serves the incoming `request` on the caller's task: the returned future runs its
+    /// handler and sends its answer through the connection's sender (when nothing waits in
+    /// the outgoing queue before it; else the answer is queued behind), with no task spawned
+    /// and no hop to another task. A request that cannot run (no handler, a duplicate id, over
+    /// the in-flight limit) gets its refusal the same way, once there is room for it.
+    ///
+    /// What the handler sends meanwhile (progress, requests of the peer) goes through the
+    /// queue as with [`deliver`](Self::deliver). Dropping the future before it is done does
+    /// not cancel the request: the handler goes on in a task of its own and its answer is
+    /// queued (cancelling is the peer's `notifications/cancelled`, or closing).
+    ///
+    /// # Errors
+    ///
+    /// `ConnectionClosed` if the connection has closed.
+    pub fn serve(&self, request: Request) -> Result<Serving> {
+        let conn = &self.conn;
+        if conn.is_closed() {
+            return Err(Error::ConnectionClosed);
+        }
+        let serve: BoxFuture<'static, ()> = match conn.admit_request(request, AnswerVia::Here) {
+            Ok(serve) => Box::pin(serve),
+            Err(refusal) => {
+                let conn = conn.clone();
+                Box::pin(async move {
+                    if let Err(e) = conn.answer_now(refusal).await {
+                        tracing::debug!(error = %e, "refusal not sent: the connection closed");
+                    }
+                })
+            }
+        };
+        Ok(Serving { serve: Some(serve) })
+    }
+
     /// A handle for sending requests and notifications to the peer.
     pub fn peer(&self) -> Peer {
         Peer { conn: self.conn.clone(), related: None, served: None }
@@ -251,6 +355,41 @@ impl Driven {
     /// The sender's close error (bounded by the engine's close timeout).
     pub async fn close(&self) -> Result<()> {
         self.conn.teardown(CloseReason::Local).await
+    }
+}
+
+/// A request being served on its caller's task: see [`Driven::serve`]. Dropped before it is
+/// done, it goes on in a task of its own.
+#[must_use = "the request is served as the future is polled (or once it is dropped)"]
+pub struct Serving {
+    serve: Option<BoxFuture<'static, ()>>,
+}
+
+impl fmt::Debug for Serving {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Serving").field("done", &self.serve.is_none()).finish()
+    }
+}
+
+impl Future for Serving {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let Some(serve) = self.serve.as_mut() else { return Poll::Ready(()) };
+        ready!(serve.as_mut().poll(cx));
+        self.serve = None;
+        Poll::Ready(())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        // The caller stopped waiting (its HTTP client went away, say): that is no cancel.
+        if let Some(serve) = self.serve.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(serve);
+        }
     }
 }
 

@@ -209,3 +209,97 @@ async fn an_idle_driven_connection_runs_no_task() {
     .expect("no task outlives the request");
     assert!(!driven.is_closed());
 }
+
+fn served(id: i64, method: &str) -> Request {
+    Request::new(RequestId::from(id), method, None)
+}
+
+#[tokio::test]
+async fn serve_answers_on_the_callers_task_before_it_returns() {
+    let engine = Engine::new();
+    let ran_on = Arc::new(std::sync::Mutex::new(None));
+    let r = ran_on.clone();
+    engine.on_request("add", move |ctx, _| {
+        let r = r.clone();
+        async move {
+            *r.lock().unwrap() = tokio::task::try_id();
+            let _ = ctx.peer().notify("adding", None).await;
+            Ok(json!(5))
+        }
+    });
+    let (sender, mut script) = driven_sender().await;
+    let driven = Arc::new(engine.drive(sender));
+    let d = driven.clone();
+    let caller = tokio::spawn(async move {
+        d.serve(served(1, "add")).unwrap().await;
+        tokio::task::id()
+    });
+    let caller = tokio::time::timeout(WAIT, caller).await.unwrap().unwrap();
+    // The handler ran on the caller's task, and the answer was out when `serve` was done,
+    // after what the handler sent.
+    assert_eq!(*ran_on.lock().unwrap(), Some(caller));
+    let Ok(Message::Notification(n)) = script.sent.try_recv() else { panic!("the notification") };
+    assert_eq!(n.method, "adding");
+    let Ok(Message::Response(r)) = script.sent.try_recv() else { panic!("the answer, sent") };
+    assert_eq!((r.id, r.result), (RequestId::from(1), json!(5)));
+    driven.serve(served(2, "add")).unwrap().await;
+    assert!(matches!(next(&mut script).await, Message::Notification(_)));
+    assert!(matches!(next(&mut script).await, Message::Response(_)));
+}
+
+#[tokio::test]
+async fn a_served_request_whose_caller_stops_waiting_is_answered_anyway() {
+    let engine = Engine::new();
+    let release = Arc::new(Notify::new());
+    let r = release.clone();
+    engine.on_request("wait", move |_ctx, _| {
+        let r = r.clone();
+        async move {
+            r.notified().await;
+            Ok(json!("late"))
+        }
+    });
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    let serving = driven.serve(served(1, "wait")).unwrap();
+    // Polled once (the handler waits), then dropped, as when an HTTP client goes away.
+    assert!(tokio::time::timeout(Duration::from_millis(20), serving).await.is_err());
+    release.notify_one();
+    let Message::Response(r) = next(&mut script).await else { panic!("expected the answer") };
+    assert_eq!(r.result, json!("late"));
+    assert_eq!(driven.peer().inflight_requests(), 0);
+}
+
+#[tokio::test]
+async fn serve_refuses_what_cannot_run_and_a_closed_connection() {
+    let engine = Engine::new();
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    driven.serve(served(1, "nope")).unwrap().await;
+    let Message::Error(e) = next(&mut script).await else { panic!("expected an error") };
+    assert_eq!(e.error.code.0, -32601);
+    driven.close().await.unwrap();
+    assert_eq!(driven.serve(served(2, "nope")).unwrap_err().kind(), ErrorKind::ConnectionClosed);
+}
+
+#[tokio::test]
+async fn a_served_request_is_cancelled_by_the_peer_like_a_delivered_one() {
+    let engine = Engine::new();
+    engine.on_request("forever", |ctx, _| async move {
+        ctx.cancelled().await;
+        Ok(json!("never sent"))
+    });
+    engine.on_request("fast", |_, _| async { Ok(json!("fast")) });
+    let (sender, mut script) = driven_sender().await;
+    let driven = Arc::new(engine.drive(sender));
+    let serving = tokio::spawn(driven.serve(served(1, "forever")).unwrap());
+    while driven.peer().inflight_requests() == 0 {
+        tokio::task::yield_now().await;
+    }
+    let cancel = Notification::new("notifications/cancelled", Some(json!({"requestId": 1})));
+    driven.deliver(cancel.into()).await.unwrap();
+    tokio::time::timeout(WAIT, serving).await.unwrap().unwrap();
+    driven.serve(served(2, "fast")).unwrap().await;
+    let Message::Response(r) = next(&mut script).await else { panic!("expected a response") };
+    assert_eq!(r.id, RequestId::from(2));
+}

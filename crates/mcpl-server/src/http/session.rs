@@ -299,6 +299,32 @@ impl HttpSession {
         delivered
     }
 
+    /// Serves client request `request`, which carried `token` (verified), on the caller's
+    /// task (see [`Driven::serve`]): its handler sees that token, and its answer goes to the
+    /// request's stream when the returned future is done (or, if it is dropped first, once the
+    /// handler finishes on a task of its own).
+    pub(crate) fn serve_request(
+        &self,
+        request: mcpl_core::jsonrpc::Request,
+        token: Option<Arc<AccessToken>>,
+    ) -> Result<embed::Serving> {
+        let client = self.state().map(|s| &s.client);
+        let carried = match (token, client) {
+            (Some(token), Some(client)) => {
+                lock_client(client).add_request_token(request.id.clone(), token);
+                Some((client, request.id.clone()))
+            }
+            _ => None,
+        };
+        let serving = self.driven.serve(request);
+        if serving.is_err()
+            && let Some((client, id)) = carried
+        {
+            lock_client(client).forget_request_token(&id);
+        }
+        serving
+    }
+
     /// Opens the stream of client request `id`.
     pub(crate) fn open_request_stream(
         &self,

@@ -368,16 +368,37 @@ impl Connection {
         });
     }
 
-    /// Starts the handler of `request`; returns the answer to send at once instead when it
-    /// cannot run.
+    /// Starts the handler of `request` in a task of its own; returns the answer to send at
+    /// once instead when it cannot run.
     fn dispatch_request(self: &Arc<Self>, request: Request) -> Option<Message> {
+        match self.admit_request(request, AnswerVia::Queue) {
+            Ok(serve) => {
+                tokio::spawn(serve);
+                None
+            }
+            Err(refusal) => Some(refusal),
+        }
+    }
+
+    /// Admits `request`: the future that runs its handler and answers it (`via` says how),
+    /// in the request's span, or the answer to send at once when it cannot run.
+    pub(crate) fn admit_request(
+        self: &Arc<Self>,
+        request: Request,
+        via: AnswerVia,
+    ) -> std::result::Result<tracing::instrument::Instrumented<Serve>, Message> {
         let Request { id, method, params } = request;
         let span = self.server_span(&method, &id, params.as_ref());
-        let refusal = span.in_scope(|| self.start_request(id, method, params, &span));
-        if let Some(Message::Error(refusal)) = &refusal {
-            trace::record_error(&span, &refusal.error);
+        let admitted = span.in_scope(|| self.start_request(id, method, params, &span, via));
+        match admitted {
+            Ok(serve) => Ok(serve.instrument(span)),
+            Err(refusal) => {
+                if let Message::Error(refusal) = &refusal {
+                    trace::record_error(&span, &refusal.error);
+                }
+                Err(refusal)
+            }
         }
-        refusal
     }
 
     /// The span request `id` is served in, with what this connection knows about itself.
@@ -385,18 +406,19 @@ impl Connection {
         trace::server_span(method, id, params, || lock(&self.trace_facts).clone())
     }
 
-    /// [`dispatch_request`](Self::dispatch_request) within the request's `span`.
+    /// [`admit_request`](Self::admit_request) within the request's `span`.
     fn start_request(
         self: &Arc<Self>,
         id: RequestId,
         method: String,
         params: Option<Value>,
         span: &tracing::Span,
-    ) -> Option<Message> {
+        via: AnswerVia,
+    ) -> std::result::Result<Serve, Message> {
         let Some(handler) = self.common.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
             let error = ErrorObject::method_not_found(&method);
-            return Some(ErrorResponse::new(Some(id), error).into());
+            return Err(ErrorResponse::new(Some(id), error).into());
         };
         let tool_call = method == "tools/call";
         let token = self.closed.child_token();
@@ -407,7 +429,7 @@ impl Connection {
                 let error = ErrorObject::invalid_request(format_args!(
                     "request id {id} is already in flight"
                 ));
-                return Some(ErrorResponse::new(Some(id), error).into());
+                return Err(ErrorResponse::new(Some(id), error).into());
             }
             if inflight.len() >= self.common.config.max_inflight_requests {
                 // Refused at once, never queued: the peer may retry once answers come back.
@@ -418,7 +440,7 @@ impl Connection {
                 let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight").with_data(
                     serde_json::json!({ "maxInFlight": self.common.config.max_inflight_requests }),
                 );
-                return Some(ErrorResponse::new(Some(id), error).into());
+                return Err(ErrorResponse::new(Some(id), error).into());
             }
             inflight.insert(id.clone(), token.clone());
         }
@@ -427,7 +449,7 @@ impl Connection {
         ctx.after_answer = Some(after.clone());
         let conn = self.clone();
         let request_span = span.clone();
-        let task = async move {
+        Ok(Box::pin(async move {
             let outcome = tokio::select! {
                 biased;
                 _ = token.cancelled() => None,
@@ -450,12 +472,36 @@ impl Connection {
             };
             let Some(room) = room.filter(|_| !token.is_cancelled()) else { return };
             remove_shrinking(&mut lock(&conn.inflight), &id);
-            if conn.send_now(message, Some(id), Some(room)).is_ok() {
+            let queued = match (via, &conn.outbound) {
+                (AnswerVia::Here, Outlet::Queue(queue)) => {
+                    // Sent on this task when nothing is waiting before it (else queued).
+                    conn.send_here(queue, message, id, room).await
+                }
+                _ => conn.send_now(message, Some(id), Some(room)).is_ok(),
+            };
+            if queued {
                 after.run();
             }
-        };
-        tokio::spawn(task.instrument(span.clone()));
-        None
+        }))
+    }
+
+    /// Sends `message`, the answer to request `id`, on the caller's task through a driven
+    /// connection's `queue` (or queues it behind what waits there). Whether it was queued or
+    /// sent (a closed connection sends nothing).
+    async fn send_here(
+        self: &Arc<Self>,
+        queue: &Queue,
+        message: Message,
+        id: RequestId,
+        room: Reservation<'_>,
+    ) -> bool {
+        if self.closed.is_cancelled() {
+            return false;
+        }
+        trace::message(Direction::Out, &message);
+        let item = Outbound { message, related: Some(id), held: room.hold() };
+        queue.send_here(self, item).await;
+        true
     }
 
     /// The context a handler of request `id` runs in, bound to this connection.
@@ -621,6 +667,19 @@ impl Connection {
     pub(crate) async fn answer_now(self: &Arc<Self>, answer: Message) -> Result<()> {
         self.send(answer, None).await
     }
+}
+
+/// A request's handler and its answer, as one future: spawned, or polled where it was admitted.
+pub(crate) type Serve = crate::engine::BoxFuture<'static, ()>;
+
+/// How an admitted request's answer leaves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum AnswerVia {
+    /// Queued, for the connection's writer (or a drain task) to send.
+    Queue,
+    /// Sent on the task that runs the handler, when nothing waits in the queue before it
+    /// (connections driven by their owner; see [`super::Driven::serve`]).
+    Here,
 }
 
 /// What is left to do with an incoming message once [`Connection::receive`] acted on it.

@@ -88,7 +88,9 @@ pub(super) async fn post(
                     );
                 }
             };
-            if session.deliver_request(req, token).await.is_err() {
+            // The handler runs on this task (JSON) or as the response body is polled (SSE):
+            // no task spawned, no hop between tasks for the answer.
+            let Ok(serving) = session.serve_request(req, token) else {
                 session.abandon_request_stream(&id);
                 return rpc_error_for(
                     Some(id),
@@ -96,11 +98,13 @@ pub(super) async fn post(
                     ErrorCode(-32001),
                     "session ended",
                 );
-            }
+            };
             if json {
+                serving.await;
                 json_reply(rx, &session.id).await
             } else {
-                sse_reply(&http, &session, stream, Vec::new(), Some(rx), true)
+                let live = Live { rx, serving: Some(serving) };
+                sse_reply(&http, &session, stream, Vec::new(), Some(live), true)
             }
         }
         other => {
@@ -320,7 +324,7 @@ fn sse_reply(
     session: &HttpSession,
     stream: u64,
     replay: Vec<Event>,
-    live: Option<mpsc::Receiver<Event>>,
+    live: Option<Live>,
     prime: bool,
 ) -> Response {
     let live_request = prime && live.is_some() && session.is_request_stream(stream);
@@ -334,13 +338,13 @@ fn sse_reply(
     });
     let last_replayed = replay.last().map(|e| e.position.seq).unwrap_or(0);
     let replayed = futures::stream::iter(replay);
-    let live = futures::stream::unfold(live, move |rx| async move {
-        let mut rx = rx?;
+    let live = futures::stream::unfold(live, move |live| async move {
+        let mut live = live?;
         loop {
-            let event = rx.recv().await?;
+            let event = live.next().await?;
             // Skip what the replay already delivered.
             if event.position.seq > last_replayed {
-                return Some((event, Some(rx)));
+                return Some((event, Some(live)));
             }
         }
     });
@@ -371,6 +375,31 @@ fn sse_reply(
         response.headers_mut().insert(SESSION_ID, value);
     }
     response
+}
+
+/// What a live SSE stream carries: the events routed to it and, for a request's own stream,
+/// the request being served (polled with the body; dropped with it, it goes on by itself).
+struct Live {
+    rx: mpsc::Receiver<Event>,
+    serving: Option<mcpl_core::engine::embed::Serving>,
+}
+
+impl Live {
+    fn new(rx: mpsc::Receiver<Event>) -> Live {
+        Live { rx, serving: None }
+    }
+
+    /// The next event, serving the request meanwhile.
+    async fn next(&mut self) -> Option<Event> {
+        if let Some(serving) = &mut self.serving {
+            tokio::select! {
+                biased;
+                event = self.rx.recv() => return event,
+                () = serving => self.serving = None,
+            }
+        }
+        self.rx.recv().await
+    }
 }
 
 /// `405` for GET and DELETE without a session: only stateful-era sessions have streams to get
@@ -414,7 +443,7 @@ pub(super) async fn get(
         };
         return match session.resume(position).await {
             Some((replay, live)) => {
-                sse_reply(&http, &session, position.stream, replay, live, false)
+                sse_reply(&http, &session, position.stream, replay, live.map(Live::new), false)
             }
             None => rpc_error(
                 StatusCode::NOT_FOUND,
@@ -424,7 +453,9 @@ pub(super) async fn get(
         };
     }
     match session.open_standalone() {
-        Ok((stream, rx)) => sse_reply(&http, &session, stream, Vec::new(), Some(rx), true),
+        Ok((stream, rx)) => {
+            sse_reply(&http, &session, stream, Vec::new(), Some(Live::new(rx)), true)
+        }
         Err(StreamError::StandaloneTaken) => rpc_error(
             StatusCode::CONFLICT,
             ErrorCode::INVALID_REQUEST,

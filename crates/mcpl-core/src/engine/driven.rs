@@ -23,7 +23,7 @@ use crate::jsonrpc::{Message, Request, RequestId};
 use crate::transport::TransportSender;
 
 /// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
-trait DynSender: Send {
+pub(crate) trait DynSender: Send {
     fn send_related(
         &mut self,
         message: Message,
@@ -93,24 +93,27 @@ impl Queue {
         }
     }
 
-    /// Sends `item` on the caller's task if nothing waits before it and no drain task runs;
-    /// queues it otherwise (as [`push`](Self::push)). What others queue meanwhile is drained by
-    /// a task of its own, so the caller waits for its own message only.
-    pub(crate) async fn send_here(&self, conn: &Arc<Connection>, item: Outbound) {
-        let sender = {
-            let mut state = lock(&self.state);
-            if state.draining || state.closing || !state.items.is_empty() {
-                None
-            } else {
-                let sender = state.sender.take();
-                state.draining = sender.is_some();
-                sender
-            }
-        };
-        let Some(sender) = sender else {
-            self.push(conn, item);
-            return;
-        };
+    /// The sender, if nothing waits in the queue and no drain task runs: the caller sends
+    /// with it ([`send_taken`](Self::send_taken)); meanwhile what others queue waits.
+    pub(crate) fn take_idle(&self) -> Option<Box<dyn DynSender>> {
+        let mut state = lock(&self.state);
+        if state.draining || state.closing || !state.items.is_empty() {
+            return None;
+        }
+        let sender = state.sender.take();
+        state.draining = sender.is_some();
+        sender
+    }
+
+    /// Sends `item` on the caller's task with the `sender` [`take_idle`](Self::take_idle)
+    /// gave, then hands the sender back; what others queued meanwhile is drained by a task of
+    /// its own, so the caller waits for its own message only.
+    pub(crate) async fn send_taken(
+        &self,
+        conn: &Arc<Connection>,
+        sender: Box<dyn DynSender>,
+        item: Outbound,
+    ) {
         let timeout = conn.write_timeout();
         let weak = Arc::downgrade(conn);
         if let Drained::HandOff = drain_with(&self.state, &weak, timeout, sender, Some(item)).await

@@ -111,7 +111,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcpl_core::Era;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
@@ -170,6 +170,12 @@ pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// assert_eq!(mcpl_server::http::LAST_EVENT_ID, "last-event-id");
 /// ```
 pub const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The headers read or written on every request, as names parsed once (a lookup by `&str`
+/// parses the name each time).
+pub(crate) const SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
+/// See [`SESSION_ID_HEADER`].
+pub(crate) const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
 
 /// The Streamable HTTP endpoint of a [`Server`].
 ///
@@ -723,7 +729,7 @@ fn refused(r: Refusal) -> Response {
     rpc_error(r.status, ErrorCode::INVALID_REQUEST, r.message)
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

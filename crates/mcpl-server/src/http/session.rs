@@ -17,7 +17,7 @@ use mcpl_core::jsonrpc::{Message, RequestId};
 use mcpl_core::transport::TransportSender;
 use mcpl_core::types::{ClientCapabilities, Implementation};
 use mcpl_core::{Peer, ProtocolVersion, Result};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::event_store::{EventPosition, EventStore, Relayed};
@@ -39,9 +39,33 @@ pub(crate) struct Event {
 #[derive(Debug)]
 struct StreamState {
     next_seq: u64,
-    attached: Option<mpsc::Sender<Event>>,
+    attached: Option<Attached>,
     /// A JSON-mode request stream: only its response goes to it.
     json: bool,
+}
+
+/// Where a stream's events go while its client is connected.
+#[derive(Debug)]
+enum Attached {
+    /// An SSE body: every event, in order.
+    Sse(mpsc::Sender<Event>),
+    /// A JSON-mode request: its response, once (no channel's buffer for one message).
+    Json(oneshot::Sender<Event>),
+}
+
+impl Attached {
+    fn is_live(&self) -> bool {
+        match self {
+            Attached::Sse(tx) => !tx.is_closed(),
+            Attached::Json(tx) => !tx.is_closed(),
+        }
+    }
+}
+
+/// Where an event goes once it is routed: see [`Attached`].
+enum Target {
+    Sse(mpsc::Sender<Event>),
+    Json(oneshot::Sender<Event>),
 }
 
 #[derive(Debug, Default)]
@@ -54,12 +78,19 @@ struct Routes {
 }
 
 impl Routes {
-    fn new_stream(&mut self, json: bool) -> (u64, mpsc::Receiver<Event>) {
+    /// A new stream whose events go to `attached`.
+    fn new_stream(&mut self, attached: Attached) -> u64 {
         self.next_stream += 1;
         let id = self.next_stream;
+        let json = matches!(attached, Attached::Json(_));
+        self.streams.insert(id, StreamState { next_seq: 1, attached: Some(attached), json });
+        id
+    }
+
+    /// A new SSE stream, and its receiving end.
+    fn new_sse_stream(&mut self) -> (u64, mpsc::Receiver<Event>) {
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        self.streams.insert(id, StreamState { next_seq: 1, attached: Some(tx), json });
-        (id, rx)
+        (self.new_stream(Attached::Sse(tx)), rx)
     }
 }
 
@@ -214,10 +245,7 @@ impl HttpSession {
         }
         let routes = lock(&self.routes);
         !routes.by_request.is_empty()
-            || routes
-                .streams
-                .values()
-                .any(|s| s.attached.as_ref().is_some_and(|tx| !tx.is_closed()))
+            || routes.streams.values().any(|s| s.attached.as_ref().is_some_and(Attached::is_live))
     }
 
     /// Ends the stream of request `id` (cancelled by the client): its live connection's body
@@ -265,7 +293,7 @@ impl HttpSession {
         routes
             .standalone
             .and_then(|s| routes.streams.get(&s))
-            .is_some_and(|st| st.attached.as_ref().is_some_and(|tx| !tx.is_closed()))
+            .is_some_and(|st| st.attached.as_ref().is_some_and(Attached::is_live))
     }
 
     /// Whether the request `id`, sent to the client by this instance, awaits its answer.
@@ -325,12 +353,26 @@ impl HttpSession {
         serving
     }
 
-    /// Opens the stream of client request `id`.
+    /// Opens the SSE stream of client request `id`.
     pub(crate) fn open_request_stream(
         &self,
         id: &RequestId,
-        json: bool,
     ) -> Result<(u64, mpsc::Receiver<Event>), StreamError> {
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        Ok((self.open_stream(id, Attached::Sse(tx))?, rx))
+    }
+
+    /// Opens the stream of client request `id` answered with one JSON body: its response.
+    pub(crate) fn open_json_request(
+        &self,
+        id: &RequestId,
+    ) -> Result<oneshot::Receiver<Event>, StreamError> {
+        let (tx, rx) = oneshot::channel();
+        self.open_stream(id, Attached::Json(tx))?;
+        Ok(rx)
+    }
+
+    fn open_stream(&self, id: &RequestId, attached: Attached) -> Result<u64, StreamError> {
         let mut routes = lock(&self.routes);
         if routes.closed {
             return Err(StreamError::Closed);
@@ -338,9 +380,9 @@ impl HttpSession {
         if routes.by_request.contains_key(id) {
             return Err(StreamError::DuplicateRequest);
         }
-        let (stream, rx) = routes.new_stream(json);
+        let stream = routes.new_stream(attached);
         routes.by_request.insert(id.clone(), stream);
-        Ok((stream, rx))
+        Ok(stream)
     }
 
     /// Forgets a request stream whose message never reached the engine.
@@ -360,14 +402,14 @@ impl HttpSession {
         if let Some(stream) = routes.standalone
             && let Some(state) = routes.streams.get_mut(&stream)
         {
-            if state.attached.as_ref().is_some_and(|tx| !tx.is_closed()) {
+            if state.attached.as_ref().is_some_and(Attached::is_live) {
                 return Err(StreamError::StandaloneTaken);
             }
             let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-            state.attached = Some(tx);
+            state.attached = Some(Attached::Sse(tx));
             return Ok((stream, rx));
         }
-        let (stream, rx) = routes.new_stream(false);
+        let (stream, rx) = routes.new_sse_stream();
         routes.standalone = Some(stream);
         Ok((stream, rx))
     }
@@ -384,7 +426,7 @@ impl HttpSession {
             match routes.streams.get_mut(&last.stream) {
                 Some(state) => {
                     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-                    state.attached = Some(tx);
+                    state.attached = Some(Attached::Sse(tx));
                     Some(rx)
                 }
                 None => None,
@@ -466,7 +508,7 @@ impl TransportSender for SessionSender {
                     routes
                         .streams
                         .get(&s)
-                        .map(|st| st.attached.as_ref().is_some_and(|tx| !tx.is_closed()))
+                        .map(|st| st.attached.as_ref().is_some_and(Attached::is_live))
                 });
                 relay = stream.is_none() || connected == Some(false);
             }
@@ -477,7 +519,15 @@ impl TransportSender for SessionSender {
                 Some((stream, state)) => {
                     let position = EventPosition { stream, seq: state.next_seq };
                     state.next_seq += 1;
-                    let attached = state.attached.clone();
+                    let attached = match &state.attached {
+                        Some(Attached::Sse(tx)) => Some(Target::Sse(tx.clone())),
+                        // Only its response goes to a JSON-mode stream, which then ends.
+                        Some(Attached::Json(_)) if finishes => match state.attached.take() {
+                            Some(Attached::Json(tx)) => Some(Target::Json(tx)),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
                     // A JSON-mode stream is one HTTP body: nothing to resume, nothing to keep.
                     let keep = !state.json;
                     if finishes {
@@ -501,17 +551,24 @@ impl TransportSender for SessionSender {
         if keep {
             self.events.append(&self.session, position, &message).await;
         }
-        if let Some(tx) = attached {
-            // Never wait for a slow connection: one that cannot keep up (or went away) is
-            // detached, and its client resumes from the store with `Last-Event-ID`.
-            if tx.try_send(Event { position, message }).is_err() {
-                let mut routes = lock(&self.routes);
-                if let Some(state) = routes.streams.get_mut(&position.stream)
-                    && state.attached.as_ref().is_some_and(|a| a.same_channel(&tx))
+        match attached {
+            Some(Target::Sse(tx)) => {
+                // Never wait for a slow connection: one that cannot keep up (or went away) is
+                // detached, and its client resumes from the store with `Last-Event-ID`.
+                let refused = tx.try_send(Event { position, message }).is_err();
+                let mut routes = if refused { Some(lock(&self.routes)) } else { None };
+                if let Some(state) =
+                    routes.as_mut().and_then(|r| r.streams.get_mut(&position.stream))
+                    && matches!(&state.attached, Some(Attached::Sse(a)) if a.same_channel(&tx))
                 {
                     state.attached = None;
                 }
             }
+            Some(Target::Json(tx)) => {
+                // Its client may have gone: the answer has nowhere else to go.
+                let _ = tx.send(Event { position, message });
+            }
+            None => {}
         }
         Ok(())
     }

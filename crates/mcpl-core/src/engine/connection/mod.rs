@@ -21,7 +21,7 @@ use super::handler::{
 };
 use super::lazy_meta::MetaSlot;
 use super::options::ProgressUpdate;
-use super::room::{Reservation, Room, weigh};
+use super::room::{Held, Reservation, Room, weigh};
 use super::{CloseReason, Common, Refusal, Shared, lock};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{
@@ -463,6 +463,20 @@ impl Connection {
             };
             trace::record_answer(&request_span, tool_call, &outcome);
             let message = answer(id.clone(), outcome);
+            if via == AnswerVia::Here
+                && let Outlet::Queue(queue) = &conn.outbound
+                && !conn.closed.is_cancelled()
+                && let Some(sender) = queue.take_idle()
+            {
+                // Nothing waits in the queue: the answer goes out on this task, never waiting
+                // there, so it takes no room in it.
+                remove_shrinking(&mut lock(&conn.inflight), &id);
+                trace::message(Direction::Out, &message);
+                let item = Outbound { message, related: Some(id), held: Held::default() };
+                queue.send_taken(&conn, sender, item).await;
+                after.run();
+                return;
+            }
             // The request counts as in flight until its answer is queued: a peer that does not
             // read holds up its own requests, not the server's memory.
             let room = tokio::select! {
@@ -472,36 +486,10 @@ impl Connection {
             };
             let Some(room) = room.filter(|_| !token.is_cancelled()) else { return };
             remove_shrinking(&mut lock(&conn.inflight), &id);
-            let queued = match (via, &conn.outbound) {
-                (AnswerVia::Here, Outlet::Queue(queue)) => {
-                    // Sent on this task when nothing is waiting before it (else queued).
-                    conn.send_here(queue, message, id, room).await
-                }
-                _ => conn.send_now(message, Some(id), Some(room)).is_ok(),
-            };
-            if queued {
+            if conn.send_now(message, Some(id), Some(room)).is_ok() {
                 after.run();
             }
         }))
-    }
-
-    /// Sends `message`, the answer to request `id`, on the caller's task through a driven
-    /// connection's `queue` (or queues it behind what waits there). Whether it was queued or
-    /// sent (a closed connection sends nothing).
-    async fn send_here(
-        self: &Arc<Self>,
-        queue: &Queue,
-        message: Message,
-        id: RequestId,
-        room: Reservation<'_>,
-    ) -> bool {
-        if self.closed.is_cancelled() {
-            return false;
-        }
-        trace::message(Direction::Out, &message);
-        let item = Outbound { message, related: Some(id), held: room.hold() };
-        queue.send_here(self, item).await;
-        true
     }
 
     /// The context a handler of request `id` runs in, bound to this connection.

@@ -18,15 +18,15 @@ use futures::StreamExt;
 use mcpl_core::ProtocolVersion;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
 use mcpl_core::types::names;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::event_store::EventPosition;
 use super::session::{Event, HttpSession, StreamError};
 use super::session_store::{self, SessionRecord};
 use super::sse::{self, SseEvent};
 use super::{
-    LAST_EVENT_ID, PROTOCOL_VERSION, RefusalKind, Reject, SESSION_ID, StreamableHttp, guard,
-    header_str, json_body, refused, rpc_error, rpc_error_for, stop_at_shutdown,
+    LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, RefusalKind, Reject, SESSION_ID_HEADER, StreamableHttp,
+    guard, header_str, json_body, refused, rpc_error, rpc_error_for, stop_at_shutdown,
 };
 use crate::principal::{AccessToken, Principal};
 
@@ -46,7 +46,7 @@ pub(super) async fn post(
     if let Message::Request(req) = &message
         && req.method == mcpl_core::types::names::INITIALIZE
     {
-        if headers.contains_key(SESSION_ID) {
+        if headers.contains_key(&SESSION_ID_HEADER) {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::INVALID_REQUEST,
@@ -67,8 +67,12 @@ pub(super) async fn post(
     match message {
         Message::Request(req) => {
             let id = req.id.clone();
-            let json = http.inner.config.json_response;
-            let (stream, rx) = match session.open_request_stream(&id, json) {
+            let opened = if http.inner.config.json_response {
+                session.open_json_request(&id).map(Opened::Json)
+            } else {
+                session.open_request_stream(&id).map(|(stream, rx)| Opened::Sse(stream, rx))
+            };
+            let opened = match opened {
                 Ok(opened) => opened,
                 Err(StreamError::DuplicateRequest) => {
                     let error = ErrorObject::invalid_request(format_args!(
@@ -99,12 +103,15 @@ pub(super) async fn post(
                     "session ended",
                 );
             };
-            if json {
-                serving.await;
-                json_reply(rx, &session.id).await
-            } else {
-                let live = Live { rx, serving: Some(serving) };
-                sse_reply(&http, &session, stream, Vec::new(), Some(live), true)
+            match opened {
+                Opened::Json(rx) => {
+                    serving.await;
+                    json_reply(rx, &session.id).await
+                }
+                Opened::Sse(stream, rx) => {
+                    let live = Live { rx, serving: Some(serving) };
+                    sse_reply(&http, &session, stream, Vec::new(), Some(live), true)
+                }
             }
         }
         other => {
@@ -136,6 +143,12 @@ pub(super) async fn post(
     }
 }
 
+/// A request's stream, as its answer is given: one JSON body, or an SSE stream.
+enum Opened {
+    Json(oneshot::Receiver<Event>),
+    Sse(u64, mpsc::Receiver<Event>),
+}
+
 /// The id of `message`, if it is a request.
 fn request_id(message: &Message) -> Option<RequestId> {
     match message {
@@ -165,7 +178,7 @@ fn cancelled_request(message: &Message) -> Option<RequestId> {
 
 /// Checks `MCP-Protocol-Version` on a request after `initialize`.
 fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<(), Reject> {
-    let Some(value) = header_str(headers, PROTOCOL_VERSION) else {
+    let Some(value) = header_str(headers, &PROTOCOL_VERSION_HEADER) else {
         // Absent: the client predates the header (2025-03-26); accept.
         return Ok(());
     };
@@ -231,7 +244,7 @@ async fn initialize(
         0,
     ));
     let request_id = req.id.clone();
-    let Ok((_stream, mut rx)) = session.open_request_stream(&request_id, true) else {
+    let Ok(rx) = session.open_json_request(&request_id) else {
         return rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::INTERNAL_ERROR,
@@ -245,7 +258,7 @@ async fn initialize(
             "session failed to start",
         );
     }
-    let Some(event) = rx.recv().await else {
+    let Ok(event) = rx.await else {
         session.close().await;
         return rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -294,23 +307,25 @@ async fn initialize(
         sse_reply(&http, &session, event.position.stream, vec![event], None, false)
     };
     if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(SESSION_ID, value);
+        response.headers_mut().insert(SESSION_ID_HEADER, value);
     }
     response
 }
 
 /// Waits for the response on a JSON-mode request stream.
-async fn json_reply(mut rx: mpsc::Receiver<Event>, session_id: &str) -> Response {
-    while let Some(event) = rx.recv().await {
-        if matches!(event.message, Message::Response(_) | Message::Error(_)) {
+async fn json_reply(rx: oneshot::Receiver<Event>, session_id: &str) -> Response {
+    match rx.await {
+        Ok(event) => {
             let mut response = json_body(StatusCode::OK, &event.message);
             if let Ok(value) = HeaderValue::from_str(session_id) {
-                response.headers_mut().insert(SESSION_ID, value);
+                response.headers_mut().insert(SESSION_ID_HEADER, value);
             }
-            return response;
+            response
+        }
+        Err(_) => {
+            rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended before the response")
         }
     }
-    rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended before the response")
 }
 
 fn sse_event(event: &Event) -> SseEvent {
@@ -372,7 +387,7 @@ fn sse_reply(
     let stop = stop_at_shutdown(http, live_request);
     let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
     if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_ID, value);
+        response.headers_mut().insert(SESSION_ID_HEADER, value);
     }
     response
 }
@@ -420,7 +435,7 @@ pub(super) async fn get(
     principal: Option<Principal>,
 ) -> Response {
     let headers = request.headers();
-    if !headers.contains_key(SESSION_ID) {
+    if !headers.contains_key(&SESSION_ID_HEADER) {
         return no_session_method();
     }
     if let Err(r) = guard::check_get_accept(headers) {
@@ -470,7 +485,7 @@ pub(super) async fn delete(
     request: Request,
     principal: Option<Principal>,
 ) -> Response {
-    if !request.headers().contains_key(SESSION_ID) {
+    if !request.headers().contains_key(&SESSION_ID_HEADER) {
         return no_session_method();
     }
     let session = match find_session(&http, request.headers(), principal.as_ref()).await {

@@ -11,7 +11,7 @@ use mcpl_core::types::{InitializeRequestParams, names};
 
 use crate::http::session::HttpSession;
 use crate::http::session_store::{self, SessionRecord};
-use crate::http::{Inner, Reject, SESSION_ID, StreamableHttp, header_str};
+use crate::http::{Inner, Reject, SESSION_ID_HEADER, StreamableHttp, header_str};
 use crate::principal::Principal;
 
 impl StreamableHttp {
@@ -239,7 +239,7 @@ pub(super) async fn find_session(
     headers: &HeaderMap,
     principal: Option<&Principal>,
 ) -> Result<Arc<HttpSession>, Reject> {
-    let Some(id) = header_str(headers, SESSION_ID) else {
+    let Some(id) = header_str(headers, &SESSION_ID_HEADER) else {
         return Err(Reject::new(
             StatusCode::BAD_REQUEST,
             ErrorCode::INVALID_REQUEST,
@@ -324,13 +324,13 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     );
     let params = serde_json::to_value(params).map_err(|e| failed(&e.to_string()))?;
     let id = RequestId::from("mcpl-session-restore");
-    let (_, mut rx) = session.open_request_stream(&id, true).map_err(|_| failed("stream"))?;
+    let rx = session.open_json_request(&id).map_err(|_| failed("stream"))?;
     session
         .deliver(mcpl_core::jsonrpc::Request::new(id, names::INITIALIZE, Some(params)).into())
         .await
         .map_err(|_| failed("engine"))?;
-    match rx.recv().await.map(|e| e.message) {
-        Some(Message::Response(_)) => {}
+    match rx.await.map(|e| e.message) {
+        Ok(Message::Response(_)) => {}
         _ => {
             session.close().await;
             return Err(failed("the handshake was refused"));

@@ -12,11 +12,10 @@ use mcpl_core::types::names;
 use serde_json::{Map, Value};
 
 use super::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX};
-use crate::http::PROTOCOL_VERSION;
+use crate::http::PROTOCOL_VERSION_HEADER;
 use crate::server::Server;
 
 /// The headers read on every request, parsed once.
-pub(super) const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
 const METHOD_HEADER: HeaderName = HeaderName::from_static(MCP_METHOD);
 const NAME_HEADER: HeaderName = HeaderName::from_static(MCP_NAME);
 

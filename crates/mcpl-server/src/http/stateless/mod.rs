@@ -82,7 +82,7 @@ pub(crate) fn era_of(message: &Message, headers: &HeaderMap) -> Era {
 
 /// The version the `MCP-Protocol-Version` header declares, if any.
 pub(crate) fn declared_version(headers: &HeaderMap) -> Option<&str> {
-    headers::header(headers, &headers::PROTOCOL_VERSION_HEADER)
+    headers::header(headers, &crate::http::PROTOCOL_VERSION_HEADER)
 }
 
 /// A stateless-era refusal: an HTTP status and a JSON-RPC error answering `id`.

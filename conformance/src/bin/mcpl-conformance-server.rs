@@ -12,7 +12,7 @@ mod fixture;
 use std::process::ExitCode;
 
 use mcpl_core::engine::CancellationToken;
-use mcpl_server::http::{ConnectionConfig, HttpConfig, StreamableHttp};
+use mcpl_server::http::{ConnectionConfig, ConnectionThreads, HttpConfig, StreamableHttp};
 
 const DEFAULT_PORT: u16 = 3000;
 
@@ -21,6 +21,9 @@ const DEFAULT_PORT: u16 = 3000;
 const RUNTIME: &str = "MCPL_RUNTIME";
 /// `MCPL_JSON_RESPONSE=1`: answer 2025-session requests with one JSON body, not an SSE stream.
 const JSON_RESPONSE: &str = "MCPL_JSON_RESPONSE";
+/// `MCPL_CONNECTION_THREADS`: `per-core`, or a count: serve connections on threads of the
+/// listener's own (see `ConnectionConfig::threads`); unset, on the runtime's.
+const CONNECTION_THREADS: &str = "MCPL_CONNECTION_THREADS";
 
 // By default one thread serves everything: every request of a connection is read, handled and
 // answered on the thread that accepted it, with no wake-ups across worker threads. On the
@@ -79,7 +82,18 @@ async fn serve() -> ExitCode {
         }
     };
     // SIGINT or SIGTERM: stop accepting, let requests finish, end streams and sessions.
-    let connections = ConnectionConfig::new().shutdown_on(shutdown_signal());
+    let threads = match std::env::var(CONNECTION_THREADS).as_deref() {
+        Err(_) => ConnectionThreads::Caller,
+        Ok("per-core") => ConnectionThreads::PerCore,
+        Ok(n) => match n.parse::<std::num::NonZeroUsize>() {
+            Ok(n) => ConnectionThreads::Own(n),
+            Err(e) => {
+                eprintln!("mcpl-conformance-server: bad {CONNECTION_THREADS} {n:?}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let connections = ConnectionConfig::new().shutdown_on(shutdown_signal()).threads(threads);
     let json = std::env::var(JSON_RESPONSE).is_ok_and(|v| v == "1");
     let config = HttpConfig::new().connections(connections).json_response(json);
     let endpoint = StreamableHttp::new(server, config);

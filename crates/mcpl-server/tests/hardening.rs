@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mcpl_core::types::{Tool, ToolSchema};
-use mcpl_server::http::{ConnectionConfig, HttpConfig, RefusalKind, StreamableHttp};
+use mcpl_server::http::{
+    ConnectionConfig, ConnectionThreads, HttpConfig, RefusalKind, StreamableHttp,
+};
 use mcpl_server::{Server, ToolOutput};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -51,6 +53,9 @@ fn server() -> Server {
         .tool(Tool::new("slow_echo", ToolSchema::object()), |_ctx, args| async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
             Ok(ToolOutput::text(Value::Object(args).to_string()))
+        })
+        .tool(Tool::new("thread", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text(std::thread::current().name().unwrap_or("").to_owned()))
         })
         .tool(Tool::new("sleep", ToolSchema::object()), |_ctx, args| async move {
             if let Some(tag) = args.get("tag").and_then(Value::as_str) {
@@ -577,10 +582,21 @@ async fn a_cancelled_request_ends_its_stream() {
 
 #[tokio::test]
 async fn serve_at_shuts_down_gracefully_under_traffic() {
+    shuts_down_gracefully_under_traffic(ConnectionThreads::Caller, "serve_at").await;
+}
+
+#[tokio::test]
+async fn serve_at_on_threads_of_its_own_shuts_down_gracefully_under_traffic() {
+    let two = ConnectionThreads::Own(std::num::NonZeroUsize::new(2).unwrap());
+    shuts_down_gracefully_under_traffic(two, "serve_at_threads").await;
+}
+
+async fn shuts_down_gracefully_under_traffic(threads: ConnectionThreads, tag: &str) {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let connections = ConnectionConfig::new()
         .shutdown_on(shutdown.clone())
-        .shutdown_grace(Duration::from_secs(5));
+        .shutdown_grace(Duration::from_secs(5))
+        .threads(threads);
     let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -597,9 +613,8 @@ async fn serve_at_shuts_down_gracefully_under_traffic() {
         .await
         .unwrap();
     assert_eq!(get.status(), 200);
-    let call =
-        tokio::spawn(session.call(1, "sleep", json!({"ms": 1500, "tag": "serve_at"})).send());
-    entered("serve_at").await;
+    let call = tokio::spawn(session.call(1, "sleep", json!({"ms": 1500, "tag": tag})).send());
+    entered(tag).await;
     shutdown.cancel();
     // While the call drains, a client can still reach the server on a new connection (for
     // what in-flight work needs of it): new work gets 503, a notification is taken.
@@ -630,6 +645,45 @@ async fn serve_at_shuts_down_gracefully_under_traffic() {
     tokio::time::timeout(BOUND, serving).await.expect("serve_at did not return").unwrap().unwrap();
     assert_eq!(endpoint.session_count(), 0);
     assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+}
+
+#[tokio::test]
+async fn connections_on_threads_of_their_own_serve_both_eras_there() {
+    let two = ConnectionThreads::Own(std::num::NonZeroUsize::new(2).unwrap());
+    let config = HttpConfig::new().connections(ConnectionConfig::new().threads(two));
+    let endpoint = StreamableHttp::new(server(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    // A connection per request: they go to the two threads in turn.
+    let mut session = Session::new(addr);
+    session.client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    session.initialize().await;
+    let mut threads = std::collections::BTreeSet::new();
+    for id in 1..=4 {
+        let answer = session.call(id, "thread", json!({})).send().await.unwrap();
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        let name = text.split("mcpl-http-").nth(1).and_then(|rest| rest.get(..1));
+        threads
+            .insert(name.unwrap_or_else(|| panic!("not on a listener thread: {text}")).to_owned());
+    }
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    // The stateless era, on the same threads.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "thread", "arguments": {}, "_meta": meta}});
+    let stateless = Session::new(addr)
+        .post(&call)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "thread")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stateless.status(), 200);
+    assert!(stateless.text().await.unwrap().contains("mcpl-http-"));
 }
 
 #[tokio::test]

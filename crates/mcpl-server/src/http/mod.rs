@@ -141,10 +141,12 @@ mod sse;
 mod stateful;
 pub mod stateless;
 mod stateless_body;
+mod threads;
 
 pub use self::config::{DEFAULT_MAX_BODY, HttpConfig};
 pub use self::refusal::{RefusalEvent, RefusalKind, Refusals};
 pub use self::serving::{ConnectionConfig, DEFAULT_MAX_CONNECTIONS};
+pub use self::threads::ConnectionThreads;
 
 /// The session header.
 ///

@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::refusal::{RefusalKind, Refusals};
+use super::threads::{ConnectionThreads, Workers};
 
 /// The default connection cap: 1024 open HTTP connections per listener.
 ///
@@ -86,6 +87,7 @@ pub struct ConnectionConfig {
     /// Connections handed off to an upgrade (WebSocket) and still served: shutdown waits for
     /// them too.
     pub(crate) upgraded: Arc<AtomicUsize>,
+    pub(crate) threads: ConnectionThreads,
 }
 
 impl Default for ConnectionConfig {
@@ -100,6 +102,7 @@ impl Default for ConnectionConfig {
             shutdown_grace: Duration::from_secs(10),
             refusals: Refusals::new(),
             upgraded: Arc::default(),
+            threads: ConnectionThreads::Caller,
         }
     }
 }
@@ -268,6 +271,28 @@ impl ConnectionConfig {
         self
     }
 
+    /// Where connections are served: as tasks of the runtime the listener is served on (the
+    /// default, [`ConnectionThreads::Caller`]), or on threads of the listener's own, each a
+    /// current-thread runtime that owns the connections handed to it in turn, so that a
+    /// connection's requests never cross threads (on the multi-threaded runtime they move
+    /// between its workers). Handlers then run on those threads: a `tokio::spawn` in a
+    /// handler spawns there, and `tokio::task::block_in_place` is not available (use
+    /// `spawn_blocking`). The threads start with the listener and stop once it is done; see
+    /// docs/performance.md for what each choice serves.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_server::http::{ConnectionConfig, ConnectionThreads};
+    ///
+    /// let connections = ConnectionConfig::new().threads(ConnectionThreads::PerCore);
+    /// # drop(connections);
+    /// ```
+    pub fn threads(mut self, threads: ConnectionThreads) -> Self {
+        self.threads = threads;
+        self
+    }
+
     /// The refusals counted so far.
     ///
     /// # Examples
@@ -297,6 +322,23 @@ impl ConnectionSlot {
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An accepted socket, registered with the runtime that serves it when its task starts.
+enum Socket {
+    /// Accepted on this runtime, served here.
+    Registered(TcpStream),
+    /// Handed to another runtime (see [`ConnectionThreads`]).
+    Unregistered(std::net::TcpStream),
+}
+
+impl Socket {
+    fn register(self) -> std::io::Result<TcpStream> {
+        match self {
+            Socket::Registered(stream) => Ok(stream),
+            Socket::Unregistered(stream) => TcpStream::from_std(stream),
+        }
     }
 }
 
@@ -470,6 +512,8 @@ where
     let shutdown = config.shutdown.clone();
     let open = Arc::new(AtomicUsize::new(0));
     let mut connections = JoinSet::new();
+    // Connections on threads of their own, if so configured: stopped once this returns.
+    let workers = Workers::start(config.threads)?;
     // Accept failures in a row, and when the last was: a burst is logged when it starts (not
     // again for failures within `ACCEPT_QUIET` of the last) and when accepting works again.
     let mut failures = 0u32;
@@ -545,7 +589,25 @@ where
         }
         let service = service_for(peer);
         let (config, shutdown) = (config.clone(), shutdown.clone());
-        connections.spawn(async move {
+        // To another thread's runtime, the socket goes without this one's registration.
+        let (socket, runtime) = match &workers {
+            None => (Socket::Registered(stream), None),
+            Some(workers) => match stream.into_std() {
+                Ok(stream) => (Socket::Unregistered(stream), Some(workers.next())),
+                Err(e) => {
+                    tracing::debug!(error = %e, %peer, "could not hand a connection over");
+                    continue;
+                }
+            },
+        };
+        let connection = async move {
+            let stream = match socket.register() {
+                Ok(stream) => stream,
+                Err(e) => {
+                    tracing::debug!(error = %e, %peer, "could not take a connection over");
+                    return;
+                }
+            };
             // Opened while draining: one request (an answer in-flight work waits for), then
             // closed.
             let draining = shutdown.is_cancelled();
@@ -587,7 +649,11 @@ where
                 Err(e) => tracing::debug!(error = %e, %peer, "connection ended with an error"),
             }
             drop(slot);
-        });
+        };
+        match runtime {
+            Some(runtime) => connections.spawn_on(connection, runtime),
+            None => connections.spawn(connection),
+        };
     }
     drop(listener);
     // Connections upgraded to WebSocket left the set above: their endpoint drains them on

@@ -32,22 +32,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use mcpl_client::Client;
 use mcpl_client::transport::{ChildProcess, HttpTransport};
 use mcpl_core::ProtocolVersion;
 use mcpl_core::types::{Tool, ToolSchema};
 use mcpl_server::{Server, ToolOutput};
 
+#[path = "support/limit.rs"]
+mod limit;
+
+use limit::{TEXT, answer};
+
 const ROLE: &str = "MCPL_BENCH_ROLE";
-const TEXT: &str = "This is a simple text response for testing.";
-const DISCOVER: &str = r#""result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"limit","version":"1.0.0"}}}}"#;
-const INITIALIZE: &str = r#""result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"limit","version":"1.0.0"}}}"#;
-const CALL: &str = r#""result":{"resultType":"complete","content":[{"type":"text","text":"This is a simple text response for testing."}],"isError":false}}"#;
 
 fn main() {
     match std::env::var(ROLE).as_deref() {
@@ -212,73 +208,8 @@ fn http(run: Duration) {
     limit.wait().ok();
 }
 
-/// The byte range of the value of the first top-level-looking `"key":` (a number or a string).
-fn find_value<'a>(body: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let pos = body.windows(key.len()).position(|w| w == key)?;
-    let mut i = pos + key.len();
-    while i < body.len() && matches!(body[i], b' ' | b':') {
-        i += 1;
-    }
-    let start = i;
-    if body.get(i) == Some(&b'"') {
-        i += 1;
-        while i < body.len() && body[i] != b'"' {
-            i += 1;
-        }
-        return body.get(start..=i);
-    }
-    while i < body.len() && !matches!(body[i], b',' | b'}' | b' ' | b'\n') {
-        i += 1;
-    }
-    Some(&body[start..i])
-}
-
-/// The precomputed answer to a request line or body, `None` for a notification.
-fn answer(request: &[u8]) -> Option<Vec<u8>> {
-    let id = find_value(request, b"\"id\"")?;
-    let method = find_value(request, b"\"method\"").unwrap_or(b"");
-    let result = match method {
-        b"\"server/discover\"" => DISCOVER,
-        b"\"initialize\"" => INITIALIZE,
-        _ => CALL,
-    };
-    let mut out = Vec::with_capacity(32 + id.len() + result.len());
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    out.extend_from_slice(id);
-    out.push(b',');
-    out.extend_from_slice(result.as_bytes());
-    Some(out)
-}
-
 fn limit_server() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("{}", listener.local_addr().unwrap().port());
-        std::io::stdout().flush().unwrap();
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
-            stream.set_nodelay(true).ok();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
-                    let body = req.into_body().collect().await?.to_bytes();
-                    let response = match answer(&body) {
-                        Some(bytes) => Response::builder()
-                            .header("content-type", "application/json")
-                            .body(Full::new(Bytes::from(bytes))),
-                        None => Response::builder()
-                            .status(StatusCode::ACCEPTED)
-                            .body(Full::new(Bytes::new())),
-                    };
-                    Ok::<_, hyper::Error>(response.unwrap())
-                });
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                    .ok();
-            });
-        }
-    });
+    limit::serve(tokio::runtime::Runtime::new().unwrap());
 }
 
 // ---- stdio ----

@@ -359,13 +359,9 @@ impl Events {
                 self.sessions.remove(s);
             }
         }
-        // Entries of removed events: dropped once they outnumber the live ones.
-        let live: usize = self
-            .sessions
-            .values()
-            .map(|s| s.streams.values().map(VecDeque::len).sum::<usize>())
-            .sum();
-        if self.order.len() > 2 * live + 1024 {
+        // Entries of removed events: dropped once they outnumber the live ones (counted as
+        // they come and go: a recount here would walk every session on every append).
+        if self.order.len() > 2 * self.live + 1024 {
             let order = std::mem::take(&mut self.order);
             self.order = order.into_iter().filter(|e| self.is_live(e)).collect();
         }
@@ -637,6 +633,32 @@ mod tests {
         assert!(store.replay_after("other", EventPosition { stream: 7, seq: 3 }).await.is_none());
         store.remove_session("s").await;
         assert!(store.replay_after("s", EventPosition { stream: 7, seq: 3 }).await.is_none());
+    }
+
+    /// The kept events, counted the slow way.
+    fn recount(store: &InMemoryEventStore) -> usize {
+        let events = store.events();
+        events.sessions.values().map(|s| s.streams.values().map(VecDeque::len).sum::<usize>()).sum()
+    }
+
+    #[tokio::test]
+    async fn the_live_count_follows_every_way_events_go() {
+        let store = InMemoryEventStore::new(3);
+        for seq in 1..=5 {
+            for stream in 1..=3 {
+                store.append("a", EventPosition { stream, seq }, &msg(seq)).await;
+                store.append("b", EventPosition { stream, seq }, &msg(seq)).await;
+            }
+        }
+        let live = store.events().live;
+        assert_eq!(live, recount(&store));
+        store.discard_stream("a", 2).await;
+        let live = store.events().live;
+        assert_eq!(live, recount(&store));
+        store.remove_session("b").await;
+        let live = store.events().live;
+        assert_eq!(live, recount(&store));
+        assert_eq!(recount(&store), 6);
     }
 
     #[tokio::test]

@@ -53,6 +53,7 @@ mod lazy_meta;
 mod options;
 mod refusal;
 mod room;
+mod table;
 mod typed;
 
 use self::connection::Connection;

@@ -306,27 +306,6 @@ impl HttpSession {
         self.driven.deliver(message).await
     }
 
-    /// Hands client request `id`, which carried `token` (verified), to the session's
-    /// connection: its handler sees that token.
-    pub(crate) async fn deliver_request(
-        &self,
-        request: mcpl_core::jsonrpc::Request,
-        token: Option<Arc<AccessToken>>,
-    ) -> Result<()> {
-        let id = request.id.clone();
-        let client = self.state().map(|s| s.client.clone());
-        if let (Some(token), Some(client)) = (token, &client) {
-            lock_client(client).add_request_token(id.clone(), token);
-        }
-        let delivered = self.driven.deliver(Message::Request(request)).await;
-        if delivered.is_err()
-            && let Some(client) = &client
-        {
-            lock_client(client).forget_request_token(&id);
-        }
-        delivered
-    }
-
     /// Serves client request `request`, which carried `token` (verified), on the caller's
     /// task (see [`Driven::serve`]): its handler sees that token, and its answer goes to the
     /// request's stream when the returned future is done (or, if it is dropped first, once the

@@ -132,7 +132,7 @@ impl Connection {
         }
         // Nothing the handler left behind may send after its response.
         self.closed.cancel();
-        let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
+        let pending: Vec<PendingEntry> = lock(&self.pending).take().map(|(_, e)| e).collect();
         for entry in pending {
             let _ = entry.tx.send(Err(Error::ConnectionClosed));
         }

@@ -1,7 +1,6 @@
 //! One live connection: the writer and reader tasks, the in-flight tables, and [`Peer`].
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -22,6 +21,7 @@ use super::handler::{
 use super::lazy_meta::MetaSlot;
 use super::options::ProgressUpdate;
 use super::room::{Held, Reservation, Room, weigh};
+use super::table::Table;
 use super::{CloseReason, Common, Refusal, Shared, lock};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{
@@ -58,11 +58,11 @@ impl Starter {
             tokio::spawn(write_loop(conn.clone(), sender, self.outbound_rx).in_current_span());
         let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx).in_current_span());
         let reader = tokio::spawn(read_loop(conn.clone(), receiver, queue).in_current_span());
-        *lock(&conn.tasks) = Tasks {
+        *lock(&conn.tasks) = Some(Box::new(Tasks {
             writer: Some(writer),
             reader: Some(reader.abort_handle()),
             notifier: Some(notifier.abort_handle()),
-        };
+        }));
     }
 }
 
@@ -158,13 +158,15 @@ pub(crate) struct Connection {
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
     pub(crate) published: AtomicBool,
-    pending: Mutex<HashMap<RequestId, PendingEntry>>,
-    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
-    tasks: Mutex<Tasks>,
+    pending: Mutex<Table<RequestId, PendingEntry>>,
+    inflight: Mutex<Table<RequestId, CancellationToken>>,
+    /// Its own tasks, for connections that have them (boxed: a driven connection has none).
+    tasks: Mutex<Option<Box<Tasks>>>,
     /// The engine's handlers, request id counter and settings (timeouts, limits).
     common: Arc<Common>,
-    /// Room in the outgoing queue (see [`super::EngineConfig::max_queued_messages`]).
-    room: Room,
+    /// Room in the outgoing queue (see [`super::EngineConfig::max_queued_messages`]), made
+    /// when first needed: a connection whose messages all went out at once never needs it.
+    room: std::sync::OnceLock<Box<Room>>,
     shared: Weak<Shared>,
     /// What the spans of this connection's requests say about it (see
     /// [`Peer::update_trace_facts`]).
@@ -208,14 +210,11 @@ impl Connection {
             closed: CancellationToken::new(),
             torn_down: AtomicBool::new(false),
             published: AtomicBool::new(false),
-            pending: Mutex::new(HashMap::new()),
-            inflight: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(Tasks::default()),
+            pending: Mutex::new(Table::new()),
+            inflight: Mutex::new(Table::new()),
+            tasks: Mutex::new(None),
             common: shared.common.clone(),
-            room: Room::new(
-                shared.common.config.max_queued_messages,
-                shared.common.config.max_queued_bytes,
-            ),
+            room: std::sync::OnceLock::new(),
             shared: Arc::downgrade(shared),
             trace_facts: Mutex::new(TraceFacts::default()),
         })
@@ -238,7 +237,7 @@ impl Connection {
             return Err(Error::ConnectionClosed);
         }
         trace::message(Direction::Out, &message);
-        let reserved = reserved.or_else(|| self.room.try_reserve(weigh(&message)));
+        let reserved = reserved.or_else(|| self.room().try_reserve(weigh(&message)));
         // Given back by whoever takes the message off the queue (`taken`).
         let held = reserved.map(Reservation::hold).unwrap_or_default();
         let item = Outbound { message, related, held };
@@ -261,7 +260,15 @@ impl Connection {
     /// [`weigh`]): the room is the caller's until it is used (by
     /// [`send_now`](Self::send_now)) or dropped. `None` once the connection closed.
     async fn reserve(&self, size: usize) -> Option<Reservation<'_>> {
-        self.room.reserve(size).await
+        self.room().reserve(size).await
+    }
+
+    /// The outgoing queue's room, made on first use.
+    fn room(&self) -> &Room {
+        let config = &self.common.config;
+        self.room.get_or_init(|| {
+            Box::new(Room::new(config.max_queued_messages, config.max_queued_bytes))
+        })
     }
 
     /// How long one write may take (see [`super::EngineConfig::write_timeout`]).
@@ -271,7 +278,9 @@ impl Connection {
 
     /// Called by whoever takes `item` off the outgoing queue: gives back the room it held.
     pub(crate) fn taken(&self, item: &Outbound) {
-        self.room.give_back(item.held);
+        if let Some(room) = self.room.get() {
+            room.give_back(item.held);
+        }
     }
 
     /// Hands a refusal to the engine's refusal hook, or logs it once if there is none.
@@ -307,15 +316,18 @@ impl Connection {
         // 2. In-flight handlers are cancelled (their tokens are children of `closed`), and no
         //    further message can be queued on this connection.
         self.closed.cancel();
-        self.room.close();
-        lock(&self.inflight).clear();
+        // A room made after this is never used: nothing is queued on a closed connection.
+        if let Some(room) = self.room.get() {
+            room.close();
+        }
+        drop(lock(&self.inflight).take());
         // 3. Pending requests settle with `ConnectionClosed`.
-        let pending: Vec<PendingEntry> = lock(&self.pending).drain().map(|(_, e)| e).collect();
+        let pending: Vec<PendingEntry> = lock(&self.pending).take().map(|(_, e)| e).collect();
         for entry in pending {
             let _ = entry.tx.send(Err(Error::ConnectionClosed));
         }
         // 4. The transport closes; a close that never finishes is abandoned after a bound.
-        let tasks = std::mem::take(&mut *lock(&self.tasks));
+        let tasks = lock(&self.tasks).take().map(|tasks| *tasks).unwrap_or_default();
         if let Some(reader) = tasks.reader {
             reader.abort();
         }
@@ -470,7 +482,7 @@ impl Connection {
             {
                 // Nothing waits in the queue: the answer goes out on this task, never waiting
                 // there, so it takes no room in it.
-                remove_shrinking(&mut lock(&conn.inflight), &id);
+                lock(&conn.inflight).remove(&id);
                 trace::message(Direction::Out, &message);
                 let item = Outbound { message, related: Some(id), held: Held::default() };
                 queue.send_taken(&conn, sender, item).await;
@@ -485,7 +497,7 @@ impl Connection {
                 room = conn.reserve(weigh(&message)) => room,
             };
             let Some(room) = room.filter(|_| !token.is_cancelled()) else { return };
-            remove_shrinking(&mut lock(&conn.inflight), &id);
+            lock(&conn.inflight).remove(&id);
             if conn.send_now(message, Some(id), Some(room)).is_ok() {
                 after.run();
             }
@@ -534,7 +546,7 @@ impl Connection {
             tracing::debug!("notifications/cancelled without a valid requestId");
             return;
         };
-        if let Some(token) = remove_shrinking(&mut lock(&self.inflight), &id) {
+        if let Some(token) = lock(&self.inflight).remove(&id) {
             tracing::debug!(%id, "request cancelled by peer");
             token.cancel();
         }
@@ -581,19 +593,6 @@ impl Connection {
             let _ = tx.try_send(update);
         }
     }
-}
-
-/// Removes `key`, and frees the table's memory once it is empty: an idle connection keeps
-/// no capacity from its busy moments.
-pub(crate) fn remove_shrinking<K, V>(map: &mut HashMap<K, V>, key: &K) -> Option<V>
-where
-    K: std::hash::Hash + Eq,
-{
-    let value = map.remove(key);
-    if map.is_empty() && map.capacity() > 0 {
-        *map = HashMap::new();
-    }
-    value
 }
 
 impl Connection {

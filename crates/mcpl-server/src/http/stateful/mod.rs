@@ -251,13 +251,15 @@ async fn initialize(
             "session failed to start",
         );
     };
-    if session.deliver_request(req, token).await.is_err() {
+    // Served on this task, like every request of the session.
+    let Ok(serving) = session.serve_request(req, token) else {
         return rpc_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::INTERNAL_ERROR,
             "session failed to start",
         );
-    }
+    };
+    serving.await;
     let Ok(event) = rx.await else {
         session.close().await;
         return rpc_error(

@@ -8,12 +8,11 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
+use std::task::{Poll, ready};
 
 use tokio::task::JoinHandle;
-
-use std::pin::Pin;
-use std::task::{Poll, ready};
 
 use super::connection::{AnswerVia, Connection, Outbound, Received, write_within};
 use super::{CloseReason, Peer, lock};
@@ -76,19 +75,22 @@ impl Queue {
             !std::mem::replace(&mut state.draining, true)
         };
         if start {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    let timeout = conn.write_timeout();
-                    handle.spawn(drain(self.state.clone(), Arc::downgrade(conn), timeout));
-                }
-                Err(_) => {
-                    tracing::warn!(
-                        "driven connection used outside a Tokio runtime; message dropped"
-                    );
-                    let mut state = lock(&self.state);
-                    state.items.clear();
-                    state.draining = false;
-                }
+            self.spawn_drain(conn);
+        }
+    }
+
+    /// Starts a drain task (`draining` is set): what is queued goes out in order.
+    fn spawn_drain(&self, conn: &Arc<Connection>) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let timeout = conn.write_timeout();
+                handle.spawn(drain(self.state.clone(), Arc::downgrade(conn), timeout));
+            }
+            Err(_) => {
+                tracing::warn!("driven connection used outside a Tokio runtime; message dropped");
+                let mut state = lock(&self.state);
+                state.items.clear();
+                state.draining = false;
             }
         }
     }
@@ -114,20 +116,10 @@ impl Queue {
         sender: Box<dyn DynSender>,
         item: Outbound,
     ) {
-        let timeout = conn.write_timeout();
-        let weak = Arc::downgrade(conn);
+        let (timeout, weak) = (conn.write_timeout(), Arc::downgrade(conn));
         if let Drained::HandOff = drain_with(&self.state, &weak, timeout, sender, Some(item)).await
         {
-            match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    handle.spawn(drain(self.state.clone(), weak, timeout));
-                }
-                Err(_) => {
-                    let mut state = lock(&self.state);
-                    state.items.clear();
-                    state.draining = false;
-                }
-            }
+            self.spawn_drain(conn);
         }
     }
 
@@ -186,14 +178,14 @@ async fn drain_with(
     mut sender: Box<dyn DynSender>,
     mut first: Option<Outbound>,
 ) -> Drained {
+    // Past `first` (sent on the first turn), the rest is left to a task of its own.
     let hand_off = first.is_some();
-    let mut sent_first = false;
     loop {
         let next = match first.take() {
             Some(item) => Some(item),
             None => {
                 let mut s = lock(state);
-                if hand_off && sent_first && !s.items.is_empty() {
+                if hand_off && !s.items.is_empty() {
                     // The caller's own message is out; others' go on a task of their own
                     // (which takes the sender back; `draining` stays set meanwhile).
                     s.sender = Some(sender);
@@ -221,7 +213,6 @@ async fn drain_with(
             }
             return Drained::Done;
         };
-        sent_first = true;
         if let Some(conn) = conn.upgrade() {
             conn.taken(&item);
         }

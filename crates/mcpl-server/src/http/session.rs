@@ -54,18 +54,18 @@ enum Attached {
 }
 
 impl Attached {
+    /// A new SSE attachment, and its receiving end (at most [`STREAM_BUFFER`] events wait).
+    fn sse() -> (Attached, mpsc::Receiver<Event>) {
+        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+        (Attached::Sse(tx), rx)
+    }
+
     fn is_live(&self) -> bool {
         match self {
             Attached::Sse(tx) => !tx.is_closed(),
             Attached::Json(tx) => !tx.is_closed(),
         }
     }
-}
-
-/// Where an event goes once it is routed: see [`Attached`].
-enum Target {
-    Sse(mpsc::Sender<Event>),
-    Json(oneshot::Sender<Event>),
 }
 
 #[derive(Debug, Default)]
@@ -89,8 +89,8 @@ impl Routes {
 
     /// A new SSE stream, and its receiving end.
     fn new_sse_stream(&mut self) -> (u64, mpsc::Receiver<Event>) {
-        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        (self.new_stream(Attached::Sse(tx)), rx)
+        let (attached, rx) = Attached::sse();
+        (self.new_stream(attached), rx)
     }
 }
 
@@ -337,8 +337,8 @@ impl HttpSession {
         &self,
         id: &RequestId,
     ) -> Result<(u64, mpsc::Receiver<Event>), StreamError> {
-        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        Ok((self.open_stream(id, Attached::Sse(tx))?, rx))
+        let (attached, rx) = Attached::sse();
+        Ok((self.open_stream(id, attached)?, rx))
     }
 
     /// Opens the stream of client request `id` answered with one JSON body: its response.
@@ -384,8 +384,8 @@ impl HttpSession {
             if state.attached.as_ref().is_some_and(Attached::is_live) {
                 return Err(StreamError::StandaloneTaken);
             }
-            let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-            state.attached = Some(Attached::Sse(tx));
+            let (attached, rx) = Attached::sse();
+            state.attached = Some(attached);
             return Ok((stream, rx));
         }
         let (stream, rx) = routes.new_sse_stream();
@@ -404,8 +404,8 @@ impl HttpSession {
             let mut routes = lock(&self.routes);
             match routes.streams.get_mut(&last.stream) {
                 Some(state) => {
-                    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-                    state.attached = Some(Attached::Sse(tx));
+                    let (attached, rx) = Attached::sse();
+                    state.attached = Some(attached);
                     Some(rx)
                 }
                 None => None,
@@ -449,6 +449,21 @@ pub(crate) struct SessionSender {
     events: Arc<dyn EventStore>,
     /// To forget the token of a request answered without its handler having taken it.
     client: crate::context::SharedClientState,
+}
+
+impl SessionSender {
+    /// Detaches `tx` from `stream` (if still attached there) unless an event was `sent` to it.
+    fn detach_unless(&self, sent: bool, stream: u64, tx: &mpsc::Sender<Event>) {
+        if sent {
+            return;
+        }
+        let mut routes = lock(&self.routes);
+        if let Some(state) = routes.streams.get_mut(&stream)
+            && matches!(&state.attached, Some(Attached::Sse(a)) if a.same_channel(tx))
+        {
+            state.attached = None;
+        }
+    }
 }
 
 impl TransportSender for SessionSender {
@@ -499,12 +514,9 @@ impl TransportSender for SessionSender {
                     let position = EventPosition { stream, seq: state.next_seq };
                     state.next_seq += 1;
                     let attached = match &state.attached {
-                        Some(Attached::Sse(tx)) => Some(Target::Sse(tx.clone())),
+                        Some(Attached::Sse(tx)) => Some(Attached::Sse(tx.clone())),
                         // Only its response goes to a JSON-mode stream, which then ends.
-                        Some(Attached::Json(_)) if finishes => match state.attached.take() {
-                            Some(Attached::Json(tx)) => Some(Target::Json(tx)),
-                            _ => None,
-                        },
+                        Some(Attached::Json(_)) if finishes => state.attached.take(),
                         _ => None,
                     };
                     // A JSON-mode stream is one HTTP body: nothing to resume, nothing to keep.
@@ -531,19 +543,13 @@ impl TransportSender for SessionSender {
             self.events.append(&self.session, position, &message).await;
         }
         match attached {
-            Some(Target::Sse(tx)) => {
+            Some(Attached::Sse(tx)) => {
                 // Never wait for a slow connection: one that cannot keep up (or went away) is
                 // detached, and its client resumes from the store with `Last-Event-ID`.
-                let refused = tx.try_send(Event { position, message }).is_err();
-                let mut routes = if refused { Some(lock(&self.routes)) } else { None };
-                if let Some(state) =
-                    routes.as_mut().and_then(|r| r.streams.get_mut(&position.stream))
-                    && matches!(&state.attached, Some(Attached::Sse(a)) if a.same_channel(&tx))
-                {
-                    state.attached = None;
-                }
+                let sent = tx.try_send(Event { position, message }).is_ok();
+                self.detach_unless(sent, position.stream, &tx);
             }
-            Some(Target::Json(tx)) => {
+            Some(Attached::Json(tx)) => {
                 // Its client may have gone: the answer has nowhere else to go.
                 let _ = tx.send(Event { position, message });
             }

@@ -398,7 +398,7 @@ impl Connection {
         self: &Arc<Self>,
         request: Request,
         via: AnswerVia,
-    ) -> std::result::Result<tracing::instrument::Instrumented<Serve>, Message> {
+    ) -> std::result::Result<impl Future<Output = ()> + Send + use<>, Message> {
         let Request { id, method, params } = request;
         let span = self.server_span(&method, &id, params.as_ref());
         let admitted = span.in_scope(|| self.start_request(id, method, params, &span, via));
@@ -426,7 +426,7 @@ impl Connection {
         params: Option<Value>,
         span: &tracing::Span,
         via: AnswerVia,
-    ) -> std::result::Result<Serve, Message> {
+    ) -> std::result::Result<impl Future<Output = ()> + Send + use<>, Message> {
         let Some(handler) = self.common.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
             let error = ErrorObject::method_not_found(&method);
@@ -461,7 +461,7 @@ impl Connection {
         ctx.after_answer = Some(after.clone());
         let conn = self.clone();
         let request_span = span.clone();
-        Ok(Box::pin(async move {
+        Ok(async move {
             let outcome = tokio::select! {
                 biased;
                 _ = token.cancelled() => None,
@@ -501,7 +501,7 @@ impl Connection {
             if conn.send_now(message, Some(id), Some(room)).is_ok() {
                 after.run();
             }
-        }))
+        })
     }
 
     /// The context a handler of request `id` runs in, bound to this connection.
@@ -655,9 +655,6 @@ impl Connection {
         self.send(answer, None).await
     }
 }
-
-/// A request's handler and its answer, as one future: spawned, or polled where it was admitted.
-pub(crate) type Serve = crate::engine::BoxFuture<'static, ()>;
 
 /// How an admitted request's answer leaves.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -230,6 +230,16 @@ async fn an_idle_kept_alive_connection_is_closed() {
     only_a_half_sent_head_counts(addr, &endpoint).await;
 }
 
+#[tokio::test]
+async fn on_threads_of_its_own_a_half_sent_head_is_still_closed_after_the_header_timeout() {
+    let two = ConnectionThreads::Own(std::num::NonZeroUsize::new(2).unwrap());
+    let (addr, endpoint) = start(HttpConfig::new().connections(quick().threads(two))).await;
+    // The idle connection (closed, not counted) and the half-sent head land on both threads.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(read_to_close(&mut idle).await, "");
+    only_a_half_sent_head_counts(addr, &endpoint).await;
+}
+
 // A client that stops reading is cut after the write timeout.
 
 /// A listener, and a client socket for it, whose buffers are small: a client that stops
@@ -270,6 +280,39 @@ async fn an_http_client_that_reads_nothing_is_cut_after_the_write_timeout() {
     // The connection is gone: what the sockets held, then the end.
     let got = read_to_close(&mut tcp).await;
     assert!(got.len() < 3 * 1024 * 1024, "the whole answer went out: {} bytes", got.len());
+    assert_eq!(endpoint.refusals().count(RefusalKind::WriteTimeout), 1);
+}
+
+#[tokio::test]
+async fn a_session_client_that_reads_nothing_is_cut_and_the_session_serves_on() {
+    let connections = ConnectionConfig::new().write_timeout(Some(Duration::from_millis(300)));
+    let endpoint = StreamableHttp::new(server(), HttpConfig::new().connections(connections));
+    let (listener, client) = small_buffers();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.clone().serve_at(listener, "/mcp"));
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let id = session.id.clone().unwrap();
+    // A 3 MB answer on the request's SSE stream, whose handler runs as that body is polled,
+    // and a client that never reads it.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"pad": "x".repeat(3 * 1024 * 1024)}}})
+    .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {id}\r\n\
+         content-length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut tcp = client.connect(addr).await.unwrap();
+    tcp.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+    eventually("the write timeout", || endpoint.refusals().count(RefusalKind::WriteTimeout) > 0)
+        .await;
+    // The session's sender is not held by the request whose client stalled: the next one
+    // is answered.
+    let answer = session.call(2, "echo", json!({"after": "stall"})).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.text().await.unwrap().contains("stall"));
     assert_eq!(endpoint.refusals().count(RefusalKind::WriteTimeout), 1);
 }
 

@@ -123,8 +123,8 @@ pub async fn serve(server: Server, listen: &Listen) -> Result<(), ServeError> {
         Listen::Stdio => {
             let grace = std::time::Duration::from_secs(10);
             mcpl_server::stdio::serve_until(server, crate::shutdown_signal(), grace).await?;
-            // The runtime would wait for its stdin reader (a blocking thread) until stdin
-            // closes.
+            // Unless stdin is a pipe, the runtime would wait for its stdin reader (a blocking
+            // thread) until stdin closes.
             std::process::exit(0)
         }
         Listen::WebSocket(addr) => {

@@ -49,8 +49,10 @@ pub async fn serve(server: Server) -> Result<()> {
 /// session closes (its handlers stop, and so do its task handlers, their tasks recorded
 /// `cancelled`) and this returns.
 ///
-/// Tokio reads stdin on a blocking thread that its runtime waits for when it shuts down, so
-/// a process whose stdin is still open should exit once this returns (as below).
+/// Stdin that is a pipe is read through the runtime's IO driver (on Unix: see
+/// [`mcpl_core::transport::stdio`]); any other stdin (a terminal, or on Windows) is read by
+/// tokio on a blocking thread that its runtime waits for when it shuts down, so a portable
+/// process whose stdin may still be open exits once this returns (as below).
 ///
 /// # Errors
 ///

@@ -58,6 +58,7 @@ async fn main() -> ExitCode {
             1
         }
     };
-    // The runtime would wait for its stdin reader (a blocking thread) until stdin closes.
+    // Unless stdin is a pipe, the runtime would wait for its stdin reader (a blocking thread)
+    // until stdin closes.
     std::process::exit(code)
 }

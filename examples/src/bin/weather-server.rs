@@ -12,6 +12,7 @@ async fn main() -> mcpl_core::Result<()> {
         GRACE,
     )
     .await?;
-    // The runtime would wait for its stdin reader (a blocking thread) until stdin closes.
+    // Unless stdin is a pipe, the runtime would wait for its stdin reader (a blocking thread)
+    // until stdin closes.
     std::process::exit(0)
 }

@@ -51,6 +51,7 @@ pub mod embed;
 mod handler;
 mod lazy_meta;
 mod options;
+mod outgoing;
 mod refusal;
 mod room;
 mod table;
@@ -68,6 +69,7 @@ use self::handler::{SharedNotificationHandler, SharedRequestHandler};
 #[doc(hidden)]
 pub use self::lazy_meta::LazyMeta;
 pub use self::options::{DEFAULT_REQUEST_TIMEOUT, ProgressUpdate, RequestOptions};
+use self::outgoing::Queue;
 pub use self::refusal::Refusal;
 pub use tokio_util::sync::CancellationToken;
 
@@ -595,7 +597,7 @@ impl Engine {
         let mut attempt = Attempt { shared: &self.shared, generation, done: false };
 
         let (sender, receiver) = transport.start().await?;
-        let (conn, starter) = Connection::new(generation, &self.shared, None);
+        let conn = Connection::queued(generation, &self.shared, Queue::new(sender), None);
         let still_ours = {
             let mut state = lock(&self.shared.state);
             let ours = state.generation() == Some(generation);
@@ -609,8 +611,8 @@ impl Engine {
             }
             ours
         };
-        // The tasks start only once the slot holds the connection.
-        starter.run(&conn, sender, receiver);
+        // Reading starts only once the slot holds the connection.
+        conn.start_reading(receiver);
         if !still_ours {
             // `close` ran while the transport was starting.
             attempt.done = true;
@@ -671,7 +673,7 @@ impl Engine {
         sender: S,
     ) -> Result<()> {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::new(generation, &self.shared, data.map(Arc::from));
+        let (conn, starter) = Connection::inline(generation, &self.shared, data.map(Arc::from));
         conn.serve_inline(starter, request, meta, sender).await
     }
 
@@ -693,7 +695,7 @@ impl Engine {
         Fut: Future,
     {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::new(generation, &self.shared, data.map(Arc::from));
+        let (conn, starter) = Connection::inline(generation, &self.shared, data.map(Arc::from));
         let meta = meta.map_or(lazy_meta::MetaSlot::Absent, lazy_meta::MetaSlot::Lazy);
         conn.run_inline(starter, (id, method.into()), meta, sender, handler).await
     }

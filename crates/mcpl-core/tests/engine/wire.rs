@@ -151,3 +151,67 @@ async fn the_notification_budget_is_configurable() {
     assert!(through < 16, "{through} notifications of 16 KB taken in while the handler was stuck");
     assert_eq!(handled, 100);
 }
+
+/// A client engine on one end of a pipe of `buffer` bytes; the test reads raw lines on the
+/// other end (and holds its write half, so the pipe stays open).
+async fn raw_peer_of_a_client(
+    buffer: usize,
+) -> (Engine, mcpl_core::engine::Peer, impl AsyncBufReadExt + Unpin, impl AsyncWriteExt + Unpin) {
+    let (ours, theirs) = tokio::io::duplex(buffer);
+    let (r, w) = tokio::io::split(theirs);
+    let client = Engine::new();
+    let peer = client.connect(LineTransport::new(r, w)).await.unwrap();
+    let (r, w) = tokio::io::split(ours);
+    (client, peer, BufReader::new(r), w)
+}
+
+#[tokio::test]
+async fn a_request_dropped_halfway_through_its_write_still_goes_out_whole() {
+    // A request is written on its caller's task; the pipe holds 64 bytes and nobody reads it
+    // yet, so the write is halfway through when the caller gives up.
+    let (_client, peer, mut theirs, _w) = raw_peer_of_a_client(64).await;
+    let pad = "x".repeat(10_000);
+    let call = peer.request("echo", Some(json!({"pad": pad})), RequestOptions::new());
+    assert!(tokio::time::timeout(Duration::from_millis(100), call).await.is_err());
+    // The whole request arrives, then the cancel of the abandoned request: the stream is
+    // whole lines of JSON.
+    let request = line(&mut theirs).await;
+    assert_eq!(request["method"], "echo");
+    assert_eq!(request["params"]["pad"].as_str().map(str::len), Some(10_000));
+    let cancel = line(&mut theirs).await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], request["id"]);
+}
+
+#[tokio::test]
+async fn closing_waits_for_a_write_in_progress_and_then_closes_the_pipe() {
+    let (client, peer, mut theirs, _w) = raw_peer_of_a_client(64).await;
+    let pad = "y".repeat(10_000);
+    let call = peer.request("echo", Some(json!({"pad": pad})), RequestOptions::new());
+    // Dropped halfway, its write goes on in a task of its own.
+    assert!(tokio::time::timeout(Duration::from_millis(100), call).await.is_err());
+    let reader = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut all = String::new();
+        let mut chunk = String::new();
+        while tokio::time::timeout(Duration::from_secs(5), theirs.read_line(&mut chunk))
+            .await
+            .unwrap()
+            .unwrap()
+            > 0
+        {
+            all.push_str(&chunk);
+            chunk.clear();
+        }
+        all
+    });
+    let start = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), client.close()).await.unwrap().unwrap();
+    // The close waited for the write, which could not end before the reader started.
+    assert!(start.elapsed() >= Duration::from_millis(150), "closed after {:?}", start.elapsed());
+    // The pipe reached its end (the reader saw it) with every line whole.
+    let all = tokio::time::timeout(Duration::from_secs(10), reader).await.unwrap().unwrap();
+    let lines: Vec<Value> = all.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["params"]["pad"].as_str().map(str::len), Some(10_000));
+    assert!(all.ends_with('\n'));
+}

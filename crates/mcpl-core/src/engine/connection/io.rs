@@ -1,17 +1,14 @@
-//! The connection's I/O: [`Outbound`] (what it has to write, bounded and prioritised), the
-//! writer loop that drains it under the write timeout, and the reader loop.
+//! The connection's I/O: [`Outbound`] (what it has to write, bounded), one write under the
+//! write timeout, and the reader loop (the writing itself is [`super::super::outgoing`]'s).
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-
-use futures::StreamExt;
-use futures::channel::mpsc::UnboundedReceiver;
 
 use super::super::room::Held;
 use super::super::{CloseReason, Refusal};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{ErrorObject, ErrorResponse, Message, RequestId};
-use crate::transport::{Incoming, TransportReceiver, TransportSender};
+use crate::transport::{Incoming, TransportReceiver};
 
 use super::*;
 
@@ -42,53 +39,6 @@ pub(crate) async fn write_within(
             Err(Error::WriteTimeout { timeout })
         }
     }
-}
-
-pub(super) async fn write_loop<S: TransportSender>(
-    conn: Arc<Connection>,
-    mut sender: S,
-    mut rx: UnboundedReceiver<Outbound>,
-) -> Result<()> {
-    let closed = conn.closed.clone();
-    let timeout = conn.common.config.write_timeout;
-    // Do not keep the connection alive from its own writer.
-    let weak = Arc::downgrade(&conn);
-    drop(conn);
-    loop {
-        tokio::select! {
-            biased;
-            item = rx.next() => {
-                let Some(item) = item else { break };
-                if let Some(conn) = weak.upgrade() {
-                    conn.taken(&item);
-                }
-                let send = sender.send_related(item.message, item.related);
-                if let Err(e) = write_within(send, timeout, &weak).await {
-                    tracing::debug!(error = %e, "transport send failed");
-                    if let Some(conn) = weak.upgrade() {
-                        conn.lost(CloseReason::Failed(Arc::new(e)));
-                    }
-                    return sender.close().await;
-                }
-            }
-            _ = closed.cancelled() => break,
-        }
-    }
-    // Flush what was queued before the close (each write still bounded by the timeout: a
-    // peer that stopped reading is not told twice), then close the transport.
-    while let Ok(item) = rx.try_recv() {
-        let send = sender.send_related(item.message, item.related);
-        let flushed = match timeout {
-            Some(timeout) => {
-                tokio::time::timeout(timeout, send).await.unwrap_or(Err(Error::ConnectionClosed))
-            }
-            None => send.await,
-        };
-        if flushed.is_err() {
-            break;
-        }
-    }
-    sender.close().await
 }
 
 pub(super) async fn read_loop<R: TransportReceiver>(

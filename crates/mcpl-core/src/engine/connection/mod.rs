@@ -10,16 +10,16 @@ use futures::FutureExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::driven::Queue;
 use super::handler::{
     AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
 };
 use super::lazy_meta::MetaSlot;
 use super::options::ProgressUpdate;
+use super::outgoing::{Queue, Sending};
 use super::room::{Held, Reservation, Room, weigh};
 use super::table::Table;
 use super::{CloseReason, Common, Refusal, Shared, lock};
@@ -28,42 +28,19 @@ use crate::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
 };
 use crate::trace::{self, Direction, TraceFacts};
-use crate::transport::{TransportEvent, TransportReceiver, TransportSender};
+use crate::transport::{TransportEvent, TransportReceiver};
 
 mod inline;
 mod io;
 mod peer;
 
+use self::io::read_loop;
 pub(crate) use self::io::{Outbound, write_within};
-use self::io::{read_loop, write_loop};
 pub use self::peer::Peer;
 
-/// The parts of a new connection its tasks take when they start.
+/// What an inline-served connection's caller takes: what its handler sends meanwhile.
 pub(crate) struct Starter {
     outbound_rx: UnboundedReceiver<Outbound>,
-}
-
-impl Starter {
-    /// Starts the writer, reader and notifier tasks of `conn` over a started transport.
-    pub(crate) fn run<S, R>(self, conn: &Arc<Connection>, sender: S, receiver: R)
-    where
-        S: TransportSender,
-        R: TransportReceiver,
-    {
-        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
-        let queue = NotifyQueue { tx: notify_tx, budget: conn.notification_budget() };
-        // The tasks run in the span the connection was made in (a server's `mcp.ws`, say): the
-        // spans of the requests they serve are its children.
-        let writer =
-            tokio::spawn(write_loop(conn.clone(), sender, self.outbound_rx).in_current_span());
-        let notifier = tokio::spawn(notify_loop(conn.clone(), notify_rx).in_current_span());
-        let reader = tokio::spawn(read_loop(conn.clone(), receiver, queue).in_current_span());
-        *lock(&conn.tasks) = Some(Box::new(Tasks {
-            writer: Some(writer),
-            reader: Some(reader.abort_handle()),
-            notifier: Some(notifier.abort_handle()),
-        }));
-    }
 }
 
 /// Runs a handler, turning a panic into a `-32603` answer instead of leaving the caller waiting.
@@ -133,20 +110,20 @@ struct PendingEntry {
     related: Option<(String, mpsc::UnboundedSender<Value>)>,
 }
 
-#[derive(Default)]
+/// The reader and notifier tasks of a connection started by `connect` (it has no writer task:
+/// see [`super::outgoing`]).
 struct Tasks {
-    writer: Option<JoinHandle<Result<()>>>,
-    reader: Option<AbortHandle>,
-    notifier: Option<AbortHandle>,
+    reader: AbortHandle,
+    notifier: AbortHandle,
 }
 
 /// Where a connection's outgoing messages go.
 enum Outlet {
-    /// To the writer task (connections started by `connect` or served inline).
-    Channel(UnboundedSender<Outbound>),
-    /// To a queue drained on demand (connections driven by their owner; see
-    /// [`super::Driven`]).
+    /// To the outgoing queue (connections started by `connect`, and those driven by their
+    /// owner: see [`super::Driven`]).
     Queue(Queue),
+    /// To the caller of a request served inline, which forwards them as its handler runs.
+    Channel(UnboundedSender<Outbound>),
 }
 
 pub(crate) struct Connection {
@@ -174,8 +151,9 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Creates a connection whose tasks are not running yet; [`Starter::run`] starts them.
-    pub(crate) fn new(
+    /// Creates the connection of a request served inline: what its handler sends goes to the
+    /// returned [`Starter`]'s channel, for the caller to forward.
+    pub(crate) fn inline(
         generation: u64,
         shared: &Arc<Shared>,
         data: Option<Arc<dyn Any + Send + Sync>>,
@@ -187,8 +165,9 @@ impl Connection {
         (conn, Starter { outbound_rx })
     }
 
-    /// Creates a connection without tasks whose outgoing messages go to `queue`.
-    pub(crate) fn driven(
+    /// Creates a connection whose outgoing messages go to `queue`, without tasks (a
+    /// connection started by `connect` then starts reading: [`start_reading`](Self::start_reading)).
+    pub(crate) fn queued(
         generation: u64,
         shared: &Arc<Shared>,
         queue: Queue,
@@ -220,6 +199,20 @@ impl Connection {
         })
     }
 
+    /// Starts the reader and notifier tasks of a connection started by `connect`.
+    pub(crate) fn start_reading<R: TransportReceiver>(self: &Arc<Self>, receiver: R) {
+        let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+        let queue = NotifyQueue { tx: notify_tx, budget: self.notification_budget() };
+        // The tasks run in the span the connection was made in (a server's `mcp.ws`, say): the
+        // spans of the requests they serve are its children.
+        let notifier = tokio::spawn(notify_loop(self.clone(), notify_rx).in_current_span());
+        let reader = tokio::spawn(read_loop(self.clone(), receiver, queue).in_current_span());
+        *lock(&self.tasks) = Some(Box::new(Tasks {
+            reader: reader.abort_handle(),
+            notifier: notifier.abort_handle(),
+        }));
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.is_cancelled()
     }
@@ -248,6 +241,23 @@ impl Connection {
                 Ok(())
             }
         }
+    }
+
+    /// `message` sent on the caller's task, if nothing waits in the outgoing queue (the
+    /// returned future sends it as it is polled, and goes on by itself if dropped); else
+    /// `message` back, to be queued. Never from the reader task (see [`super::outgoing`]).
+    fn send_here(
+        self: &Arc<Self>,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<Sending, Message> {
+        let Outlet::Queue(queue) = &self.outbound else { return Err(message) };
+        if self.closed.is_cancelled() {
+            return Err(message);
+        }
+        let Some(sender) = queue.take_idle() else { return Err(message) };
+        trace::message(Direction::Out, &message);
+        Ok(queue.sending(self, sender, Outbound { message, related, held: Held::default() }))
     }
 
     /// Queues `message` once the outgoing queue has room for it.
@@ -327,37 +337,16 @@ impl Connection {
             let _ = entry.tx.send(Err(Error::ConnectionClosed));
         }
         // 4. The transport closes; a close that never finishes is abandoned after a bound.
-        let tasks = lock(&self.tasks).take().map(|tasks| *tasks).unwrap_or_default();
-        if let Some(reader) = tasks.reader {
-            reader.abort();
+        if let Some(tasks) = lock(&self.tasks).take() {
+            tasks.reader.abort();
+            tasks.notifier.abort();
         }
-        if let Some(notifier) = tasks.notifier {
-            notifier.abort();
-        }
-        let writer = match (&self.outbound, tasks.writer) {
-            (_, Some(writer)) => Some(writer),
-            (Outlet::Queue(queue), None) => queue.close(),
-            (Outlet::Channel(_), None) => None,
-        };
-        let result = match writer {
-            Some(writer) => {
-                let abort = writer.abort_handle();
-                match tokio::time::timeout(self.common.config.close_timeout, writer).await {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(join)) => Err(Error::transport("transport writer task failed", join)),
-                    Err(_) => {
-                        abort.abort();
-                        Err(Error::Transport {
-                            context: format!(
-                                "transport close did not finish within {:?}",
-                                self.common.config.close_timeout
-                            ),
-                            source: None,
-                        })
-                    }
-                }
-            }
-            None => Ok(()),
+        let result = match &self.outbound {
+            Outlet::Queue(queue) => match queue.close(self.write_timeout()) {
+                Some(closing) => closing.within(self.common.config.close_timeout).await,
+                None => Ok(()),
+            },
+            Outlet::Channel(_) => Ok(()),
         };
         tracing::debug!(generation = self.generation, "connection closed");
         result
@@ -383,7 +372,7 @@ impl Connection {
     /// Starts the handler of `request` in a task of its own; returns the answer to send at
     /// once instead when it cannot run.
     fn dispatch_request(self: &Arc<Self>, request: Request) -> Option<Message> {
-        match self.admit_request(request, AnswerVia::Queue) {
+        match self.admit_request(request) {
             Ok(serve) => {
                 tokio::spawn(serve);
                 None
@@ -392,16 +381,17 @@ impl Connection {
         }
     }
 
-    /// Admits `request`: the future that runs its handler and answers it (`via` says how),
-    /// in the request's span, or the answer to send at once when it cannot run.
+    /// Admits `request`: the future that runs its handler and answers it, in the request's
+    /// span, or the answer to send at once when it cannot run. The answer goes out on the task
+    /// that runs the future when nothing waits in the outgoing queue before it (else it is
+    /// queued behind).
     pub(crate) fn admit_request(
         self: &Arc<Self>,
         request: Request,
-        via: AnswerVia,
     ) -> std::result::Result<impl Future<Output = ()> + Send + use<>, Message> {
         let Request { id, method, params } = request;
         let span = self.server_span(&method, &id, params.as_ref());
-        let admitted = span.in_scope(|| self.start_request(id, method, params, &span, via));
+        let admitted = span.in_scope(|| self.start_request(id, method, params, &span));
         match admitted {
             Ok(serve) => Ok(serve.instrument(span)),
             Err(refusal) => {
@@ -425,7 +415,6 @@ impl Connection {
         method: String,
         params: Option<Value>,
         span: &tracing::Span,
-        via: AnswerVia,
     ) -> std::result::Result<impl Future<Output = ()> + Send + use<>, Message> {
         let Some(handler) = self.common.handlers.request_handler(&method) else {
             tracing::debug!(%method, "no handler for request");
@@ -475,20 +464,17 @@ impl Connection {
             };
             trace::record_answer(&request_span, tool_call, &outcome);
             let message = answer(id.clone(), outcome);
-            if via == AnswerVia::Here
-                && let Outlet::Queue(queue) = &conn.outbound
-                && !conn.closed.is_cancelled()
-                && let Some(sender) = queue.take_idle()
-            {
-                // Nothing waits in the queue: the answer goes out on this task, never waiting
-                // there, so it takes no room in it.
-                lock(&conn.inflight).remove(&id);
-                trace::message(Direction::Out, &message);
-                let item = Outbound { message, related: Some(id), held: Held::default() };
-                queue.send_taken(&conn, sender, item).await;
-                after.run();
-                return;
-            }
+            let message = match conn.send_here(message, Some(id.clone())) {
+                Ok(sending) => {
+                    // Nothing waits in the queue: the answer goes out on this task, never
+                    // waiting there, so it takes no room in it.
+                    lock(&conn.inflight).remove(&id);
+                    sending.await;
+                    after.run();
+                    return;
+                }
+                Err(message) => message,
+            };
             // The request counts as in flight until its answer is queued: a peer that does not
             // read holds up its own requests, not the server's memory.
             let room = tokio::select! {
@@ -654,16 +640,6 @@ impl Connection {
     pub(crate) async fn answer_now(self: &Arc<Self>, answer: Message) -> Result<()> {
         self.send(answer, None).await
     }
-}
-
-/// How an admitted request's answer leaves.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum AnswerVia {
-    /// Queued, for the connection's writer (or a drain task) to send.
-    Queue,
-    /// Sent on the task that runs the handler, when nothing waits in the queue before it
-    /// (connections driven by their owner; see [`super::Driven::serve`]).
-    Here,
 }
 
 /// What is left to do with an incoming message once [`Connection::receive`] acted on it.

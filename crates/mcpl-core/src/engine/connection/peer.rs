@@ -153,20 +153,28 @@ impl Peer {
         };
         let params = with_meta(params, meta, progress_tx.as_ref().map(|_| &id));
         let request: Message = Request::new(id.clone(), method, params).into();
-        // Room in the outgoing queue first: the wait counts toward the request's timeout, and
-        // a request that never went out needs no cancelling.
-        let room = tokio::select! {
-            biased;
-            room = conn.reserve(weigh(&request)) => room.ok_or(Error::ConnectionClosed)?,
-            _ = cancel.cancelled() => {
-                return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
-            }
-            _ = served.cancelled() => {
-                return Err(if conn.is_closed() { Error::ConnectionClosed } else { served_cancelled() });
-            }
-            _ = &mut sleep => {
-                return Err(Error::RequestTimeout { method: method.to_owned(), elapsed: start.elapsed() });
-            }
+        // Sent on this task when nothing waits in the outgoing queue; else queued, in room
+        // waited for first: the wait counts toward the request's timeout, and a request that
+        // never went out needs no cancelling.
+        let (mut sending, request) = match conn.send_here(request, self.related.clone()) {
+            Ok(sending) => (sending, None),
+            Err(request) => (Sending::done(), Some(request)),
+        };
+        let room = match &request {
+            None => None,
+            Some(request) => tokio::select! {
+                biased;
+                room = conn.reserve(weigh(request)) => Some(room.ok_or(Error::ConnectionClosed)?),
+                _ = cancel.cancelled() => {
+                    return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
+                }
+                _ = served.cancelled() => {
+                    return Err(if conn.is_closed() { Error::ConnectionClosed } else { served_cancelled() });
+                }
+                _ = &mut sleep => {
+                    return Err(Error::RequestTimeout { method: method.to_owned(), elapsed: start.elapsed() });
+                }
+            },
         };
         let (tx, mut rx) = oneshot::channel();
         let (related_tx, mut related_rx, on_related) = match related {
@@ -179,7 +187,9 @@ impl Peer {
         lock(&conn.pending)
             .insert(id.clone(), PendingEntry { tx, progress: progress_tx, related: related_tx });
         let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
-        if let Err(e) = conn.send_now(request, self.related.clone(), Some(room)) {
+        if let Some(request) = request
+            && let Err(e) = conn.send_now(request, self.related.clone(), room)
+        {
             guard.disarm();
             return Err(e);
         }
@@ -187,6 +197,7 @@ impl Peer {
         loop {
             tokio::select! {
                 biased;
+                () = &mut sending, if !sending.is_done() => {}
                 result = &mut rx => {
                     guard.disarm();
                     // Progress sent before the response was routed before it: deliver it first.

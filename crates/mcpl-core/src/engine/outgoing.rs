@@ -1,0 +1,353 @@
+//! A connection's outgoing queue: what it has to write goes out in order, sent on the task of
+//! whoever sends it when nothing waits before it, else by a short-lived drain task.
+//!
+//! A connection has no writer task of its own. A sender that finds the queue idle takes the
+//! transport's sender and writes on its own task ([`Queue::take_idle`], [`Queue::sending`]):
+//! a client's request or a handler's answer reaches the transport with no hop to another task.
+//! What others queue meanwhile waits and is drained, in order, by a task spawned while there
+//! is something to send. An idle connection holds the sender and nothing else.
+//!
+//! A write once started is finished: a sending future dropped halfway ([`Sending`]) goes on
+//! in a task of its own, so a byte stream (stdio, a socket) never carries half a message. The
+//! reader task never writes this way (it queues): a reader blocked on a peer that does not
+//! read would stop reading that peer, and two such peers would wait for each other.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Poll, ready};
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::connection::{Connection, Outbound, write_within};
+use super::{CloseReason, lock};
+use crate::engine::BoxFuture;
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Message, RequestId};
+use crate::transport::TransportSender;
+
+/// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
+pub(crate) trait DynSender: Send {
+    fn send_related(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> BoxFuture<'_, Result<()>>;
+    fn close(self: Box<Self>) -> BoxFuture<'static, Result<()>>;
+}
+
+impl<S: TransportSender> DynSender for S {
+    fn send_related(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> BoxFuture<'_, Result<()>> {
+        Box::pin(TransportSender::send_related(self, message, related))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, Result<()>> {
+        Box::pin(TransportSender::close(*self))
+    }
+}
+
+#[derive(Default)]
+struct QueueState {
+    items: VecDeque<Outbound>,
+    /// The sender, while nobody sends with it.
+    sender: Option<Box<dyn DynSender>>,
+    /// Whether someone (a drain task, or a caller with [`Queue::take_idle`]) holds the sender.
+    draining: bool,
+    /// Whether the connection closed: the sender is closed once the queue is empty.
+    closing: bool,
+    /// Told how closing the sender went, by whoever holds it when the connection closes.
+    closed: Option<oneshot::Sender<Result<()>>>,
+}
+
+/// The outgoing queue of a connection.
+pub(crate) struct Queue {
+    state: Arc<Mutex<QueueState>>,
+}
+
+impl Queue {
+    pub(crate) fn new<S: TransportSender>(sender: S) -> Queue {
+        let state = QueueState { sender: Some(Box::new(sender)), ..QueueState::default() };
+        Queue { state: Arc::new(Mutex::new(state)) }
+    }
+
+    /// Queues a message; starts a drain task unless the sender is in use.
+    pub(crate) fn push(&self, conn: &Arc<Connection>, item: Outbound) {
+        let start = {
+            let mut state = lock(&self.state);
+            state.items.push_back(item);
+            !std::mem::replace(&mut state.draining, true)
+        };
+        if start {
+            spawn_drain(&self.state, conn);
+        }
+    }
+
+    /// The sender, if nothing waits in the queue and nobody sends: the caller sends with it
+    /// ([`sending`](Self::sending)); meanwhile what others queue waits.
+    pub(crate) fn take_idle(&self) -> Option<Box<dyn DynSender>> {
+        let mut state = lock(&self.state);
+        if state.draining || state.closing || !state.items.is_empty() {
+            return None;
+        }
+        let sender = state.sender.take();
+        state.draining = sender.is_some();
+        sender
+    }
+
+    /// Sends `item` with the `sender` [`take_idle`](Self::take_idle) gave, on the task that
+    /// polls the returned future, then hands the sender back; what others queued meanwhile is
+    /// drained by a task of its own, so the caller waits for its own message only. Dropped
+    /// before it is done, the send goes on in a task of its own.
+    pub(crate) fn sending(
+        &self,
+        conn: &Arc<Connection>,
+        sender: Box<dyn DynSender>,
+        item: Outbound,
+    ) -> Sending {
+        let (state, weak, timeout) =
+            (self.state.clone(), Arc::downgrade(conn), conn.write_timeout());
+        Sending(Some(Box::pin(async move {
+            if let Drained::HandOff = drain_with(&state, &weak, timeout, sender, Some(item)).await
+                && let Some(conn) = weak.upgrade()
+            {
+                spawn_drain(&state, &conn);
+            }
+        })))
+    }
+
+    /// Marks the queue closed: the sender is closed once what is queued was sent (each write
+    /// within `timeout`, if any), by a task of its own or by whoever sends with it now. `None`
+    /// if it was closed already.
+    pub(crate) fn close(&self, timeout: Option<Duration>) -> Option<Closing> {
+        let mut state = lock(&self.state);
+        state.closing = true;
+        if state.draining {
+            let (tx, rx) = oneshot::channel();
+            state.closed = Some(tx);
+            return Some(Closing::Told(rx));
+        }
+        let sender = state.sender.take()?;
+        let items = std::mem::take(&mut state.items);
+        drop(state);
+        Some(Closing::Task(tokio::spawn(async move {
+            let mut sender = sender;
+            for item in items {
+                let send = sender.send_related(item.message, item.related);
+                let sent = match timeout {
+                    Some(timeout) => tokio::time::timeout(timeout, send)
+                        .await
+                        .unwrap_or(Err(Error::ConnectionClosed)),
+                    None => send.await,
+                };
+                if sent.is_err() {
+                    break;
+                }
+            }
+            sender.close().await
+        })))
+    }
+}
+
+/// The sender of a closed connection closing: see [`Queue::close`].
+pub(crate) enum Closing {
+    /// A task of its own sends what was queued and closes the sender.
+    Task(JoinHandle<Result<()>>),
+    /// Whoever held the sender closes it when done, and says how it went.
+    Told(oneshot::Receiver<Result<()>>),
+}
+
+impl Closing {
+    /// Waits for the sender to be closed, at most `bound` (then it is abandoned).
+    pub(crate) async fn within(self, bound: Duration) -> Result<()> {
+        let late = || Error::Transport {
+            context: format!("transport close did not finish within {bound:?}"),
+            source: None,
+        };
+        match self {
+            Closing::Task(task) => {
+                let abort = task.abort_handle();
+                match tokio::time::timeout(bound, task).await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(join)) => Err(Error::transport("transport close task failed", join)),
+                    Err(_) => {
+                        abort.abort();
+                        Err(late())
+                    }
+                }
+            }
+            Closing::Told(told) => match tokio::time::timeout(bound, told).await {
+                Ok(Ok(result)) => result,
+                // The holder is gone without a word (its task was dropped with the runtime).
+                Ok(Err(_)) => Ok(()),
+                Err(_) => Err(late()),
+            },
+        }
+    }
+}
+
+/// Starts a drain task (`draining` is set): what is queued goes out in order.
+fn spawn_drain(state: &Arc<Mutex<QueueState>>, conn: &Arc<Connection>) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            let timeout = conn.write_timeout();
+            handle.spawn(drain(state.clone(), Arc::downgrade(conn), timeout));
+        }
+        Err(_) => {
+            tracing::warn!("connection used outside a Tokio runtime; message dropped");
+            let mut state = lock(state);
+            state.items.clear();
+            state.draining = false;
+        }
+    }
+}
+
+/// A message being sent on its caller's task: see [`Queue::sending`]. Dropped before it is
+/// done, the send goes on in a task of its own.
+#[must_use = "the message is sent as the future is polled (or once it is dropped)"]
+pub(crate) struct Sending(Option<BoxFuture<'static, ()>>);
+
+impl Sending {
+    /// A send that is over (nothing to send).
+    pub(crate) fn done() -> Sending {
+        Sending(None)
+    }
+
+    /// Whether the message went out (or there was none).
+    pub(crate) fn is_done(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl fmt::Debug for Sending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sending").field("done", &self.0.is_none()).finish()
+    }
+}
+
+impl Future for Sending {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let Some(send) = self.0.as_mut() else { return Poll::Ready(()) };
+        ready!(send.as_mut().poll(cx));
+        self.0 = None;
+        Poll::Ready(())
+    }
+}
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        // A write once started is finished: half a message would break the stream.
+        if let Some(send) = self.0.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(send);
+        }
+    }
+}
+
+/// Sends what is queued, in order, each write within `timeout` (if any), then ends (handing
+/// the sender back).
+async fn drain(
+    state: Arc<Mutex<QueueState>>,
+    conn: Weak<Connection>,
+    timeout: Option<std::time::Duration>,
+) {
+    let Some(sender) = lock(&state).sender.take() else {
+        lock(&state).draining = false;
+        return;
+    };
+    drain_with(&state, &conn, timeout, sender, None).await;
+}
+
+/// How [`drain_with`] ended.
+enum Drained {
+    /// Nothing left, or the sender closed.
+    Done,
+    /// `first` was sent and more is queued: the caller starts a [`drain`] task for it (the
+    /// sender is back in the state, `draining` still set).
+    HandOff,
+}
+
+/// [`drain`] with the sender taken (and `draining` set): `first` first, then what is queued.
+/// Given a `first`, it sends that one only and leaves the rest to a task of its own.
+async fn drain_with(
+    state: &Mutex<QueueState>,
+    conn: &Weak<Connection>,
+    timeout: Option<std::time::Duration>,
+    mut sender: Box<dyn DynSender>,
+    mut first: Option<Outbound>,
+) -> Drained {
+    // Past `first` (sent on the first turn), the rest is left to a task of its own.
+    let hand_off = first.is_some();
+    loop {
+        let next = match first.take() {
+            Some(item) => Some(item),
+            None => {
+                let mut s = lock(state);
+                if hand_off && !s.items.is_empty() {
+                    // The caller's own message is out; others' go on a task of their own
+                    // (which takes the sender back; `draining` stays set meanwhile).
+                    s.sender = Some(sender);
+                    return Drained::HandOff;
+                }
+                match s.items.pop_front() {
+                    Some(item) => Some(item),
+                    None => {
+                        s.draining = false;
+                        // An idle connection holds no queue memory.
+                        s.items = VecDeque::new();
+                        if !s.closing {
+                            s.sender = Some(sender);
+                            return Drained::Done;
+                        }
+                        None
+                    }
+                }
+            }
+        };
+        let Some(item) = next else {
+            // Closed while sending: this task closes the sender.
+            let closed = sender.close().await;
+            if let Err(e) = &closed {
+                tracing::debug!(error = %e, "closing a connection's sender failed");
+            }
+            tell_closed(state, closed);
+            return Drained::Done;
+        };
+        if let Some(conn) = conn.upgrade() {
+            conn.taken(&item);
+        }
+        let send = sender.send_related(item.message, item.related);
+        if let Err(e) = write_within(send, timeout, conn).await {
+            tracing::debug!(error = %e, "transport send failed");
+            {
+                let mut s = lock(state);
+                s.items.clear();
+                s.draining = false;
+                s.closing = true;
+            }
+            if let Some(conn) = conn.upgrade() {
+                conn.lost(CloseReason::Failed(Arc::new(e)));
+            }
+            let closed = sender.close().await;
+            tell_closed(state, closed);
+            return Drained::Done;
+        }
+    }
+}
+
+/// Tells a waiting [`Closing::Told`] how closing the sender went.
+fn tell_closed(state: &Mutex<QueueState>, closed: Result<()>) {
+    if let Some(tx) = lock(state).closed.take() {
+        let _ = tx.send(closed);
+    }
+}

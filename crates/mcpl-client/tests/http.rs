@@ -276,3 +276,92 @@ async fn an_authorization_challenge_reaches_the_caller_with_its_status_and_heade
     assert!(challenge.as_deref().unwrap().contains("resource_metadata="));
     assert!(!client.is_connected());
 }
+
+/// A server whose `held` tool answers only once the test releases it, and counts the held
+/// calls whose handler was dropped before answering (their client went away).
+fn holding_server(release: Arc<tokio::sync::Notify>, dropped: Arc<Mutex<u32>>) -> Server {
+    struct Dropped(Arc<Mutex<u32>>, bool);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            if !self.1 {
+                *self.0.lock().unwrap() += 1;
+            }
+        }
+    }
+    Server::builder("holding", "0.0.1")
+        .tool(Tool::new("held", ToolSchema::object()), move |_ctx, _args| {
+            let (release, dropped) = (release.clone(), dropped.clone());
+            async move {
+                let mut guard = Dropped(dropped, false);
+                release.notified().await;
+                guard.1 = true;
+                Ok(ToolOutput::text("released"))
+            }
+        })
+        .tool(Tool::new("quick", ToolSchema::object()), |_ctx, _args| async move {
+            Ok(ToolOutput::text("quick"))
+        })
+        .build()
+}
+
+async fn start_holding(
+    version: ProtocolVersion,
+) -> (Arc<Client>, Arc<tokio::sync::Notify>, Arc<Mutex<u32>>) {
+    let (release, dropped) = (Arc::new(tokio::sync::Notify::new()), Arc::new(Mutex::new(0)));
+    let http =
+        StreamableHttp::new(holding_server(release.clone(), dropped.clone()), HttpConfig::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, http.into_router("/mcp")));
+    let client = Client::new("c", "1").with_negotiation(Negotiation::pinned(version));
+    client.connect(transport(addr)).await.unwrap();
+    (Arc::new(client), release, dropped)
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_its_answer_holds_up_no_other_call() {
+    for version in [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25] {
+        let (client, release, _dropped) = start_holding(version).await;
+        let held = tokio::spawn({
+            let client = client.clone();
+            async move { client.call_tool("held", ()).await.unwrap() }
+        });
+        // Sent while the first call's POST waits for its answer: answered at once.
+        let quick = tokio::time::timeout(Duration::from_secs(10), client.call_tool("quick", ()))
+            .await
+            .expect("a call held up by another")
+            .unwrap();
+        assert_eq!(text(&quick), "quick");
+        assert!(!held.is_finished());
+        release.notify_one();
+        let held = tokio::time::timeout(Duration::from_secs(10), held).await.unwrap().unwrap();
+        assert_eq!(text(&held), "released");
+    }
+}
+
+#[tokio::test]
+async fn closing_ends_the_posts_of_calls_still_waiting() {
+    let (client, _release, dropped) = start_holding(ProtocolVersion::V2026_07_28).await;
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.call_tool("held", ()).await })
+        })
+        .collect();
+    // Every call reached its handler (or at least its POST is out) before the close.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::timeout(Duration::from_secs(10), client.close()).await.unwrap().unwrap();
+    for call in calls {
+        let outcome = tokio::time::timeout(Duration::from_secs(10), call).await.unwrap().unwrap();
+        assert_eq!(outcome.unwrap_err().kind(), ErrorKind::ConnectionClosed);
+    }
+    // The POSTs ended with the transport: the server sees its clients gone and drops the
+    // handlers that waited.
+    for _ in 0..200 {
+        if *dropped.lock().unwrap() == 3 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("handlers dropped: {} of 3", dropped.lock().unwrap());
+}

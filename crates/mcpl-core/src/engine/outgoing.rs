@@ -24,11 +24,12 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::connection::{Connection, Outbound, write_within};
+use super::room::Held;
 use super::{CloseReason, lock};
 use crate::engine::BoxFuture;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Message, RequestId};
-use crate::transport::TransportSender;
+use crate::transport::{SendApart, TransportSender};
 
 /// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
 pub(crate) trait DynSender: Send {
@@ -37,6 +38,11 @@ pub(crate) trait DynSender: Send {
         message: Message,
         related: Option<RequestId>,
     ) -> BoxFuture<'_, Result<()>>;
+    fn send_apart(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<SendApart, (Message, Option<RequestId>)>;
     fn close(self: Box<Self>) -> BoxFuture<'static, Result<()>>;
 }
 
@@ -47,6 +53,14 @@ impl<S: TransportSender> DynSender for S {
         related: Option<RequestId>,
     ) -> BoxFuture<'_, Result<()>> {
         Box::pin(TransportSender::send_related(self, message, related))
+    }
+
+    fn send_apart(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<SendApart, (Message, Option<RequestId>)> {
+        TransportSender::send_apart(self, message, related)
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, Result<()>> {
@@ -104,14 +118,25 @@ impl Queue {
 
     /// Sends `item` with the `sender` [`take_idle`](Self::take_idle) gave, on the task that
     /// polls the returned future, then hands the sender back; what others queued meanwhile is
-    /// drained by a task of its own, so the caller waits for its own message only. Dropped
-    /// before it is done, the send goes on in a task of its own.
+    /// drained by a task of its own, so the caller waits for its own message only. A message
+    /// the transport sends apart ([`TransportSender::send_apart`]) hands the sender back at
+    /// once and is then sent on this task while others send. Dropped before it is done, the
+    /// send goes on in a task of its own.
     pub(crate) fn sending(
         &self,
         conn: &Arc<Connection>,
-        sender: Box<dyn DynSender>,
+        mut sender: Box<dyn DynSender>,
         item: Outbound,
     ) -> Sending {
+        conn.taken(&item);
+        let Outbound { message, related, .. } = item;
+        let item = match sender.send_apart(message, related) {
+            Ok(apart) => {
+                hand_back(&self.state, conn, sender);
+                return Sending(Some(apart));
+            }
+            Err((message, related)) => Outbound { message, related, held: Held::default() },
+        };
         let (state, weak, timeout) =
             (self.state.clone(), Arc::downgrade(conn), conn.write_timeout());
         Sending(Some(Box::pin(async move {
@@ -191,6 +216,21 @@ impl Closing {
             },
         }
     }
+}
+
+/// Gives the sender back after a message went apart: others' messages queued meanwhile are
+/// drained by a task of their own; a connection that closed meanwhile has it closed there.
+fn hand_back(state: &Arc<Mutex<QueueState>>, conn: &Arc<Connection>, sender: Box<dyn DynSender>) {
+    let mut s = lock(state);
+    s.sender = Some(sender);
+    if s.items.is_empty() && !s.closing {
+        s.draining = false;
+        return;
+    }
+    drop(s);
+    // `draining` stays set: the drain task sends what waits (and closes the sender if the
+    // connection closed).
+    spawn_drain(state, conn);
 }
 
 /// Starts a drain task (`draining` is set): what is queued goes out in order.

@@ -116,6 +116,23 @@ pub trait TransportSender: Send + 'static {
         self.send(message)
     }
 
+    /// For transports that carry each message on its own (one HTTP request per message): the
+    /// send of `message` as a future that does not borrow the sender, for the engine to run
+    /// on the sending task while other messages are sent. What must happen in order (a
+    /// session's bookkeeping) happens in this call; the future carries the rest and reports
+    /// its own failures (as [`TransportEvent::RequestFailed`] for a request). It is not under
+    /// the engine's write timeout: it may wait for the peer's answer.
+    ///
+    /// The default, for transports that write to one stream, gives the message back: it is
+    /// then sent with [`send_related`](Self::send_related), one message at a time.
+    fn send_apart(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<SendApart, (Message, Option<RequestId>)> {
+        Err((message, related))
+    }
+
     /// Flushes and closes the sending side, consuming it.
     ///
     /// # Errors
@@ -123,6 +140,9 @@ pub trait TransportSender: Send + 'static {
     /// A failure to close; the connection is closed regardless.
     fn close(self) -> impl Future<Output = Result<()>> + Send;
 }
+
+/// The rest of a message's send, apart from its sender: see [`TransportSender::send_apart`].
+pub type SendApart = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// What a transport tells its connection about itself, apart from the peer's messages.
 ///

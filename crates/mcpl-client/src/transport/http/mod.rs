@@ -942,6 +942,7 @@ impl Transport for HttpTransport {
             tools_list_ids: Mutex::new(HashSet::new()),
             inbox: tx,
             tasks: Mutex::new(Vec::new()),
+            stop: mcpl_core::engine::CancellationToken::new(),
             hello: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             renewals: AtomicU64::new(0),

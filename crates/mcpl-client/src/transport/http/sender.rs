@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use mcpl_core::jsonrpc::{ErrorResponse, Message};
-use mcpl_core::transport::TransportSender;
+use mcpl_core::jsonrpc::{ErrorResponse, Message, RequestId};
+use mcpl_core::transport::{SendApart, TransportSender};
 use mcpl_core::types::names;
 use mcpl_core::{Error, Result};
 use reqwest::StatusCode;
@@ -74,6 +74,78 @@ impl std::fmt::Debug for HttpSender {
     }
 }
 
+impl HttpSender {
+    /// The POST of a request and the handling of its answer, as a future of its own (it ends
+    /// when the transport closes); the message back when it is not such a request:
+    /// notifications and responses (which wait for their `202`, to stay in order) and a
+    /// 2025 `initialize` (whose session id must be known before anything else is sent).
+    fn request_post(&self, message: Message) -> std::result::Result<SendApart, Message> {
+        let out = Outgoing::of(&message);
+        let with_session = out.stateless_version.is_none();
+        let (Some(id), Some(method)) = (out.id.clone(), out.method.as_deref()) else {
+            return Err(message);
+        };
+        if method == names::INITIALIZE && with_session {
+            return Err(message);
+        }
+        let mut headers = self.shared.post_headers(&out);
+        if method == names::TOOLS_LIST {
+            lock(&self.shared.tools_list_ids).insert(id.clone());
+        }
+        let mut refused = None;
+        if method == names::TOOLS_CALL && !with_session {
+            match self.shared.param_headers(&message) {
+                Ok(params) => {
+                    for (name, value) in params {
+                        insert_owned(&mut headers, &name, &value);
+                    }
+                }
+                // Clients must not call a tool whose annotations are invalid.
+                Err((tool, detail)) => refused = Some(Error::InvalidToolHeaders { tool, detail }),
+            }
+        }
+        let body = if refused.is_none() { message.encode() } else { Vec::new() };
+        let stale = lock(&self.shared.session).clone().filter(|_| with_session);
+        let sent_session = stale.is_some();
+        let shared = self.shared.clone();
+        let post = async move {
+            if let Some(error) = refused {
+                shared.fail(&id, error).await;
+                return;
+            }
+            // The exchange's futures are large: boxed, they are not copied with this one.
+            let response = match Box::pin(shared.post(headers, body.clone())).await {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
+                    // The session expired: renew it and send the request once more.
+                    let renewed = match &stale {
+                        Some(stale) => shared.renew(stale).await,
+                        None => false,
+                    };
+                    if !renewed {
+                        shared.end(session_expired()).await;
+                        return;
+                    }
+                    let headers = shared.post_headers(&out);
+                    Box::pin(shared.post(headers, body)).await
+                }
+                other => other,
+            };
+            match response {
+                Ok(response) => Box::pin(shared.answer(id, false, sent_session, response)).await,
+                Err(e) => shared.fail_post(&id, e).await,
+            }
+        };
+        let stop = self.shared.stop.clone();
+        Ok(Box::pin(async move {
+            tokio::select! {
+                biased;
+                () = stop.cancelled() => {}
+                () = post => {}
+            }
+        }))
+    }
+}
+
 impl TransportSender for HttpSender {
     async fn send(&mut self, message: Message) -> Result<()> {
         if let Message::Error(ErrorResponse { id: None, .. }) = &message {
@@ -81,28 +153,16 @@ impl TransportSender for HttpSender {
             tracing::debug!("not posting an id-less error response");
             return Ok(());
         }
+        let message = match self.request_post(message) {
+            Ok(post) => {
+                self.shared.spawn(post);
+                return Ok(());
+            }
+            Err(message) => message,
+        };
         let out = Outgoing::of(&message);
         let with_session = out.stateless_version.is_none();
-        let mut headers = self.shared.post_headers(&out);
-        if let (Some(id), Some(method)) = (&out.id, out.method.as_deref()) {
-            if method == names::TOOLS_LIST {
-                lock(&self.shared.tools_list_ids).insert(id.clone());
-            }
-            if method == names::TOOLS_CALL && !with_session {
-                match self.shared.param_headers(&message) {
-                    Ok(params) => {
-                        for (name, value) in params {
-                            insert_owned(&mut headers, &name, &value);
-                        }
-                    }
-                    Err((tool, detail)) => {
-                        // Clients must not call a tool whose annotations are invalid.
-                        self.shared.fail(id, Error::InvalidToolHeaders { tool, detail }).await;
-                        return Ok(());
-                    }
-                }
-            }
-        }
+        let headers = self.shared.post_headers(&out);
         let body = message.encode();
         let stale = lock(&self.shared.session).clone().filter(|_| with_session);
         let sent_session = stale.is_some();
@@ -132,60 +192,45 @@ impl TransportSender for HttpSender {
             }
             return Ok(());
         };
-        let is_initialize = out.method.as_deref() == Some(names::INITIALIZE) && with_session;
-        if is_initialize {
-            *lock(&self.shared.hello) = Some(body.clone());
-            // The session id must be known before anything else is sent.
-            let response = match self.shared.post(headers, body).await {
-                Ok(response) => response,
-                Err(e) => {
-                    // Failed with its cause, so that the client learns why (a refused
-                    // redirect, a TLS failure, a refused connection).
-                    self.shared.fail_post(&id, e).await;
-                    return Ok(());
-                }
-            };
-            if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok())
-            {
-                *lock(&self.shared.session) = Some(session.to_owned());
-                self.shared.handle.set(session, None);
+        // A 2025 `initialize`: the session id must be known before anything else is sent.
+        *lock(&self.shared.hello) = Some(body.clone());
+        let response = match self.shared.post(headers, body).await {
+            Ok(response) => response,
+            Err(e) => {
+                // Failed with its cause, so that the client learns why (a refused
+                // redirect, a TLS failure, a refused connection).
+                self.shared.fail_post(&id, e).await;
+                return Ok(());
             }
-            let shared = self.shared.clone();
-            self.shared.spawn(async move {
-                shared.answer(id.clone(), true, false, response).await;
-            });
-            return Ok(());
+        };
+        if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
+            *lock(&self.shared.session) = Some(session.to_owned());
+            self.shared.handle.set(session, None);
         }
         let shared = self.shared.clone();
         self.shared.spawn(async move {
-            let response = match shared.post(headers, body.clone()).await {
-                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
-                    // The session expired: renew it and send the request once more.
-                    let renewed = match &stale {
-                        Some(stale) => shared.renew(stale).await,
-                        None => false,
-                    };
-                    if !renewed {
-                        shared.end(session_expired()).await;
-                        return;
-                    }
-                    let headers = shared.post_headers(&out);
-                    shared.post(headers, body).await
-                }
-                other => other,
-            };
-            match response {
-                Ok(response) => shared.answer(id, false, sent_session, response).await,
-                Err(e) => shared.fail_post(&id, e).await,
-            }
+            shared.answer(id.clone(), true, false, response).await;
         });
         Ok(())
+    }
+
+    /// Requests are sent apart (their POSTs run side by side); other messages are not.
+    fn send_apart(
+        &mut self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<SendApart, (Message, Option<RequestId>)> {
+        match self.request_post(message) {
+            Ok(post) => Ok(post),
+            Err(message) => Err((message, related)),
+        }
     }
 
     /// Stops every stream and, in the 2025 era, ends the session with `DELETE` (unless the
     /// [`SessionHandle`](mcpl_core::transport::SessionHandle) asks to keep it for a later
     /// resume).
     async fn close(self) -> Result<()> {
+        self.shared.stop.cancel();
         for task in lock(&self.shared.tasks).drain(..) {
             task.abort();
         }

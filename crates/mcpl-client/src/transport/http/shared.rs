@@ -46,6 +46,8 @@ pub(super) struct Shared {
     pub(super) handle: SessionHandle,
     pub(super) inbox: mpsc::Sender<Result<Incoming>>,
     pub(super) tasks: Mutex<Vec<AbortHandle>>,
+    /// Cancelled when the transport closes: the POSTs of requests sent apart end then.
+    pub(super) stop: mcpl_core::engine::CancellationToken,
     /// The body of the `initialize` request, replayed to renew an expired session.
     pub(super) hello: Mutex<Option<Vec<u8>>>,
     /// Held while a session is renewed, so that concurrent 404s renew it once.

@@ -17,7 +17,7 @@ pub(crate) struct Outbound {
     pub(crate) message: Message,
     pub(crate) related: Option<RequestId>,
     /// The room it holds in the queue (given back when it is taken off).
-    pub(super) held: Held,
+    pub(crate) held: Held,
 }
 
 /// Writes one message through `sender`, within `timeout` if there is one. A write that does

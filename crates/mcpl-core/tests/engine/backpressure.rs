@@ -173,10 +173,16 @@ async fn a_write_that_makes_no_progress_ends_the_connection_and_is_refused_once(
         .await
         .expect("the connection of a peer that reads nothing stayed open");
     let refusals = refusals.lock().unwrap().clone();
-    assert_eq!(
-        refusals,
-        vec![Refusal::WriteTimeout { timeout: Duration::from_millis(300) }],
-        "refused once"
+    // The write timeout is told once. A peer that floods fast enough may also fill the
+    // in-flight table while the write waits (a loaded machine lets it): that is refused too.
+    let timeouts = refusals.iter().filter(|r| matches!(r, Refusal::WriteTimeout { .. })).count();
+    assert_eq!(timeouts, 1, "write timeout refused once: {refusals:?}");
+    assert!(
+        refusals.iter().all(|r| matches!(
+            r,
+            Refusal::WriteTimeout { timeout } if *timeout == Duration::from_millis(300)
+        ) || matches!(r, Refusal::InFlightLimit { limit: 256 })),
+        "{refusals:?}"
     );
     assert!(!engine.is_connected());
     let reasons = reasons.lock().unwrap().clone();

@@ -293,9 +293,11 @@ async fn call_tool(
     if task.is_task_capable() && ctx.era() == Era::Stateless {
         if crate::task::client_declares(&ctx) {
             let (responses, state) = (params.input_responses, params.request_state);
-            return crate::task_serving::call(
+            // Boxed: a task's start is the rare path, and its future would otherwise weigh on
+            // every tool call's.
+            return Box::pin(crate::task_serving::call(
                 server, ctx, runner, binding, args, responses, state, task.start,
-            )
+            ))
             .await
             .map(Reply::Value);
         }

@@ -9,11 +9,17 @@ use mcpl_core::jsonrpc::ErrorObject;
 /// what it panicked with: a panic is a bug of the server, not of the client). The engine does
 /// the same for the handlers it spawns; this serves the paths that run a handler themselves
 /// (stateless HTTP, tasks).
-pub(crate) async fn unwinding<T>(
-    method: &str,
-    handler: impl Future<Output = Result<T, ErrorObject>>,
-) -> Result<T, ErrorObject> {
-    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
+///
+/// Not an `async fn`: one would hold `handler` twice in its state (as its argument, and again
+/// as the future it awaits), doubling what every request's future weighs and copies.
+pub(crate) fn unwinding<'a, T, F>(
+    method: &'a str,
+    handler: F,
+) -> impl Future<Output = Result<T, ErrorObject>> + 'a
+where
+    F: Future<Output = Result<T, ErrorObject>> + 'a,
+{
+    std::panic::AssertUnwindSafe(handler).catch_unwind().map(move |caught| match caught {
         Ok(outcome) => outcome,
         Err(payload) => {
             let what = payload
@@ -24,5 +30,5 @@ pub(crate) async fn unwinding<T>(
             tracing::error!(method, panic = what, "request handler panicked");
             Err(ErrorObject::internal("the request handler panicked"))
         }
-    }
+    })
 }

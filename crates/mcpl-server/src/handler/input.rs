@@ -735,7 +735,10 @@ where
         if round == MAX_INPUT_ROUNDS {
             break;
         }
-        let answers = ask_client(ctx, required.input_requests.unwrap_or_default()).await?;
+        // Boxed: asking the client is the rare path (the stateful era's input requests), and
+        // inline its future would weigh on every request's (about 3 KB).
+        let answers =
+            Box::pin(ask_client(ctx, required.input_requests.unwrap_or_default())).await?;
         let state = required.request_state;
         input = InputState::open(sealer, binding.clone(), Some(answers), state)?;
     }

@@ -276,7 +276,7 @@ async fn call_tool(
         other => decode(other)?,
     };
     if lock(&ctx.client).mcpl.is_some() {
-        ctx.mcpl_state = std::sync::Arc::new(StateRequestFields::from_params(&params.extra));
+        ctx.mcpl_state = Some(std::sync::Arc::new(StateRequestFields::from_params(&params.extra)));
     }
     let found = server
         .read()
@@ -305,9 +305,14 @@ async fn call_tool(
             return Err(crate::task_serving::missing_extension());
         }
     }
-    let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
-        let (runner, args) = (runner.clone(), args.clone());
-        async move { runner.call(ctx, args).await }
+    // The stateless era runs the handler once: its arguments move into the call. The stateful
+    // era may run it again (after asking the client for input): each round gets a copy.
+    let once = ctx.era() == Era::Stateless;
+    let mut args = Some(args);
+    let runner = &runner;
+    let done = run(ctx, binding, params.input_responses, params.request_state, |ctx| {
+        let args = if once { args.take() } else { args.clone() };
+        runner.call(ctx, args.unwrap_or_default())
     })
     .await?;
     match done {
@@ -346,7 +351,8 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
     let retried = params.input_responses.is_some() || params.request_state.is_some();
     let binding = Binding::new(names::RESOURCES_READ, uri.clone()).for_principal(ctx.principal());
     let request = ReadRequest { uri, variables };
-    let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
+    let stateless = ctx.era() == Era::Stateless;
+    let done = run(ctx, binding, params.input_responses, params.request_state, |ctx| {
         let (handler, mime_type, request) = (handler.clone(), mime_type.clone(), request.clone());
         read(handler, mime_type, ctx, request)
     })
@@ -354,7 +360,7 @@ async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> 
     finish(match done {
         Finished::Complete(contents) => {
             let mut result = ReadResourceResult::default().with_contents(contents);
-            if retried && ctx.era() == Era::Stateless {
+            if retried && stateless {
                 // Clients must not cache the result of a request that carried input responses
                 // or state.
                 result.ttl_ms = Some(0);
@@ -381,7 +387,7 @@ async fn get_prompt(server: &Server, ctx: Context, params: Option<Value>) -> Han
         )));
     }
     let binding = Binding::new(names::PROMPTS_GET, params.name).for_principal(ctx.principal());
-    let done = run(&ctx, binding, params.input_responses, params.request_state, |ctx| {
+    let done = run(ctx, binding, params.input_responses, params.request_state, |ctx| {
         entry.handler.get(ctx, args.clone())
     })
     .await?;

@@ -151,11 +151,13 @@ pub struct Context {
     pub(crate) client: SharedClientState,
     /// The server serving the request (see [`ServerSide`]).
     pub(crate) server: Option<Arc<dyn ServerSide>>,
-    pub(crate) input: Arc<InputState>,
+    /// `None`: no answers and no state (read as [`InputState::default`]).
+    pub(crate) input: Option<Arc<InputState>>,
     /// The task side of a task-mode `tools/call` (see [`crate::task`]).
     pub(crate) task: Option<Arc<dyn TaskSide>>,
     /// The MCPL state fields of a `tools/call`.
-    pub(crate) mcpl_state: Arc<StateRequestFields>,
+    /// `None`: the call carries none.
+    pub(crate) mcpl_state: Option<Arc<StateRequestFields>>,
     /// The verified access token of the request, if it carried one.
     pub(crate) access_token: Option<Arc<AccessToken>>,
 }
@@ -170,12 +172,12 @@ pub(crate) trait ServerSide: Send + Sync + fmt::Debug {
     fn as_any(&self) -> &dyn Any;
 }
 
-/// The MCPL state fields of a call that carries none: one shared value, no allocation.
-fn no_state_fields() -> Arc<StateRequestFields> {
-    static NONE: std::sync::LazyLock<Arc<StateRequestFields>> =
-        std::sync::LazyLock::new(Arc::default);
-    NONE.clone()
-}
+/// The MCPL state fields of a call that carries none, and the input state of a request that
+/// was not asked again: one value each, read (never reference-counted: a count shared by
+/// every request would bounce between the cores serving them).
+static NO_STATE_FIELDS: std::sync::LazyLock<StateRequestFields> =
+    std::sync::LazyLock::new(StateRequestFields::default);
+static NO_INPUT: std::sync::LazyLock<InputState> = std::sync::LazyLock::new(InputState::default);
 
 impl Context {
     pub(crate) fn new(request: RequestContext, client: SharedClientState) -> Self {
@@ -183,11 +185,16 @@ impl Context {
             request,
             client,
             server: None,
-            input: InputState::none(),
+            input: None,
             task: None,
-            mcpl_state: no_state_fields(),
+            mcpl_state: None,
             access_token: None,
         }
+    }
+
+    /// The answers and state this request was given (none, unless it was asked again).
+    fn input(&self) -> &InputState {
+        self.input.as_deref().unwrap_or(&NO_INPUT)
     }
 
     /// Sets the server serving the request, made once by the endpoint (else the router makes
@@ -286,7 +293,7 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn mcpl_state(&self) -> &StateRequestFields {
-        &self.mcpl_state
+        self.mcpl_state.as_deref().unwrap_or(&NO_STATE_FIELDS)
     }
 
     /// The engine-level context: id, method, `_meta`, cancellation.
@@ -779,7 +786,7 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn input_required(&self) -> InputRequired {
-        let sealing = self.state_sealer().zip(self.input.binding.as_ref());
+        let sealing = self.state_sealer().zip(self.input().binding.as_ref());
         let sealing = sealing.map(|(sealer, bind)| (sealer.clone(), bind.clone()));
         InputRequired::new(self.client_capabilities(), sealing)
     }
@@ -802,7 +809,7 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn input_responses(&self) -> &InputResponses {
-        &self.input.responses
+        &self.input().responses
     }
 
     /// The client's answer to the input request `key`.
@@ -850,7 +857,7 @@ impl Context {
     /// # }).unwrap();
     /// ```
     pub fn input_response(&self, key: &str) -> Option<&InputResponse> {
-        self.input.responses.get(key)
+        self.input().responses.get(key)
     }
 
     /// The client's answer to the elicitation `key`, whatever the user did.
@@ -1056,7 +1063,7 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn request_state(&self) -> Option<&Value> {
-        self.input.state.as_ref()
+        self.input().state.as_ref()
     }
 
     /// The server's sealer of request states ([`crate::request_state`]).
@@ -1136,7 +1143,7 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn seal_state(&self, payload: &Value) -> std::result::Result<String, ErrorObject> {
-        match (self.state_sealer(), self.input.binding.as_ref()) {
+        match (self.state_sealer(), self.input().binding.as_ref()) {
             (Some(sealer), Some(bind)) => Ok(sealer.seal(payload, bind)),
             _ => Err(ErrorObject::internal("no request to bind a state to")),
         }
@@ -1194,7 +1201,7 @@ impl Context {
     /// # }).unwrap();
     /// ```
     pub fn open_state(&self, token: &str) -> std::result::Result<Value, ErrorObject> {
-        match (self.state_sealer(), self.input.binding.as_ref()) {
+        match (self.state_sealer(), self.input().binding.as_ref()) {
             (Some(sealer), Some(bind)) => {
                 sealer.open(token, bind).map_err(RequestStateError::to_error_object)
             }

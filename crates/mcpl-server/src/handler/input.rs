@@ -677,12 +677,6 @@ pub(crate) struct InputState {
 }
 
 impl InputState {
-    /// No answers and no state: what a handler that was not asked again sees, shared.
-    pub(crate) fn none() -> Arc<InputState> {
-        static NONE: std::sync::LazyLock<Arc<InputState>> = std::sync::LazyLock::new(Arc::default);
-        NONE.clone()
-    }
-
     /// Verifies `raw_state` (if any) for `binding`.
     pub(crate) fn open(
         sealer: Option<&StateSealer>,
@@ -706,8 +700,11 @@ pub(crate) enum Finished<T> {
 }
 
 /// Runs `handler` for one request that may ask for input (see the [module docs](self)).
+///
+/// In the stateless era the handler runs once, with `ctx` itself (the client answers and
+/// retries); in the stateful era with a copy of it per round.
 pub(crate) async fn run<T, F, Fut>(
-    ctx: &Context,
+    ctx: Context,
     binding: Binding,
     responses: Option<InputResponses>,
     request_state: Option<String>,
@@ -718,19 +715,24 @@ where
     Fut: Future<Output = Result<Reply<T>, ErrorObject>>,
 {
     let sealer = ctx.server().map(|s| s.state_sealer());
-    // Only the stateful era calls the handler again: keep the binding for that.
-    let again = (ctx.era() != Era::Stateless).then(|| binding.clone());
+    if ctx.era() == Era::Stateless {
+        let input = InputState::open(sealer, binding, responses, request_state)?;
+        let mut ctx = ctx;
+        ctx.input = Some(Arc::new(input));
+        return match handler(ctx).await? {
+            Reply::Complete(t) => Ok(Finished::Complete(t)),
+            Reply::InputRequired(required) => Ok(Finished::InputRequired(required.into_result()?)),
+        };
+    }
+    // The stateful era calls the handler again: keep the binding for that.
+    let again = binding.clone();
     let mut input = InputState::open(sealer, binding, responses, request_state)?;
     for round in 0..=MAX_INPUT_ROUNDS {
         let mut round_ctx = ctx.clone();
-        round_ctx.input = Arc::new(input);
+        round_ctx.input = Some(Arc::new(input));
         let required = match handler(round_ctx).await? {
             Reply::Complete(t) => return Ok(Finished::Complete(t)),
             Reply::InputRequired(required) => required.into_result()?,
-        };
-        let Some(binding) = &again else {
-            // The stateless era: the client answers and retries.
-            return Ok(Finished::InputRequired(required));
         };
         if round == MAX_INPUT_ROUNDS {
             break;
@@ -738,9 +740,9 @@ where
         // Boxed: asking the client is the rare path (the stateful era's input requests), and
         // inline its future would weigh on every request's (about 3 KB).
         let answers =
-            Box::pin(ask_client(ctx, required.input_requests.unwrap_or_default())).await?;
+            Box::pin(ask_client(&ctx, required.input_requests.unwrap_or_default())).await?;
         let state = required.request_state;
-        input = InputState::open(sealer, binding.clone(), Some(answers), state)?;
+        input = InputState::open(sealer, again.clone(), Some(answers), state)?;
     }
     Err(ErrorObject::internal(format_args!(
         "the handler still required input after {MAX_INPUT_ROUNDS} rounds"

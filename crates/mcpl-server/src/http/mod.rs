@@ -464,10 +464,6 @@ impl StreamableHttp {
         response
     }
 
-    fn stateless_engine(&self) -> mcpl_core::Engine {
-        self.inner.stateless.clone()
-    }
-
     /// Closes every session, once its in-flight requests finished (waiting at most the
     /// shutdown grace period of [`HttpConfig::connections`]): their handlers stop, their
     /// stored events are dropped; once the shutdown signal fired, the server's running task
@@ -647,12 +643,16 @@ impl StreamableHttp {
     ) -> std::io::Result<()> {
         let path: Arc<str> = Arc::from(path);
         let http = self.clone();
+        // Each connection gets its own handle on the endpoint and path, and each request a
+        // clone of that: reference counts shared by every connection would bounce between
+        // the cores serving them.
         let service_for = move |peer| {
-            let (http, path) = (http.clone(), path.clone());
+            let endpoint = Arc::new((http.clone(), path.clone()));
             hyper::service::service_fn(move |request: hyper::Request<_>| {
-                let (http, path) = (http.clone(), path.clone());
+                let endpoint = endpoint.clone();
                 async move {
-                    if request.uri().path() != &*path {
+                    let (http, path) = &*endpoint;
+                    if request.uri().path() != &**path {
                         return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
                     }
                     // What the endpoint's `Service` does, with the peer known already (no
@@ -675,8 +675,12 @@ fn json_body(status: StatusCode, value: &impl serde::Serialize) -> Response {
 
 /// A response whose body is `body`, JSON already.
 fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
-        .into_response()
+    let mut response = Response::new(axum::body::Body::from(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// A request refused with an HTTP status and a JSON-RPC error body.
@@ -738,7 +742,7 @@ fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&s
 /// Serves one request from `peer` (its address, when known: for refusals' logs), in an
 /// `mcp.http` span: the requests it carries are served in spans under this one.
 async fn serve_request(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     request: Request,
     peer: Option<std::net::SocketAddr>,
 ) -> Response {
@@ -753,7 +757,7 @@ async fn serve_request(
 }
 
 async fn serve_in_span(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     request: Request,
     peer: Option<std::net::SocketAddr>,
 ) -> Response {
@@ -792,7 +796,7 @@ async fn serve_in_span(
 }
 
 async fn post(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     request: Request,
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,

@@ -111,7 +111,7 @@ where
         let request = request.map(Body::new);
         Box::pin(async move {
             let peer = super::serving::peer_of(&request);
-            Ok(super::serve_request(http, request, peer).await)
+            Ok(super::serve_request(&http, request, peer).await)
         })
     }
 }

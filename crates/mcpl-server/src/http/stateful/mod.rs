@@ -37,7 +37,7 @@ use self::table::{find_session, new_session_id, store_unavailable};
 
 /// Serves a POST of the stateful era: `initialize`, or a message of a session.
 pub(super) async fn post(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     headers: HeaderMap,
     message: Message,
     peer: Option<std::net::SocketAddr>,
@@ -57,7 +57,7 @@ pub(super) async fn post(
     }
     let id = request_id(&message);
     let principal = token.as_ref().and_then(|t| t.principal());
-    let session = match find_session(&http, &headers, principal.as_ref()).await {
+    let session = match find_session(http, &headers, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.respond(id),
     };
@@ -110,7 +110,7 @@ pub(super) async fn post(
                 }
                 Opened::Sse(stream, rx) => {
                     let live = Live { rx, serving: Some(serving) };
-                    sse_reply(&http, &session, stream, Vec::new(), Some(live), true)
+                    sse_reply(http, &session, stream, Vec::new(), Some(live), true)
                 }
             }
         }
@@ -198,7 +198,7 @@ fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<()
 }
 
 async fn initialize(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     message: Message,
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,
@@ -306,7 +306,7 @@ async fn initialize(
     let mut response = if http.inner.config.json_response {
         json_body(StatusCode::OK, &event.message)
     } else {
-        sse_reply(&http, &session, event.position.stream, vec![event], None, false)
+        sse_reply(http, &session, event.position.stream, vec![event], None, false)
     };
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(SESSION_ID_HEADER, value);
@@ -432,7 +432,7 @@ fn no_session_method() -> Response {
 }
 
 pub(super) async fn get(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     request: Request,
     principal: Option<Principal>,
 ) -> Response {
@@ -443,7 +443,7 @@ pub(super) async fn get(
     if let Err(r) = guard::check_get_accept(headers) {
         return refused(r);
     }
-    let session = match find_session(&http, headers, principal.as_ref()).await {
+    let session = match find_session(http, headers, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
@@ -460,7 +460,7 @@ pub(super) async fn get(
         };
         return match session.resume(position).await {
             Some((replay, live)) => {
-                sse_reply(&http, &session, position.stream, replay, live.map(Live::new), false)
+                sse_reply(http, &session, position.stream, replay, live.map(Live::new), false)
             }
             None => rpc_error(
                 StatusCode::NOT_FOUND,
@@ -471,7 +471,7 @@ pub(super) async fn get(
     }
     match session.open_standalone() {
         Ok((stream, rx)) => {
-            sse_reply(&http, &session, stream, Vec::new(), Some(Live::new(rx)), true)
+            sse_reply(http, &session, stream, Vec::new(), Some(Live::new(rx)), true)
         }
         Err(StreamError::StandaloneTaken) => rpc_error(
             StatusCode::CONFLICT,
@@ -483,14 +483,14 @@ pub(super) async fn get(
 }
 
 pub(super) async fn delete(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     request: Request,
     principal: Option<Principal>,
 ) -> Response {
     if !request.headers().contains_key(&SESSION_ID_HEADER) {
         return no_session_method();
     }
-    let session = match find_session(&http, request.headers(), principal.as_ref()).await {
+    let session = match find_session(http, request.headers(), principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };

@@ -17,6 +17,7 @@ mod headers;
 mod transport;
 mod wire;
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode};
@@ -111,7 +112,7 @@ fn status_for(error: &ErrorObject) -> StatusCode {
 
 /// Serves one stateless-era POST read by the general decoder.
 pub(crate) async fn serve(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     headers: HeaderMap,
     message: Message,
     token: Option<Arc<AccessToken>>,
@@ -135,7 +136,7 @@ pub(crate) async fn serve(
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
 pub(crate) async fn serve_read(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     headers: HeaderMap,
     read: Incoming,
     token: Option<Arc<AccessToken>>,
@@ -146,7 +147,7 @@ pub(crate) async fn serve_read(
 /// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
 /// are what admission reads of it; `token` is the request's verified access token, if any.
 async fn serve_request(
-    http: StreamableHttp,
+    http: &StreamableHttp,
     headers: HeaderMap,
     request: Request,
     raw_meta: Option<LazyMeta>,
@@ -169,7 +170,7 @@ async fn serve_request(
             let response = mcpl_core::jsonrpc::Response::new(id, result);
             return json_body(StatusCode::OK, &Message::Response(response));
         }
-        names::SUBSCRIPTIONS_LISTEN => return listen(&http, request),
+        names::SUBSCRIPTIONS_LISTEN => return listen(http, request),
         _ => {}
     }
 
@@ -180,44 +181,59 @@ async fn serve_request(
     let client = Arc::new(Mutex::new(admitted.client));
     let (transport, output) =
         StatelessTransport::for_endpoint(request, raw_meta, admitted.streaming);
-    let (engine, server) = (http.stateless_engine(), server.clone());
-    let server_side = http.inner.server_side.clone();
-    // Boxed where it is made: the handler's future is large (about 12 KB), and built in place
-    // then moved once into its box it is not also moved within this function's state first.
-    let call = Box::pin(async move {
-        let run = transport.run(&engine, |ctx, params| {
-            let method = ctx.method().to_owned();
-            // The engine did not see the params: what they name goes on the span here.
-            let span = tracing::Span::current();
-            mcpl_core::trace::record_target(&span, &method, params.as_ref());
-            let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
-            async move {
-                let reply = crate::router::dispatch_reply(&server, ctx, &method, params);
-                let outcome = crate::unwinding::unwinding(&method, reply).await;
-                crate::router::record_reply(&span, &outcome);
-                outcome
-            }
-        });
-        match run.await {
-            Ok(outcome) => Some(outcome),
-            Err(e) => {
-                tracing::debug!(error = %e, "stateless request ended early");
-                None
-            }
-        }
-    });
-    let decorate = Decorator { http: http.clone(), cacheable };
     match output {
         // What the handler sends as it goes (progress, log messages) is streamed before the
         // answer.
         Some(output) => {
-            let stop = super::stop_at_shutdown(&http, true);
+            let stop = super::stop_at_shutdown(http, true);
             // The response body polls it, after this handler returned: it keeps this span.
+            let owned = http.clone();
+            let call = async move { call(&owned, transport, client, token).await };
             let driver = Box::pin(call.in_current_span());
+            let decorate = Decorator { http: Cow::Owned(http.clone()), cacheable };
             sse(id, output, driver, decorate, (http.inner.config.keep_alive, stop))
         }
         // Without a progress token or log level nothing but the answer is wanted.
-        None => json_reply(&id, call.await, &decorate),
+        None => {
+            // Boxed where it is made: the call's future is large (about 4 KB), and built in
+            // place then moved once into its box it is not also moved within this function's
+            // state first.
+            let outcome = Box::pin(call(http, transport, client, token)).await;
+            json_reply(&id, outcome, &Decorator { http: Cow::Borrowed(http), cacheable })
+        }
+    }
+}
+
+/// The method itself, served inline on this task by the request's single-use transport: the
+/// engine runs the router and hands its answer back, for the endpoint to write (a tool's
+/// result straight from its type, see `wire_reply`). `None`: the request ended without one.
+async fn call(
+    http: &StreamableHttp,
+    transport: StatelessTransport,
+    client: crate::context::SharedClientState,
+    token: Option<Arc<AccessToken>>,
+) -> Option<Outcome> {
+    let server = &http.inner.server;
+    let server_side = http.inner.server_side.clone();
+    let run = transport.run(&http.inner.stateless, |ctx, params| {
+        let method = ctx.method().to_owned();
+        // The engine did not see the params: what they name goes on the span here.
+        let span = tracing::Span::current();
+        mcpl_core::trace::record_target(&span, &method, params.as_ref());
+        let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
+        async move {
+            let reply = crate::router::dispatch_reply(server, ctx, &method, params);
+            let outcome = crate::unwinding::unwinding(&method, reply).await;
+            crate::router::record_reply(&span, &outcome);
+            outcome
+        }
+    });
+    match run.await {
+        Ok(outcome) => Some(outcome),
+        Err(e) => {
+            tracing::debug!(error = %e, "stateless request ended early");
+            None
+        }
     }
 }
 
@@ -230,13 +246,15 @@ type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>
 type Outcome = std::result::Result<Reply, ErrorObject>;
 
 /// Adds what every stateless-era result carries.
-struct Decorator {
-    http: StreamableHttp,
+struct Decorator<'a> {
+    /// Borrowed where the answer is written before the endpoint returns; owned by an SSE
+    /// response's stream.
+    http: Cow<'a, StreamableHttp>,
     /// The method, if its results carry caching hints.
     cacheable: Option<&'static str>,
 }
 
-impl Decorator {
+impl Decorator<'_> {
     /// Adds the caching hints to a cacheable method's answer. `resultType` (when absent:
     /// `complete`) and `_meta.serverInfo` are added as the result is serialized (see `wire`):
     /// the server's identity is written from the endpoint's copy, never cloned into each
@@ -279,7 +297,7 @@ fn sse(
     id: RequestId,
     output: StatelessOutput,
     driver: Driver,
-    decorate: Decorator,
+    decorate: Decorator<'static>,
     (keep_alive, stop): (std::time::Duration, sse::Stop),
 ) -> Response {
     let state = Some((output, Some(driver), None, (id, decorate)));

@@ -672,9 +672,8 @@ impl Engine {
         data: Option<Box<dyn std::any::Any + Send + Sync>>,
         sender: S,
     ) -> Result<()> {
-        let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::inline(generation, &self.shared, data.map(Arc::from));
-        conn.serve_inline(starter, request, meta, sender).await
+        let conn = Connection::inline(&self.shared, data.map(Arc::from));
+        conn.serve_inline(request, meta, sender).await
     }
 
     /// Embedding entry point: see
@@ -694,10 +693,9 @@ impl Engine {
         F: FnOnce(RequestContext) -> Fut,
         Fut: Future,
     {
-        let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        let (conn, starter) = Connection::inline(generation, &self.shared, data.map(Arc::from));
+        let conn = Connection::inline(&self.shared, data.map(Arc::from));
         let meta = meta.map_or(lazy_meta::MetaSlot::Absent, lazy_meta::MetaSlot::Lazy);
-        conn.run_inline(starter, (id, method.into()), meta, sender, handler).await
+        conn.run_inline((id, method.into()), meta, sender, handler).await
     }
 
     /// Numbers the requests this engine sends from `first` on (they count up from 0

@@ -86,3 +86,31 @@ async fn once_the_handler_is_done_what_it_left_behind_sends_nothing() {
     assert_eq!(late.kind(), ErrorKind::ConnectionClosed);
     assert!(script.sent.try_recv().is_err());
 }
+
+#[tokio::test]
+async fn what_a_sub_task_sends_while_the_handler_waits_is_forwarded_at_once() {
+    let engine = Engine::new();
+    let (transport, mut script) = scripted(CloseBehavior::Ok);
+    let (mut sender, _receiver) = transport.start().await.unwrap();
+    let (seen_tx, seen_rx) = tokio::sync::oneshot::channel::<()>();
+    let run = engine.run_request(RequestId::from(3), "m", None, None, &mut sender, |ctx| {
+        async move {
+            // A task of the handler's sends while the handler waits: the caller, parked on the
+            // handler, is woken to forward it, and only then does the handler go on.
+            let peer = ctx.peer().clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                peer.notify("notifications/message", Some(json!({"data": "late"}))).await
+            });
+            seen_rx.await.map(|()| "done")
+        }
+    });
+    let watch = async {
+        let Some(Message::Notification(n)) = script.sent.recv().await else { panic!("a note") };
+        assert_eq!(n.params.unwrap()["data"], json!("late"));
+        seen_tx.send(()).unwrap();
+    };
+    let (out, ()) = tokio::time::timeout(WAIT, async { tokio::join!(run, watch) }).await.unwrap();
+    assert_eq!(out.unwrap().unwrap(), "done");
+    assert!(script.sent.try_recv().is_err());
+}

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use serde_json::Value;
 use tracing::Instrument as _;
 
@@ -23,7 +22,6 @@ impl Connection {
     /// peer fail at once with `-32601` (a single-request transport has no way back).
     pub(crate) async fn serve_inline<S: TransportSender>(
         self: &Arc<Self>,
-        starter: Starter,
         request: Request,
         meta: Option<LazyMeta>,
         mut sender: S,
@@ -32,7 +30,7 @@ impl Connection {
         let span = self.server_span(&method, &id, params.as_ref());
         let Some(handler) = self.common.handlers.request_handler(&method) else {
             // However this ends, the connection is closed after.
-            let _closed = self.closed.clone().drop_guard();
+            let _closed = CloseOnDrop(&self.closed);
             let error = ErrorObject::method_not_found(&method);
             trace::record_error(&span, &error);
             let answer: Message = ErrorResponse::new(Some(id.clone()), error).into();
@@ -55,7 +53,7 @@ impl Connection {
         };
         let head = (id.clone(), method);
         let outcome = self
-            .run_inline_in(span.clone(), starter, head, meta, &mut sender, |ctx| {
+            .run_inline_in(span.clone(), head, meta, &mut sender, |ctx| {
                 run_handler(handler, ctx, params)
             })
             .await?;
@@ -71,7 +69,6 @@ impl Connection {
     /// is done, the connection is closed: nothing it left behind sends any more.
     pub(crate) async fn run_inline<S, F, Fut>(
         self: &Arc<Self>,
-        starter: Starter,
         (id, method): (RequestId, String),
         meta: MetaSlot,
         sender: &mut S,
@@ -84,14 +81,13 @@ impl Connection {
     {
         // The params are the caller's: it records what they name (`trace::record_target`).
         let span = self.server_span(&method, &id, None);
-        self.run_inline_in(span, starter, (id, method), meta, sender, handler).await
+        self.run_inline_in(span, (id, method), meta, sender, handler).await
     }
 
     /// [`run_inline`](Self::run_inline), the handler running in `span`.
     pub(super) async fn run_inline_in<S, F, Fut>(
         self: &Arc<Self>,
         span: tracing::Span,
-        starter: Starter,
         (id, method): (RequestId, String),
         meta: MetaSlot,
         sender: &mut S,
@@ -102,9 +98,8 @@ impl Connection {
         F: FnOnce(RequestContext) -> Fut,
         Fut: Future,
     {
-        let mut outbound = starter.outbound_rx;
         // However this ends (even by the future being dropped), the connection is closed after.
-        let _closed = self.closed.clone().drop_guard();
+        let _closed = CloseOnDrop(&self.closed);
         // The connection lives for this one request: its token is the request's token.
         let ctx = RequestContext {
             id: id.clone(),
@@ -119,14 +114,14 @@ impl Connection {
         let outcome = loop {
             tokio::select! {
                 biased;
-                Some(item) = outbound.next() => {
+                item = std::future::poll_fn(|cx| self.poll_outbox(cx)) => {
                     self.taken(&item);
                     self.forward_inline(sender, item.message, item.related).await?;
                 }
                 outcome = &mut handler => break outcome,
             }
         };
-        while let Ok(item) = outbound.try_recv() {
+        while let Some(item) = self.outbox().and_then(Outbox::try_pop) {
             self.taken(&item);
             self.forward_inline(sender, item.message, item.related).await?;
         }
@@ -137,6 +132,15 @@ impl Connection {
             let _ = entry.tx.send(Err(Error::ConnectionClosed));
         }
         Ok(outcome)
+    }
+
+    /// The next message the handler sent, once there is one (never, for a connection that
+    /// is not served inline: it has no outbox).
+    fn poll_outbox(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Outbound> {
+        match self.outbox() {
+            Some(outbox) => outbox.poll_pop(cx),
+            None => std::task::Poll::Pending,
+        }
     }
 
     pub(super) async fn forward_inline<S: TransportSender>(
@@ -155,5 +159,15 @@ impl Connection {
             }
             other => sender.send_related(other, related).await,
         }
+    }
+}
+
+/// Cancels a connection's token when dropped (a [`tokio_util::sync::DropGuard`] without the
+/// token's clone).
+struct CloseOnDrop<'a>(&'a CancellationToken);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.cancel();
     }
 }

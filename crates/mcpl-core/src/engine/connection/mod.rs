@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
-use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::AbortHandle;
@@ -32,16 +31,13 @@ use crate::transport::{TransportEvent, TransportReceiver};
 
 mod inline;
 mod io;
+mod outbox;
 mod peer;
 
 use self::io::read_loop;
 pub(crate) use self::io::{Outbound, write_within};
+use self::outbox::Outbox;
 pub use self::peer::Peer;
-
-/// What an inline-served connection's caller takes: what its handler sends meanwhile.
-pub(crate) struct Starter {
-    outbound_rx: UnboundedReceiver<Outbound>,
-}
 
 /// Runs a handler, turning a panic into a `-32603` answer instead of leaving the caller waiting.
 async fn run_handler(
@@ -100,6 +96,10 @@ impl NotifyQueue {
         self.tx.send((notification, permit)).await.map_err(drop)
     }
 }
+/// The generation of every connection serving one request inline: the engine's slot counts
+/// its connections from 1, so it never holds one of these.
+pub(crate) const INLINE_GENERATION: u64 = 0;
+
 /// How many progress updates may wait for a request's caller before more are dropped.
 const PROGRESS_QUEUE: usize = 64;
 
@@ -123,7 +123,7 @@ enum Outlet {
     /// owner: see [`super::Driven`]).
     Queue(Queue),
     /// To the caller of a request served inline, which forwards them as its handler runs.
-    Channel(UnboundedSender<Outbound>),
+    Inline(Outbox),
 }
 
 pub(crate) struct Connection {
@@ -151,18 +151,23 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Creates the connection of a request served inline: what its handler sends goes to the
-    /// returned [`Starter`]'s channel, for the caller to forward.
+    /// Creates the connection of a request served inline: what its handler sends waits in
+    /// its [`Outbox`], for the caller to forward. Such a connection never holds the engine's
+    /// slot: its generation is [`INLINE_GENERATION`] (no count shared by every request).
     pub(crate) fn inline(
-        generation: u64,
         shared: &Arc<Shared>,
         data: Option<Arc<dyn Any + Send + Sync>>,
-    ) -> (Arc<Connection>, Starter) {
-        // A futures channel: unlike Tokio's, it allocates nothing up front (a connection served
-        // inline often sends nothing but its response).
-        let (outbound, outbound_rx) = futures::channel::mpsc::unbounded();
-        let conn = Connection::build(generation, shared, Outlet::Channel(outbound), data);
-        (conn, Starter { outbound_rx })
+    ) -> Arc<Connection> {
+        let outlet = Outlet::Inline(Outbox::default());
+        Connection::build(INLINE_GENERATION, shared, outlet, data)
+    }
+
+    /// What a connection served inline holds for its caller to forward; `None` for others.
+    fn outbox(&self) -> Option<&Outbox> {
+        match &self.outbound {
+            Outlet::Inline(outbox) => Some(outbox),
+            Outlet::Queue(_) => None,
+        }
     }
 
     /// Creates a connection whose outgoing messages go to `queue`, without tasks (a
@@ -235,7 +240,10 @@ impl Connection {
         let held = reserved.map(Reservation::hold).unwrap_or_default();
         let item = Outbound { message, related, held };
         match &self.outbound {
-            Outlet::Channel(tx) => tx.unbounded_send(item).map_err(|_| Error::ConnectionClosed),
+            Outlet::Inline(outbox) => {
+                outbox.push(item);
+                Ok(())
+            }
             Outlet::Queue(queue) => {
                 queue.push(self, item);
                 Ok(())
@@ -346,7 +354,7 @@ impl Connection {
                 Some(closing) => closing.within(self.common.config.close_timeout).await,
                 None => Ok(()),
             },
-            Outlet::Channel(_) => Ok(()),
+            Outlet::Inline(_) => Ok(()),
         };
         tracing::debug!(generation = self.generation, "connection closed");
         result

@@ -14,6 +14,10 @@ use mcpl_core::types::{
     ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams, SetLevelRequestParams,
     TaskSupport, names,
 };
+use std::future::Future;
+
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, Either};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -95,12 +99,16 @@ pub(crate) async fn dispatch(
 }
 
 /// Serves one request of an initialized client, keeping a tool's result typed (see [`Reply`]).
-pub(crate) async fn dispatch_reply(
-    server: &Server,
+///
+/// Not an `async fn`: `tools/call`, the hot method, gets its future made here and returned as
+/// it is (an `async fn` would hold the context twice, as its argument and again as a local);
+/// every other method is served by a boxed future.
+pub(crate) fn dispatch_reply<'a>(
+    server: &'a Server,
     mut ctx: Context,
-    method: &str,
+    method: &'a str,
     mut params: Option<Value>,
-) -> Result<Reply, ErrorObject> {
+) -> impl Future<Output = Result<Reply, ErrorObject>> + 'a {
     if ctx.server.is_none() {
         ctx.server = Some(std::sync::Arc::new(server.clone()));
     }
@@ -117,13 +125,23 @@ pub(crate) async fn dispatch_reply(
     if let Some(Value::Object(p)) = &mut params {
         p.remove("_meta");
     }
+    if method == names::TOOLS_CALL && server.read().has_tools {
+        return Either::Left(call_tool(server, ctx, params));
+    }
+    Either::Right(Box::pin(dispatch_other(server, ctx, method, params)))
+}
+
+/// Serves every method but `tools/call` (see [`dispatch_reply`]).
+async fn dispatch_other(
+    server: &Server,
+    ctx: Context,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Reply, ErrorObject> {
     let (tools, resources, prompts, completions, skills) = {
         let r = server.read();
         (r.has_tools, r.has_resources, r.has_prompts, r.has_completions(), r.skills.ever)
     };
-    if tools && method == names::TOOLS_CALL {
-        return call_tool(server, ctx, params).await;
-    }
     let served = match method {
         names::PING => encode(EmptyResult::default()),
         names::TOOLS_LIST if tools => {
@@ -263,12 +281,32 @@ fn finish<T: Serialize>(done: Finished<T>) -> HandlerResult {
     }
 }
 
-async fn call_tool(
+/// What a `tools/call` runs, once its params are read and its tool found.
+enum ToolCall {
+    /// The handler, through [`run`].
+    Run {
+        runner: std::sync::Arc<crate::tool::ToolRunner>,
+        binding: Binding,
+        args: serde_json::Map<String, Value>,
+        responses: Option<mcpl_core::types::InputResponses>,
+        state: Option<String>,
+    },
+    /// A task of the tasks extension (SEP-2663).
+    Task(
+        CallToolRequestParams,
+        std::sync::Arc<crate::tool::ToolRunner>,
+        Binding,
+        crate::task::TaskOptions,
+    ),
+}
+
+/// Reads a `tools/call`'s params and finds its tool; sets the context's MCPL state fields.
+fn plan_tool_call(
     server: &Server,
-    mut ctx: Context,
+    ctx: &mut Context,
     params: Option<Value>,
-) -> Result<Reply, ErrorObject> {
-    let params = match check_input_members(params)? {
+) -> Result<ToolCall, ErrorObject> {
+    let mut params = match check_input_members(params)? {
         // The members move into the typed params (no second walk of the arguments).
         Some(Value::Object(object)) => {
             CallToolRequestParams::from_object(object).map_err(ErrorObject::invalid_params)?
@@ -287,38 +325,62 @@ async fn call_tool(
     let Some((runner, task)) = found else {
         return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
     };
-    let binding = Binding::new(names::TOOLS_CALL, params.name).for_principal(ctx.principal());
-    let args = params.arguments.unwrap_or_default();
+    let name = std::mem::take(&mut params.name);
+    let binding = Binding::new(names::TOOLS_CALL, name).for_principal(ctx.principal());
     // The tasks extension (SEP-2663) is served in the stateless era.
     if task.is_task_capable() && ctx.era() == Era::Stateless {
-        if crate::task::client_declares(&ctx) {
-            let (responses, state) = (params.input_responses, params.request_state);
-            // Boxed: a task's start is the rare path, and its future would otherwise weigh on
-            // every tool call's.
-            return Box::pin(crate::task_serving::call(
-                server, ctx, runner, binding, args, responses, state, task.start,
-            ))
-            .await
-            .map(Reply::Value);
+        if crate::task::client_declares(ctx) {
+            return Ok(ToolCall::Task(params, runner, binding, task));
         }
         if task.support == TaskSupport::Required {
             return Err(crate::task_serving::missing_extension());
         }
     }
+    Ok(ToolCall::Run {
+        runner,
+        binding,
+        args: params.arguments.unwrap_or_default(),
+        responses: params.input_responses,
+        state: params.request_state,
+    })
+}
+
+/// Serves a `tools/call`. Not an `async fn`, for the reason [`dispatch_reply`] gives.
+fn call_tool<'a>(
+    server: &'a Server,
+    mut ctx: Context,
+    params: Option<Value>,
+) -> impl Future<Output = Result<Reply, ErrorObject>> + 'a {
+    let (runner, binding, args, responses, state) = match plan_tool_call(server, &mut ctx, params) {
+        Ok(ToolCall::Run { runner, binding, args, responses, state }) => {
+            (runner, binding, args, responses, state)
+        }
+        Ok(ToolCall::Task(params, runner, binding, task)) => {
+            let args = params.arguments.unwrap_or_default();
+            let (responses, state) = (params.input_responses, params.request_state);
+            // Boxed: a task's start is the rare path, and its future would otherwise weigh on
+            // every tool call's.
+            let started = crate::task_serving::call(
+                server, ctx, runner, binding, args, responses, state, task.start,
+            );
+            let started: BoxFuture<'a, Result<Reply, ErrorObject>> =
+                Box::pin(async move { started.await.map(Reply::Value) });
+            return Either::Right(Either::Right(started));
+        }
+        Err(error) => return Either::Left(std::future::ready(Err(error))),
+    };
     // The stateless era runs the handler once: its arguments move into the call. The stateful
     // era may run it again (after asking the client for input): each round gets a copy.
     let once = ctx.era() == Era::Stateless;
     let mut args = Some(args);
-    let runner = &runner;
-    let done = run(ctx, binding, params.input_responses, params.request_state, |ctx| {
+    let done = run(ctx, binding, responses, state, move |ctx| {
         let args = if once { args.take() } else { args.clone() };
-        runner.call(ctx, args.unwrap_or_default())
-    })
-    .await?;
-    match done {
+        runner.clone().call(ctx, args.unwrap_or_default())
+    });
+    Either::Right(Either::Left(done.map(|done| match done? {
         Finished::Complete(result) => Ok(Reply::Tool(Box::new(result))),
         Finished::InputRequired(result) => encode(result).map(Reply::Value),
-    }
+    })))
 }
 
 async fn read_resource(server: &Server, ctx: Context, params: Option<Value>) -> HandlerResult {

@@ -142,21 +142,21 @@ pub async fn serve_request_with<S: TransportSender>(
 /// assert_eq!(answer.result, json!(5));
 /// # Ok(()) }
 /// ```
-pub async fn run_request<S, F, Fut>(
+pub fn run_request<'a, S, F, Fut>(
     engine: &Engine,
     id: crate::jsonrpc::RequestId,
     method: impl Into<String>,
     meta: Option<LazyMeta>,
     data: Option<Box<dyn std::any::Any + Send + Sync>>,
-    sender: &mut S,
+    sender: &'a mut S,
     handler: F,
-) -> Result<Fut::Output>
+) -> impl Future<Output = Result<Fut::Output>> + 'a
 where
     S: TransportSender,
-    F: FnOnce(RequestContext) -> Fut,
-    Fut: Future,
+    F: FnOnce(RequestContext) -> Fut + 'a,
+    Fut: Future + 'a,
 {
-    engine.run_request(id, method, meta, data, sender, handler).await
+    engine.run_request(id, method, meta, data, sender, handler)
 }
 
 /// A connection driven by the caller, answering through `sender`: see [`Driven`].

@@ -679,23 +679,26 @@ impl Engine {
     /// Embedding entry point: see
     /// [`embed::run_request`](crate::engine::embed::run_request).
     #[doc(hidden)]
-    pub async fn run_request<S, F, Fut>(
+    ///
+    /// Not an `async fn`: the returned future is the connection's own (one future, not one
+    /// per layer, each holding the arguments again).
+    pub fn run_request<'a, S, F, Fut>(
         &self,
         id: crate::jsonrpc::RequestId,
         method: impl Into<String>,
         meta: Option<LazyMeta>,
         data: Option<Box<dyn std::any::Any + Send + Sync>>,
-        sender: &mut S,
+        sender: &'a mut S,
         handler: F,
-    ) -> Result<Fut::Output>
+    ) -> impl Future<Output = Result<Fut::Output>> + 'a
     where
         S: TransportSender,
-        F: FnOnce(RequestContext) -> Fut,
-        Fut: Future,
+        F: FnOnce(RequestContext) -> Fut + 'a,
+        Fut: Future + 'a,
     {
         let conn = Connection::inline(&self.shared, data.map(Arc::from));
         let meta = meta.map_or(lazy_meta::MetaSlot::Absent, lazy_meta::MetaSlot::Lazy);
-        conn.run_inline((id, method.into()), meta, sender, handler).await
+        conn.run_inline((id, method.into()), meta, sender, handler)
     }
 
     /// Numbers the requests this engine sends from `first` on (they count up from 0

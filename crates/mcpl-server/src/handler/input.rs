@@ -48,6 +48,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use futures::FutureExt as _;
+use futures::future::Either;
 use mcpl_core::engine::RequestOptions;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{
@@ -702,51 +704,58 @@ pub(crate) enum Finished<T> {
 /// Runs `handler` for one request that may ask for input (see the [module docs](self)).
 ///
 /// In the stateless era the handler runs once, with `ctx` itself (the client answers and
-/// retries); in the stateful era with a copy of it per round.
-pub(crate) async fn run<T, F, Fut>(
+/// retries); in the stateful era with a copy of it per round. Not an `async fn`: in the
+/// stateless era the returned future is the handler's own, not one holding the context too.
+pub(crate) fn run<T, F, Fut>(
     ctx: Context,
     binding: Binding,
     responses: Option<InputResponses>,
     request_state: Option<String>,
     mut handler: F,
-) -> Result<Finished<T>, ErrorObject>
+) -> impl Future<Output = Result<Finished<T>, ErrorObject>>
 where
     F: FnMut(Context) -> Fut,
     Fut: Future<Output = Result<Reply<T>, ErrorObject>>,
 {
-    let sealer = ctx.server().map(|s| s.state_sealer());
     if ctx.era() == Era::Stateless {
-        let input = InputState::open(sealer, binding, responses, request_state)?;
+        let sealer = ctx.server().map(|s| s.state_sealer());
+        let input = match InputState::open(sealer, binding, responses, request_state) {
+            Ok(input) => input,
+            Err(e) => return Either::Left(Either::Left(std::future::ready(Err(e)))),
+        };
         let mut ctx = ctx;
         ctx.input = Some(Arc::new(input));
-        return match handler(ctx).await? {
+        return Either::Left(Either::Right(handler(ctx).map(|reply| match reply? {
             Reply::Complete(t) => Ok(Finished::Complete(t)),
             Reply::InputRequired(required) => Ok(Finished::InputRequired(required.into_result()?)),
-        };
+        })));
     }
-    // The stateful era calls the handler again: keep the binding for that.
-    let again = binding.clone();
-    let mut input = InputState::open(sealer, binding, responses, request_state)?;
-    for round in 0..=MAX_INPUT_ROUNDS {
-        let mut round_ctx = ctx.clone();
-        round_ctx.input = Some(Arc::new(input));
-        let required = match handler(round_ctx).await? {
-            Reply::Complete(t) => return Ok(Finished::Complete(t)),
-            Reply::InputRequired(required) => required.into_result()?,
-        };
-        if round == MAX_INPUT_ROUNDS {
-            break;
+    Either::Right(async move {
+        let sealer = ctx.server().map(|s| s.state_sealer());
+        // The stateful era calls the handler again: keep the binding for that.
+        let again = binding.clone();
+        let mut input = InputState::open(sealer, binding, responses, request_state)?;
+        for round in 0..=MAX_INPUT_ROUNDS {
+            let mut round_ctx = ctx.clone();
+            round_ctx.input = Some(Arc::new(input));
+            let required = match handler(round_ctx).await? {
+                Reply::Complete(t) => return Ok(Finished::Complete(t)),
+                Reply::InputRequired(required) => required.into_result()?,
+            };
+            if round == MAX_INPUT_ROUNDS {
+                break;
+            }
+            // Boxed: asking the client is the rare path (the stateful era's input requests),
+            // and inline its future would weigh on every request's (about 3 KB).
+            let answers =
+                Box::pin(ask_client(&ctx, required.input_requests.unwrap_or_default())).await?;
+            let state = required.request_state;
+            input = InputState::open(sealer, again.clone(), Some(answers), state)?;
         }
-        // Boxed: asking the client is the rare path (the stateful era's input requests), and
-        // inline its future would weigh on every request's (about 3 KB).
-        let answers =
-            Box::pin(ask_client(&ctx, required.input_requests.unwrap_or_default())).await?;
-        let state = required.request_state;
-        input = InputState::open(sealer, again.clone(), Some(answers), state)?;
-    }
-    Err(ErrorObject::internal(format_args!(
-        "the handler still required input after {MAX_INPUT_ROUNDS} rounds"
-    )))
+        Err(ErrorObject::internal(format_args!(
+            "the handler still required input after {MAX_INPUT_ROUNDS} rounds"
+        )))
+    })
 }
 
 /// Sends each input request to a stateful-era client as a real request, one after the other,

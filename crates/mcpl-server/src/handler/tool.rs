@@ -356,41 +356,57 @@ impl ToolEntry {
 
 impl ToolRunner {
     /// Serves one call: checks the arguments, runs the handler, checks its structured output.
-    pub(crate) async fn call(
-        &self,
+    ///
+    /// Not an `async fn`: the handler's future is made here, so the returned one holds it
+    /// and not the context too.
+    pub(crate) fn call(
+        self: Arc<Self>,
         ctx: Context,
         args: Arguments,
-    ) -> Result<ToolReply, ErrorObject> {
+    ) -> impl Future<Output = Result<ToolReply, ErrorObject>> + Send + 'static {
         let value = Value::Object(args);
-        if let Err(problem) = self.input.check(&value) {
-            return Ok(Reply::Complete(CallToolResult::error(format!(
+        let started = match (self.input.check(&value), value) {
+            (Err(problem), _) => Err(Reply::Complete(CallToolResult::error(format!(
                 "invalid arguments for tool {:?}: {problem}",
                 self.name
-            ))));
-        }
-        let Value::Object(args) = value else {
-            return Err(ErrorObject::internal("arguments are not an object"));
+            )))),
+            (Ok(()), Value::Object(args)) => Ok(self.handler.call(ctx, args)),
+            (Ok(()), _) => Ok(Box::pin(std::future::ready(Err(ErrorObject::internal(
+                "arguments are not an object",
+            )))) as BoxFuture<'static, _>),
         };
-        let result = match self.handler.call(ctx, args).await? {
-            Reply::Complete(result) => result,
-            input_required => return Ok(input_required),
-        };
-        if let (Some(output), false) = (&self.output, result.is_error == Some(true)) {
-            let Some(structured) = &result.structured_content else {
-                return Err(ErrorObject::internal(format_args!(
-                    "tool {:?} has an output schema but returned no structured content",
-                    self.name
-                )));
+        async move {
+            let result = match started {
+                Err(refused) => return Ok(refused),
+                Ok(handler) => match handler.await? {
+                    Reply::Complete(result) => result,
+                    input_required => return Ok(input_required),
+                },
             };
-            if let Err(problem) = output.check(structured) {
-                return Err(ErrorObject::internal(format_args!(
-                    "tool {:?} returned structured content that does not match its output \
-                     schema: {problem}",
-                    self.name
-                )));
-            }
+            self.check_output(&result)?;
+            Ok(Reply::Complete(result))
         }
-        Ok(Reply::Complete(result))
+    }
+
+    /// Checks a result's structured content against the output schema, if the tool has one
+    /// (an error result is not checked).
+    fn check_output(&self, result: &CallToolResult) -> Result<(), ErrorObject> {
+        let (Some(output), false) = (&self.output, result.is_error == Some(true)) else {
+            return Ok(());
+        };
+        let Some(structured) = &result.structured_content else {
+            return Err(ErrorObject::internal(format_args!(
+                "tool {:?} has an output schema but returned no structured content",
+                self.name
+            )));
+        };
+        output.check(structured).map_err(|problem| {
+            ErrorObject::internal(format_args!(
+                "tool {:?} returned structured content that does not match its output \
+                 schema: {problem}",
+                self.name
+            ))
+        })
     }
 }
 

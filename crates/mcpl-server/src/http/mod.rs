@@ -801,8 +801,8 @@ async fn post(
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,
 ) -> Response {
-    let (parts, body) = request.into_parts();
-    let headers = parts.headers;
+    // Only the headers are kept (the rest of the head is not needed past this point).
+    let (axum::http::request::Parts { headers, .. }, body) = request.into_parts();
     if let Err(r) =
         guard::check_post_accept(&headers).and_then(|()| guard::check_content_type(&headers))
     {
@@ -820,10 +820,11 @@ async fn post(
     if declared == Era::Stateless && http.shutting_down() {
         return http.shutdown_refused(peer, None);
     }
-    if declared == Era::Stateless
-        && let Some(read) = stateless_body::read(&body)
-    {
-        return stateless::serve_read(http, headers, read, token).await;
+    if declared == Era::Stateless {
+        // In a block of its own, so that what was read is not kept across the waits below.
+        if let Some(read) = stateless_body::read(&body) {
+            return stateless::serve_read(http, headers, read, token).await;
+        }
     }
     let message = match Message::decode(&body) {
         Ok(message) => message,

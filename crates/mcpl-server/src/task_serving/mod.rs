@@ -278,7 +278,7 @@ pub(crate) async fn call(
             loop {
                 let mut round = ctx.clone();
                 round.input = Some(Arc::new(input));
-                let run = runner.call(round, args.clone());
+                let run = runner.clone().call(round, args.clone());
                 let required = match crate::unwinding::unwinding(names::TOOLS_CALL, run).await {
                     Ok(Reply::Complete(result)) => return slot.finish(Ok(result)).await,
                     Err(e) => return slot.finish(Err(e)).await,

@@ -53,6 +53,7 @@ impl Connection {
         };
         let head = (id.clone(), method);
         let outcome = self
+            .clone()
             .run_inline_in(span.clone(), head, meta, &mut sender, |ctx| {
                 run_handler(handler, ctx, params)
             })
@@ -67,26 +68,26 @@ impl Connection {
     /// returned; the caller answers. What the handler sends meanwhile goes out through
     /// `sender`; requests it makes of the peer fail at once with `-32601`. Once the handler
     /// is done, the connection is closed: nothing it left behind sends any more.
-    pub(crate) async fn run_inline<S, F, Fut>(
-        self: &Arc<Self>,
+    pub(crate) fn run_inline<'a, S, F, Fut>(
+        self: Arc<Self>,
         (id, method): (RequestId, String),
         meta: MetaSlot,
-        sender: &mut S,
+        sender: &'a mut S,
         handler: F,
-    ) -> Result<Fut::Output>
+    ) -> impl Future<Output = Result<Fut::Output>> + 'a
     where
         S: TransportSender,
-        F: FnOnce(RequestContext) -> Fut,
-        Fut: Future,
+        F: FnOnce(RequestContext) -> Fut + 'a,
+        Fut: Future + 'a,
     {
         // The params are the caller's: it records what they name (`trace::record_target`).
         let span = self.server_span(&method, &id, None);
-        self.run_inline_in(span, (id, method), meta, sender, handler).await
+        self.run_inline_in(span, (id, method), meta, sender, handler)
     }
 
     /// [`run_inline`](Self::run_inline), the handler running in `span`.
     pub(super) async fn run_inline_in<S, F, Fut>(
-        self: &Arc<Self>,
+        self: Arc<Self>,
         span: tracing::Span,
         (id, method): (RequestId, String),
         meta: MetaSlot,

@@ -53,7 +53,9 @@ pub(super) async fn post(
                 "initialize must not carry Mcp-Session-Id",
             );
         }
-        return initialize(http, message, peer, token).await;
+        // Boxed, as delivering below: what a session does once (or rarely) should not weigh
+        // on every request's future.
+        return Box::pin(initialize(http, message, peer, token)).await;
     }
     let id = request_id(&message);
     let principal = token.as_ref().and_then(|t| t.principal());
@@ -129,7 +131,7 @@ pub(super) async fn post(
                 return StatusCode::ACCEPTED.into_response();
             }
             let cancelled = cancelled_request(&other);
-            match session.deliver(other).await {
+            match Box::pin(session.deliver(other)).await {
                 Ok(()) => {
                     if let Some(id) = cancelled {
                         // The handler stops and sends nothing more: end the request's stream.

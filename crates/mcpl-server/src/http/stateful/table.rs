@@ -263,7 +263,9 @@ pub(super) async fn find_session(
                     // Ended elsewhere (deleted at another endpoint, or expired): here too.
                     tracing::debug!(session = %id, "session no longer recorded; closing it");
                     if http.remove_session(id).is_some() {
-                        session.close().await;
+                        // Boxed, as restoring below: rare paths that would otherwise weigh on
+                        // every request's future.
+                        Box::pin(session.close()).await;
                     }
                     return Err(Reject::new(
                         StatusCode::NOT_FOUND,
@@ -283,7 +285,7 @@ pub(super) async fn find_session(
     };
     match recorded {
         Some(record) if record.principal.as_ref() != principal => Err(another()),
-        Some(record) => restore(http, record).await,
+        Some(record) => Box::pin(restore(http, record)).await,
         None => Err(not_found()),
     }
 }

@@ -18,11 +18,13 @@ mod transport;
 mod wire;
 
 use std::borrow::Cow;
+use std::future::{Future, ready};
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use futures::future::Either;
 use mcpl_core::Era;
 use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
@@ -131,29 +133,32 @@ pub(crate) async fn serve(
     };
     let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let facts = MetaFacts::of_tree(meta);
-    serve_request(http, headers, request, None, facts, token).await
+    Box::pin(serve_request(http, headers, request, None, facts, token)).await
 }
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
-pub(crate) async fn serve_read(
-    http: &StreamableHttp,
+pub(crate) fn serve_read<'a>(
+    http: &'a StreamableHttp,
     headers: HeaderMap,
     read: Incoming,
     token: Option<Arc<AccessToken>>,
-) -> Response {
-    serve_request(http, headers, read.request, read.meta, read.facts, token).await
+) -> impl Future<Output = Response> + Send + 'a {
+    serve_request(http, headers, read.request, read.meta, read.facts, token)
 }
 
 /// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
 /// are what admission reads of it; `token` is the request's verified access token, if any.
-async fn serve_request(
-    http: &StreamableHttp,
+///
+/// Not an `async fn`: admission and the answers given at once happen here, and the returned
+/// future holds only what serving the method needs (not the request's `_meta` facts too).
+fn serve_request<'a>(
+    http: &'a StreamableHttp,
     headers: HeaderMap,
     request: Request,
     raw_meta: Option<LazyMeta>,
     facts: MetaFacts,
     token: Option<Arc<AccessToken>>,
-) -> Response {
+) -> impl Future<Output = Response> + Send + 'a {
     let id = request.id.clone();
     let server = &http.inner.server;
     let checked = admit(facts, &request.method, |version| {
@@ -161,16 +166,16 @@ async fn serve_request(
     });
     let admitted = match checked {
         Ok(admitted) => admitted,
-        Err(error) => return refuse(refusal_status(&error), Some(id), error),
+        Err(error) => return Either::Left(ready(refuse(refusal_status(&error), Some(id), error))),
     };
     let ttl = http.inner.config.cache_ttl;
     match request.method.as_str() {
         names::SERVER_DISCOVER => {
             let result = decoration::discover(server, ttl);
             let response = mcpl_core::jsonrpc::Response::new(id, result);
-            return json_body(StatusCode::OK, &Message::Response(response));
+            return Either::Left(ready(json_body(StatusCode::OK, &Message::Response(response))));
         }
-        names::SUBSCRIPTIONS_LISTEN => return listen(http, request),
+        names::SUBSCRIPTIONS_LISTEN => return Either::Left(ready(listen(http, request))),
         _ => {}
     }
 
@@ -191,16 +196,17 @@ async fn serve_request(
             let call = async move { call(&owned, transport, client, token).await };
             let driver = Box::pin(call.in_current_span());
             let decorate = Decorator { http: Cow::Owned(http.clone()), cacheable };
-            sse(id, output, driver, decorate, (http.inner.config.keep_alive, stop))
+            let keep_alive = http.inner.config.keep_alive;
+            Either::Left(ready(sse(id, output, driver, decorate, (keep_alive, stop))))
         }
         // Without a progress token or log level nothing but the answer is wanted.
-        None => {
-            // Boxed where it is made: the call's future is large (about 4 KB), and built in
-            // place then moved once into its box it is not also moved within this function's
+        None => Either::Right(async move {
+            // Boxed where it is made: the call's future is large (about 2.5 KB), and built in
+            // place then moved once into its box it is not also moved within this future's
             // state first.
             let outcome = Box::pin(call(http, transport, client, token)).await;
             json_reply(&id, outcome, &Decorator { http: Cow::Borrowed(http), cacheable })
-        }
+        }),
     }
 }
 

@@ -92,8 +92,9 @@
 //! (`CancellationToken`, for shutdown); `futures` 0.3 (`Stream` of events); with `http` or
 //! `ws`, `axum` 0.8 (`axum::Router` from `into_router`, taken by [`http::serve`] and
 //! [`http::auth::BearerAuth::protect`]; `axum::response::Response`, the endpoint's response
-//! type) and `tower-service` 0.3 ([`http::StreamableHttp`] is a `tower_service::Service`, over
-//! `http` 1 requests); with `schema`, `schemars` 1 (the
+//! type), `tower-service` 0.3 ([`http::StreamableHttp`] is a `tower_service::Service`, over
+//! `http` 1 requests) and `bytes` 1 (the JSON of an event given to
+//! [`http::event_store::EventStore::append_encoded`]); with `schema`, `schemars` 1 (the
 //! `JsonSchema` bound of typed tools). hyper, jsonschema, tungstenite and the crypto crates
 //! stay private.
 

@@ -7,6 +7,7 @@
 //! connections: events are kept in the [`EventStore`] and a client can resume a stream with
 //! `Last-Event-ID`.
 
+use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -29,11 +30,28 @@ use crate::session::SessionState;
 /// How many events may wait for a slow SSE connection before it is detached.
 const STREAM_BUFFER: usize = 64;
 
-/// One event for an SSE connection.
+/// One event of a session's stream: its message as JSON, made once (what the stream writes
+/// and the event store keeps).
 #[derive(Debug, Clone)]
 pub(crate) struct Event {
     pub(crate) position: EventPosition,
-    pub(crate) message: Message,
+    pub(crate) data: Bytes,
+    /// The message answers a request (a response or an error): its stream ends with it.
+    pub(crate) answers: bool,
+    /// The message is an error response.
+    pub(crate) error: bool,
+}
+
+impl Event {
+    /// `message` at `position`, encoded.
+    pub(crate) fn new(position: EventPosition, message: &Message) -> Event {
+        Event {
+            position,
+            data: Bytes::from(serde_json::to_vec(message).unwrap_or_default()),
+            answers: matches!(message, Message::Response(_) | Message::Error(_)),
+            error: matches!(message, Message::Error(_)),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -413,7 +431,7 @@ impl HttpSession {
         };
         let replay = self.events.replay_after(&self.id, last).await?;
         let events =
-            replay.into_iter().map(|(position, message)| Event { position, message }).collect();
+            replay.into_iter().map(|(position, message)| Event::new(position, &message)).collect();
         Some((events, live))
     }
 
@@ -539,19 +557,24 @@ impl TransportSender for SessionSender {
             }
             return Ok(());
         };
+        if !keep && attached.is_none() {
+            return Ok(());
+        }
+        // Encoded once, for the store and the stream both.
+        let event = Event::new(position, &message);
         if keep {
-            self.events.append(&self.session, position, &message).await;
+            self.events.append_encoded(&self.session, position, &message, &event.data).await;
         }
         match attached {
             Some(Attached::Sse(tx)) => {
                 // Never wait for a slow connection: one that cannot keep up (or went away) is
                 // detached, and its client resumes from the store with `Last-Event-ID`.
-                let sent = tx.try_send(Event { position, message }).is_ok();
+                let sent = tx.try_send(event).is_ok();
                 self.detach_unless(sent, position.stream, &tx);
             }
             Some(Attached::Json(tx)) => {
                 // Its client may have gone: the answer has nowhere else to go.
-                let _ = tx.send(Event { position, message });
+                let _ = tx.send(event);
             }
             None => {}
         }

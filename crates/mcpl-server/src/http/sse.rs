@@ -12,18 +12,20 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 
+use super::event_store::EventPosition;
+
 /// One SSE event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct SseEvent {
-    id: Option<String>,
+    id: Option<EventPosition>,
     retry: Option<Duration>,
-    data: String,
+    data: Bytes,
 }
 
 impl SseEvent {
-    /// Sets the event id.
-    pub(crate) fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
+    /// Sets the event id (`<stream>-<seq>`).
+    pub(crate) fn id(mut self, id: EventPosition) -> Self {
+        self.id = Some(id);
         self
     }
 
@@ -33,8 +35,8 @@ impl SseEvent {
         self
     }
 
-    /// Sets the data; may be empty.
-    pub(crate) fn data(mut self, data: impl Into<String>) -> Self {
+    /// Sets the data (UTF-8 text; JSON here); may be empty. Shared, not copied.
+    pub(crate) fn data(mut self, data: impl Into<Bytes>) -> Self {
         self.data = data.into();
         self
     }
@@ -42,23 +44,21 @@ impl SseEvent {
     /// The wire form: `id:`, `retry:`, one `data:` line per line of data (at least one), and
     /// the blank line that ends the event.
     pub(crate) fn encode(&self) -> Bytes {
+        use std::fmt::Write as _;
         let mut out = String::with_capacity(self.data.len() + 48);
-        if let Some(id) = &self.id {
-            // Ids never hold line breaks (ours are `<stream>-<seq>`); strip any defensively.
-            out.push_str("id: ");
-            out.extend(id.chars().filter(|c| *c != '\n' && *c != '\r'));
-            out.push('\n');
+        if let Some(id) = self.id {
+            let _ = writeln!(out, "id: {}-{}", id.stream, id.seq);
         }
         if let Some(retry) = self.retry {
-            out.push_str(&format!("retry: {}\n", retry.as_millis()));
+            let _ = writeln!(out, "retry: {}", retry.as_millis());
         }
-        let mut lines = self.data.split('\n');
-        for line in lines.by_ref() {
-            out.push_str("data: ");
-            out.push_str(line.trim_end_matches('\r'));
-            out.push('\n');
+        let mut out = out.into_bytes();
+        for line in self.data.split(|&b| b == b'\n') {
+            out.extend_from_slice(b"data: ");
+            out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+            out.push(b'\n');
         }
-        out.push('\n');
+        out.push(b'\n');
         Bytes::from(out)
     }
 }
@@ -122,17 +122,19 @@ mod tests {
 
     #[test]
     fn priming_event_has_an_empty_data_line() {
-        let e = SseEvent::default().id("3-0").retry(Duration::from_secs(1)).data("");
+        let at = EventPosition { stream: 3, seq: 0 };
+        let e = SseEvent::default().id(at).retry(Duration::from_secs(1)).data("");
         assert_eq!(e.encode(), Bytes::from_static(b"id: 3-0\nretry: 1000\ndata: \n\n"));
     }
 
     #[test]
     fn json_stays_on_one_line_and_multiline_data_is_split() {
-        let e = SseEvent::default().id("1-1").data(r#"{"a":1}"#);
+        let at = EventPosition { stream: 1, seq: 1 };
+        let e = SseEvent::default().id(at).data(r#"{"a":1}"#);
         assert_eq!(e.encode(), Bytes::from_static(b"id: 1-1\ndata: {\"a\":1}\n\n"));
         let e = SseEvent::default().data("x\r\ny");
         assert_eq!(e.encode(), Bytes::from_static(b"data: x\ndata: y\n\n"));
-        let e = SseEvent::default().id("bad\nid").data("z");
-        assert_eq!(e.encode(), Bytes::from_static(b"id: badid\ndata: z\n\n"));
+        let e = SseEvent::default().data(String::from("a\n\nb"));
+        assert_eq!(e.encode(), Bytes::from_static(b"data: a\ndata: \ndata: b\n\n"));
     }
 }

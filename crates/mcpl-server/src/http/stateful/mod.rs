@@ -270,10 +270,10 @@ async fn initialize(
             "session ended during initialize",
         );
     };
-    if matches!(event.message, Message::Error(_)) {
+    if event.error {
         // A refused handshake leaves no session behind.
         session.close().await;
-        return json_body(StatusCode::OK, &event.message);
+        return json_data(event.data);
     }
     if let (Some(store), Some(version), Some(client_info), Some(client_capabilities)) = (
         &http.inner.store,
@@ -306,7 +306,7 @@ async fn initialize(
         .insert(session.id.clone(), session.clone());
     http.start_reaper();
     let mut response = if http.inner.config.json_response {
-        json_body(StatusCode::OK, &event.message)
+        json_data(event.data)
     } else {
         sse_reply(http, &session, event.position.stream, vec![event], None, false)
     };
@@ -320,7 +320,7 @@ async fn initialize(
 async fn json_reply(rx: oneshot::Receiver<Event>, session_id: &str) -> Response {
     match rx.await {
         Ok(event) => {
-            let mut response = json_body(StatusCode::OK, &event.message);
+            let mut response = json_data(event.data);
             if let Ok(value) = HeaderValue::from_str(session_id) {
                 response.headers_mut().insert(SESSION_ID_HEADER, value);
             }
@@ -333,8 +333,16 @@ async fn json_reply(rx: oneshot::Receiver<Event>, session_id: &str) -> Response 
 }
 
 fn sse_event(event: &Event) -> SseEvent {
-    let data = serde_json::to_string(&event.message).unwrap_or_default();
-    SseEvent::default().id(event.position.to_event_id()).data(data)
+    SseEvent::default().id(event.position).data(event.data.clone())
+}
+
+/// A `200` answer whose body is `data`, JSON already (shared, not copied).
+fn json_data(data: bytes::Bytes) -> Response {
+    let mut response = Response::new(axum::body::Body::from(data));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 /// An SSE response: optionally a priming event, then `replay`, then what arrives on `live`.
@@ -352,9 +360,8 @@ fn sse_reply(
     let primes =
         prime && session.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
     let retry = http.inner.config.retry;
-    let first = primes.then(|| {
-        SseEvent::default().id(EventPosition { stream, seq: 0 }.to_event_id()).retry(retry).data("")
-    });
+    let first = primes
+        .then(|| SseEvent::default().id(EventPosition { stream, seq: 0 }).retry(retry).data(""));
     let last_replayed = replay.last().map(|e| e.position.seq).unwrap_or(0);
     let replayed = futures::stream::iter(replay);
     let live = futures::stream::unfold(live, move |live| async move {
@@ -375,7 +382,7 @@ fn sse_reply(
         move |(mut events, discard, finished)| async move {
             match events.next().await {
                 Some(event) => {
-                    let done = matches!(event.message, Message::Response(_) | Message::Error(_));
+                    let done = event.answers;
                     Some((sse_event(&event), (events, discard, finished || done)))
                 }
                 None => {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
-use mcpl_core::jsonrpc::{ErrorCode, Message, RequestId};
+use mcpl_core::jsonrpc::{ErrorCode, RequestId};
 use mcpl_core::types::{InitializeRequestParams, names};
 
 use crate::http::session::HttpSession;
@@ -331,8 +331,8 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
         .deliver(mcpl_core::jsonrpc::Request::new(id, names::INITIALIZE, Some(params)).into())
         .await
         .map_err(|_| failed("engine"))?;
-    match rx.await.map(|e| e.message) {
-        Ok(Message::Response(_)) => {}
+    match rx.await {
+        Ok(event) if event.answers && !event.error => {}
         _ => {
             session.close().await;
             return Err(failed("the handshake was refused"));

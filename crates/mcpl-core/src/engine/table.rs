@@ -6,12 +6,17 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
+/// Keyed per table with a random seed (`foldhash`), so keys a peer picks (request ids) cannot
+/// be aimed at one bucket; several times cheaper than std's SipHash for short keys. A table
+/// holds at most what the engine's in-flight and pending limits let in.
+type Hasher = foldhash::fast::RandomState;
+
 /// A map that allocates nothing while empty and gives its memory back once emptied.
 #[expect(
     clippy::box_collection,
     reason = "an empty table is one pointer (8 bytes), not an inline map (48)"
 )]
-pub(crate) struct Table<K, V>(Option<Box<HashMap<K, V>>>);
+pub(crate) struct Table<K, V>(Option<Box<HashMap<K, V, Hasher>>>);
 
 impl<K: Hash + Eq, V> Table<K, V> {
     /// An empty table (no allocation).

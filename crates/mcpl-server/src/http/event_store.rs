@@ -12,6 +12,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
+/// The store's tables are keyed by session ids and stream numbers this process made; a fast
+/// hasher with a random seed per table (`foldhash`) serves them.
+type Hasher = foldhash::fast::RandomState;
+
 use mcpl_core::engine::BoxFuture;
 use mcpl_core::jsonrpc::Message;
 
@@ -291,7 +295,7 @@ struct Stored {
 
 #[derive(Debug, Default)]
 struct SessionEvents {
-    streams: HashMap<u64, VecDeque<Stored>>,
+    streams: HashMap<u64, VecDeque<Stored>, Hasher>,
     bytes: usize,
 }
 
@@ -308,7 +312,7 @@ impl SessionEvents {
 
 #[derive(Debug, Default)]
 struct Events {
-    sessions: HashMap<Arc<str>, SessionEvents>,
+    sessions: HashMap<Arc<str>, SessionEvents, Hasher>,
     bytes: usize,
     /// How many events are kept.
     live: usize,

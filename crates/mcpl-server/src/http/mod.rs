@@ -233,7 +233,9 @@ struct Inner {
     events: Arc<dyn EventStore>,
     /// Where sessions are recorded for other endpoints to continue; `None`: nowhere.
     store: Option<Arc<dyn SessionStore>>,
-    sessions: RwLock<HashMap<Arc<str>, Arc<HttpSession>>>,
+    /// Keyed by the ids this endpoint made; looked up by the id a request names (a lookup
+    /// adds nothing, so a fast hasher with a random seed, `foldhash`, serves).
+    sessions: RwLock<HashMap<Arc<str>, Arc<HttpSession>, foldhash::fast::RandomState>>,
     /// Session slots taken by handshakes under way (changed with `sessions` locked).
     reserved: std::sync::atomic::AtomicUsize,
     stateless: mcpl_core::Engine,
@@ -351,7 +353,7 @@ impl StreamableHttp {
                 stateless,
                 session_engine,
                 server_info_json,
-                sessions: RwLock::new(HashMap::new()),
+                sessions: RwLock::new(HashMap::default()),
                 reserved: std::sync::atomic::AtomicUsize::new(0),
                 reaper: std::sync::Once::new(),
             }),

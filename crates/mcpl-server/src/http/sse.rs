@@ -44,15 +44,19 @@ impl SseEvent {
     /// The wire form: `id:`, `retry:`, one `data:` line per line of data (at least one), and
     /// the blank line that ends the event.
     pub(crate) fn encode(&self) -> Bytes {
-        use std::fmt::Write as _;
-        let mut out = String::with_capacity(self.data.len() + 48);
+        let mut out = Vec::with_capacity(self.data.len() + 64);
         if let Some(id) = self.id {
-            let _ = writeln!(out, "id: {}-{}", id.stream, id.seq);
+            out.extend_from_slice(b"id: ");
+            push_decimal(&mut out, id.stream);
+            out.push(b'-');
+            push_decimal(&mut out, id.seq);
+            out.push(b'\n');
         }
         if let Some(retry) = self.retry {
-            let _ = writeln!(out, "retry: {}", retry.as_millis());
+            out.extend_from_slice(b"retry: ");
+            push_decimal(&mut out, u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
+            out.push(b'\n');
         }
-        let mut out = out.into_bytes();
         for line in self.data.split(|&b| b == b'\n') {
             out.extend_from_slice(b"data: ");
             out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
@@ -61,6 +65,21 @@ impl SseEvent {
         out.push(b'\n');
         Bytes::from(out)
     }
+}
+
+/// Writes `n` in decimal (what `format!` would, without its machinery: every event's id).
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";
@@ -134,6 +153,12 @@ mod tests {
         assert_eq!(e.encode(), Bytes::from_static(b"id: 1-1\ndata: {\"a\":1}\n\n"));
         let e = SseEvent::default().data("x\r\ny");
         assert_eq!(e.encode(), Bytes::from_static(b"data: x\ndata: y\n\n"));
+        let at = EventPosition { stream: u64::MAX, seq: 10 };
+        let e = SseEvent::default().id(at).data(String::from("a\n\nb"));
+        assert_eq!(
+            e.encode(),
+            Bytes::from_static(b"id: 18446744073709551615-10\ndata: a\ndata: \ndata: b\n\n")
+        );
         let e = SseEvent::default().data(String::from("a\n\nb"));
         assert_eq!(e.encode(), Bytes::from_static(b"data: a\ndata: \ndata: b\n\n"));
     }

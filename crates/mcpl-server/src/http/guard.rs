@@ -92,6 +92,13 @@ fn is_reg_name(host: &str) -> bool {
 /// Whether `host` (of a parsed authority) is `allowed` (an entry of the allow-list): the same
 /// name ignoring ASCII case, or the same IPv6 address however it is written.
 fn same_host(allowed: &str, host: &str) -> bool {
+    if allowed.eq_ignore_ascii_case(host) {
+        return true;
+    }
+    // Only two bracketed literals can name the same address written two ways.
+    if !(allowed.starts_with('[') && host.starts_with('[')) {
+        return false;
+    }
     let ipv6 = |h: &str| {
         h.strip_prefix('[')
             .and_then(|h| h.strip_suffix(']'))
@@ -199,8 +206,18 @@ fn accepted<const N: usize>(headers: &HeaderMap, wanted: [&str; N]) -> [bool; N]
     found
 }
 
+/// The `Accept` value MCP clients send on a POST, checked as one string before the general
+/// parse (most requests carry exactly it).
+const POST_ACCEPT: &[u8] = b"application/json, text/event-stream";
+
 /// A POST must accept both JSON and SSE.
 pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
+    let mut values = headers.get_all(header::ACCEPT).iter();
+    if let (Some(only), None) = (values.next(), values.next())
+        && only.as_bytes() == POST_ACCEPT
+    {
+        return Ok(());
+    }
     if accepted(headers, ["application/json", "text/event-stream"]) == [true, true] {
         Ok(())
     } else {

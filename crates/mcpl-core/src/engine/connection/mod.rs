@@ -123,7 +123,9 @@ enum Outlet {
     /// owner: see [`super::Driven`]).
     Queue(Queue),
     /// To the caller of a request served inline, which forwards them as its handler runs.
-    Inline(Outbox),
+    /// Boxed: inline it would make every connection's outlet 72 bytes, not 16 (an idle 2025
+    /// session keeps its connection; see docs/performance.md).
+    Inline(Box<Outbox>),
 }
 
 pub(crate) struct Connection {
@@ -158,7 +160,7 @@ impl Connection {
         shared: &Arc<Shared>,
         data: Option<Arc<dyn Any + Send + Sync>>,
     ) -> Arc<Connection> {
-        let outlet = Outlet::Inline(Outbox::default());
+        let outlet = Outlet::Inline(Box::default());
         Connection::build(INLINE_GENERATION, shared, outlet, data)
     }
 

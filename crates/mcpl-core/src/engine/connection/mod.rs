@@ -684,3 +684,15 @@ impl Connection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outlet_is_two_words_whatever_its_kind() {
+        // Every connection holds one, an idle 2025 session's too (kept under 1 KiB in all; see
+        // docs/performance.md): what only inline requests need stays behind a pointer.
+        assert!(std::mem::size_of::<Outlet>() <= 16, "{}", std::mem::size_of::<Outlet>());
+    }
+}

@@ -828,7 +828,11 @@ async fn post(
             return stateless::serve_read(http, headers, read, token).await;
         }
     }
-    let message = match Message::decode(&body) {
+    // A well-formed request (what a 2025 session's POST usually carries) is read straight from
+    // the body too, `_meta` left in its params; the reader defers anything else to the general
+    // decoder, which then answers exactly as it always did.
+    let read = stateless_body::read_request(&body).map(Message::Request);
+    let message = match read.map_or_else(|| Message::decode(&body), Ok) {
         Ok(message) => message,
         Err(e) => return json_body(StatusCode::BAD_REQUEST, &Message::Error(e.to_response())),
     };

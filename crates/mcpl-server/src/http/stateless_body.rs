@@ -1,4 +1,6 @@
-//! A stateless-era request read straight from its body bytes.
+//! A request read straight from its body bytes: a stateless-era one with its `_meta` apart
+//! ([`read`]), or any well-formed one whole ([`read_request`], what a 2025 session's POST
+//! carries).
 //!
 //! The general decoder ([`Message::decode`]) builds a JSON tree of the whole `params`, `_meta`
 //! included, and the handler then decodes its typed params from that tree. Most of a stateless
@@ -19,7 +21,6 @@ use axum::body::Bytes;
 use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{Message, Request, RequestId};
 use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys};
-use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -81,7 +82,7 @@ const MAX_META_BRACKETS: usize = 64;
 pub(crate) fn read(body: &Bytes) -> Option<Incoming> {
     // One UTF-8 check of the whole body, instead of one per string as reading bytes does.
     let text = std::str::from_utf8(body).ok()?;
-    let Envelope { request, meta } = serde_json::from_str(text).ok()?;
+    let Envelope { request, meta } = envelope(text, false)?;
     let (meta, facts) = match meta {
         Some(view) => {
             let facts = MetaFacts::of_view(view)?;
@@ -110,17 +111,30 @@ struct Envelope<'a> {
     meta: Option<MetaView<'a>>,
 }
 
-impl<'de> Deserialize<'de> for Envelope<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(EnvelopeVisitor)
-    }
+/// The request in `text`, its `_meta` read apart (or, with `keep_meta`, left in its params as
+/// any other member); `None` for anything this reader does not take as it is.
+fn envelope(text: &str, keep_meta: bool) -> Option<Envelope<'_>> {
+    let mut json = serde_json::Deserializer::from_str(text);
+    let envelope = json.deserialize_map(EnvelopeVisitor { keep_meta }).ok()?;
+    // Nothing but white space after the request, as `serde_json::from_str` requires.
+    json.end().ok()?;
+    Some(envelope)
+}
+
+/// Reads a well-formed request, `_meta` and all, into the [`Request`] the general decoder
+/// would make of it (what a 2025 session's POST carries); `None` for anything else.
+pub(crate) fn read_request(body: &Bytes) -> Option<Request> {
+    let text = std::str::from_utf8(body).ok()?;
+    envelope(text, true).map(|envelope| envelope.request)
 }
 
 fn unexpected<E: de::Error>(what: &str) -> E {
     E::custom(format_args!("left to the general decoder: {what}"))
 }
 
-struct EnvelopeVisitor;
+struct EnvelopeVisitor {
+    keep_meta: bool,
+}
 
 impl<'de> Visitor<'de> for EnvelopeVisitor {
     type Value = Envelope<'de>;
@@ -144,7 +158,10 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 }
                 "id" if id.is_none() => id = Some(map.next_value()?),
                 "method" if method.is_none() => method = Some(map.next_value()?),
-                "params" if params.is_none() => params = Some(map.next_value_seed(ParamsSeed)?),
+                "params" if params.is_none() => {
+                    let seed = ParamsSeed { keep_meta: self.keep_meta };
+                    params = Some(map.next_value_seed(seed)?);
+                }
                 _ => return Err(unexpected("member")),
             }
         }
@@ -164,7 +181,10 @@ struct Params<'a> {
     meta: Option<MetaView<'a>>,
 }
 
-struct ParamsSeed;
+struct ParamsSeed {
+    /// Leave `_meta` among the params, as any other member.
+    keep_meta: bool,
+}
 
 impl<'de> DeserializeSeed<'de> for ParamsSeed {
     type Value = Params<'de>;
@@ -185,7 +205,7 @@ impl<'de> Visitor<'de> for ParamsSeed {
         let mut rest = Map::new();
         let mut meta = None;
         while let Some(key) = map.next_key::<&'de str>()? {
-            if key == "_meta" {
+            if key == "_meta" && !self.keep_meta {
                 if meta.is_some() {
                     return Err(unexpected("a second _meta"));
                 }
@@ -327,6 +347,34 @@ mod tests {
         assert_eq!(facts.progress, tree.progress);
         assert_eq!(facts.progress, Some(false), "a null progress token is sent, and wrong");
         assert_eq!(facts.capabilities.is_some(), tree.capabilities.is_some());
+    }
+
+    #[test]
+    fn a_whole_request_reads_as_the_general_decoder_reads_it() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"a":[1,{"b":null}]}}}"#,
+            r#"{"method":"ping","id":"x","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-1,"method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"a":2}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":"p"}}}"#,
+            CALL,
+        ] {
+            let read = read_request(&Bytes::copy_from_slice(body.as_bytes())).unwrap();
+            let Message::Request(general) = Message::decode(body.as_bytes()).unwrap() else {
+                panic!("a request: {body}")
+            };
+            assert_eq!(read, general, "{body}");
+        }
+        // What the reader does not take is the general decoder's, in this mode too.
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","extra":1}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+        ] {
+            assert!(read_request(&Bytes::copy_from_slice(body.as_bytes())).is_none(), "{body}");
+        }
     }
 
     #[test]

@@ -106,9 +106,9 @@ pub(crate) async fn dispatch(
 pub(crate) fn dispatch_reply<'a>(
     server: &'a Server,
     mut ctx: Context,
-    method: &'a str,
+    method: &str,
     mut params: Option<Value>,
-) -> impl Future<Output = Result<Reply, ErrorObject>> + 'a {
+) -> impl Future<Output = Result<Reply, ErrorObject>> + use<'a> {
     if ctx.server.is_none() {
         ctx.server = Some(std::sync::Arc::new(server.clone()));
     }
@@ -128,7 +128,8 @@ pub(crate) fn dispatch_reply<'a>(
     if method == names::TOOLS_CALL && server.read().has_tools {
         return Either::Left(call_tool(server, ctx, params));
     }
-    Either::Right(Box::pin(dispatch_other(server, ctx, method, params)))
+    let method = method.to_owned();
+    Either::Right(Box::pin(async move { dispatch_other(server, ctx, &method, params).await }))
 }
 
 /// Serves every method but `tools/call` (see [`dispatch_reply`]).

@@ -1,5 +1,6 @@
 //! A handler's panic answered as `-32603`, for the paths that run a handler themselves.
 
+use std::borrow::Cow;
 use std::future::Future;
 
 use futures::FutureExt as _;
@@ -12,13 +13,14 @@ use mcpl_core::jsonrpc::ErrorObject;
 ///
 /// Not an `async fn`: one would hold `handler` twice in its state (as its argument, and again
 /// as the future it awaits), doubling what every request's future weighs and copies.
-pub(crate) fn unwinding<'a, T, F>(
-    method: &'a str,
+pub(crate) fn unwinding<T, F>(
+    method: impl Into<Cow<'static, str>>,
     handler: F,
-) -> impl Future<Output = Result<T, ErrorObject>> + 'a
+) -> impl Future<Output = Result<T, ErrorObject>>
 where
-    F: Future<Output = Result<T, ErrorObject>> + 'a,
+    F: Future<Output = Result<T, ErrorObject>>,
 {
+    let method = method.into();
     std::panic::AssertUnwindSafe(handler).catch_unwind().map(move |caught| match caught {
         Ok(outcome) => outcome,
         Err(payload) => {
@@ -27,7 +29,7 @@ where
                 .copied()
                 .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
                 .unwrap_or("a value that is not a string");
-            tracing::error!(method, panic = what, "request handler panicked");
+            tracing::error!(method = &*method, panic = what, "request handler panicked");
             Err(ErrorObject::internal("the request handler panicked"))
         }
     })

@@ -730,7 +730,9 @@ where
             Reply::InputRequired(required) => Ok(Finished::InputRequired(required.into_result()?)),
         })));
     }
-    Either::Right(async move {
+    // Boxed: the stateful era's rounds hold the context twice and the input state; inline
+    // they would weigh on every stateless request's future too (which is the other branch).
+    Either::Right(Box::pin(async move {
         let sealer = ctx.server().map(|s| s.state_sealer());
         // The stateful era calls the handler again: keep the binding for that.
         let again = binding.clone();
@@ -755,7 +757,7 @@ where
         Err(ErrorObject::internal(format_args!(
             "the handler still required input after {MAX_INPUT_ROUNDS} rounds"
         )))
-    })
+    }))
 }
 
 /// Sends each input request to a stateful-era client as a real request, one after the other,

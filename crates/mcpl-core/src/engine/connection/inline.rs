@@ -2,6 +2,7 @@
 //! embedding entry points of [`crate::engine::embed`]).
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -112,19 +113,24 @@ impl Connection {
         };
         let handler = span.in_scope(|| handler(ctx)).instrument(span);
         tokio::pin!(handler);
+        // What the handler sent first, in order, then its outcome. Forwarding is boxed: most
+        // requests send nothing but their answer, and inline its future would weigh on theirs.
         let outcome = loop {
-            tokio::select! {
-                biased;
-                item = std::future::poll_fn(|cx| self.poll_outbox(cx)) => {
+            let next = std::future::poll_fn(|cx| match self.poll_outbox(cx) {
+                Poll::Ready(item) => Poll::Ready(Err(item)),
+                Poll::Pending => handler.as_mut().poll(cx).map(Ok),
+            });
+            match next.await {
+                Ok(outcome) => break outcome,
+                Err(item) => {
                     self.taken(&item);
-                    self.forward_inline(sender, item.message, item.related).await?;
+                    Box::pin(self.forward_inline(sender, item.message, item.related)).await?;
                 }
-                outcome = &mut handler => break outcome,
             }
         };
         while let Some(item) = self.outbox().and_then(Outbox::try_pop) {
             self.taken(&item);
-            self.forward_inline(sender, item.message, item.related).await?;
+            Box::pin(self.forward_inline(sender, item.message, item.related)).await?;
         }
         // Nothing the handler left behind may send after its response.
         self.closed.cancel();

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use futures::future::Either;
+use futures::{FutureExt as _, StreamExt};
 use mcpl_core::Era;
 use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
@@ -227,12 +227,12 @@ async fn call(
         let span = tracing::Span::current();
         mcpl_core::trace::record_target(&span, &method, params.as_ref());
         let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
-        async move {
-            let reply = crate::router::dispatch_reply(server, ctx, &method, params);
-            let outcome = crate::unwinding::unwinding(&method, reply).await;
+        // Made here, not in an `async` block that would hold the context a second time.
+        let reply = crate::router::dispatch_reply(server, ctx, &method, params);
+        crate::unwinding::unwinding(method, reply).map(move |outcome| {
             crate::router::record_reply(&span, &outcome);
             outcome
-        }
+        })
     });
     match run.await {
         Ok(outcome) => Some(outcome),

@@ -71,6 +71,10 @@ impl Driven {
         }
         match conn.receive(message) {
             Received::Done => Ok(()),
+            Received::Request(serve) => {
+                tokio::spawn(serve);
+                Ok(())
+            }
             Received::Notification(notification) => {
                 conn.notified(notification).await;
                 Ok(())

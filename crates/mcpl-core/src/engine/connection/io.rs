@@ -85,6 +85,7 @@ pub(super) async fn read_loop<R: TransportReceiver>(
         }
         match conn.receive(message) {
             Received::Done => {}
+            Received::Request(serve) => super::serve_first_here(serve).await,
             Received::Notification(notification) => {
                 if notify.send(notification).await.is_err() {
                     return;

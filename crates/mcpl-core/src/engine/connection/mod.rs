@@ -379,18 +379,6 @@ impl Connection {
         });
     }
 
-    /// Starts the handler of `request` in a task of its own; returns the answer to send at
-    /// once instead when it cannot run.
-    fn dispatch_request(self: &Arc<Self>, request: Request) -> Option<Message> {
-        match self.admit_request(request) {
-            Ok(serve) => {
-                tokio::spawn(serve);
-                None
-            }
-            Err(refusal) => Some(refusal),
-        }
-    }
-
     /// Admits `request`: the future that runs its handler and answers it, in the request's
     /// span, or the answer to send at once when it cannot run. The answer goes out on the task
     /// that runs the future when nothing waits in the outgoing queue before it (else it is
@@ -606,7 +594,10 @@ impl Connection {
         trace::message(Direction::In, &message);
         match message {
             Message::Request(request) => {
-                return self.dispatch_request(request).map_or(Received::Done, Received::Answer);
+                return match self.admit_request(request) {
+                    Ok(serve) => Received::Request(Box::pin(serve)),
+                    Err(refusal) => Received::Answer(refusal),
+                };
             }
             Message::Response(Response { id, result }) => self.settle(&id, Ok(result)),
             Message::Error(ErrorResponse { id: Some(id), error }) => {
@@ -652,10 +643,24 @@ impl Connection {
     }
 }
 
+/// Runs a request's future on the caller's task until it first waits, then in a task of its
+/// own (the reader goes on reading meanwhile: a cancellation, or the next request). A handler
+/// that answers at once, the usual case, costs no task.
+pub(crate) async fn serve_first_here(mut serve: crate::engine::BoxFuture<'static, ()>) {
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(serve.as_mut().poll(cx))).await;
+    if first.is_pending() {
+        tokio::spawn(serve);
+    }
+}
+
 /// What is left to do with an incoming message once [`Connection::receive`] acted on it.
 pub(crate) enum Received {
     /// Nothing.
     Done,
+    /// Serve this request: the future runs its handler and sends its answer. The caller
+    /// polls it once where it is (most handlers finish at once: no task is spawned for them)
+    /// and spawns what is left (see [`serve_first_here`]).
+    Request(crate::engine::BoxFuture<'static, ()>),
     /// Hand this notification to its handler, in order.
     Notification(Notification),
     /// Send this answer (the request could not run); wait for room for it.

@@ -31,6 +31,8 @@ impl MetaFacts {
     /// The facts (what admission reads) of a `_meta` read in place; `None` where this reader defers to the tree.
     fn of_view(view: MetaView<'_>) -> Option<MetaFacts> {
         let capabilities = match view.capabilities {
+            // `{}`, what most clients declare, is the default: no decoder needed for it.
+            Some(raw) if is_empty_object(raw.get()) => Some(Some(ClientCapabilities::default())),
             Some(raw) if raw.get().starts_with('{') => {
                 Some(serde_json::from_str::<ClientCapabilities>(raw.get()).ok())
             }
@@ -54,6 +56,13 @@ impl MetaFacts {
             }),
         })
     }
+}
+
+/// Whether `json` (a JSON value, as a `RawValue` holds it) is an object without members.
+fn is_empty_object(json: &str) -> bool {
+    json.strip_prefix('{')
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|inside| inside.trim_matches([' ', '\t', '\n', '\r']).is_empty())
 }
 
 /// The members of `_meta` the endpoint checks, borrowed from the body.
@@ -307,6 +316,18 @@ mod tests {
             assert!(matches!(f.capabilities, Some(Some(_))));
             assert_eq!(f.log_level.unwrap(), Some(LoggingLevel::Info));
             assert_eq!(f.progress, Some(true));
+        }
+    }
+
+    #[test]
+    fn empty_capabilities_read_as_the_decoder_reads_them() {
+        for json in ["{}", "{ }", "{\n\t}"] {
+            assert!(is_empty_object(json), "{json}");
+            let decoded: ClientCapabilities = serde_json::from_str(json).unwrap();
+            assert_eq!(decoded, ClientCapabilities::default());
+        }
+        for json in [r#"{"a":{}}"#, "{}}", "[]", "{", "", "null"] {
+            assert!(!is_empty_object(json), "{json}");
         }
     }
 

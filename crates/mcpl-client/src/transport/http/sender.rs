@@ -9,8 +9,11 @@ use mcpl_core::types::names;
 use mcpl_core::{Error, Result};
 use reqwest::StatusCode;
 
-use super::shared::{Outgoing, Shared, insert, insert_owned, lock, session_expired};
-use super::{PROTOCOL_VERSION, SESSION_ID};
+use super::SESSION_ID;
+use super::shared::{
+    Outgoing, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER, Shared, insert, insert_owned, lock,
+    session_expired,
+};
 
 /// The sending half of an [`HttpTransport`](super::HttpTransport): one `POST` per message.
 ///
@@ -82,12 +85,13 @@ impl HttpSender {
     fn request_post(&self, message: Message) -> std::result::Result<SendApart, Message> {
         let out = Outgoing::of(&message);
         let with_session = out.stateless_version.is_none();
-        let (Some(id), Some(method)) = (out.id.clone(), out.method.as_deref()) else {
+        let (Some(id), Some(method)) = (out.id, out.method) else {
             return Err(message);
         };
         if method == names::INITIALIZE && with_session {
             return Err(message);
         }
+        let id = id.clone();
         let mut headers = self.shared.post_headers(&out);
         if method == names::TOOLS_LIST {
             lock(&self.shared.tools_list_ids).insert(id.clone());
@@ -107,6 +111,8 @@ impl HttpSender {
         let body = if refused.is_none() { message.encode() } else { Vec::new() };
         let stale = lock(&self.shared.session).clone().filter(|_| with_session);
         let sent_session = stale.is_some();
+        // Kept only for the one resend a session the server forgot needs.
+        let resend = stale.map(|stale| (stale, body.clone()));
         let shared = self.shared.clone();
         let post = async move {
             if let Some(error) = refused {
@@ -114,18 +120,15 @@ impl HttpSender {
                 return;
             }
             // The exchange's futures are large: boxed, they are not copied with this one.
-            let response = match Box::pin(shared.post(headers, body.clone())).await {
-                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
+            let response = match Box::pin(shared.post(headers, body)).await {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND && resend.is_some() => {
                     // The session expired: renew it and send the request once more.
-                    let renewed = match &stale {
-                        Some(stale) => shared.renew(stale).await,
-                        None => false,
-                    };
-                    if !renewed {
+                    let Some((stale, body)) = resend else { return };
+                    if !shared.renew(&stale).await {
                         shared.end(session_expired()).await;
                         return;
                     }
-                    let headers = shared.post_headers(&out);
+                    let headers = shared.post_headers(&Outgoing::SESSION);
                     Box::pin(shared.post(headers, body)).await
                 }
                 other => other,
@@ -166,7 +169,7 @@ impl TransportSender for HttpSender {
         let body = message.encode();
         let stale = lock(&self.shared.session).clone().filter(|_| with_session);
         let sent_session = stale.is_some();
-        let Some(id) = out.id.clone() else {
+        let Some(id) = out.id.cloned() else {
             // Notifications and responses: wait for the `202` so they stay in order.
             let mut response =
                 self.shared.post(headers, body.clone()).await.map_err(|e| self.shared.failed(e))?;
@@ -185,9 +188,7 @@ impl TransportSender for HttpSender {
             if !status.is_success() {
                 tracing::info!(%status, method = ?out.method, "the server refused a message");
             }
-            if out.method.as_deref() == Some(names::NOTIFICATIONS_INITIALIZED)
-                && status.is_success()
-            {
+            if out.method == Some(names::NOTIFICATIONS_INITIALIZED) && status.is_success() {
                 Shared::open_standalone(&self.shared).await;
             }
             return Ok(());
@@ -242,9 +243,9 @@ impl TransportSender for HttpSender {
         if let Some(session) = session {
             let mut headers = self.shared.base_headers();
             self.shared.authorize(&mut headers, "DELETE");
-            insert(&mut headers, SESSION_ID, &session);
+            insert(&mut headers, &SESSION_ID_HEADER, &session);
             if let Some(v) = lock(&self.shared.version).clone() {
-                insert(&mut headers, PROTOCOL_VERSION, &v);
+                insert(&mut headers, &PROTOCOL_VERSION_HEADER, &v);
             }
             match self.shared.request(reqwest::Method::DELETE).headers(headers).send().await {
                 Ok(r)

@@ -115,18 +115,19 @@ impl HttpSender {
         let resend = stale.map(|stale| (stale, body.clone()));
         let shared = self.shared.clone();
         let post = async move {
+            // The futures of the exchange and of its rarer turns are large: boxed, they take
+            // room (and are copied) only when they run, and this one stays small.
             if let Some(error) = refused {
-                shared.fail(&id, error).await;
-                return;
+                Box::pin(shared.fail(&id, error)).await;
+                return None;
             }
-            // The exchange's futures are large: boxed, they are not copied with this one.
             let response = match Box::pin(shared.post(headers, body)).await {
                 Ok(r) if r.status() == StatusCode::NOT_FOUND && resend.is_some() => {
                     // The session expired: renew it and send the request once more.
-                    let Some((stale, body)) = resend else { return };
-                    if !shared.renew(&stale).await {
-                        shared.end(session_expired()).await;
-                        return;
+                    let (stale, body) = resend?;
+                    if !Box::pin(shared.renew(&stale)).await {
+                        Box::pin(shared.end(session_expired())).await;
+                        return None;
                     }
                     let headers = shared.post_headers(&Outgoing::SESSION);
                     Box::pin(shared.post(headers, body)).await
@@ -135,15 +136,18 @@ impl HttpSender {
             };
             match response {
                 Ok(response) => Box::pin(shared.answer(id, false, sent_session, response)).await,
-                Err(e) => shared.fail_post(&id, e).await,
+                Err(e) => {
+                    Box::pin(shared.fail_post(&id, e)).await;
+                    None
+                }
             }
         };
         let stop = self.shared.stop.clone();
         Ok(Box::pin(async move {
             tokio::select! {
                 biased;
-                () = stop.cancelled() => {}
-                () = post => {}
+                () = stop.cancelled() => None,
+                answer = post => answer,
             }
         }))
     }
@@ -158,7 +162,14 @@ impl TransportSender for HttpSender {
         }
         let message = match self.request_post(message) {
             Ok(post) => {
-                self.shared.spawn(post);
+                // Run apart from the engine's task: an answer read on its own is delivered
+                // like any other message.
+                let shared = self.shared.clone();
+                self.shared.spawn(async move {
+                    if let Some(answer) = post.await {
+                        shared.deliver(answer).await;
+                    }
+                });
                 return Ok(());
             }
             Err(message) => message,
@@ -210,7 +221,9 @@ impl TransportSender for HttpSender {
         }
         let shared = self.shared.clone();
         self.shared.spawn(async move {
-            shared.answer(id.clone(), true, false, response).await;
+            if let Some(answer) = shared.clone().answer(id, true, false, response).await {
+                shared.deliver(answer).await;
+            }
         });
         Ok(())
     }

@@ -247,14 +247,14 @@ impl Shared {
                     .get(reqwest::header::WWW_AUTHENTICATE)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned);
-                let outcome = auth
-                    .handle_refusal(
-                        &self.url,
-                        status.as_u16(),
-                        challenge.as_deref(),
-                        sent.as_deref(),
-                    )
-                    .await;
+                // Boxed: the authorization flow's future is large, and rarely runs.
+                let outcome = Box::pin(auth.handle_refusal(
+                    &self.url,
+                    status.as_u16(),
+                    challenge.as_deref(),
+                    sent.as_deref(),
+                ))
+                .await;
                 if let Err(e) = outcome {
                     tracing::warn!(error = %e, kind = e.kind(), "authorization failed");
                     return Ok(response);
@@ -353,16 +353,22 @@ impl Shared {
     /// Delivers a message from the server, learning tool annotations from `tools/list`
     /// results on the way.
     pub(super) async fn deliver(&self, message: Message) {
-        if let Message::Response(r) = &message {
+        self.learn(&message);
+        let _ = self.inbox.send(Ok(Incoming::Message(message))).await;
+    }
+
+    /// What the transport learns from a message of the server before it is delivered: the
+    /// tool annotations of a `tools/list` result.
+    pub(super) fn learn(&self, message: &Message) {
+        if let Message::Response(r) = message {
             if lock(&self.tools_list_ids).remove(&r.id) {
                 self.tool_headers.learn(&r.result);
             }
-        } else if let Message::Error(e) = &message
+        } else if let Message::Error(e) = message
             && let Some(id) = &e.id
         {
             lock(&self.tools_list_ids).remove(id);
         }
-        let _ = self.inbox.send(Ok(Incoming::Message(message))).await;
     }
 
     /// The `Mcp-Param-*` headers of a `tools/call`, or the tool and why it must not be called.
@@ -410,18 +416,20 @@ impl Shared {
         let _ = self.inbox.send(Err(error)).await;
     }
 
-    /// Reads the response to request `id` and delivers what it carries.
+    /// Reads the response to request `id` and delivers what it carries, except the answer
+    /// to the request when the body holds it alone: that one is returned, for the caller to
+    /// hand to the engine directly (see [`mcpl_core::transport::SendApart`]) or to deliver.
     pub(super) async fn answer(
         self: Arc<Self>,
         id: RequestId,
         initialize: bool,
         sent_session: bool,
         response: reqwest::Response,
-    ) {
+    ) -> Option<Message> {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && sent_session {
             self.end(session_expired()).await;
-            return;
+            return None;
         }
         let challenge = response
             .headers()
@@ -433,7 +441,7 @@ impl Shared {
             // status and the challenge so it can authorize and retry.
             let body = read_snippet(response).await;
             self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
-            return;
+            return None;
         }
         let content_type = response
             .headers()
@@ -442,9 +450,10 @@ impl Shared {
             .unwrap_or_default()
             .to_ascii_lowercase();
         if content_type.starts_with("text/event-stream") && status.is_success() {
-            let end = self.read_sse(response, Some(&id), initialize).await;
-            self.resume(id, initialize, end).await;
-            return;
+            // Boxed: the stream's futures are large, and a JSON answer does not need them.
+            let end = Box::pin(self.read_sse(response, Some(&id), initialize)).await;
+            Box::pin(self.resume(id, initialize, end)).await;
+            return None;
         }
         if content_type.starts_with("application/json") {
             match read_limited(response, self.max).await {
@@ -458,18 +467,18 @@ impl Shared {
                         let id_less_error = matches!(&message, Message::Error(e) if e.id.is_none());
                         if id_less_error {
                             // A refusal that could not name the request: it answers this one.
-                            if let Message::Error(e) = message {
-                                let error = e.error;
-                                self.deliver(ErrorResponse::new(Some(id), error).into()).await;
-                            }
-                            return;
+                            let Message::Error(e) = message else { return None };
+                            let answer = ErrorResponse::new(Some(id), e.error).into();
+                            self.learn(&answer);
+                            return Some(answer);
+                        }
+                        if answers {
+                            self.learn(&message);
+                            return Some(message);
                         }
                         self.deliver(message).await;
-                        if !answers {
-                            let detail =
-                                format!("HTTP {status}: the body does not answer the request");
-                            self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
-                        }
+                        let detail = format!("HTTP {status}: the body does not answer the request");
+                        self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
                     }
                     Err(_) if !status.is_success() => {
                         let error =
@@ -485,17 +494,18 @@ impl Shared {
                 Err(ReadError::TooLarge) => self.too_large(&id).await,
                 Err(ReadError::Http(e)) => self.fail(&id, self.failed(e)).await,
             }
-            return;
+            return None;
         }
         if !status.is_success() {
             let body = read_snippet(response).await;
             self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
-            return;
+            return None;
         }
         let shown: String = content_type.chars().take(100).collect();
         let detail =
             format!("HTTP {status} with content type {shown:?}, neither JSON nor an event stream");
         self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
+        None
     }
 
     /// Fails request `id`, whose response exceeds the size limit.

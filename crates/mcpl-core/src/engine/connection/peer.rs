@@ -195,28 +195,33 @@ impl Peer {
         }
 
         loop {
-            tokio::select! {
+            let result = tokio::select! {
                 biased;
-                () = &mut sending, if !sending.is_done() => {}
-                result = &mut rx => {
-                    guard.disarm();
-                    // Progress sent before the response was routed before it: deliver it first.
-                    if let (Some(f), Some(progress)) = (&on_progress, progress_rx.as_mut()) {
-                        while let Ok(update) = progress.try_recv() {
-                            f(update);
+                answer = &mut sending, if !sending.is_done() => match answer {
+                    // The answer, read by the transport on this task, is taken here rather
+                    // than sent through the pending table. The receiver is closed first: the
+                    // entry leaving the table then does not wake this task again (which
+                    // would hand it to another thread).
+                    Some(answer) if answer.id() == Some(&id) => {
+                        rx.close();
+                        match conn.answer_for(&id, answer) {
+                            Some(result) => result,
+                            // Settled otherwise meanwhile, or the connection closed.
+                            None => rx.try_recv().unwrap_or(Err(Error::ConnectionClosed)),
                         }
                     }
-                    if let (Some(f), Some(related)) = (&on_related, related_rx.as_mut()) {
-                        while let Ok(params) = related.try_recv() {
-                            f(params);
-                        }
+                    Some(other) => {
+                        conn.answered(other);
+                        continue;
                     }
-                    return result.unwrap_or(Err(Error::ConnectionClosed));
-                }
+                    None => continue,
+                },
+                result = &mut rx => result.unwrap_or(Err(Error::ConnectionClosed)),
                 Some(params) = recv_unbounded(&mut related_rx) => {
                     if let Some(f) = &on_related {
                         f(params);
                     }
+                    continue;
                 }
                 _ = cancel.cancelled() => {
                     guard.cancel("The caller cancelled the request");
@@ -235,12 +240,26 @@ impl Peer {
                     if reset_timeout_on_progress {
                         sleep.as_mut().reset(deadline_after(Instant::now()));
                     }
+                    continue;
                 }
                 _ = &mut sleep => {
                     guard.cancel("Request timed out");
                     return Err(Error::RequestTimeout { method: method.to_owned(), elapsed: start.elapsed() });
                 }
+            };
+            guard.disarm();
+            // Progress sent before the response was routed before it: deliver it first.
+            if let (Some(f), Some(progress)) = (&on_progress, progress_rx.as_mut()) {
+                while let Ok(update) = progress.try_recv() {
+                    f(update);
+                }
             }
+            if let (Some(f), Some(related)) = (&on_related, related_rx.as_mut()) {
+                while let Ok(params) = related.try_recv() {
+                    f(params);
+                }
+            }
+            return result;
         }
     }
 

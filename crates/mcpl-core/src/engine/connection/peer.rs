@@ -142,8 +142,8 @@ impl Peer {
         };
         let sleep = tokio::time::sleep_until(deadline_after(start));
         tokio::pin!(sleep);
-        let cancel = cancel.unwrap_or_default();
-        let served = self.served.clone().unwrap_or_default();
+        // No token is made for what cannot be cancelled (most requests).
+        let served = self.served.as_ref();
         let (progress_tx, mut progress_rx) = match on_progress {
             Some(_) => {
                 let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
@@ -165,10 +165,10 @@ impl Peer {
             Some(request) => tokio::select! {
                 biased;
                 room = conn.reserve(weigh(request)) => Some(room.ok_or(Error::ConnectionClosed)?),
-                _ = cancel.cancelled() => {
+                _ = cancelled(cancel.as_ref()) => {
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
-                _ = served.cancelled() => {
+                _ = cancelled(served) => {
                     return Err(if conn.is_closed() { Error::ConnectionClosed } else { served_cancelled() });
                 }
                 _ = &mut sleep => {
@@ -223,11 +223,11 @@ impl Peer {
                     }
                     continue;
                 }
-                _ = cancel.cancelled() => {
+                _ = cancelled(cancel.as_ref()) => {
                     guard.cancel("The caller cancelled the request");
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
-                _ = served.cancelled() => {
+                _ = cancelled(served) => {
                     // The served request's token also fires when the connection closes.
                     guard.cancel("The request it was sent for was cancelled");
                     let closed = conn.is_closed();
@@ -427,6 +427,14 @@ impl Peer {
 /// The error of a send from the handler of a cancelled request.
 pub(super) fn served_cancelled() -> Error {
     Error::Cancelled { reason: Some("the request this handler serves was cancelled".into()) }
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn recv_unbounded<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {

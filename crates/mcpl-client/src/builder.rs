@@ -159,6 +159,7 @@ impl ClientBuilder {
             cache_mode: CacheMode::Use,
             link,
             mcpl: self.mcpl,
+            request_meta: Arc::default(),
         }
     }
 

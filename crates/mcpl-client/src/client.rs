@@ -9,7 +9,7 @@ use mcpl_core::types::{
 };
 use mcpl_core::{Era, Error, Peer, ProtocolVersion, Result, Transport};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::cache::{CacheMode, ResponseCache};
 use crate::handlers::Handlers;
@@ -63,6 +63,9 @@ pub const DEFAULT_MAX_LIST_ITEMS: usize = 10_000;
 /// # drop(client);
 /// ```
 pub const DEFAULT_MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// A stateless-era `_meta` and the protocol version it was made for.
+pub(crate) type MadeMeta = (ProtocolVersion, Map<String, Value>);
 
 /// An MCP client. Cheap to clone; clones share the connection.
 ///
@@ -131,6 +134,10 @@ pub struct Client {
     pub(crate) link: Arc<Mutex<Link>>,
     /// The MCPL host side, if configured (see [`crate::mcpl`]).
     pub(crate) mcpl: Option<McplHost>,
+    /// The per-request `_meta` of the stateless era, made once per protocol version: it
+    /// depends on nothing else that can change for a built client (its identity, and its
+    /// capabilities without the MCPL advertisement).
+    pub(crate) request_meta: Arc<Mutex<Option<MadeMeta>>>,
 }
 
 impl Client {
@@ -594,9 +601,23 @@ impl Client {
     pub(crate) fn with_request_meta(&self, options: RequestOptions) -> RequestOptions {
         match self.with_server(|details| details.protocol_version) {
             Some(version) if version.era() == Era::Stateless => {
-                options.meta(request_meta(version, &stateless(self.capabilities()), &self.info).0)
+                options.meta(self.stateless_meta(version))
             }
             _ => options,
+        }
+    }
+
+    /// The per-request `_meta` of the stateless era at `version`: made on the first request
+    /// at that version, then copied.
+    fn stateless_meta(&self, version: ProtocolVersion) -> Map<String, Value> {
+        let mut made = self.request_meta.lock().unwrap_or_else(PoisonError::into_inner);
+        match made.as_ref() {
+            Some((known, meta)) if *known == version => meta.clone(),
+            _ => {
+                let meta = request_meta(version, &stateless(self.capabilities()), &self.info).0;
+                *made = Some((version, meta.clone()));
+                meta
+            }
         }
     }
 
@@ -941,5 +962,33 @@ impl Client {
                 source: None,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_stateless_meta_is_made_once_per_version_and_equals_a_fresh_one() {
+        let client = Client::new("app", "1.2.3");
+        let fresh =
+            |version| request_meta(version, &stateless(client.capabilities()), &client.info).0;
+        let version = ProtocolVersion::V2026_07_28;
+        assert_eq!(client.stateless_meta(version), fresh(version));
+        // Cached: a second request at the same version gets the same `_meta`.
+        assert_eq!(client.stateless_meta(version), fresh(version));
+        // A meta kept for another version (a connection renegotiated) is not reused.
+        let mut stale = Map::new();
+        stale.insert("stale".into(), Value::Bool(true));
+        *client.request_meta.lock().unwrap() = Some((ProtocolVersion::V2025_11_25, stale));
+        assert_eq!(client.stateless_meta(version), fresh(version));
+        let kept = client.request_meta.lock().unwrap().clone();
+        assert_eq!(kept.map(|(v, _)| v), Some(version));
+        // Clones share the cache; their configuration cannot change the `_meta`.
+        let clone = client.clone().with_max_pages(3);
+        assert_eq!(clone.stateless_meta(version), fresh(version));
     }
 }

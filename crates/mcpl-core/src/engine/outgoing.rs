@@ -120,8 +120,8 @@ impl Queue {
     /// polls the returned future, then hands the sender back; what others queued meanwhile is
     /// drained by a task of its own, so the caller waits for its own message only. A message
     /// the transport sends apart ([`TransportSender::send_apart`]) hands the sender back at
-    /// once and is then sent on this task while others send. Dropped before it is done, the
-    /// send goes on in a task of its own.
+    /// once and is then sent on this task while others send; an answer it ends with settles
+    /// its request here. Dropped before it is done, the send goes on in a task of its own.
     pub(crate) fn sending(
         &self,
         conn: &Arc<Connection>,
@@ -133,19 +133,19 @@ impl Queue {
         let item = match sender.send_apart(message, related) {
             Ok(apart) => {
                 hand_back(&self.state, conn, sender);
-                return Sending(Some(apart));
+                return Sending(Some(Transfer::Apart(apart, Arc::downgrade(conn))));
             }
             Err((message, related)) => Outbound { message, related, held: Held::default() },
         };
         let (state, weak, timeout) =
             (self.state.clone(), Arc::downgrade(conn), conn.write_timeout());
-        Sending(Some(Box::pin(async move {
+        Sending(Some(Transfer::Written(Box::pin(async move {
             if let Drained::HandOff = drain_with(&state, &weak, timeout, sender, Some(item)).await
                 && let Some(conn) = weak.upgrade()
             {
                 spawn_drain(&state, &conn);
             }
-        })))
+        }))))
     }
 
     /// Marks the queue closed: the sender is closed once what is queued was sent (each write
@@ -252,7 +252,23 @@ fn spawn_drain(state: &Arc<Mutex<QueueState>>, conn: &Arc<Connection>) {
 /// A message being sent on its caller's task: see [`Queue::sending`]. Dropped before it is
 /// done, the send goes on in a task of its own.
 #[must_use = "the message is sent as the future is polled (or once it is dropped)"]
-pub(crate) struct Sending(Option<BoxFuture<'static, ()>>);
+pub(crate) struct Sending(Option<Transfer>);
+
+/// What a [`Sending`] runs.
+enum Transfer {
+    /// A write with the connection's sender (then what others queued meanwhile).
+    Written(BoxFuture<'static, ()>),
+    /// A send apart from the sender, whose answer (if it ends with one) settles its request
+    /// on the connection.
+    Apart(SendApart, Weak<Connection>),
+}
+
+/// Settles the request `answer` answers, if the connection is still there.
+fn settle_apart(answer: Option<Message>, conn: &Weak<Connection>) {
+    if let (Some(answer), Some(conn)) = (answer, conn.upgrade()) {
+        conn.answered(answer);
+    }
+}
 
 impl Sending {
     /// A send that is over (nothing to send).
@@ -272,24 +288,38 @@ impl fmt::Debug for Sending {
     }
 }
 
+/// Resolves once the message is out, with the answer a send apart ended with (see
+/// [`SendApart`]), for the caller to settle ([`Connection::answered`]): a request's own
+/// caller takes its answer where it waits, with no wake-up through the pending table.
 impl Future for Sending {
-    type Output = ();
+    type Output = Option<Message>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
-        let Some(send) = self.0.as_mut() else { return Poll::Ready(()) };
-        ready!(send.as_mut().poll(cx));
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Option<Message>> {
+        let answer = match self.0.as_mut() {
+            None => return Poll::Ready(None),
+            Some(Transfer::Written(send)) => {
+                ready!(send.as_mut().poll(cx));
+                None
+            }
+            Some(Transfer::Apart(send, _)) => ready!(send.as_mut().poll(cx)),
+        };
         self.0 = None;
-        Poll::Ready(())
+        Poll::Ready(answer)
     }
 }
 
 impl Drop for Sending {
     fn drop(&mut self) {
         // A write once started is finished: half a message would break the stream.
-        if let Some(send) = self.0.take()
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            handle.spawn(send);
+        let Some(send) = self.0.take() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        match send {
+            Transfer::Written(send) => {
+                handle.spawn(send);
+            }
+            Transfer::Apart(send, conn) => {
+                handle.spawn(async move { settle_apart(send.await, &conn) });
+            }
         }
     }
 }

@@ -142,8 +142,13 @@ impl Message {
 
     /// Encodes the message as compact JSON (no trailing newline).
     pub fn encode(&self) -> Vec<u8> {
+        // Room for a typical message up front, rather than growing from nothing.
+        let mut out = Vec::with_capacity(256);
         // Serializing a `Value`-based message into memory cannot fail: every map key is a string.
-        serde_json::to_vec(self).unwrap_or_default()
+        match serde_json::to_writer(&mut out, self) {
+            Ok(()) => out,
+            Err(_) => Vec::new(),
+        }
     }
 
     /// The method name of a request or notification.

@@ -123,6 +123,13 @@ pub trait TransportSender: Send + 'static {
     /// its own failures (as [`TransportEvent::RequestFailed`] for a request). It is not under
     /// the engine's write timeout: it may wait for the peer's answer.
     ///
+    /// The future may end with the request's answer (a response or an error response naming
+    /// the request) when the transport read it on its own, with nothing else from the peer
+    /// to keep in order with it (an HTTP body holding that one message): the engine then
+    /// settles the request on the task that runs the future, with no hop through the
+    /// receiver. Everything else the peer sends goes through the receiver. Anything the
+    /// future ends with that is not an answer is dropped.
+    ///
     /// The default, for transports that write to one stream, gives the message back: it is
     /// then sent with [`send_related`](Self::send_related), one message at a time.
     fn send_apart(
@@ -141,8 +148,9 @@ pub trait TransportSender: Send + 'static {
     fn close(self) -> impl Future<Output = Result<()>> + Send;
 }
 
-/// The rest of a message's send, apart from its sender: see [`TransportSender::send_apart`].
-pub type SendApart = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+/// The rest of a message's send, apart from its sender, ending with the request's answer when
+/// the transport read it on its own: see [`TransportSender::send_apart`].
+pub type SendApart = std::pin::Pin<Box<dyn Future<Output = Option<Message>> + Send + 'static>>;
 
 /// What a transport tells its connection about itself, apart from the peer's messages.
 ///

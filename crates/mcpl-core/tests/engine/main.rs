@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unreachable_pub)]
 
+mod apart;
 mod backpressure;
 mod driven;
 mod inline;

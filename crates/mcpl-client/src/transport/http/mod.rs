@@ -931,6 +931,7 @@ impl Transport for HttpTransport {
             parsed: reqwest::Url::parse(&self.url).ok(),
             url: self.url,
             headers: self.headers,
+            stateless_headers: Mutex::new(None),
             max: self.max_response_size,
             max_resume: self.max_resume_attempts,
             min_retry: self.min_retry,

@@ -9,8 +9,11 @@ use mcpl_core::types::names;
 use mcpl_core::{Error, Result};
 use reqwest::StatusCode;
 
-use super::shared::{Outgoing, Shared, insert, insert_owned, lock, session_expired};
-use super::{PROTOCOL_VERSION, SESSION_ID};
+use super::SESSION_ID;
+use super::shared::{
+    Outgoing, PROTOCOL_VERSION_HEADER, SESSION_ID_HEADER, Shared, insert, insert_owned, lock,
+    session_expired,
+};
 
 /// The sending half of an [`HttpTransport`](super::HttpTransport): one `POST` per message.
 ///
@@ -82,12 +85,13 @@ impl HttpSender {
     fn request_post(&self, message: Message) -> std::result::Result<SendApart, Message> {
         let out = Outgoing::of(&message);
         let with_session = out.stateless_version.is_none();
-        let (Some(id), Some(method)) = (out.id.clone(), out.method.as_deref()) else {
+        let (Some(id), Some(method)) = (out.id, out.method) else {
             return Err(message);
         };
         if method == names::INITIALIZE && with_session {
             return Err(message);
         }
+        let id = id.clone();
         let mut headers = self.shared.post_headers(&out);
         if method == names::TOOLS_LIST {
             lock(&self.shared.tools_list_ids).insert(id.clone());
@@ -107,40 +111,43 @@ impl HttpSender {
         let body = if refused.is_none() { message.encode() } else { Vec::new() };
         let stale = lock(&self.shared.session).clone().filter(|_| with_session);
         let sent_session = stale.is_some();
+        // Kept only for the one resend a session the server forgot needs.
+        let resend = stale.map(|stale| (stale, body.clone()));
         let shared = self.shared.clone();
         let post = async move {
+            // The futures of the exchange and of its rarer turns are large: boxed, they take
+            // room (and are copied) only when they run, and this one stays small.
             if let Some(error) = refused {
-                shared.fail(&id, error).await;
-                return;
+                Box::pin(shared.fail(&id, error)).await;
+                return None;
             }
-            // The exchange's futures are large: boxed, they are not copied with this one.
-            let response = match Box::pin(shared.post(headers, body.clone())).await {
-                Ok(r) if r.status() == StatusCode::NOT_FOUND && stale.is_some() => {
+            let response = match Box::pin(shared.post(headers, body)).await {
+                Ok(r) if r.status() == StatusCode::NOT_FOUND && resend.is_some() => {
                     // The session expired: renew it and send the request once more.
-                    let renewed = match &stale {
-                        Some(stale) => shared.renew(stale).await,
-                        None => false,
-                    };
-                    if !renewed {
-                        shared.end(session_expired()).await;
-                        return;
+                    let (stale, body) = resend?;
+                    if !Box::pin(shared.renew(&stale)).await {
+                        Box::pin(shared.end(session_expired())).await;
+                        return None;
                     }
-                    let headers = shared.post_headers(&out);
+                    let headers = shared.post_headers(&Outgoing::SESSION);
                     Box::pin(shared.post(headers, body)).await
                 }
                 other => other,
             };
             match response {
                 Ok(response) => Box::pin(shared.answer(id, false, sent_session, response)).await,
-                Err(e) => shared.fail_post(&id, e).await,
+                Err(e) => {
+                    Box::pin(shared.fail_post(&id, e)).await;
+                    None
+                }
             }
         };
         let stop = self.shared.stop.clone();
         Ok(Box::pin(async move {
             tokio::select! {
                 biased;
-                () = stop.cancelled() => {}
-                () = post => {}
+                () = stop.cancelled() => None,
+                answer = post => answer,
             }
         }))
     }
@@ -155,7 +162,14 @@ impl TransportSender for HttpSender {
         }
         let message = match self.request_post(message) {
             Ok(post) => {
-                self.shared.spawn(post);
+                // Run apart from the engine's task: an answer read on its own is delivered
+                // like any other message.
+                let shared = self.shared.clone();
+                self.shared.spawn(async move {
+                    if let Some(answer) = post.await {
+                        shared.deliver(answer).await;
+                    }
+                });
                 return Ok(());
             }
             Err(message) => message,
@@ -166,7 +180,7 @@ impl TransportSender for HttpSender {
         let body = message.encode();
         let stale = lock(&self.shared.session).clone().filter(|_| with_session);
         let sent_session = stale.is_some();
-        let Some(id) = out.id.clone() else {
+        let Some(id) = out.id.cloned() else {
             // Notifications and responses: wait for the `202` so they stay in order.
             let mut response =
                 self.shared.post(headers, body.clone()).await.map_err(|e| self.shared.failed(e))?;
@@ -185,9 +199,7 @@ impl TransportSender for HttpSender {
             if !status.is_success() {
                 tracing::info!(%status, method = ?out.method, "the server refused a message");
             }
-            if out.method.as_deref() == Some(names::NOTIFICATIONS_INITIALIZED)
-                && status.is_success()
-            {
+            if out.method == Some(names::NOTIFICATIONS_INITIALIZED) && status.is_success() {
                 Shared::open_standalone(&self.shared).await;
             }
             return Ok(());
@@ -209,7 +221,9 @@ impl TransportSender for HttpSender {
         }
         let shared = self.shared.clone();
         self.shared.spawn(async move {
-            shared.answer(id.clone(), true, false, response).await;
+            if let Some(answer) = shared.clone().answer(id, true, false, response).await {
+                shared.deliver(answer).await;
+            }
         });
         Ok(())
     }
@@ -242,9 +256,9 @@ impl TransportSender for HttpSender {
         if let Some(session) = session {
             let mut headers = self.shared.base_headers();
             self.shared.authorize(&mut headers, "DELETE");
-            insert(&mut headers, SESSION_ID, &session);
+            insert(&mut headers, &SESSION_ID_HEADER, &session);
             if let Some(v) = lock(&self.shared.version).clone() {
-                insert(&mut headers, PROTOCOL_VERSION, &v);
+                insert(&mut headers, &PROTOCOL_VERSION_HEADER, &v);
             }
             match self.shared.request(reqwest::Method::DELETE).headers(headers).send().await {
                 Ok(r)

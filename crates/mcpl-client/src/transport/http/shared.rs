@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use super::body::{ReadError, read_limited, read_snippet};
-use super::{MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, SESSION_ID};
+use super::{LAST_EVENT_ID, MCP_METHOD, MCP_NAME, PROTOCOL_VERSION, SESSION_ID};
 use crate::transport::failure;
 use crate::transport::headers::{ToolHeaders, header_text};
 
@@ -32,6 +32,9 @@ pub(super) struct Shared {
     /// The connect timeout of the transport's own client (unknown for the caller's).
     pub(super) connect_timeout: Option<Duration>,
     pub(super) headers: HeaderMap,
+    /// The headers every 2026-era `POST` at one protocol version carries (`headers`, `Accept`,
+    /// `Content-Type`, `MCP-Protocol-Version`), made once per version rather than per request.
+    pub(super) stateless_headers: Mutex<Option<(String, HeaderMap)>>,
     pub(super) max: usize,
     pub(super) max_resume: u32,
     pub(super) min_retry: Duration,
@@ -62,41 +65,78 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What an outgoing message means for the HTTP exchange.
-pub(super) struct Outgoing {
+/// What an outgoing message means for the HTTP exchange (borrowed from the message).
+pub(super) struct Outgoing<'a> {
     /// The request's id, for requests.
-    pub(super) id: Option<RequestId>,
+    pub(super) id: Option<&'a RequestId>,
     /// The request's method, for requests and notifications.
-    pub(super) method: Option<String>,
+    pub(super) method: Option<&'a str>,
     /// The protocol version in `params._meta`, for 2026-era requests.
-    pub(super) stateless_version: Option<String>,
+    pub(super) stateless_version: Option<&'a str>,
     /// The `Mcp-Name` value, for the methods that need one.
-    pub(super) name: Option<String>,
+    pub(super) name: Option<&'a str>,
 }
 
-impl Outgoing {
-    pub(super) fn of(message: &Message) -> Outgoing {
+impl Outgoing<'static> {
+    /// A message of a 2025 session, whose headers depend on nothing in it.
+    pub(super) const SESSION: Outgoing<'static> =
+        Outgoing { id: None, method: None, stateless_version: None, name: None };
+}
+
+impl<'a> Outgoing<'a> {
+    pub(super) fn of(message: &'a Message) -> Outgoing<'a> {
         let (id, method, params) = match message {
-            Message::Request(r) => (Some(r.id.clone()), Some(r.method.clone()), r.params.as_ref()),
-            Message::Notification(n) => (None, Some(n.method.clone()), n.params.as_ref()),
+            Message::Request(r) => (Some(&r.id), Some(r.method.as_str()), r.params.as_ref()),
+            Message::Notification(n) => (None, Some(n.method.as_str()), n.params.as_ref()),
             _ => (None, None, None),
         };
         let stateless_version = params
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(meta_keys::PROTOCOL_VERSION))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let name_key = match method.as_deref() {
+            .and_then(Value::as_str);
+        let name_key = match method {
             Some(names::TOOLS_CALL | names::PROMPTS_GET) => Some("name"),
             Some(names::RESOURCES_READ) => Some("uri"),
             Some("tasks/get" | "tasks/update" | "tasks/cancel") => Some("taskId"),
             _ => None,
         };
-        let name = name_key
-            .and_then(|k| params.and_then(|p| p.get(k)))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let name = name_key.and_then(|k| params.and_then(|p| p.get(k))).and_then(Value::as_str);
         Outgoing { id, method, stateless_version, name }
+    }
+}
+
+/// The names of the headers the transport sets, made once: a name given as a string is parsed
+/// on every insert, and one that is not a standard header is copied too.
+pub(super) static SESSION_ID_HEADER: HeaderName = HeaderName::from_static(SESSION_ID);
+/// `MCP-Protocol-Version`.
+pub(super) static PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static(PROTOCOL_VERSION);
+/// `Mcp-Method`.
+pub(super) static MCP_METHOD_HEADER: HeaderName = HeaderName::from_static(MCP_METHOD);
+/// `Mcp-Name`.
+pub(super) static MCP_NAME_HEADER: HeaderName = HeaderName::from_static(MCP_NAME);
+/// `Last-Event-ID`.
+pub(super) static LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static(LAST_EVENT_ID);
+
+/// The `Mcp-Method` values of the methods a client sends most, made once (checked when the
+/// crate is built).
+static METHOD_VALUES: [(&str, HeaderValue); 10] = [
+    (names::TOOLS_CALL, HeaderValue::from_static(names::TOOLS_CALL)),
+    (names::TOOLS_LIST, HeaderValue::from_static(names::TOOLS_LIST)),
+    (names::RESOURCES_READ, HeaderValue::from_static(names::RESOURCES_READ)),
+    (names::RESOURCES_LIST, HeaderValue::from_static(names::RESOURCES_LIST)),
+    (names::RESOURCES_TEMPLATES_LIST, HeaderValue::from_static(names::RESOURCES_TEMPLATES_LIST)),
+    (names::PROMPTS_GET, HeaderValue::from_static(names::PROMPTS_GET)),
+    (names::PROMPTS_LIST, HeaderValue::from_static(names::PROMPTS_LIST)),
+    (names::COMPLETION_COMPLETE, HeaderValue::from_static(names::COMPLETION_COMPLETE)),
+    (names::SERVER_DISCOVER, HeaderValue::from_static(names::SERVER_DISCOVER)),
+    (names::SUBSCRIPTIONS_LISTEN, HeaderValue::from_static(names::SUBSCRIPTIONS_LISTEN)),
+];
+
+/// The `Mcp-Method` value of `method`; `None` if it is not representable as a header value.
+pub(super) fn method_value(method: &str) -> Option<HeaderValue> {
+    match METHOD_VALUES.iter().find(|(known, _)| *known == method) {
+        Some((_, value)) => Some(value.clone()),
+        None => HeaderValue::from_str(method).ok(),
     }
 }
 
@@ -116,12 +156,14 @@ pub(super) fn insert_owned(headers: &mut HeaderMap, name: &str, value: &str) {
     }
 }
 
-pub(super) fn insert(headers: &mut HeaderMap, name: &'static str, value: &str) {
+pub(super) fn insert(headers: &mut HeaderMap, name: &HeaderName, value: &str) {
     match HeaderValue::from_str(value) {
         Ok(v) => {
-            headers.insert(name, v);
+            headers.insert(name.clone(), v);
         }
-        Err(_) => tracing::warn!(header = name, "value not representable as a header; omitted"),
+        Err(_) => {
+            tracing::warn!(header = name.as_str(), "value not representable as a header; omitted");
+        }
     }
 }
 
@@ -192,8 +234,7 @@ impl Shared {
             let mut attempts = 0;
             loop {
                 let sent = authorize(&mut headers, auth, &self.url, "POST");
-                let request = self.request(reqwest::Method::POST).headers(headers.clone());
-                let response = request.body(body.clone()).send().await?;
+                let response = self.post_once(headers.clone(), body.clone()).await?;
                 auth.take_nonce(&self.url, response.headers());
                 let status = response.status();
                 let refused = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
@@ -206,66 +247,128 @@ impl Shared {
                     .get(reqwest::header::WWW_AUTHENTICATE)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_owned);
-                let outcome = auth
-                    .handle_refusal(
-                        &self.url,
-                        status.as_u16(),
-                        challenge.as_deref(),
-                        sent.as_deref(),
-                    )
-                    .await;
+                // Boxed: the authorization flow's future is large, and rarely runs.
+                let outcome = Box::pin(auth.handle_refusal(
+                    &self.url,
+                    status.as_u16(),
+                    challenge.as_deref(),
+                    sent.as_deref(),
+                ))
+                .await;
                 if let Err(e) = outcome {
                     tracing::warn!(error = %e, kind = e.kind(), "authorization failed");
                     return Ok(response);
                 }
             }
         }
-        self.request(reqwest::Method::POST).headers(headers).body(body).send().await
+        self.post_once(headers, body).await
+    }
+
+    /// One `POST` of `body` with exactly `headers` (the client's default headers are added by
+    /// reqwest). The request is made directly rather than through a `RequestBuilder`, which
+    /// would merge the headers into an empty map one by one.
+    async fn post_once(
+        &self,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> reqwest::Result<reqwest::Response> {
+        let request = match &self.parsed {
+            Some(url) => {
+                let mut request = reqwest::Request::new(reqwest::Method::POST, url.clone());
+                *request.headers_mut() = headers;
+                *request.body_mut() = Some(body.into());
+                request
+            }
+            // Fails as reqwest reports an unparsable URL.
+            None => self.http.post(&self.url).headers(headers).body(body).build()?,
+        };
+        self.http.execute(request).await
     }
 
     pub(super) fn session_headers(&self) -> HeaderMap {
         let mut headers = self.base_headers();
         if let Some(session) = lock(&self.session).as_deref() {
-            insert(&mut headers, SESSION_ID, session);
+            insert(&mut headers, &SESSION_ID_HEADER, session);
         }
         if let Some(version) = lock(&self.version).as_deref() {
-            insert(&mut headers, PROTOCOL_VERSION, version);
+            insert(&mut headers, &PROTOCOL_VERSION_HEADER, version);
         }
         headers
     }
 
-    pub(super) fn post_headers(&self, out: &Outgoing) -> HeaderMap {
-        let mut headers = match &out.stateless_version {
+    /// The headers of a `POST` of `out`.
+    pub(super) fn post_headers(&self, out: &Outgoing<'_>) -> HeaderMap {
+        match out.stateless_version {
             Some(version) => {
-                let mut headers = self.base_headers();
-                insert(&mut headers, PROTOCOL_VERSION, version);
-                if let Some(method) = &out.method {
-                    insert(&mut headers, MCP_METHOD, method);
+                let mut headers = self.stateless_headers(version);
+                if let Some(method) = out.method {
+                    match method_value(method) {
+                        Some(value) => {
+                            headers.insert(MCP_METHOD_HEADER.clone(), value);
+                        }
+                        None => tracing::warn!(
+                            header = MCP_METHOD,
+                            "value not representable as a header; omitted"
+                        ),
+                    }
                 }
-                if let Some(name) = &out.name {
-                    insert(&mut headers, MCP_NAME, &header_text(name));
+                if let Some(name) = out.name {
+                    // The encoded text is moved into the header value, not copied.
+                    match HeaderValue::try_from(header_text(name)) {
+                        Ok(value) => {
+                            headers.insert(MCP_NAME_HEADER.clone(), value);
+                        }
+                        Err(_) => tracing::warn!(
+                            header = MCP_NAME,
+                            "value not representable as a header; omitted"
+                        ),
+                    }
                 }
                 headers
             }
-            None => self.session_headers(),
-        };
+            None => {
+                let mut headers = self.session_headers();
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                headers
+            }
+        }
+    }
+
+    /// The headers every 2026-era `POST` at `version` carries: made on the first request at
+    /// that version, then copied.
+    fn stateless_headers(&self, version: &str) -> HeaderMap {
+        let mut made = lock(&self.stateless_headers);
+        if let Some((known, headers)) = made.as_ref()
+            && known == version
+        {
+            return headers.clone();
+        }
+        let mut headers = self.base_headers();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        insert(&mut headers, &PROTOCOL_VERSION_HEADER, version);
+        *made = Some((version.to_owned(), headers.clone()));
         headers
     }
 
     /// Delivers a message from the server, learning tool annotations from `tools/list`
     /// results on the way.
     pub(super) async fn deliver(&self, message: Message) {
-        if let Message::Response(r) = &message {
+        self.learn(&message);
+        let _ = self.inbox.send(Ok(Incoming::Message(message))).await;
+    }
+
+    /// What the transport learns from a message of the server before it is delivered: the
+    /// tool annotations of a `tools/list` result.
+    pub(super) fn learn(&self, message: &Message) {
+        if let Message::Response(r) = message {
             if lock(&self.tools_list_ids).remove(&r.id) {
                 self.tool_headers.learn(&r.result);
             }
-        } else if let Message::Error(e) = &message
+        } else if let Message::Error(e) = message
             && let Some(id) = &e.id
         {
             lock(&self.tools_list_ids).remove(id);
         }
-        let _ = self.inbox.send(Ok(Incoming::Message(message))).await;
     }
 
     /// The `Mcp-Param-*` headers of a `tools/call`, or the tool and why it must not be called.
@@ -313,18 +416,20 @@ impl Shared {
         let _ = self.inbox.send(Err(error)).await;
     }
 
-    /// Reads the response to request `id` and delivers what it carries.
+    /// Reads the response to request `id` and delivers what it carries, except the answer
+    /// to the request when the body holds it alone: that one is returned, for the caller to
+    /// hand to the engine directly (see [`mcpl_core::transport::SendApart`]) or to deliver.
     pub(super) async fn answer(
         self: Arc<Self>,
         id: RequestId,
         initialize: bool,
         sent_session: bool,
         response: reqwest::Response,
-    ) {
+    ) -> Option<Message> {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && sent_session {
             self.end(session_expired()).await;
-            return;
+            return None;
         }
         let challenge = response
             .headers()
@@ -336,7 +441,7 @@ impl Shared {
             // status and the challenge so it can authorize and retry.
             let body = read_snippet(response).await;
             self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
-            return;
+            return None;
         }
         let content_type = response
             .headers()
@@ -345,9 +450,10 @@ impl Shared {
             .unwrap_or_default()
             .to_ascii_lowercase();
         if content_type.starts_with("text/event-stream") && status.is_success() {
-            let end = self.read_sse(response, Some(&id), initialize).await;
-            self.resume(id, initialize, end).await;
-            return;
+            // Boxed: the stream's futures are large, and a JSON answer does not need them.
+            let end = Box::pin(self.read_sse(response, Some(&id), initialize)).await;
+            Box::pin(self.resume(id, initialize, end)).await;
+            return None;
         }
         if content_type.starts_with("application/json") {
             match read_limited(response, self.max).await {
@@ -361,18 +467,18 @@ impl Shared {
                         let id_less_error = matches!(&message, Message::Error(e) if e.id.is_none());
                         if id_less_error {
                             // A refusal that could not name the request: it answers this one.
-                            if let Message::Error(e) = message {
-                                let error = e.error;
-                                self.deliver(ErrorResponse::new(Some(id), error).into()).await;
-                            }
-                            return;
+                            let Message::Error(e) = message else { return None };
+                            let answer = ErrorResponse::new(Some(id), e.error).into();
+                            self.learn(&answer);
+                            return Some(answer);
+                        }
+                        if answers {
+                            self.learn(&message);
+                            return Some(message);
                         }
                         self.deliver(message).await;
-                        if !answers {
-                            let detail =
-                                format!("HTTP {status}: the body does not answer the request");
-                            self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
-                        }
+                        let detail = format!("HTTP {status}: the body does not answer the request");
+                        self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
                     }
                     Err(_) if !status.is_success() => {
                         let error =
@@ -388,17 +494,18 @@ impl Shared {
                 Err(ReadError::TooLarge) => self.too_large(&id).await,
                 Err(ReadError::Http(e)) => self.fail(&id, self.failed(e)).await,
             }
-            return;
+            return None;
         }
         if !status.is_success() {
             let body = read_snippet(response).await;
             self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
-            return;
+            return None;
         }
         let shown: String = content_type.chars().take(100).collect();
         let detail =
             format!("HTTP {status} with content type {shown:?}, neither JSON nor an event stream");
         self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
+        None
     }
 
     /// Fails request `id`, whose response exceeds the size limit.
@@ -414,5 +521,70 @@ impl Shared {
             *lock(&self.version) = Some(v.to_owned());
             self.handle.set_protocol_version(v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use mcpl_core::jsonrpc::Request;
+    use mcpl_core::transport::Transport;
+    use serde_json::json;
+
+    use super::*;
+    use crate::transport::HttpTransport;
+
+    fn call(version: &str, method: &str, name: &str) -> Message {
+        let meta = json!({ meta_keys::PROTOCOL_VERSION: version });
+        Request::new(7, method, Some(json!({"name": name, "_meta": meta}))).into()
+    }
+
+    fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+        headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    #[tokio::test]
+    async fn stateless_headers_are_made_once_per_version_and_follow_each_message() {
+        let transport = HttpTransport::new("http://127.0.0.1:9/mcp").header("x-api-key", "k");
+        let (sender, _receiver) = transport.unwrap().start().await.unwrap();
+        let shared = &sender.shared;
+        for (version, method, name) in [
+            ("2026-07-28", "tools/call", "echo"),
+            ("2026-07-28", "prompts/get", "greet"),
+            // A version the transport has not seen: the kept headers are made anew.
+            ("2099-01-01", "tools/call", "echo"),
+            ("2026-07-28", "tools/call", "é"),
+        ] {
+            let message = call(version, method, name);
+            let headers = shared.post_headers(&Outgoing::of(&message));
+            assert_eq!(text(&headers, PROTOCOL_VERSION), Some(version));
+            assert_eq!(text(&headers, MCP_METHOD), Some(method));
+            assert_eq!(text(&headers, MCP_NAME), Some(header_text(name).as_str()));
+            assert_eq!(text(&headers, "x-api-key"), Some("k"));
+            assert_eq!(text(&headers, "content-type"), Some("application/json"));
+            assert_eq!(text(&headers, "accept"), Some("application/json, text/event-stream"));
+            assert!(headers.get(SESSION_ID).is_none());
+            assert_eq!(headers.len(), 6, "{headers:?}");
+        }
+        let kept = lock(&shared.stateless_headers).as_ref().map(|(v, _)| v.clone());
+        assert_eq!(kept.as_deref(), Some("2026-07-28"));
+        // Session-era messages carry the session's headers, not the stateless ones.
+        *lock(&shared.session) = Some("s-1".into());
+        let message: Message = Request::new(8, "tools/call", Some(json!({"name": "echo"}))).into();
+        let headers = shared.post_headers(&Outgoing::of(&message));
+        assert_eq!(text(&headers, SESSION_ID), Some("s-1"));
+        assert!(headers.get(MCP_METHOD).is_none());
+        assert_eq!(text(&headers, "content-type"), Some("application/json"));
+    }
+
+    #[test]
+    fn method_values_match_their_methods() {
+        for (method, value) in &METHOD_VALUES {
+            assert_eq!(value.to_str().unwrap(), *method);
+        }
+        assert_eq!(method_value("tools/call").unwrap(), "tools/call");
+        assert_eq!(method_value("x/custom").unwrap(), "x/custom");
+        assert!(method_value("bad\nmethod").is_none());
     }
 }

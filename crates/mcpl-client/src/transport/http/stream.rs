@@ -11,10 +11,9 @@ use mcpl_core::jsonrpc::{Message, RequestId};
 use reqwest::header::{ACCEPT, HeaderValue};
 use reqwest::{Method, StatusCode};
 
-use super::LAST_EVENT_ID;
 use super::body::{ReadError, read_snippet};
 use super::retry::backoff;
-use super::shared::{Shared, insert, lock, session_expired};
+use super::shared::{LAST_EVENT_ID_HEADER, Shared, insert, lock, session_expired};
 use super::sse::SseParser;
 use crate::transport::failure;
 use crate::transport::redirect::RedirectRefused;
@@ -78,7 +77,7 @@ impl Shared {
             let mut headers = self.session_headers();
             self.authorize(&mut headers, "GET");
             headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-            insert(&mut headers, LAST_EVENT_ID, &last_id);
+            insert(&mut headers, &LAST_EVENT_ID_HEADER, &last_id);
             let response = match self.request(Method::GET).headers(headers).send().await {
                 Ok(r) => r,
                 Err(e) => {
@@ -149,7 +148,7 @@ impl Shared {
         self.authorize(&mut headers, "GET");
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         if let Some(last) = last_id {
-            insert(&mut headers, LAST_EVENT_ID, last);
+            insert(&mut headers, &LAST_EVENT_ID_HEADER, last);
         }
         self.request(Method::GET).headers(headers).send().await
     }

@@ -617,6 +617,46 @@ impl Connection {
         Received::Done
     }
 
+    /// Settles a request with `answer`, which its transport read on the task that sent the
+    /// request rather than through the receiver (see [`crate::transport::SendApart`]).
+    /// Anything that is not an answer is dropped.
+    pub(crate) fn answered(&self, answer: Message) {
+        if let Some((id, result)) = self.take_answer(answer) {
+            self.settle(&id, result);
+        }
+    }
+
+    /// The result `answer` brings request `id`, taken out of the pending table, if it answers
+    /// that request and the request still waits; an answer to another request is settled
+    /// (see [`answered`](Self::answered)).
+    pub(crate) fn answer_for(&self, id: &RequestId, answer: Message) -> Option<Result<Value>> {
+        let (answered, result) = self.take_answer(answer)?;
+        if answered != *id {
+            self.settle(&answered, result);
+            return None;
+        }
+        lock(&self.pending).remove(id).map(|_| result)
+    }
+
+    /// The request `answer` answers and its result, traced as received; `None` once the
+    /// connection closed (its requests are settled as closed) or if `answer` is no answer.
+    fn take_answer(&self, answer: Message) -> Option<(RequestId, Result<Value>)> {
+        if self.is_closed() {
+            return None;
+        }
+        trace::message(Direction::In, &answer);
+        match answer {
+            Message::Response(Response { id, result }) => Some((id, Ok(result))),
+            Message::Error(ErrorResponse { id: Some(id), error }) => {
+                Some((id, Err(Error::from_rpc(error))))
+            }
+            _ => {
+                tracing::debug!("a message sent apart ended with something else than an answer");
+                None
+            }
+        }
+    }
+
     /// Acts on an event of the transport: a request that failed in the transport settles
     /// with its error; anything else goes to the hook of [`Engine::on_transport_event`].
     ///

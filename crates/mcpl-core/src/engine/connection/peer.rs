@@ -142,8 +142,8 @@ impl Peer {
         };
         let sleep = tokio::time::sleep_until(deadline_after(start));
         tokio::pin!(sleep);
-        let cancel = cancel.unwrap_or_default();
-        let served = self.served.clone().unwrap_or_default();
+        // No token is made for what cannot be cancelled (most requests).
+        let served = self.served.as_ref();
         let (progress_tx, mut progress_rx) = match on_progress {
             Some(_) => {
                 let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
@@ -165,10 +165,10 @@ impl Peer {
             Some(request) => tokio::select! {
                 biased;
                 room = conn.reserve(weigh(request)) => Some(room.ok_or(Error::ConnectionClosed)?),
-                _ = cancel.cancelled() => {
+                _ = cancelled(cancel.as_ref()) => {
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
-                _ = served.cancelled() => {
+                _ = cancelled(served) => {
                     return Err(if conn.is_closed() { Error::ConnectionClosed } else { served_cancelled() });
                 }
                 _ = &mut sleep => {
@@ -195,34 +195,39 @@ impl Peer {
         }
 
         loop {
-            tokio::select! {
+            let result = tokio::select! {
                 biased;
-                () = &mut sending, if !sending.is_done() => {}
-                result = &mut rx => {
-                    guard.disarm();
-                    // Progress sent before the response was routed before it: deliver it first.
-                    if let (Some(f), Some(progress)) = (&on_progress, progress_rx.as_mut()) {
-                        while let Ok(update) = progress.try_recv() {
-                            f(update);
+                answer = &mut sending, if !sending.is_done() => match answer {
+                    // The answer, read by the transport on this task, is taken here rather
+                    // than sent through the pending table. The receiver is closed first: the
+                    // entry leaving the table then does not wake this task again (which
+                    // would hand it to another thread).
+                    Some(answer) if answer.id() == Some(&id) => {
+                        rx.close();
+                        match conn.answer_for(&id, answer) {
+                            Some(result) => result,
+                            // Settled otherwise meanwhile, or the connection closed.
+                            None => rx.try_recv().unwrap_or(Err(Error::ConnectionClosed)),
                         }
                     }
-                    if let (Some(f), Some(related)) = (&on_related, related_rx.as_mut()) {
-                        while let Ok(params) = related.try_recv() {
-                            f(params);
-                        }
+                    Some(other) => {
+                        conn.answered(other);
+                        continue;
                     }
-                    return result.unwrap_or(Err(Error::ConnectionClosed));
-                }
+                    None => continue,
+                },
+                result = &mut rx => result.unwrap_or(Err(Error::ConnectionClosed)),
                 Some(params) = recv_unbounded(&mut related_rx) => {
                     if let Some(f) = &on_related {
                         f(params);
                     }
+                    continue;
                 }
-                _ = cancel.cancelled() => {
+                _ = cancelled(cancel.as_ref()) => {
                     guard.cancel("The caller cancelled the request");
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
-                _ = served.cancelled() => {
+                _ = cancelled(served) => {
                     // The served request's token also fires when the connection closes.
                     guard.cancel("The request it was sent for was cancelled");
                     let closed = conn.is_closed();
@@ -235,12 +240,26 @@ impl Peer {
                     if reset_timeout_on_progress {
                         sleep.as_mut().reset(deadline_after(Instant::now()));
                     }
+                    continue;
                 }
                 _ = &mut sleep => {
                     guard.cancel("Request timed out");
                     return Err(Error::RequestTimeout { method: method.to_owned(), elapsed: start.elapsed() });
                 }
+            };
+            guard.disarm();
+            // Progress sent before the response was routed before it: deliver it first.
+            if let (Some(f), Some(progress)) = (&on_progress, progress_rx.as_mut()) {
+                while let Ok(update) = progress.try_recv() {
+                    f(update);
+                }
             }
+            if let (Some(f), Some(related)) = (&on_related, related_rx.as_mut()) {
+                while let Ok(params) = related.try_recv() {
+                    f(params);
+                }
+            }
+            return result;
         }
     }
 
@@ -408,6 +427,14 @@ impl Peer {
 /// The error of a send from the handler of a cancelled request.
 pub(super) fn served_cancelled() -> Error {
     Error::Cancelled { reason: Some("the request this handler serves was cancelled".into()) }
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn recv_unbounded<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {

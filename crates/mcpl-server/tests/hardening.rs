@@ -6,7 +6,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use mcpl_core::engine::BoxFuture;
+use mcpl_core::jsonrpc::Message;
 use mcpl_core::types::{Tool, ToolSchema};
+use mcpl_server::http::event_store::{EventPosition, EventStore, InMemoryEventStore};
 use mcpl_server::http::{
     ConnectionConfig, ConnectionThreads, HttpConfig, RefusalKind, StreamableHttp,
 };
@@ -980,36 +983,30 @@ async fn a_request_flood_on_one_websocket_is_refused_beyond_the_in_flight_limit(
 
 // Item 13: what abandoned streams leave in the event store is bounded.
 
+/// An in-memory event store the test keeps a handle on.
+struct Shared(std::sync::Arc<InMemoryEventStore>);
+
+impl EventStore for Shared {
+    fn append<'a>(&'a self, s: &'a str, at: EventPosition, m: &'a Message) -> BoxFuture<'a, ()> {
+        self.0.append(s, at, m)
+    }
+    fn replay_after<'a>(
+        &'a self,
+        s: &'a str,
+        after: EventPosition,
+    ) -> BoxFuture<'a, Option<Vec<(EventPosition, Message)>>> {
+        self.0.replay_after(s, after)
+    }
+    fn remove_session<'a>(&'a self, s: &'a str) -> BoxFuture<'a, ()> {
+        self.0.remove_session(s)
+    }
+    fn discard_stream<'a>(&'a self, s: &'a str, stream: u64) -> BoxFuture<'a, ()> {
+        self.0.discard_stream(s, stream)
+    }
+}
+
 #[tokio::test]
 async fn abandoned_response_streams_are_bounded_in_the_event_store() {
-    use mcpl_core::engine::BoxFuture;
-    use mcpl_core::jsonrpc::Message;
-    use mcpl_server::http::event_store::{EventPosition, EventStore, InMemoryEventStore};
-
-    struct Shared(std::sync::Arc<InMemoryEventStore>);
-    impl EventStore for Shared {
-        fn append<'a>(
-            &'a self,
-            s: &'a str,
-            at: EventPosition,
-            m: &'a Message,
-        ) -> BoxFuture<'a, ()> {
-            self.0.append(s, at, m)
-        }
-        fn replay_after<'a>(
-            &'a self,
-            s: &'a str,
-            after: EventPosition,
-        ) -> BoxFuture<'a, Option<Vec<(EventPosition, Message)>>> {
-            self.0.replay_after(s, after)
-        }
-        fn remove_session<'a>(&'a self, s: &'a str) -> BoxFuture<'a, ()> {
-            self.0.remove_session(s)
-        }
-        fn discard_stream<'a>(&'a self, s: &'a str, stream: u64) -> BoxFuture<'a, ()> {
-            self.0.discard_stream(s, stream)
-        }
-    }
     let store = std::sync::Arc::new(InMemoryEventStore::default());
     let endpoint =
         StreamableHttp::with_event_store(server(), HttpConfig::new(), Shared(store.clone()));
@@ -1053,6 +1050,56 @@ async fn abandoned_response_streams_are_bounded_in_the_event_store() {
     );
     let ping = json!({"jsonrpc": "2.0", "id": "p", "method": "ping"});
     assert_eq!(session.post(&ping).send().await.unwrap().status(), 200);
+}
+
+// A request answered at once goes out in one piece, and nothing of it stays stored.
+
+#[tokio::test]
+async fn a_request_answered_at_once_is_one_frame_and_leaves_nothing_stored() {
+    let store = std::sync::Arc::new(InMemoryEventStore::default());
+    let endpoint =
+        StreamableHttp::with_event_store(server(), HttpConfig::new(), Shared(store.clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(endpoint.serve_at(listener, "/mcp"));
+    let mut session = Session::new(addr);
+    session.initialize().await;
+    let session_id = session.id.clone().unwrap();
+    // One kept-alive connection, so that each answer's framing is read as written.
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    for id in 1..=3 {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"n": id}}})
+        .to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\nmcp-session-id: {session_id}\r\n\
+             content-length: {}\r\n\r\n",
+            body.len()
+        );
+        tcp.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+        let text = read_until(&mut tcp, "\r\n0\r\n\r\n").await;
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let head = head.to_ascii_lowercase();
+        assert!(head.contains("content-type: text/event-stream"), "{head}");
+        assert!(head.contains("transfer-encoding: chunked"), "{head}");
+        // One chunk (the primer and the answer), then the end of the body.
+        let (size, rest) = body.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size, 16).unwrap();
+        assert_eq!(&rest[size..], "\r\n0\r\n\r\n", "more than one chunk: {body:?}");
+        let events: Vec<&str> = rest[..size].split_terminator("\n\n").collect();
+        assert_eq!(events.len(), 2, "{body:?}");
+        let (primer, answer) = (events[0], events[1]);
+        assert!(primer.starts_with("id: ") && primer.contains("\nretry: "), "{primer:?}");
+        assert!(primer.ends_with("\ndata: "), "the primer's data is empty: {primer:?}");
+        let (answer_id, data) = answer.split_once("\ndata: ").unwrap();
+        assert!(answer_id.starts_with("id: "), "{answer:?}");
+        let answer: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["result"]["content"][0]["text"], json!({"n": id}).to_string());
+    }
+    // Each stream's events were forgotten once its answer was handed to the connection.
+    assert_eq!(store.stored_bytes(), 0);
 }
 
 #[tokio::test]

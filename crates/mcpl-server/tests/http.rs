@@ -22,6 +22,10 @@ fn server() -> Server {
             }
             Ok(ToolOutput::text("slow done"))
         })
+        .tool(Tool::new("quick", ToolSchema::object()), |ctx, _args| async move {
+            ctx.progress(1.0, Some(1.0), None).await.ok();
+            Ok(ToolOutput::text("quick done"))
+        })
         .tool(Tool::new("polled", ToolSchema::object()), |ctx, _args| async move {
             ctx.progress(1.0, None, None).await.ok();
             // End the response stream mid-call; the client resumes to get the result.
@@ -143,7 +147,7 @@ async fn a_session_from_initialize_to_delete() {
     let (status, msgs) =
         http.call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
     assert_eq!(status, 200);
-    assert_eq!(msgs.last().unwrap()["result"]["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(msgs.last().unwrap()["result"]["tools"].as_array().unwrap().len(), 4);
 
     let (_, msgs) = http
         .call(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"a": 1}}}))
@@ -235,6 +239,40 @@ async fn progress_rides_on_the_request_stream_with_event_ids() {
     }
     let last: Value = serde_json::from_str(&events[4].1).unwrap();
     assert_eq!(last["id"], 5);
+}
+
+#[tokio::test]
+async fn what_a_handler_sends_before_answering_at_once_comes_first_in_order() {
+    let addr = start(HttpConfig::new()).await;
+    let mut http = Http::new(addr);
+    http.initialize("2025-11-25").await;
+    for id in 1..=3 {
+        let resp = http
+            .post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "quick", "_meta": {"progressToken": id}}}))
+            .send()
+            .await
+            .unwrap();
+        let text = resp.text().await.unwrap();
+        let events = parse_sse(&text);
+        // The primer, the progress notification, the answer: ids rising on one stream.
+        assert_eq!(events.len(), 3, "{text}");
+        assert!(events[0].1.is_empty(), "{text}");
+        let ids: Vec<(String, u64)> = events
+            .iter()
+            .map(|(id, _)| {
+                let (stream, seq) = id.as_deref().unwrap().split_once('-').unwrap();
+                (stream.to_owned(), seq.parse().unwrap())
+            })
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0].0 == w[1].0 && w[0].1 < w[1].1), "{ids:?}");
+        let progress: Value = serde_json::from_str(&events[1].1).unwrap();
+        assert_eq!(progress["method"], "notifications/progress");
+        assert_eq!(progress["params"]["progressToken"], id);
+        let answer: Value = serde_json::from_str(&events[2].1).unwrap();
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["result"]["content"][0]["text"], "quick done");
+    }
 }
 
 #[tokio::test]

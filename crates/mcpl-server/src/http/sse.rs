@@ -45,16 +45,22 @@ impl SseEvent {
     /// the blank line that ends the event.
     pub(crate) fn encode(&self) -> Bytes {
         let mut out = Vec::with_capacity(self.data.len() + 64);
+        self.encode_into(&mut out);
+        Bytes::from(out)
+    }
+
+    /// Appends the wire form (see [`encode`](Self::encode)) to `out`.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
         if let Some(id) = self.id {
             out.extend_from_slice(b"id: ");
-            push_decimal(&mut out, id.stream);
+            push_decimal(out, id.stream);
             out.push(b'-');
-            push_decimal(&mut out, id.seq);
+            push_decimal(out, id.seq);
             out.push(b'\n');
         }
         if let Some(retry) = self.retry {
             out.extend_from_slice(b"retry: ");
-            push_decimal(&mut out, u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
+            push_decimal(out, u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
             out.push(b'\n');
         }
         for line in self.data.split(|&b| b == b'\n') {
@@ -63,7 +69,6 @@ impl SseEvent {
             out.push(b'\n');
         }
         out.push(b'\n');
-        Bytes::from(out)
     }
 }
 
@@ -91,6 +96,48 @@ type EventStream = Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Sen
 pub(crate) struct Stop {
     pub(crate) stop: Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
     pub(crate) retry: Duration,
+}
+
+/// An SSE response whose events were all ready when it started (a request answered at once):
+/// `frame`, their wire form, in one piece; then `after` (forgetting the stored events) runs
+/// once the connection has taken the frame, before the body ends. No stream adapters, no
+/// keep-alive timer, no shutdown watch: there is nothing left to wait for.
+pub(crate) fn response_complete(
+    frame: Bytes,
+    after: Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) -> Response {
+    sse_response(Body::new(Complete { frame: Some(frame), after: Some(after) }))
+}
+
+/// The body of [`response_complete`]. Its length is not announced: the connection polls it
+/// once more after the frame (a body of known length would be dropped as soon as it was all
+/// written), which runs `after`.
+struct Complete {
+    frame: Option<Bytes>,
+    after: Option<Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
+}
+
+impl hyper::body::Body for Complete {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        if let Some(frame) = self.frame.take() {
+            return std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(frame))));
+        }
+        if let Some(after) = self.after.as_mut() {
+            std::task::ready!(after.as_mut().poll(cx));
+            self.after = None;
+        }
+        std::task::Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.frame.is_none() && self.after.is_none()
+    }
 }
 
 /// An SSE response streaming `events`, with a keep-alive comment after every `keep_alive` of
@@ -126,7 +173,12 @@ where
             Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE_FRAME)), Some((events, stop)))),
         }
     });
-    let mut response = Response::new(Body::from_stream(frames.map(|f| f.map_err(|e| match e {}))));
+    sse_response(Body::from_stream(frames.map(|f| f.map_err(|e| match e {}))))
+}
+
+/// A `200` response with `body` and the headers of an SSE stream.
+fn sse_response(body: Body) -> Response {
+    let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

@@ -111,8 +111,13 @@ pub(super) async fn post(
                     json_reply(rx, &session.id).await
                 }
                 Opened::Sse(stream, rx) => {
-                    let live = Live { rx, serving: Some(serving) };
-                    sse_reply(http, &session, stream, Vec::new(), Some(live), true)
+                    let mut live = Live { rx, serving: Some(serving) };
+                    match live.at_once().await {
+                        AtOnce::Answered(events) => sse_complete(http, &session, stream, &events),
+                        AtOnce::Pending(ahead) => {
+                            sse_reply(http, &session, stream, ahead, Some(live), true)
+                        }
+                    }
                 }
             }
         }
@@ -355,13 +360,7 @@ fn sse_reply(
     prime: bool,
 ) -> Response {
     let live_request = prime && live.is_some() && session.is_request_stream(stream);
-    // Clients of 2025-11-25 and later understand an event with an id and empty data, which
-    // lets them resume a stream that closes before its first real event.
-    let primes =
-        prime && session.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
-    let retry = http.inner.config.retry;
-    let first = primes
-        .then(|| SseEvent::default().id(EventPosition { stream, seq: 0 }).retry(retry).data(""));
+    let first = if prime { primer(http, session, stream) } else { None };
     let last_replayed = replay.last().map(|e| e.position.seq).unwrap_or(0);
     let replayed = futures::stream::iter(replay);
     let live = futures::stream::unfold(live, move |live| async move {
@@ -396,11 +395,46 @@ fn sse_reply(
     );
     let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
     let stop = stop_at_shutdown(http, live_request);
-    let mut response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
+    with_session_id(sse::response_until(events, http.inner.config.keep_alive, Some(stop)), session)
+}
+
+/// The event that primes a request's stream: an id and empty data, which clients of
+/// 2025-11-25 and later understand, so that they can resume a stream that closes before its
+/// first real event. `None` for older clients.
+fn primer(http: &StreamableHttp, session: &HttpSession, stream: u64) -> Option<SseEvent> {
+    let primes = session.protocol_version().is_some_and(|v| v >= ProtocolVersion::V2025_11_25);
+    let retry = http.inner.config.retry;
+    primes.then(|| SseEvent::default().id(EventPosition { stream, seq: 0 }).retry(retry).data(""))
+}
+
+/// `response` naming `session` in `Mcp-Session-Id`.
+fn with_session_id(mut response: Response, session: &HttpSession) -> Response {
     if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_ID_HEADER, value);
     }
     response
+}
+
+/// The SSE response to a request answered at once: the primer (as [`sse_reply`] sends it),
+/// then `events` (the answer last) in one frame. Its stored events are forgotten once the
+/// connection has taken the frame, as [`sse_reply`] does when its stream ends.
+fn sse_complete(
+    http: &StreamableHttp,
+    session: &HttpSession,
+    stream: u64,
+    events: &[Event],
+) -> Response {
+    let room: usize = events.iter().map(|e| e.data.len() + 48).sum();
+    let mut frame = Vec::with_capacity(room + 64);
+    if let Some(primer) = primer(http, session, stream) {
+        primer.encode_into(&mut frame);
+    }
+    for event in events {
+        sse_event(event).encode_into(&mut frame);
+    }
+    let (store, id) = (http.inner.events.clone(), session.id.clone());
+    let forget = Box::pin(async move { store.discard_stream(&id, stream).await });
+    with_session_id(sse::response_complete(frame.into(), forget), session)
 }
 
 /// What a live SSE stream carries: the events routed to it and, for a request's own stream,
@@ -410,9 +444,47 @@ struct Live {
     serving: Option<mcpl_core::engine::embed::Serving>,
 }
 
+/// What serving a request once, without waiting, gave: see [`Live::at_once`].
+enum AtOnce {
+    /// The request was answered and its stream ended: every event of the stream, the
+    /// answer last.
+    Answered(Vec<Event>),
+    /// Not yet: the events that arrived meanwhile, to send ahead of the rest.
+    Pending(Vec<Event>),
+}
+
+/// At most this many events are taken at once before the answer (a request's stream holds
+/// no more than its channel's room); past it the stream is sent as it comes.
+const AT_ONCE_EVENTS: usize = 64;
+
 impl Live {
     fn new(rx: mpsc::Receiver<Event>) -> Live {
         Live { rx, serving: None }
+    }
+
+    /// Serves the request once, without waiting, and takes what its stream then holds.
+    async fn at_once(&mut self) -> AtOnce {
+        let Some(serving) = &mut self.serving else { return AtOnce::Pending(Vec::new()) };
+        let polled = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::pin::Pin::new(&mut *serving).poll(cx).is_ready())
+        });
+        if !polled.await {
+            return AtOnce::Pending(Vec::new());
+        }
+        self.serving = None;
+        let mut events = Vec::new();
+        while events.len() < AT_ONCE_EVENTS {
+            match self.rx.try_recv() {
+                Ok(event) => events.push(event),
+                Err(mpsc::error::TryRecvError::Disconnected)
+                    if events.last().is_some_and(|e| e.answers) =>
+                {
+                    return AtOnce::Answered(events);
+                }
+                Err(_) => break,
+            }
+        }
+        AtOnce::Pending(events)
     }
 
     /// The next event, serving the request meanwhile.

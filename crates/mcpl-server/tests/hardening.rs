@@ -1005,8 +1005,8 @@ impl EventStore for Shared {
     }
 }
 
-#[tokio::test]
-async fn abandoned_response_streams_are_bounded_in_the_event_store() {
+/// The endpoint served with an event store the test reads, and a session opened on it.
+async fn with_a_shared_store() -> (std::sync::Arc<InMemoryEventStore>, SocketAddr, Session) {
     let store = std::sync::Arc::new(InMemoryEventStore::default());
     let endpoint =
         StreamableHttp::with_event_store(server(), HttpConfig::new(), Shared(store.clone()));
@@ -1015,6 +1015,12 @@ async fn abandoned_response_streams_are_bounded_in_the_event_store() {
     tokio::spawn(endpoint.serve_at(listener, "/mcp"));
     let mut session = Session::new(addr);
     session.initialize().await;
+    (store, addr, session)
+}
+
+#[tokio::test]
+async fn abandoned_response_streams_are_bounded_in_the_event_store() {
+    let (store, addr, session) = with_a_shared_store().await;
     let pad = "x".repeat(16 * 1024);
     // 400 answers of 16 KB (6.4 MB), each abandoned: the client hangs up once the call is
     // under way, before its answer.
@@ -1056,14 +1062,7 @@ async fn abandoned_response_streams_are_bounded_in_the_event_store() {
 
 #[tokio::test]
 async fn a_request_answered_at_once_is_one_frame_and_leaves_nothing_stored() {
-    let store = std::sync::Arc::new(InMemoryEventStore::default());
-    let endpoint =
-        StreamableHttp::with_event_store(server(), HttpConfig::new(), Shared(store.clone()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(endpoint.serve_at(listener, "/mcp"));
-    let mut session = Session::new(addr);
-    session.initialize().await;
+    let (store, addr, session) = with_a_shared_store().await;
     let session_id = session.id.clone().unwrap();
     // One kept-alive connection, so that each answer's framing is read as written.
     let mut tcp = TcpStream::connect(addr).await.unwrap();

@@ -1005,6 +1005,20 @@ impl EventStore for Shared {
     }
 }
 
+/// A `tools/call` of session `session_id` as its POST goes on the wire.
+fn raw_call(session_id: &str, id: u64, tool: &str, arguments: &Value) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-session-id: {session_id}\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
 /// The endpoint served with an event store the test reads, and a session opened on it.
 async fn with_a_shared_store() -> (std::sync::Arc<InMemoryEventStore>, SocketAddr, Session) {
     let store = std::sync::Arc::new(InMemoryEventStore::default());
@@ -1027,18 +1041,10 @@ async fn abandoned_response_streams_are_bounded_in_the_event_store() {
     let session_id = session.id.clone().unwrap();
     for batch in 0..8 {
         let abandon = (1..=50).map(|i| {
-            let body = json!({"jsonrpc": "2.0", "id": batch * 50 + i, "method": "tools/call",
-                "params": {"name": "slow_echo", "arguments": {"pad": pad}}})
-            .to_string();
-            let head = format!(
-                "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
-                 accept: application/json, text/event-stream\r\nmcp-session-id: {session_id}\r\n\
-                 content-length: {}\r\n\r\n",
-                body.len()
-            );
+            let request = raw_call(&session_id, batch * 50 + i, "slow_echo", &json!({"pad": pad}));
             async move {
                 let mut tcp = TcpStream::connect(addr).await.unwrap();
-                tcp.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+                tcp.write_all(&request).await.unwrap();
                 // The priming event: the call is under way.
                 read_until(&mut tcp, "data: \n\n").await;
             }
@@ -1067,16 +1073,7 @@ async fn a_request_answered_at_once_is_one_frame_and_leaves_nothing_stored() {
     // One kept-alive connection, so that each answer's framing is read as written.
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     for id in 1..=3 {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"n": id}}})
-        .to_string();
-        let head = format!(
-            "POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
-             accept: application/json, text/event-stream\r\nmcp-session-id: {session_id}\r\n\
-             content-length: {}\r\n\r\n",
-            body.len()
-        );
-        tcp.write_all(format!("{head}{body}").as_bytes()).await.unwrap();
+        tcp.write_all(&raw_call(&session_id, id, "echo", &json!({"n": id}))).await.unwrap();
         let text = read_until(&mut tcp, "\r\n0\r\n\r\n").await;
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         let head = head.to_ascii_lowercase();

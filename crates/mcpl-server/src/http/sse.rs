@@ -63,10 +63,21 @@ impl SseEvent {
             push_decimal(out, u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
             out.push(b'\n');
         }
-        for line in self.data.split(|&b| b == b'\n') {
+        // One `data:` line per line (`\n`, or `\r\n`), found with `memchr`: a large result
+        // is scanned at memory speed, not byte by byte.
+        let mut rest = &self.data[..];
+        loop {
+            let (line, next) = match memchr::memchr(b'\n', rest) {
+                Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+                None => (rest, None),
+            };
             out.extend_from_slice(b"data: ");
             out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
             out.push(b'\n');
+            match next {
+                Some(next) => rest = next,
+                None => break,
+            }
         }
         out.push(b'\n');
     }
@@ -213,5 +224,26 @@ mod tests {
         );
         let e = SseEvent::default().data(String::from("a\n\nb"));
         assert_eq!(e.encode(), Bytes::from_static(b"data: a\ndata: \ndata: b\n\n"));
+        let e = SseEvent::default().data("a\n");
+        assert_eq!(e.encode(), Bytes::from_static(b"data: a\ndata: \n\n"));
+    }
+
+    proptest::proptest! {
+        /// Every line of the data (split at `\n`, a `\r` before it dropped) is one `data:`
+        /// line, in order, whatever the data.
+        #[test]
+        fn data_lines_are_the_lines_of_the_data(data in proptest::collection::vec(
+            proptest::sample::select(vec![b'a', b'\n', b'\r', b' ', b'{']), 0..64)
+        ) {
+            let mut expected = Vec::new();
+            for line in data.split(|&b| b == b'\n') {
+                expected.extend_from_slice(b"data: ");
+                expected.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+                expected.push(b'\n');
+            }
+            expected.push(b'\n');
+            let encoded = SseEvent::default().data(data).encode();
+            proptest::prop_assert_eq!(&encoded[..], &expected[..]);
+        }
     }
 }

@@ -28,7 +28,7 @@ use crate::principal::{AccessToken, Principal};
 use crate::session::SessionState;
 
 /// How many events may wait for a slow SSE connection before it is detached.
-const STREAM_BUFFER: usize = 64;
+pub(crate) const STREAM_BUFFER: usize = 64;
 
 /// One event of a session's stream: its message as JSON, made once (what the stream writes
 /// and the event store keeps).

@@ -21,7 +21,7 @@ use mcpl_core::types::names;
 use tokio::sync::{mpsc, oneshot};
 
 use super::event_store::EventPosition;
-use super::session::{Event, HttpSession, StreamError};
+use super::session::{Event, HttpSession, STREAM_BUFFER, StreamError};
 use super::session_store::{self, SessionRecord};
 use super::sse::{self, SseEvent};
 use super::{
@@ -453,10 +453,6 @@ enum AtOnce {
     Pending(Vec<Event>),
 }
 
-/// At most this many events are taken at once before the answer (a request's stream holds
-/// no more than its channel's room); past it the stream is sent as it comes.
-const AT_ONCE_EVENTS: usize = 64;
-
 impl Live {
     fn new(rx: mpsc::Receiver<Event>) -> Live {
         Live { rx, serving: None }
@@ -472,8 +468,10 @@ impl Live {
             return AtOnce::Pending(Vec::new());
         }
         self.serving = None;
+        // At most what the stream's channel holds: past that (senders on other tasks keep
+        // filling it), the stream is sent as it comes.
         let mut events = Vec::new();
-        while events.len() < AT_ONCE_EVENTS {
+        while events.len() < STREAM_BUFFER {
             match self.rx.try_recv() {
                 Ok(event) => events.push(event),
                 Err(mpsc::error::TryRecvError::Disconnected)

@@ -63,8 +63,8 @@ impl SseEvent {
             push_decimal(out, u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
             out.push(b'\n');
         }
-        // One `data:` line per line (`\n`, or `\r\n`), found with `memchr`: a large result
-        // is scanned at memory speed, not byte by byte.
+        // One `data:` line per line (`\n`, or `\r\n`), found with `memchr`: the data is
+        // scanned a vector at a time, not byte by byte.
         let mut rest = &self.data[..];
         loop {
             let (line, next) = match memchr::memchr(b'\n', rest) {

@@ -168,3 +168,23 @@ strict_tag! {
     PromptReference: "type" = "ref/prompt",
     ResourceTemplateReference: "type" = "ref/resource",
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    /// The union's tag values are its variants' own (the union checks the tag for them).
+    #[test]
+    fn a_reference_decodes_as_the_variant_that_wrote_it() {
+        for reference in [
+            json!({"type": "ref/prompt", "name": "p"}),
+            json!({"type": "ref/resource", "uri": "file:///{x}"}),
+        ] {
+            let decoded: CompletionReference = serde_json::from_value(reference.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&decoded).unwrap(), reference);
+        }
+        assert!(serde_json::from_value::<CompletionReference>(json!({"type": "ref/x"})).is_err());
+    }
+}

@@ -392,6 +392,40 @@ mod tests {
         assert!(serde_json::from_value::<ContentBlock>(json!({"text": "x"})).is_err());
     }
 
+    /// A union checks the tag and hands the map to the variant's decoder, which does not check
+    /// it again: each union's tag values must be its variants' own. A block written by a
+    /// variant (with that variant's tag) decodes through the union as that variant.
+    #[test]
+    fn every_union_variant_carries_its_own_tag() {
+        let resource = json!({"uri": "file:///a", "text": "x"});
+        let blocks = [
+            json!({"type": "text", "text": "x"}),
+            json!({"type": "image", "data": "AA==", "mimeType": "image/png"}),
+            json!({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}),
+            json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
+            json!({"type": "resource", "resource": resource}),
+        ];
+        for block in blocks {
+            let decoded: ContentBlock = serde_json::from_value(block.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&decoded).unwrap(), block);
+        }
+        let sampling = [
+            json!({"type": "text", "text": "x"}),
+            json!({"type": "image", "data": "AA==", "mimeType": "image/png"}),
+            json!({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}),
+            json!({"type": "tool_use", "id": "1", "name": "t", "input": {}}),
+            json!({"type": "tool_result", "toolUseId": "1", "content": []}),
+        ];
+        for block in sampling {
+            let decoded: SamplingMessageContentBlock =
+                serde_json::from_value(block.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&decoded).unwrap(), block);
+        }
+        // Each variant's own tag check still holds on its own.
+        let image = json!({"type": "text", "data": "AA==", "mimeType": "image/png"});
+        assert!(serde_json::from_value::<ImageContent>(image).is_err());
+    }
+
     #[test]
     fn standalone_structs_check_their_tag() {
         assert!(

@@ -90,10 +90,11 @@ macro_rules! tagged_union {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
                 match $crate::types::serde_util::str_member(&map, $tag) {
-                    $(Some($value) => $crate::types::serde_util::from_value::<$ty, D>(
-                        serde_json::Value::Object(map),
-                    )
-                    .map($name::$variant),)+
+                    // The tag is checked here: a variant's own decoder (`strict_tag!`'s inherent
+                    // one, where there is one) need not rebuild the map to check it again.
+                    $(Some($value) => <$ty>::deserialize(serde_json::Value::Object(map))
+                        .map_err(serde::de::Error::custom)
+                        .map($name::$variant),)+
                     Some(other) => Err(serde::de::Error::custom(format!(
                         "unknown {} `{}` for {}",
                         $tag,

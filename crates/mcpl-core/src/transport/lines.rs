@@ -120,13 +120,14 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineReceiver<R> {
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
-                // End of input. A final unterminated line still counts as a line.
-                if oversized {
-                    return Err(Error::MessageTooLarge { limit: self.max });
+                // End of input. A final unterminated line still counts as a line, under the
+                // same limit as the others.
+                if self.line.is_empty() && !oversized {
+                    return Ok(false);
                 }
-                return Ok(!self.line.is_empty());
+                return self.line_read(oversized);
             }
-            let (chunk, found, used) = match memchr_newline(available) {
+            let (chunk, found, used) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], true, i + 1),
                 None => (available, false, available.len()),
             };
@@ -142,23 +143,25 @@ impl<R: AsyncBufRead + Unpin + Send + 'static> LineReceiver<R> {
             }
             self.reader.consume(used);
             if found {
-                if oversized {
-                    return Err(Error::MessageTooLarge { limit: self.max });
-                }
-                if self.line.last() == Some(&b'\r') {
-                    self.line.pop();
-                }
-                if self.line.len() > self.max {
-                    return Err(Error::MessageTooLarge { limit: self.max });
-                }
-                return Ok(true);
+                return self.line_read(oversized);
             }
         }
     }
-}
 
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    /// A whole line was read into `self.line` (its `\n`, if any, taken off): it is one
+    /// message, or too large.
+    fn line_read(&mut self, oversized: bool) -> Result<bool> {
+        if oversized {
+            return Err(Error::MessageTooLarge { limit: self.max });
+        }
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        if self.line.len() > self.max {
+            return Err(Error::MessageTooLarge { limit: self.max });
+        }
+        Ok(true)
+    }
 }
 
 impl<R: AsyncBufRead + Unpin + Send + 'static> TransportReceiver for LineReceiver<R> {
@@ -230,6 +233,49 @@ mod tests {
         let e = rx.recv().await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidMessage);
         assert!(rx.recv().await.unwrap().is_some());
+    }
+
+    proptest::proptest! {
+        /// Whatever the lines (their lengths against the limit, `\n` or `\r\n`, blank lines
+        /// between them, a last line with no end) and however the reader's buffer cuts them,
+        /// each line is one message, or one `MessageTooLarge`, in order.
+        #[test]
+        fn each_line_is_one_message_however_the_input_is_cut(
+            lines in proptest::collection::vec((0usize..40, proptest::bool::ANY, 0usize..3), 0..12),
+            capacity in 1usize..24,
+            last_ended in proptest::bool::ANY,
+        ) {
+            const MAX: usize = 48;
+            let mut input = Vec::new();
+            let mut expected = Vec::new();
+            for (i, &(len, crlf, blanks)) in lines.iter().enumerate() {
+                input.extend(std::iter::repeat_n(b'\n', blanks));
+                let method = "m".repeat(len);
+                let line = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
+                expected.push((line.len() <= MAX).then_some(method));
+                input.extend_from_slice(line.as_bytes());
+                if i + 1 < lines.len() || last_ended {
+                    input.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+                }
+            }
+            let reader = BufReader::with_capacity(capacity, std::io::Cursor::new(input));
+            let mut rx = LineReceiver::new(reader, MAX);
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let got = runtime.block_on(async {
+                let mut got = Vec::new();
+                loop {
+                    match rx.recv().await {
+                        Ok(Some(message)) => got.push(message.method().map(str::to_owned)),
+                        Ok(None) => return got,
+                        Err(e) => {
+                            assert_eq!(e.kind(), ErrorKind::MessageTooLarge);
+                            got.push(None);
+                        }
+                    }
+                }
+            });
+            proptest::prop_assert_eq!(got, expected);
+        }
     }
 
     #[tokio::test]

@@ -581,7 +581,7 @@ impl EventStore for InMemoryEventStore {
         position: EventPosition,
         message: &'a Message,
     ) -> BoxFuture<'a, ()> {
-        let data = serde_json::to_vec(message).unwrap_or_default();
+        let data = message.encode();
         self.append_now(session, position, Bytes::from(data));
         Box::pin(std::future::ready(()))
     }

@@ -47,7 +47,7 @@ impl Event {
     pub(crate) fn new(position: EventPosition, message: &Message) -> Event {
         Event {
             position,
-            data: Bytes::from(serde_json::to_vec(message).unwrap_or_default()),
+            data: Bytes::from(message.encode()),
             answers: matches!(message, Message::Response(_) | Message::Error(_)),
             error: matches!(message, Message::Error(_)),
         }

@@ -201,7 +201,7 @@ fn serve_request<'a>(
         }
         // Without a progress token or log level nothing but the answer is wanted.
         None => Either::Right(async move {
-            // Boxed where it is made: the call's future is large (about 2.5 KB), and built in
+            // Boxed where it is made: the call's future is large (about 1.3 KB), and built in
             // place then moved once into its box it is not also moved within this future's
             // state first.
             let outcome = Box::pin(call(http, transport, client, token)).await;

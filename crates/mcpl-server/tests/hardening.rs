@@ -296,8 +296,8 @@ async fn a_session_client_that_reads_nothing_is_cut_and_the_session_serves_on() 
     let mut session = Session::new(addr);
     session.initialize().await;
     let id = session.id.clone().unwrap();
-    // A 3 MB answer on the request's SSE stream, whose handler runs as that body is polled,
-    // and a client that never reads it.
+    // A 3 MB answer on the request's SSE stream (given at once, so written as one frame), and
+    // a client that never reads it.
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "echo", "arguments": {"pad": "x".repeat(3 * 1024 * 1024)}}})
     .to_string();

@@ -131,6 +131,7 @@ mod body;
 mod config;
 pub mod event_store;
 pub(crate) mod guard;
+mod head_timer;
 mod refusal;
 mod service;
 pub(crate) mod serving;

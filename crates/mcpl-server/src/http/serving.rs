@@ -13,12 +13,13 @@ use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::head_timer::HeadTimer;
 use super::refusal::{RefusalKind, Refusals};
 use super::threads::{ConnectionThreads, Workers};
 
@@ -612,7 +613,7 @@ where
             // closed.
             let draining = shutdown.is_cancelled();
             let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new())
+            http.timer(HeadTimer::new())
                 .header_read_timeout(config.header_read_timeout)
                 .keep_alive(config.keep_alive && !draining);
             let seen = Arc::new(Seen::default());

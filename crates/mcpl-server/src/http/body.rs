@@ -1,5 +1,6 @@
 //! Reading a request body into one buffer, bounded in size and in time, whatever its chunking.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -31,13 +32,15 @@ pub(crate) async fn read(
     limit: usize,
     timeout: Option<Duration>,
 ) -> Result<Bytes, BodyError> {
-    let reading = read_all(body, limit);
-    match timeout {
-        Some(timeout) => {
-            tokio::time::timeout(timeout, reading).await.unwrap_or(Err(BodyError::TimedOut))
-        }
-        None => reading.await,
+    let Some(timeout) = timeout else { return read_all(body, limit).await };
+    // A body that came with its head is read on the first poll and needs no timer.
+    let mut reading = std::pin::pin!(read_all(body, limit));
+    if let Poll::Ready(read) =
+        std::future::poll_fn(|cx| Poll::Ready(reading.as_mut().poll(cx))).await
+    {
+        return read;
     }
+    tokio::time::timeout(timeout, reading).await.unwrap_or(Err(BodyError::TimedOut))
 }
 
 async fn read_all(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt as _;
 use mcpl_core::jsonrpc::{ErrorResponse, Message, RequestId};
 use mcpl_core::transport::{SendApart, TransportSender};
 use mcpl_core::types::names;
 use mcpl_core::{Error, Result};
 use reqwest::StatusCode;
+use tokio_util::future::FutureExt as _;
 
 use super::SESSION_ID;
 use super::shared::{
@@ -142,14 +144,10 @@ impl HttpSender {
                 }
             }
         };
+        // Not a `select!` in an async block: that would hold `post` twice (captured, then
+        // moved into the select), doubling the box made for every request.
         let stop = self.shared.stop.clone();
-        Ok(Box::pin(async move {
-            tokio::select! {
-                biased;
-                () = stop.cancelled() => None,
-                answer = post => answer,
-            }
-        }))
+        Ok(Box::pin(post.with_cancellation_token_owned(stop).map(Option::flatten)))
     }
 }
 

@@ -419,6 +419,8 @@ impl Shared {
     /// Reads the response to request `id` and delivers what it carries, except the answer
     /// to the request when the body holds it alone: that one is returned, for the caller to
     /// hand to the engine directly (see [`mcpl_core::transport::SendApart`]) or to deliver.
+    /// Its rare turns are boxed where they start: the future, boxed for every request, keeps
+    /// only the JSON answer's state (1,032 bytes at this writing, from 1,208).
     pub(super) async fn answer(
         self: Arc<Self>,
         id: RequestId,
@@ -428,7 +430,7 @@ impl Shared {
     ) -> Option<Message> {
         let status = response.status();
         if status == StatusCode::NOT_FOUND && sent_session {
-            self.end(session_expired()).await;
+            Box::pin(self.end(session_expired())).await;
             return None;
         }
         let challenge = response
@@ -439,8 +441,9 @@ impl Shared {
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
             // Authorization failures carry OAuth bodies, not JSON-RPC: hand the caller the
             // status and the challenge so it can authorize and retry.
-            let body = read_snippet(response).await;
-            self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
+            let body = Box::pin(read_snippet(response)).await;
+            let error = Error::http_status(status.as_u16(), &body, challenge.as_deref());
+            Box::pin(self.fail(&id, error)).await;
             return None;
         }
         let content_type = response
@@ -476,35 +479,37 @@ impl Shared {
                             self.learn(&message);
                             return Some(message);
                         }
-                        self.deliver(message).await;
+                        Box::pin(self.deliver(message)).await;
                         let detail = format!("HTTP {status}: the body does not answer the request");
-                        self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
+                        let error = Error::ProtocolViolation { detail, source: None };
+                        Box::pin(self.fail(&id, error)).await;
                     }
                     Err(_) if !status.is_success() => {
                         let error =
                             Error::http_status(status.as_u16(), &body, challenge.as_deref());
-                        self.fail(&id, error).await;
+                        Box::pin(self.fail(&id, error)).await;
                     }
                     Err(e) => {
                         let detail = format!("HTTP {status}: the body is not a JSON-RPC message");
                         let error = Error::ProtocolViolation { detail, source: Some(Box::new(e)) };
-                        self.fail(&id, error).await;
+                        Box::pin(self.fail(&id, error)).await;
                     }
                 },
-                Err(ReadError::TooLarge) => self.too_large(&id).await,
-                Err(ReadError::Http(e)) => self.fail(&id, self.failed(e)).await,
+                Err(ReadError::TooLarge) => Box::pin(self.too_large(&id)).await,
+                Err(ReadError::Http(e)) => Box::pin(self.fail(&id, self.failed(e))).await,
             }
             return None;
         }
         if !status.is_success() {
-            let body = read_snippet(response).await;
-            self.fail(&id, Error::http_status(status.as_u16(), &body, challenge.as_deref())).await;
+            let body = Box::pin(read_snippet(response)).await;
+            let error = Error::http_status(status.as_u16(), &body, challenge.as_deref());
+            Box::pin(self.fail(&id, error)).await;
             return None;
         }
         let shown: String = content_type.chars().take(100).collect();
         let detail =
             format!("HTTP {status} with content type {shown:?}, neither JSON nor an event stream");
-        self.fail(&id, Error::ProtocolViolation { detail, source: None }).await;
+        Box::pin(self.fail(&id, Error::ProtocolViolation { detail, source: None })).await;
         None
     }
 

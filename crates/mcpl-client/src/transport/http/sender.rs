@@ -117,6 +117,11 @@ impl HttpSender {
         let resend = stale.map(|stale| (stale, body.clone()));
         let shared = self.shared.clone();
         let post = async move {
+            // Stopped before its first poll: nothing goes out (a stop while it runs drops it:
+            // see below).
+            if shared.stop.is_cancelled() {
+                return None;
+            }
             // The futures of the exchange and of its rarer turns are large: boxed, they take
             // room (and are copied) only when they run, and this one stays small.
             if let Some(error) = refused {
@@ -144,8 +149,9 @@ impl HttpSender {
                 }
             }
         };
-        // Not a `select!` in an async block: that would hold `post` twice (captured, then
-        // moved into the select), doubling the box made for every request.
+        // Dropped when the transport stops. Not a `select!` in an async block: that would
+        // hold `post` twice (captured, then moved into the select), doubling the box made for
+        // every request.
         let stop = self.shared.stop.clone();
         Ok(Box::pin(post.with_cancellation_token_owned(stop).map(Option::flatten)))
     }

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::future::Either;
 use mcpl_core::jsonrpc::{ErrorResponse, Message, RequestId};
 use mcpl_core::transport::{Incoming, SessionHandle, TransportEvent};
 use mcpl_core::types::{meta_keys, names};
@@ -138,6 +139,15 @@ pub(super) fn method_value(method: &str) -> Option<HeaderValue> {
         Some((_, value)) => Some(value.clone()),
         None => HeaderValue::from_str(method).ok(),
     }
+}
+
+/// The media type of a JSON body, as a `Content-Type` starts (any case).
+const JSON: &str = "application/json";
+
+/// The `WWW-Authenticate` challenge of `response`, if it carries one.
+fn challenge(response: &reqwest::Response) -> Option<String> {
+    let value = response.headers().get(reqwest::header::WWW_AUTHENTICATE)?;
+    value.to_str().ok().map(str::to_owned)
 }
 
 pub(super) fn session_expired() -> Error {
@@ -419,46 +429,30 @@ impl Shared {
     /// Reads the response to request `id` and delivers what it carries, except the answer
     /// to the request when the body holds it alone: that one is returned, for the caller to
     /// hand to the engine directly (see [`mcpl_core::transport::SendApart`]) or to deliver.
-    /// Its rare turns are boxed where they start: the future, boxed for every request, keeps
-    /// only the JSON answer's state (1,032 bytes at this writing, from 1,208).
-    pub(super) async fn answer(
+    ///
+    /// A JSON body, the common case, is read by a future that holds only what it needs (it
+    /// is boxed for every request); every other response is served by a boxed future of its
+    /// own, and the JSON path's rare turns are boxed where they start.
+    pub(super) fn answer(
         self: Arc<Self>,
         id: RequestId,
         initialize: bool,
         sent_session: bool,
         response: reqwest::Response,
-    ) -> Option<Message> {
+    ) -> impl Future<Output = Option<Message>> + Send + 'static {
         let status = response.status();
-        if status == StatusCode::NOT_FOUND && sent_session {
-            Box::pin(self.end(session_expired())).await;
-            return None;
+        let json = !(status == StatusCode::NOT_FOUND && sent_session)
+            && status != StatusCode::UNAUTHORIZED
+            && status != StatusCode::FORBIDDEN
+            && response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(
+                |v| v.get(..JSON.len()).is_some_and(|start| start.eq_ignore_ascii_case(JSON)),
+            );
+        if !json {
+            let other = self.answer_other(id, initialize, sent_session, response);
+            return Either::Right(Box::pin(other));
         }
-        let challenge = response
-            .headers()
-            .get(reqwest::header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            // Authorization failures carry OAuth bodies, not JSON-RPC: hand the caller the
-            // status and the challenge so it can authorize and retry.
-            let body = Box::pin(read_snippet(response)).await;
-            let error = Error::http_status(status.as_u16(), &body, challenge.as_deref());
-            Box::pin(self.fail(&id, error)).await;
-            return None;
-        }
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        if content_type.starts_with("text/event-stream") && status.is_success() {
-            // Boxed: the stream's futures are large, and a JSON answer does not need them.
-            let end = Box::pin(self.read_sse(response, Some(&id), initialize)).await;
-            Box::pin(self.resume(id, initialize, end)).await;
-            return None;
-        }
-        if content_type.starts_with("application/json") {
+        let challenge = challenge(&response);
+        Either::Left(async move {
             match read_limited(response, self.max).await {
                 Ok(body) => match Message::decode(&body) {
                     Ok(message) => {
@@ -498,8 +492,45 @@ impl Shared {
                 Err(ReadError::TooLarge) => Box::pin(self.too_large(&id)).await,
                 Err(ReadError::Http(e)) => Box::pin(self.fail(&id, self.failed(e))).await,
             }
+            None
+        })
+    }
+
+    /// [`answer`](Self::answer) for every response but a JSON body.
+    async fn answer_other(
+        self: Arc<Self>,
+        id: RequestId,
+        initialize: bool,
+        sent_session: bool,
+        response: reqwest::Response,
+    ) -> Option<Message> {
+        let status = response.status();
+        if status == StatusCode::NOT_FOUND && sent_session {
+            Box::pin(self.end(session_expired())).await;
             return None;
         }
+        let challenge = challenge(&response);
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            // Authorization failures carry OAuth bodies, not JSON-RPC: hand the caller the
+            // status and the challenge so it can authorize and retry.
+            let body = Box::pin(read_snippet(response)).await;
+            let error = Error::http_status(status.as_u16(), &body, challenge.as_deref());
+            Box::pin(self.fail(&id, error)).await;
+            return None;
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") && status.is_success() {
+            // Boxed: the stream's futures are large, and a JSON answer does not need them.
+            let end = Box::pin(self.read_sse(response, Some(&id), initialize)).await;
+            Box::pin(self.resume(id, initialize, end)).await;
+            return None;
+        }
+        // JSON bodies are read by `answer` itself.
         if !status.is_success() {
             let body = Box::pin(read_snippet(response)).await;
             let error = Error::http_status(status.as_u16(), &body, challenge.as_deref());

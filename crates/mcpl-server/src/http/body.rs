@@ -1,10 +1,10 @@
 //! Reading a request body into one buffer, bounded in size and in time, whatever its chunking.
 
-use std::task::Poll;
 use std::time::Duration;
 
 use axum::body::Body;
 use bytes::{Bytes, BytesMut};
+use futures::FutureExt as _;
 use http_body_util::BodyExt;
 
 /// The most reserved up front for a body whose length is not announced.
@@ -35,9 +35,7 @@ pub(crate) async fn read(
     let Some(timeout) = timeout else { return read_all(body, limit).await };
     // A body that came with its head is read on the first poll and needs no timer.
     let mut reading = std::pin::pin!(read_all(body, limit));
-    if let Poll::Ready(read) =
-        std::future::poll_fn(|cx| Poll::Ready(reading.as_mut().poll(cx))).await
-    {
+    if let Some(read) = reading.as_mut().now_or_never() {
         return read;
     }
     tokio::time::timeout(timeout, reading).await.unwrap_or(Err(BodyError::TimedOut))

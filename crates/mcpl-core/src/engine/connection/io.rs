@@ -2,7 +2,6 @@
 //! write timeout, and the reader loop (the writing itself is [`super::super::outgoing`]'s).
 
 use std::sync::{Arc, Weak};
-use std::task::Poll;
 use std::time::Duration;
 
 use super::super::room::Held;
@@ -33,8 +32,7 @@ pub(crate) async fn write_within(
     // Most writes finish on their first poll: those need no timer (making and dropping one
     // for every message cost about 250 instructions).
     let mut send = std::pin::pin!(send);
-    if let Poll::Ready(sent) = std::future::poll_fn(|cx| Poll::Ready(send.as_mut().poll(cx))).await
-    {
+    if let Some(sent) = send.as_mut().now_or_never() {
         return sent;
     }
     match tokio::time::timeout(timeout, send).await {
@@ -93,7 +91,7 @@ pub(super) async fn read_loop<R: TransportReceiver>(
         }
         match conn.receive(message) {
             Received::Done => {}
-            Received::Request(serve) => super::serve_first_here(serve).await,
+            Received::Request(serve) => super::serve_first_here(serve),
             Received::Notification(notification) => {
                 if notify.send(notification).await.is_err() {
                     return;

@@ -686,9 +686,8 @@ impl Connection {
 /// Runs a request's future on the caller's task until it first waits, then in a task of its
 /// own (the reader goes on reading meanwhile: a cancellation, or the next request). A handler
 /// that answers at once, the usual case, costs no task.
-pub(crate) async fn serve_first_here(mut serve: crate::engine::BoxFuture<'static, ()>) {
-    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(serve.as_mut().poll(cx))).await;
-    if first.is_pending() {
+pub(crate) fn serve_first_here(mut serve: crate::engine::BoxFuture<'static, ()>) {
+    if serve.as_mut().now_or_never().is_none() {
         tokio::spawn(serve);
     }
 }

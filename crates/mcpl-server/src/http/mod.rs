@@ -676,9 +676,9 @@ fn json_body(status: StatusCode, value: &impl serde::Serialize) -> Response {
     json_bytes(status, serde_json::to_vec(value).unwrap_or_default())
 }
 
-/// A response whose body is `body`, JSON already.
-fn json_bytes(status: StatusCode, body: Vec<u8>) -> Response {
-    let mut response = Response::new(axum::body::Body::from(body));
+/// A response whose body is `body`, JSON already (bytes given as they are: not copied).
+fn json_bytes(status: StatusCode, body: impl Into<axum::body::Body>) -> Response {
+    let mut response = Response::new(body.into());
     *response.status_mut() = status;
     response
         .headers_mut()

@@ -26,7 +26,7 @@ use super::session_store::{self, SessionRecord};
 use super::sse::{self, SseEvent};
 use super::{
     LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, RefusalKind, Reject, SESSION_ID_HEADER, StreamableHttp,
-    guard, header_str, json_body, refused, rpc_error, rpc_error_for, stop_at_shutdown,
+    guard, header_str, json_body, json_bytes, refused, rpc_error, rpc_error_for, stop_at_shutdown,
 };
 use crate::principal::{AccessToken, Principal};
 
@@ -278,7 +278,7 @@ async fn initialize(
     if event.error {
         // A refused handshake leaves no session behind.
         session.close().await;
-        return json_data(event.data);
+        return json_bytes(StatusCode::OK, event.data);
     }
     if let (Some(store), Some(version), Some(client_info), Some(client_capabilities)) = (
         &http.inner.store,
@@ -311,7 +311,7 @@ async fn initialize(
         .insert(session.id.clone(), session.clone());
     http.start_reaper();
     let mut response = if http.inner.config.json_response {
-        json_data(event.data)
+        json_bytes(StatusCode::OK, event.data)
     } else {
         sse_reply(http, &session, event.position.stream, vec![event], None, false)
     };
@@ -325,7 +325,7 @@ async fn initialize(
 async fn json_reply(rx: oneshot::Receiver<Event>, session_id: &str) -> Response {
     match rx.await {
         Ok(event) => {
-            let mut response = json_data(event.data);
+            let mut response = json_bytes(StatusCode::OK, event.data);
             if let Ok(value) = HeaderValue::from_str(session_id) {
                 response.headers_mut().insert(SESSION_ID_HEADER, value);
             }
@@ -339,15 +339,6 @@ async fn json_reply(rx: oneshot::Receiver<Event>, session_id: &str) -> Response 
 
 fn sse_event(event: &Event) -> SseEvent {
     SseEvent::default().id(event.position).data(event.data.clone())
-}
-
-/// A `200` answer whose body is `data`, JSON already (shared, not copied).
-fn json_data(data: bytes::Bytes) -> Response {
-    let mut response = Response::new(axum::body::Body::from(data));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 /// An SSE response: optionally a priming event, then `replay`, then what arrives on `live`.

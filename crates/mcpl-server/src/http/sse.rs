@@ -84,18 +84,8 @@ impl SseEvent {
 }
 
 /// Writes `n` in decimal (what `format!` would, without its machinery: every event's id).
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 const KEEP_ALIVE_FRAME: &[u8] = b": keep-alive\n\n";

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpl_client::transport::{ChildProcess, WebSocketTransport};
-use mcpl_core::engine::{HandlerResult, RequestContext, RequestOptions};
+use mcpl_core::engine::{RequestContext, RequestOptions};
 use mcpl_core::jsonrpc::{ErrorObject, RequestId};
 use mcpl_core::mcpl::manifest::Manifest;
 use mcpl_core::{Engine, ErrorKind, Peer};
@@ -87,7 +87,7 @@ async fn answer(
     ctx: RequestContext,
     method: String,
     params: Value,
-) -> HandlerResult {
+) -> Result<Value, ErrorObject> {
     let r = match responder.lock() {
         Ok(r) => r.clone(),
         Err(p) => p.into_inner().clone(),

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcpl_core::engine::{Engine, RequestOptions};
+use mcpl_core::jsonrpc::RawJson;
 use mcpl_core::types::{
     CallTool, CallToolRequestParams, CallToolResult, ClientCapabilities, Discover, DiscoverResult,
     EmptyResult, Implementation, ListTools, Method, Outcome, Ping, Tool,
@@ -637,8 +638,9 @@ impl Client {
         params: &M::Params,
         options: RequestOptions,
     ) -> Result<M::Result> {
-        let value = self.send_value_ref::<M>(params, options).await?;
-        serde_json::from_value(value)
+        let result = self.send_json_ref::<M>(params, options).await?;
+        result
+            .decode()
             .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
     }
 
@@ -657,6 +659,19 @@ impl Client {
         params: &M::Params,
         options: RequestOptions,
     ) -> Result<Value> {
+        let result = self.send_json_ref::<M>(params, options).await?;
+        result
+            .decode()
+            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
+    }
+
+    /// [`send`](Self::send) of borrowed params, with the result left as the encoded JSON it
+    /// arrived as (decoded once, straight into its type, by the caller).
+    pub(crate) async fn send_json_ref<M: Method>(
+        &self,
+        params: &M::Params,
+        options: RequestOptions,
+    ) -> Result<RawJson> {
         let params = serde_json::to_value(params).map_err(|source| Error::Serialization {
             what: format!("{} params", M::NAME),
             source,
@@ -670,7 +685,7 @@ impl Client {
         method: &str,
         params: Value,
         options: RequestOptions,
-    ) -> Result<Value> {
+    ) -> Result<RawJson> {
         if self.strict
             && let Some(checked) =
                 self.with_server(|server| crate::capability::check(method, &server.capabilities))
@@ -686,13 +701,13 @@ impl Client {
         match &self.cache {
             Some(cache) => {
                 let sent = wire(params.clone());
-                let fetch = || async move { peer.request(method, sent, options).await };
+                let fetch = || async move { peer.request_raw(method, sent, options).await };
                 let server =
                     self.link.lock().unwrap_or_else(PoisonError::into_inner).endpoint.clone();
                 cache.exchange(server.as_deref(), self.cache_mode, method, &params, fetch).await
             }
             // No cache: the params go to the wire as they are.
-            None => peer.request(method, wire(params), options).await,
+            None => peer.request_raw(method, wire(params), options).await,
         }
     }
 

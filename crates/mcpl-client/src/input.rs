@@ -244,9 +244,9 @@ impl Client {
             // `Client::send` (strict checks, the response cache: which stores neither an
             // input-required result nor the answer to a retry carrying input).
             let sent = self.with_request_meta(options.clone());
-            let value = self.send_value_ref::<M>(&params, sent).await?;
-            // Decoded in one walk of the JSON (`Outcome`'s `Deserialize` copies it first).
-            let outcome = Outcome::<R>::from_value(value).map_err(|source| {
+            let result = self.send_json_ref::<M>(&params, sent).await?;
+            // Decoded straight from the text, without a tree in between.
+            let outcome = Outcome::<R>::from_json(&result).map_err(|source| {
                 Error::Serialization { what: format!("{} result", M::NAME), source }
             })?;
             let Outcome::InputRequired(result) = outcome else { return Ok(outcome) };

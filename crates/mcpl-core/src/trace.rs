@@ -30,7 +30,7 @@ use tracing::Span;
 use tracing::field::{Empty, display};
 
 use crate::era::ProtocolVersion;
-use crate::jsonrpc::{ErrorObject, Message, RequestId};
+use crate::jsonrpc::{ErrorObject, Message, RawJson, RequestId};
 
 /// The name of the span of a request this endpoint serves (OpenTelemetry span kind `SERVER`).
 pub const SERVER_REQUEST: &str = "mcp.server.request";
@@ -217,7 +217,7 @@ pub fn record_error(span: &Span, error: &ErrorObject) {
 
 /// Records the answer of a served request on its span: an error's code, or `tool_error` for
 /// a `tools/call` result with `isError`.
-pub(crate) fn record_answer(span: &Span, tool_call: bool, answer: &Result<Value, ErrorObject>) {
+pub(crate) fn record_answer(span: &Span, tool_call: bool, answer: &Result<RawJson, ErrorObject>) {
     if span.is_disabled() {
         return;
     }
@@ -228,15 +228,21 @@ pub(crate) fn record_answer(span: &Span, tool_call: bool, answer: &Result<Value,
 }
 
 /// Records `error.type = tool_error` for a `tools/call` result with `isError`.
-fn record_result(span: &Span, tool_call: bool, result: &Value) {
-    if tool_call && result.get("isError").and_then(Value::as_bool) == Some(true) {
+fn record_result(span: &Span, tool_call: bool, result: &RawJson) {
+    /// The one field of a tool's result a span records.
+    #[derive(serde::Deserialize)]
+    struct ToolError {
+        #[serde(rename = "isError")]
+        is_error: Option<bool>,
+    }
+    if tool_call && result.decode::<ToolError>().is_ok_and(|r| r.is_error == Some(true)) {
         span.record(field::ERROR_TYPE, "tool_error");
     }
 }
 
 /// Records the outcome of a sent request on its span (see [`record_answer`]; a local failure
 /// records its kind as `error.type`).
-pub(crate) fn record_outcome(span: &Span, tool_call: bool, outcome: &crate::Result<Value>) {
+pub(crate) fn record_outcome(span: &Span, tool_call: bool, outcome: &crate::Result<RawJson>) {
     if span.is_disabled() {
         return;
     }

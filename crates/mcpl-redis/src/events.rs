@@ -361,31 +361,40 @@ impl EventStore for RedisEventStore {
     }
 }
 
-/// A [`Relayed`] as published.
+/// A [`Relayed`] as published: `{"to": "client" | "server", "session": ..., "message": ...}`.
+///
+/// A struct rather than an enum tagged by `to`: a tagged enum buffers its fields, and a
+/// message's result ([`RawJson`](mcpl_core::jsonrpc::RawJson)) is read from the text itself.
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "to", rename_all = "camelCase")]
-enum Wire {
-    Client { session: String, message: Message },
-    Server { session: String, message: Message },
+struct Wire {
+    to: To,
+    session: String,
+    message: Message,
+}
+
+/// Which side of the session a relayed message is for.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum To {
+    Client,
+    Server,
 }
 
 impl Wire {
     fn from_relayed(relayed: &Relayed) -> Option<Wire> {
-        Some(match relayed {
-            Relayed::ToClient { session, message } => {
-                Wire::Client { session: session.clone(), message: message.clone() }
-            }
-            Relayed::ToServer { session, message } => {
-                Wire::Server { session: session.clone(), message: message.clone() }
-            }
+        let (to, session, message) = match relayed {
+            Relayed::ToClient { session, message } => (To::Client, session, message),
+            Relayed::ToServer { session, message } => (To::Server, session, message),
             _ => return None,
-        })
+        };
+        Some(Wire { to, session: session.clone(), message: message.clone() })
     }
 
     fn into_relayed(self) -> Relayed {
-        match self {
-            Wire::Client { session, message } => Relayed::ToClient { session, message },
-            Wire::Server { session, message } => Relayed::ToServer { session, message },
+        let Wire { to, session, message } = self;
+        match to {
+            To::Client => Relayed::ToClient { session, message },
+            To::Server => Relayed::ToServer { session, message },
         }
     }
 }

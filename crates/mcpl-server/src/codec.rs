@@ -2,7 +2,7 @@
 //! for the two conversions every feature's serving code makes.
 
 use mcpl_core::engine::HandlerResult;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -13,7 +13,7 @@ pub(crate) fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Er
         .map_err(ErrorObject::invalid_params)
 }
 
-/// Encodes a result; a failure is `-32603`.
+/// Encodes a result (straight to JSON text); a failure is `-32603`.
 pub(crate) fn encode<T: Serialize>(value: T) -> HandlerResult {
-    serde_json::to_value(value).map_err(ErrorObject::internal)
+    RawJson::encode(&value).map_err(ErrorObject::internal)
 }

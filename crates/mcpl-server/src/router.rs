@@ -6,7 +6,7 @@
 //! are unknown methods (`-32601`).
 
 use mcpl_core::engine::HandlerResult;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use mcpl_core::types::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionReference, EmptyResult, GetPromptRequestParams, ListPromptsResult,
@@ -59,17 +59,17 @@ pub(crate) fn invalid_progress_token() -> ErrorObject {
 /// instead of building, serializing and dropping a `Value` tree.
 #[derive(Debug)]
 pub(crate) enum Reply {
-    /// An answer already in JSON form.
-    Value(Value),
+    /// An answer already encoded.
+    Json(RawJson),
     /// A complete `tools/call` result.
     Tool(Box<CallToolResult>),
 }
 
 impl Reply {
-    /// The answer as JSON; a failure is `-32603`.
-    pub(crate) fn into_value(self) -> HandlerResult {
+    /// The answer as encoded JSON; a failure is `-32603`.
+    pub(crate) fn into_json(self) -> HandlerResult {
         match self {
-            Reply::Value(value) => Ok(value),
+            Reply::Json(value) => Ok(value),
             Reply::Tool(result) => encode(result),
         }
     }
@@ -95,7 +95,7 @@ pub(crate) async fn dispatch(
     method: &str,
     params: Option<Value>,
 ) -> HandlerResult {
-    dispatch_reply(server, ctx, method, params).await?.into_value()
+    dispatch_reply(server, ctx, method, params).await?.into_json()
 }
 
 /// Serves one request of an initialized client, keeping a tool's result typed (see [`Reply`]).
@@ -248,7 +248,7 @@ async fn dispatch_other(
         }
         _ => Err(ErrorObject::method_not_found(method)),
     };
-    served.map(Reply::Value)
+    served.map(Reply::Json)
 }
 
 /// One page of a list: `snapshot` gives the list's revision and items under the lock.
@@ -365,7 +365,7 @@ fn call_tool<'a>(
                 server, ctx, runner, binding, args, responses, state, task.start,
             );
             let started: BoxFuture<'a, Result<Reply, ErrorObject>> =
-                Box::pin(async move { started.await.map(Reply::Value) });
+                Box::pin(async move { started.await.map(Reply::Json) });
             return Either::Right(Either::Right(started));
         }
         Err(error) => return Either::Left(std::future::ready(Err(error))),
@@ -380,7 +380,7 @@ fn call_tool<'a>(
     });
     Either::Right(Either::Left(done.map(|done| match done? {
         Finished::Complete(result) => Ok(Reply::Tool(Box::new(result))),
-        Finished::InputRequired(result) => encode(result).map(Reply::Value),
+        Finished::InputRequired(result) => encode(result).map(Reply::Json),
     })))
 }
 

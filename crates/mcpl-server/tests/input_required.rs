@@ -499,7 +499,7 @@ async fn a_client_error_becomes_the_request_error() {
     let session = server.serve(LineTransport::new(r, w)).await.unwrap();
     let engine = Engine::new();
     engine.on_request("elicitation/create", |_ctx: RequestContext, _params| async {
-        Err(ErrorObject::invalid_request("the user walked away"))
+        Err::<serde_json::Value, _>(ErrorObject::invalid_request("the user walked away"))
     });
     let (r, w) = tokio::io::split(ours);
     let peer = engine.connect(LineTransport::new(r, w)).await.unwrap();

@@ -44,7 +44,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpl_core::jsonrpc::ErrorCode;
+use mcpl_core::jsonrpc::{ErrorCode, RawJson};
 use mcpl_core::types::names;
 use mcpl_core::{Error, ErrorKind, Result};
 use serde_json::Value;
@@ -367,10 +367,10 @@ impl ResponseCache {
         method: &str,
         params: &Value,
         fetch: F,
-    ) -> Result<Value>
+    ) -> Result<RawJson>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Value>>,
+        Fut: Future<Output = Result<RawJson>>,
     {
         let server = server.filter(|_| mode != CacheMode::Bypass && cacheable(method, params));
         let Some(server) = server else { return fetch().await };
@@ -381,7 +381,7 @@ impl ResponseCache {
                 match self.store.get(key).await {
                     Ok(Some(entry)) if mode == CacheMode::Use && entry.is_fresh() => {
                         tracing::trace!(method, "answered from the response cache");
-                        return Ok(entry.value);
+                        return Ok(RawJson::from(&entry.value));
                     }
                     Ok(Some(entry)) => {
                         stale.get_or_insert(entry);
@@ -392,14 +392,18 @@ impl ResponseCache {
             }
         }
         match fetch().await {
-            Ok(value) => {
-                self.keep(keys, &value).await;
-                Ok(value)
+            Ok(result) => {
+                // Kept as a tree (what the stores hold); a result that does not read as one
+                // is not kept.
+                if let Ok(value) = result.decode::<Value>() {
+                    self.keep(keys, value).await;
+                }
+                Ok(result)
             }
             Err(e) if self.serve_stale_on_error && unreachable(&e) => match stale {
                 Some(entry) => {
                     tracing::debug!(method, error = %e, "serving a stale cached result");
-                    Ok(entry.value)
+                    Ok(RawJson::from(&entry.value))
                 }
                 None => Err(e),
             },
@@ -408,7 +412,7 @@ impl ResponseCache {
     }
 
     /// Stores a fetched result under the key its `cacheScope` picks, if it may be cached.
-    async fn keep(&self, keys: Vec<CacheKey>, value: &Value) {
+    async fn keep(&self, keys: Vec<CacheKey>, value: Value) {
         let complete = value.get("resultType").is_none_or(|t| t == "complete");
         let ttl = match value.get("ttlMs").and_then(Value::as_u64) {
             Some(ms) => Duration::from_millis(ms),
@@ -423,7 +427,7 @@ impl ResponseCache {
         let public = value.get("cacheScope").and_then(Value::as_str) == Some("public");
         let key = keys.into_iter().find(|k| (k.audience == Audience::Public) == public);
         if let Some(key) = key {
-            let entry = CacheEntry::new(value.clone(), ttl);
+            let entry = CacheEntry::new(value, ttl);
             if let Err(e) = self.store.put(key, entry).await {
                 tracing::debug!(error = %e, "response cache write failed");
             }
@@ -600,7 +604,7 @@ mod tests {
                 ("tools/list", json!({})),
             ] {
                 let value = hit.clone();
-                let fetch = || async move { Ok(value) };
+                let fetch = || async move { Ok(RawJson::from(value)) };
                 cache.exchange(Some("s"), CacheMode::Use, method, &params, fetch).await.unwrap();
             }
         };
@@ -624,7 +628,7 @@ mod tests {
         ] {
             let got = cache
                 .exchange(Some("s"), CacheMode::Use, "resources/read", &json!({"uri": "u"}), || {
-                    let result = result.clone();
+                    let result = RawJson::from(&result);
                     async move { Ok(result) }
                 })
                 .await
@@ -648,13 +652,9 @@ mod tests {
         ] {
             let value = hit.clone();
             cache
-                .exchange(
-                    Some(server),
-                    CacheMode::Use,
-                    method,
-                    &params,
-                    || async move { Ok(value) },
-                )
+                .exchange(Some(server), CacheMode::Use, method, &params, || async move {
+                    Ok(RawJson::from(value))
+                })
                 .await
                 .unwrap();
         }

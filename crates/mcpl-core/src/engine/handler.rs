@@ -9,21 +9,44 @@ use tokio_util::sync::CancellationToken;
 
 use super::Peer;
 use crate::error::Result;
-use crate::jsonrpc::{ErrorObject, RequestId};
+use crate::jsonrpc::{ErrorObject, RawJson, RequestId};
 
 /// A boxed, `Send` future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// What a request handler answers: a result value or a JSON-RPC error.
-pub type HandlerResult = std::result::Result<Value, ErrorObject>;
+/// What a request handler answers: a result (as encoded JSON) or a JSON-RPC error.
+///
+/// A handler written as a function may return any result type that converts into
+/// [`RawJson`] (a [`Value`] does), see [`IntoResult`].
+pub type HandlerResult = std::result::Result<RawJson, ErrorObject>;
+
+/// A result a request handler written as a function may answer with: [`RawJson`], or a
+/// [`Value`] (encoded as it is answered).
+pub trait IntoResult: Send {
+    /// The result as encoded JSON.
+    fn into_result(self) -> RawJson;
+}
+
+impl IntoResult for RawJson {
+    fn into_result(self) -> RawJson {
+        self
+    }
+}
+
+impl IntoResult for Value {
+    fn into_result(self) -> RawJson {
+        RawJson::from(&self)
+    }
+}
 
 /// Handles one incoming request method.
 ///
 /// Implemented for every `Fn(RequestContext, Option<Value>) -> impl Future<Output =
-/// HandlerResult>`, so a closure or an `async fn` is a handler.
+/// Result<R, ErrorObject>>` where `R` is a [`Value`] or a [`RawJson`] (see [`IntoResult`]), so
+/// a closure or an `async fn` is a handler.
 #[diagnostic::on_unimplemented(
     note = "request handlers are async fns taking (RequestContext, Option<serde_json::Value>) and \
-            returning Result<serde_json::Value, ErrorObject>"
+            returning Result<serde_json::Value, ErrorObject> (or Result<RawJson, ErrorObject>)"
 )]
 pub trait RequestHandler: Send + Sync + 'static {
     /// Serves one request.
@@ -34,17 +57,19 @@ pub trait RequestHandler: Send + Sync + 'static {
     ) -> BoxFuture<'static, HandlerResult>;
 }
 
-impl<F, Fut> RequestHandler for F
+impl<F, Fut, R> RequestHandler for F
 where
     F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = HandlerResult> + Send + 'static,
+    Fut: Future<Output = std::result::Result<R, ErrorObject>> + Send + 'static,
+    R: IntoResult,
 {
     fn handle(
         &self,
         ctx: RequestContext,
         params: Option<Value>,
     ) -> BoxFuture<'static, HandlerResult> {
-        Box::pin(self(ctx, params))
+        let answer = self(ctx, params);
+        Box::pin(async move { answer.await.map(IntoResult::into_result) })
     }
 }
 

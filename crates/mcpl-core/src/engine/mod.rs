@@ -62,7 +62,7 @@ pub use self::connection::Peer;
 #[doc(hidden)]
 pub use self::driven::Driven;
 pub use self::handler::{
-    BoxFuture, HandlerResult, NotificationContext, NotificationHandler, RequestContext,
+    BoxFuture, HandlerResult, IntoResult, NotificationContext, NotificationHandler, RequestContext,
     RequestHandler,
 };
 use self::handler::{SharedNotificationHandler, SharedRequestHandler};
@@ -403,11 +403,13 @@ impl Engine {
     /// Registers the handler for incoming requests of `method`, replacing any previous one.
     ///
     /// Handlers run concurrently, each in its own task. Any method name works, including custom
-    /// ones such as MCPL's.
-    pub fn on_request<F, Fut>(&self, method: impl Into<String>, handler: F) -> &Self
+    /// ones such as MCPL's. A handler answers with a [`Value`] or with encoded JSON
+    /// ([`RawJson`](crate::jsonrpc::RawJson), see [`IntoResult`]).
+    pub fn on_request<F, Fut, R>(&self, method: impl Into<String>, handler: F) -> &Self
     where
         F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HandlerResult> + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, crate::jsonrpc::ErrorObject>> + Send + 'static,
+        R: IntoResult,
     {
         write(&self.shared.common.handlers.requests).insert(method.into(), Arc::new(handler));
         self
@@ -416,10 +418,11 @@ impl Engine {
     /// Registers the handler for requests whose method has no handler of its own.
     ///
     /// Without one, such requests are answered with `-32601` (method not found).
-    pub fn on_any_request<F, Fut>(&self, handler: F) -> &Self
+    pub fn on_any_request<F, Fut, R>(&self, handler: F) -> &Self
     where
         F: Fn(RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = HandlerResult> + Send + 'static,
+        Fut: Future<Output = std::result::Result<R, crate::jsonrpc::ErrorObject>> + Send + 'static,
+        R: IntoResult,
     {
         *write(&self.shared.common.handlers.request_fallback) = Some(Arc::new(handler));
         self

@@ -99,7 +99,7 @@ pub(crate) fn weigh(message: &Message) -> usize {
     match message {
         Message::Request(r) => id_len(&r.id) + r.method.len() + payload(r.params.as_ref()),
         Message::Notification(n) => n.method.len() + payload(n.params.as_ref()),
-        Message::Response(r) => id_len(&r.id) + encoded_len(&r.result),
+        Message::Response(r) => id_len(&r.id) + r.result.len(),
         Message::Error(e) => {
             e.id.as_ref().map_or(0, id_len) + e.error.message.len() + payload(e.error.data.as_ref())
         }

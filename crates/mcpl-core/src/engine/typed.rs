@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::handler::{NotificationContext, RequestContext};
 use super::{Engine, Peer, RequestOptions};
 use crate::error::{Error, Result};
-use crate::jsonrpc::ErrorObject;
+use crate::jsonrpc::{ErrorObject, RawJson};
 use crate::types::{Method, NotificationMethod};
 
 fn to_params<T: Serialize>(what: &str, params: &T) -> Result<Option<Value>> {
@@ -56,8 +56,9 @@ impl Peer {
         options: RequestOptions,
     ) -> Result<M::Result> {
         let params = to_params(M::NAME, &params)?;
-        let value = self.request(M::NAME, params, options).await?;
-        serde_json::from_value(value)
+        let result = self.request_raw(M::NAME, params, options).await?;
+        result
+            .decode()
             .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
     }
 
@@ -103,7 +104,7 @@ impl Engine {
             async move {
                 let params: M::Params = from_params(params)?;
                 let result = handler(ctx, params).await?;
-                serde_json::to_value(result).map_err(ErrorObject::internal)
+                RawJson::encode(&result).map_err(ErrorObject::internal)
             }
         })
     }

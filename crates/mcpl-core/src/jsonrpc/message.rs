@@ -7,7 +7,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::{ErrorCode, ErrorObject, RequestId};
+use super::{ErrorCode, ErrorObject, RawJson, RequestId};
 
 /// The only JSON-RPC version MCP speaks.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -61,8 +61,9 @@ pub struct Notification {
 pub struct Response {
     /// The id of the request this answers.
     pub id: RequestId,
-    /// The result.
-    pub result: Value,
+    /// The result, as encoded JSON: made straight from the answer's type and read straight into
+    /// the caller's (see [`RawJson`]).
+    pub result: RawJson,
 }
 
 /// An error response.
@@ -90,9 +91,9 @@ impl Notification {
 }
 
 impl Response {
-    /// Creates a successful response.
-    pub fn new(id: RequestId, result: Value) -> Self {
-        Response { id, result }
+    /// Creates a successful response; `result` is a [`RawJson`] or a [`Value`].
+    pub fn new(id: RequestId, result: impl Into<RawJson>) -> Self {
+        Response { id, result: result.into() }
     }
 }
 
@@ -389,7 +390,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut id: Option<Option<RequestId>> = None;
         let mut method: Option<String> = None;
         let mut params: Option<Value> = None;
-        let mut result: Option<Value> = None;
+        let mut result: Option<RawJson> = None;
         let mut error: Option<ErrorObject> = None;
         while let Some(key) = map.next_key::<Field>()? {
             match key {

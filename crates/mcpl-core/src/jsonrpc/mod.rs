@@ -8,6 +8,7 @@ mod encoded_len;
 mod error_object;
 mod id;
 mod message;
+mod raw_json;
 
 pub use self::encoded_len::encoded_len;
 
@@ -16,3 +17,4 @@ pub use self::id::RequestId;
 pub use self::message::{
     DecodeError, ErrorResponse, JSONRPC_VERSION, Message, Notification, Request, Response,
 };
+pub use self::raw_json::RawJson;

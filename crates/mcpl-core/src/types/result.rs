@@ -345,6 +345,59 @@ impl<R: serde::de::DeserializeOwned> Outcome<R> {
             serde_json::from_value(Value::Object(map)).map(Outcome::Complete)
         }
     }
+
+    /// Decodes an outcome straight from a result's encoded JSON (as [`from_value`] decides
+    /// which kind it is), without building a [`Value`] tree: the two members that decide are
+    /// read first, then the text is decoded once as the kind they name.
+    ///
+    /// [`from_value`]: Self::from_value
+    ///
+    /// # Errors
+    ///
+    /// The decoding error, as `serde_json` gives it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::RawJson;
+    /// use mcpl_core::types::{EmptyResult, Outcome};
+    ///
+    /// let text = |t: &str| RawJson::from_text(t).unwrap();
+    /// let o = Outcome::<EmptyResult>::from_json(&text(r#"{"resultType":"input_required"}"#));
+    /// assert!(matches!(o, Ok(Outcome::InputRequired(_))));
+    /// let o = Outcome::<EmptyResult>::from_json(&text(r#"{"resultType":"complete"}"#));
+    /// assert!(matches!(o, Ok(Outcome::Complete(_))));
+    /// assert!(Outcome::<EmptyResult>::from_json(&text("1")).is_err());
+    /// ```
+    pub fn from_json(result: &crate::jsonrpc::RawJson) -> serde_json::Result<Self> {
+        use serde_json::value::RawValue;
+        /// The members that say which kind of result this is, their values unread.
+        #[derive(Deserialize)]
+        struct Kind<'a> {
+            #[serde(rename = "resultType", borrow, default)]
+            result_type: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            task: Option<&'a RawValue>,
+        }
+        let text = result.as_str();
+        let kind: Kind<'_> = serde_json::from_str(text)?;
+        let input_required = kind.result_type.is_some_and(|t| {
+            // Borrowed unless it holds an escape.
+            match serde_json::from_str::<&str>(t.get()) {
+                Ok(t) => t == "input_required",
+                Err(_) => {
+                    serde_json::from_str::<String>(t.get()).is_ok_and(|t| t == "input_required")
+                }
+            }
+        });
+        if input_required {
+            serde_json::from_str(text).map(Outcome::InputRequired)
+        } else if kind.task.is_some_and(|t| t.get().starts_with('{')) {
+            serde_json::from_str(text).map(Outcome::TaskCreated)
+        } else {
+            serde_json::from_str(text).map(Outcome::Complete)
+        }
+    }
 }
 
 impl<'de, R: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<R> {
@@ -364,6 +417,38 @@ impl<'de, R: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<R> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn from_json_decides_as_from_value_does() {
+        use crate::jsonrpc::RawJson;
+        use crate::types::CallToolResult;
+        let task = json!({"task": {"taskId": "t", "status": "working",
+            "createdAt": "2025-01-01T00:00:00Z", "lastUpdatedAt": "2025-01-01T00:00:00Z", "ttl": null}});
+        for (value, kind) in [
+            (json!({"content": []}), "complete"),
+            (json!({"content": [], "resultType": "complete"}), "complete"),
+            (json!({"resultType": "input_required", "inputRequests": {}}), "input"),
+            (task, "task"),
+            // A `task` member that is no object, and a name that only looks like one.
+            (json!({"content": [], "task": 1}), "complete"),
+            (json!({"content": [{"type": "text", "text": "\"task\""}]}), "complete"),
+        ] {
+            let kind_of = |o: &Outcome<CallToolResult>| match o {
+                Outcome::Complete(_) => "complete",
+                Outcome::InputRequired(_) => "input",
+                Outcome::TaskCreated(_) => "task",
+            };
+            let by_value = Outcome::<CallToolResult>::from_value(value.clone()).unwrap();
+            let by_text = Outcome::<CallToolResult>::from_json(&RawJson::from(&value)).unwrap();
+            assert_eq!((kind_of(&by_value), kind_of(&by_text)), (kind, kind), "{value}");
+            assert_eq!(by_value, by_text);
+        }
+        // A name spelled with an escape is still read.
+        let escaped = RawJson::from_text(r#"{"result\u0054ype":"input_required"}"#).unwrap();
+        let outcome = Outcome::<CallToolResult>::from_json(&escaped).unwrap();
+        assert!(matches!(outcome, Outcome::InputRequired(_)));
+        assert!(Outcome::<CallToolResult>::from_json(&RawJson::from(json!([1]))).is_err());
+    }
 
     #[test]
     fn absent_result_type_means_complete() {

@@ -241,7 +241,7 @@ async fn serve_answers_on_the_callers_task_before_it_returns() {
     let Ok(Message::Notification(n)) = script.sent.try_recv() else { panic!("the notification") };
     assert_eq!(n.method, "adding");
     let Ok(Message::Response(r)) = script.sent.try_recv() else { panic!("the answer, sent") };
-    assert_eq!((r.id, r.result), (RequestId::from(1), json!(5)));
+    assert_eq!((r.id, r.result.to_value()), (RequestId::from(1), json!(5)));
     driven.serve(served(2, "add")).unwrap().await;
     assert!(matches!(next(&mut script).await, Message::Notification(_)));
     assert!(matches!(next(&mut script).await, Message::Response(_)));

@@ -97,8 +97,10 @@ async fn fallback_handler_serves_unregistered_methods() {
 async fn handler_errors_reach_the_caller_typed() {
     let server = Engine::new();
     server.on_request("fail", |_ctx: RequestContext, _p: Params| async move {
-        Err(ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "no")
-            .with_data(json!({"requested": "x", "supported": ["2025-11-25"]})))
+        Err::<Value, _>(
+            ErrorObject::new(ErrorCode::UNSUPPORTED_PROTOCOL_VERSION, "no")
+                .with_data(json!({"requested": "x", "supported": ["2025-11-25"]})),
+        )
     });
     let (_client, peer) = connected(&server).await;
     let err = peer.request("fail", None, RequestOptions::new()).await.unwrap_err();

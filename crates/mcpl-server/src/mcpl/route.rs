@@ -74,7 +74,7 @@ pub(crate) async fn request(ctx: &Context, method: &str, params: Option<Value>) 
                 return Err(ErrorObject::method_not_found(method));
             };
             let result = handler(conn.clone(), params).await?;
-            encode(authorize_injections(&conn, decode(Some(result))?))
+            encode(authorize_injections(&conn, decode(Some(result.to_value()))?))
         }
         _ => {
             if let Some(capability) = methods::required_capability(method)

@@ -5,9 +5,13 @@
 //! server's identity as they serialize, by the same rule as [`decorate`]: what the handler set
 //! stays.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::time::Duration;
 
 use mcpl_core::types::{meta_keys, names};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::admission::supported_versions;
@@ -31,6 +35,17 @@ pub(crate) fn cacheable(method: &str) -> Option<&'static str> {
     CACHEABLE.into_iter().find(|m| *m == method)
 }
 
+/// The caching hint of `method`'s results, if they carry one: the hint registered for it
+/// (see [`crate::cache`]), else `default_ttl` (private for `resources/read`, public otherwise).
+pub(crate) fn hint(server: &Server, method: &str, default_ttl: Duration) -> Option<CacheHint> {
+    cacheable(method)?;
+    let hint = CachedResult::for_method(method).and_then(|r| server.cache_hint(r));
+    Some(hint.unwrap_or_else(|| match method {
+        names::RESOURCES_READ => CacheHint::private(default_ttl),
+        _ => CacheHint::public(default_ttl),
+    }))
+}
+
 /// Sets the caching hints of a cacheable result that has none: the hint registered for it
 /// (see [`crate::cache`]), else `default_ttl` (private for `resources/read`, public otherwise).
 pub(crate) fn cache_hints(
@@ -39,16 +54,8 @@ pub(crate) fn cache_hints(
     default_ttl: Duration,
     result: &mut Map<String, Value>,
 ) {
-    let cacheable = cacheable(method).is_some();
     let complete = result.get("resultType").is_none_or(|t| t == "complete");
-    if !(cacheable && complete) {
-        return;
-    }
-    let hint = CachedResult::for_method(method).and_then(|r| server.cache_hint(r));
-    let hint = hint.unwrap_or_else(|| match method {
-        names::RESOURCES_READ => CacheHint::private(default_ttl),
-        _ => CacheHint::public(default_ttl),
-    });
+    let Some(hint) = hint(server, method, default_ttl).filter(|_| complete) else { return };
     result.entry("ttlMs").or_insert_with(|| json!(hint.ttl_ms()));
     result.entry("cacheScope").or_insert_with(|| json!(hint.scope()));
 }
@@ -83,6 +90,140 @@ pub(crate) fn discover(server: &Server, default_ttl: Duration) -> Value {
     result
 }
 
+/// Writes the object `result` (its JSON text) with what every stateless-era result carries,
+/// by the rule of [`decorate`] (what the handler set stays): `resultType` (`complete`),
+/// `_meta` with the server's identity (`server_info`, JSON already) and, on a complete result,
+/// `hint`'s `ttlMs` and `cacheScope`. The result's members are copied as they are, not read
+/// into a tree (only a `_meta` object is).
+///
+/// # Errors
+///
+/// `serde_json`'s error when `result` is not an object.
+pub(crate) fn write_decorated(
+    out: &mut Vec<u8>,
+    result: &str,
+    server_info: &str,
+    hint: Option<CacheHint>,
+) -> serde_json::Result<()> {
+    let Members(members) = serde_json::from_str(result)?;
+    let member = |name: &str| members.iter().find(|(key, _)| key.0 == name).map(|(_, v)| v.get());
+    let complete = member("resultType").is_none_or(|t| t == r#""complete""#);
+    let mut first = true;
+    let mut comma =
+        |out: &mut Vec<u8>| out.push(if std::mem::take(&mut first) { b'{' } else { b',' });
+    if member("resultType").is_none() {
+        comma(out);
+        out.extend_from_slice(br#""resultType":"complete""#);
+    }
+    if member("_meta").is_none() {
+        comma(out);
+        out.extend_from_slice(br#""_meta":"#);
+        write_meta(out, &Map::new(), server_info)?;
+    }
+    if let Some(hint) = hint.filter(|_| complete) {
+        if member("ttlMs").is_none() {
+            comma(out);
+            out.extend_from_slice(br#""ttlMs":"#);
+            serde_json::to_writer(&mut *out, &hint.ttl_ms())?;
+        }
+        if member("cacheScope").is_none() {
+            comma(out);
+            out.extend_from_slice(br#""cacheScope":"#);
+            serde_json::to_writer(&mut *out, &hint.scope())?;
+        }
+    }
+    for (key, value) in &members {
+        comma(out);
+        serde_json::to_writer(&mut *out, &key.0)?;
+        out.push(b':');
+        let meta =
+            (key.0 == "_meta").then(|| serde_json::from_str::<Map<String, Value>>(value.get()));
+        match meta {
+            Some(Ok(meta)) => write_meta(out, &meta, server_info)?,
+            // Anything else (a `_meta` that is no object too) is copied as it is.
+            _ => out.extend_from_slice(value.get().as_bytes()),
+        }
+    }
+    if first {
+        out.push(b'{');
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// Writes a result's `_meta` object: its members, then the server's identity
+/// (`server_info`, JSON already) unless the handler set one.
+pub(crate) fn write_meta(
+    out: &mut Vec<u8>,
+    meta: &Map<String, Value>,
+    server_info: &str,
+) -> serde_json::Result<()> {
+    out.push(b'{');
+    for (i, (key, value)) in meta.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.push(b':');
+        serde_json::to_writer(&mut *out, value)?;
+    }
+    if !meta.contains_key(meta_keys::SERVER_INFO) {
+        if !meta.is_empty() {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
+        out.push(b':');
+        out.extend_from_slice(server_info.as_bytes());
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// An object's members in their order, each value kept as its text.
+struct Members<'a>(Vec<(Key<'a>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+/// A member's name, borrowed from the text unless it holds an escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +243,32 @@ mod tests {
         assert_eq!(listed["ttlMs"], 2000);
         assert_eq!(listed["cacheScope"], "public");
         assert_eq!(listed["resultType"], "complete");
+    }
+
+    #[test]
+    fn decorating_the_text_adds_what_decorating_the_tree_adds() {
+        let server = Server::builder("s", "1").build();
+        let info = serde_json::to_string(&server.info()).unwrap();
+        let results = [
+            json!({"tools": []}),
+            json!({}),
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            json!({"tools": [], "ttlMs": 5, "_meta": {"k": [1, {"a": null}]}}),
+            json!({"contents": [], "cacheScope": "public", "_meta": null}),
+            json!({"text": "a \"quoted\" \u{e9} name", "resultType": "complete"}),
+        ];
+        for method in [names::TOOLS_LIST, names::RESOURCES_READ, names::TOOLS_CALL] {
+            for result in &results {
+                let mut tree = result.clone();
+                decorate(&server, method, Duration::from_secs(3), &mut tree);
+                let hint = hint(&server, method, Duration::from_secs(3));
+                let mut text = Vec::new();
+                write_decorated(&mut text, &result.to_string(), &info, hint).unwrap();
+                let decorated: Value = serde_json::from_slice(&text).unwrap();
+                assert_eq!(decorated, tree, "{method} {result}");
+            }
+        }
+        let mut out = Vec::new();
+        assert!(write_decorated(&mut out, "[1]", &info, None).is_err());
     }
 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpl_core::engine::{HandlerResult, RequestContext};
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use mcpl_core::types::{meta_keys, names};
 use mcpl_core::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
@@ -53,13 +53,13 @@ pub(crate) async fn serve(
 ) -> HandlerResult {
     let admitted = admit(MetaFacts::of_tree(ctx.meta()), ctx.method(), |_| Ok(()))?;
     let method = ctx.method().to_owned();
-    let mut result = match method.as_str() {
+    let result = match method.as_str() {
         names::SERVER_DISCOVER => {
             // (The router records the revision of the requests it serves.)
             if let Some(version) = admitted.client.version {
                 mcpl_core::trace::record_version(&tracing::Span::current(), version);
             }
-            return Ok(decoration::discover(server, Duration::ZERO));
+            return Ok(decoration::discover(server, Duration::ZERO).into());
         }
         names::SUBSCRIPTIONS_LISTEN => listen(server, &ctx, params.as_ref()).await?,
         _ => {
@@ -68,8 +68,19 @@ pub(crate) async fn serve(
             crate::router::dispatch(server, ctx, &method, params).await?
         }
     };
-    decoration::decorate(server, &method, Duration::ZERO, &mut result);
-    Ok(result)
+    if !result.is_object() {
+        return Ok(result);
+    }
+    // Decorated as text (the result's members copied, not read into a tree), then checked
+    // once more as the one JSON value it is.
+    let info = serde_json::to_string(&server.info()).map_err(ErrorObject::internal)?;
+    let hint = decoration::hint(server, &method, Duration::ZERO);
+    let mut out = Vec::with_capacity(result.len() + info.len() + 64);
+    decoration::write_decorated(&mut out, result.as_str(), &info, hint)
+        .map_err(ErrorObject::internal)?;
+    String::from_utf8(out)
+        .map_err(ErrorObject::internal)
+        .and_then(|text| RawJson::from_text(text).map_err(ErrorObject::internal))
 }
 
 /// `subscriptions/listen` on a connection: the acknowledgement, then the notifications, sent
@@ -86,5 +97,5 @@ async fn listen(server: &Server, ctx: &RequestContext, params: Option<&Value>) -
     while let Some(notification) = listen.next().await {
         peer.notify(&notification.method, notification.params).await.map_err(closed)?;
     }
-    Ok(listen.ended())
+    Ok(listen.ended().into())
 }

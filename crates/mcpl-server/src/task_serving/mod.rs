@@ -167,7 +167,8 @@ impl TaskSlot {
         }
         state.outstanding.clear();
         state.record.input_requests = None;
-        match outcome.and_then(encode) {
+        match outcome.and_then(|result| serde_json::to_value(result).map_err(ErrorObject::internal))
+        {
             Ok(Value::Object(result)) => {
                 state.record.status = TaskStatus::Completed;
                 state.record.result = Some(result);
@@ -218,11 +219,11 @@ impl TaskSlot {
 }
 
 fn create_task_result(task: DetailedTask) -> HandlerResult {
-    let mut value = encode(task.without_payload())?;
+    let mut value = serde_json::to_value(task.without_payload()).map_err(ErrorObject::internal)?;
     if let Value::Object(map) = &mut value {
         map.insert("resultType".into(), json!("task"));
     }
-    Ok(value)
+    Ok(value.into())
 }
 
 /// Leaves the tasks extension out of `capabilities` (for the stateful era's `initialize`).

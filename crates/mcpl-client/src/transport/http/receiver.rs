@@ -50,7 +50,7 @@ use tokio::sync::mpsc;
 ///     "clientInfo": {"name": "raw", "version": "1"}});
 /// tx.send(Message::Request(Request::new(0, "initialize", Some(init)))).await?;
 /// let Some(Message::Response(response)) = rx.recv().await? else { panic!("no response") };
-/// assert_eq!(response.result["serverInfo"]["name"], "echo-server");
+/// assert_eq!(response.result.to_value()["serverInfo"]["name"], "echo-server");
 /// tx.close().await?;
 /// # Ok(()) }
 /// ```

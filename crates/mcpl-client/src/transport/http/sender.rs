@@ -62,7 +62,7 @@ use super::shared::{
 /// let discover = Request::new(1, "server/discover", Some(json!({"_meta": meta})));
 /// tx.send(Message::Request(discover)).await?;
 /// let Some(Message::Response(response)) = rx.recv().await? else { panic!("no response") };
-/// assert!(response.result["supportedVersions"].is_array());
+/// assert!(response.result.to_value()["supportedVersions"].is_array());
 /// tx.close().await?;
 /// # Ok(()) }
 /// ```

@@ -129,7 +129,7 @@ impl Shared {
         };
         match answer {
             Message::Response(r) => {
-                let result = serde_json::from_value(r.result).map_err(|e| e.to_string())?;
+                let result = r.result.decode().map_err(|e| e.to_string())?;
                 Ok((session, result))
             }
             Message::Error(e) => Err(format!("initialize failed: {}", e.error.message)),

@@ -372,7 +372,7 @@ impl Shared {
     pub(super) fn learn(&self, message: &Message) {
         if let Message::Response(r) = message {
             if lock(&self.tools_list_ids).remove(&r.id) {
-                self.tool_headers.learn(&r.result);
+                self.tool_headers.learn(&r.result.to_value());
             }
         } else if let Message::Error(e) = message
             && let Some(id) = &e.id
@@ -552,7 +552,7 @@ impl Shared {
     /// Records the version an `initialize` result names, for the `MCP-Protocol-Version` header.
     pub(super) fn learn_version(&self, message: &Message) {
         if let Message::Response(r) = message
-            && let Some(v) = r.result.get("protocolVersion").and_then(Value::as_str)
+            && let Some(v) = r.result.to_value().get("protocolVersion").and_then(Value::as_str)
         {
             *lock(&self.version) = Some(v.to_owned());
             self.handle.set_protocol_version(v);

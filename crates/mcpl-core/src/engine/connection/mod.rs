@@ -24,7 +24,7 @@ use super::table::Table;
 use super::{CloseReason, Common, Refusal, Shared, lock};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{
-    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
+    ErrorObject, ErrorResponse, Message, Notification, RawJson, Request, RequestId, Response,
 };
 use crate::trace::{self, Direction, TraceFacts};
 use crate::transport::{TransportEvent, TransportReceiver};
@@ -104,7 +104,7 @@ pub(crate) const INLINE_GENERATION: u64 = 0;
 const PROGRESS_QUEUE: usize = 64;
 
 struct PendingEntry {
-    tx: oneshot::Sender<Result<Value>>,
+    tx: oneshot::Sender<Result<RawJson>>,
     progress: Option<mpsc::Sender<ProgressUpdate>>,
     /// The method of the notifications related to this request, and where they go.
     related: Option<(String, mpsc::UnboundedSender<Value>)>,
@@ -513,7 +513,7 @@ impl Connection {
         }
     }
 
-    fn settle(&self, id: &RequestId, result: Result<Value>) {
+    fn settle(&self, id: &RequestId, result: Result<RawJson>) {
         match lock(&self.pending).remove(id) {
             Some(entry) => {
                 let _ = entry.tx.send(result);
@@ -629,7 +629,7 @@ impl Connection {
     /// The result `answer` brings request `id`, taken out of the pending table, if it answers
     /// that request and the request still waits; an answer to another request is settled
     /// (see [`answered`](Self::answered)).
-    pub(crate) fn answer_for(&self, id: &RequestId, answer: Message) -> Option<Result<Value>> {
+    pub(crate) fn answer_for(&self, id: &RequestId, answer: Message) -> Option<Result<RawJson>> {
         let (answered, result) = self.take_answer(answer)?;
         if answered != *id {
             self.settle(&answered, result);
@@ -640,7 +640,7 @@ impl Connection {
 
     /// The request `answer` answers and its result, traced as received; `None` once the
     /// connection closed (its requests are settled as closed) or if `answer` is no answer.
-    fn take_answer(&self, answer: Message) -> Option<(RequestId, Result<Value>)> {
+    fn take_answer(&self, answer: Message) -> Option<(RequestId, Result<RawJson>)> {
         if self.is_closed() {
             return None;
         }

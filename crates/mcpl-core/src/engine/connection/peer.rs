@@ -16,7 +16,7 @@ use super::super::lock;
 use super::super::options::RequestOptions;
 use super::super::room::weigh;
 use crate::error::{Error, Result};
-use crate::jsonrpc::{Message, Notification, Request, RequestId};
+use crate::jsonrpc::{Message, Notification, RawJson, Request, RequestId};
 use crate::trace::{self, TraceFacts};
 
 use super::*;
@@ -106,6 +106,28 @@ impl Peer {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
+        let result = self.request_raw(method, params, options).await?;
+        result
+            .decode()
+            .map_err(|source| Error::Serialization { what: format!("{method} result"), source })
+    }
+
+    /// [`request`](Self::request), with the result left as the encoded JSON it arrived as (to
+    /// be decoded straight into its type, see [`RawJson::decode`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`request`](Self::request).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`request`](Self::request).
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<RawJson> {
         self.check_open()?;
         let id = RequestId::Number(self.conn.common.next_id.fetch_add(1, Ordering::Relaxed));
         let facts = || lock(&self.conn.trace_facts).clone();
@@ -122,7 +144,7 @@ impl Peer {
         method: &str,
         params: Option<Value>,
         options: RequestOptions,
-    ) -> Result<Value> {
+    ) -> Result<RawJson> {
         let conn = &self.conn;
         let RequestOptions {
             timeout,

@@ -261,27 +261,16 @@ struct Decorator<'a> {
 }
 
 impl Decorator<'_> {
-    /// Adds the caching hints to a cacheable method's answer. `resultType` (when absent:
-    /// `complete`) and `_meta.serverInfo` are added as the result is serialized (see `wire`):
-    /// the server's identity is written from the endpoint's copy, never cloned into each
-    /// result.
-    fn apply(&self, outcome: Outcome) -> Outcome {
-        let Some(method) = self.cacheable else { return outcome };
-        let mut value = outcome?.into_value()?;
-        if let Value::Object(result) = &mut value {
-            let (server, ttl) = (&self.http.inner.server, self.http.inner.config.cache_ttl);
-            decoration::cache_hints(server, method, ttl, result);
-        }
-        Ok(Reply::Value(value))
-    }
-
     /// The answer to request `id` as it goes on the wire, with the HTTP status of a single
     /// JSON body.
     fn answer(&self, id: &RequestId, outcome: Option<Outcome>) -> (StatusCode, Vec<u8>) {
         let outcome = outcome
             .unwrap_or_else(|| Err(ErrorObject::internal("the request ended without a response")));
-        let error = match self.apply(outcome) {
-            Ok(reply) => match wire_reply(id, reply, &self.http.inner.server_info_json) {
+        let inner = &self.http.inner;
+        let hint =
+            self.cacheable.and_then(|m| decoration::hint(&inner.server, m, inner.config.cache_ttl));
+        let error = match outcome {
+            Ok(reply) => match wire_reply(id, reply, &inner.server_info_json, hint) {
                 Ok(body) => return (StatusCode::OK, body),
                 Err(e) => ErrorObject::internal(e),
             },
@@ -314,7 +303,7 @@ fn sse(
                 biased;
                 message = output.recv() => match message {
                     Some(message) => {
-                        break wire(&message, &answer.1.http.inner.server_info_json).ok();
+                        break wire(&message, &answer.1.http.inner.server_info_json, None).ok();
                     }
                     // The handler is done and all it sent was streamed: the answer is last.
                     None if driver.is_none() => {

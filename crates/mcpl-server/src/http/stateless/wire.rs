@@ -5,53 +5,30 @@
 //! tool's result is serialized straight from its type.
 
 use mcpl_core::jsonrpc::{Message, RequestId};
-use mcpl_core::types::meta_keys;
-use serde_json::{Map, Value};
 
+use crate::cache::CacheHint;
 use crate::router::Reply;
+use crate::stateless::decoration;
 
 /// A stateless-era message as it goes on the wire. A response's result gains `resultType`
-/// (`complete`, unless the handler set one) and `_meta` with the server's identity (unless the
-/// handler set one), written from the endpoint's serialized copy (`server_info`, JSON) instead
-/// of being inserted into each result.
-pub(super) fn wire(message: &Message, server_info: &str) -> serde_json::Result<Vec<u8>> {
-    let result = match message {
-        Message::Response(response) => match &response.result {
-            Value::Object(result) => Some((&response.id, result)),
-            _ => None,
-        },
-        _ => None,
+/// (`complete`, unless the handler set one), `_meta` with the server's identity (unless the
+/// handler set one; written from the endpoint's serialized copy, `server_info`) and, when
+/// complete, the caching hint `hint` (see [`decoration::write_decorated`]).
+pub(super) fn wire(
+    message: &Message,
+    server_info: &str,
+    hint: Option<CacheHint>,
+) -> serde_json::Result<Vec<u8>> {
+    let response = match message {
+        Message::Response(response) if response.result.is_object() => response,
+        _ => return serde_json::to_vec(message),
     };
-    let Some((id, result)) = result else { return serde_json::to_vec(message) };
-    let mut out = Vec::with_capacity(256 + server_info.len());
+    let mut out = Vec::with_capacity(64 + server_info.len() + response.result.len());
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    serde_json::to_writer(&mut out, id)?;
-    out.extend_from_slice(br#","result":{"#);
-    let mut first = true;
-    let mut comma = |out: &mut Vec<u8>| {
-        if !std::mem::take(&mut first) {
-            out.push(b',');
-        }
-    };
-    if !result.contains_key("resultType") {
-        comma(&mut out);
-        out.extend_from_slice(br#""resultType":"complete""#);
-    }
-    if !result.contains_key("_meta") {
-        comma(&mut out);
-        out.extend_from_slice(br#""_meta":"#);
-        write_meta(&mut out, &Map::new(), server_info)?;
-    }
-    for (key, value) in result {
-        comma(&mut out);
-        serde_json::to_writer(&mut out, key)?;
-        out.push(b':');
-        match value {
-            Value::Object(meta) if key == "_meta" => write_meta(&mut out, meta, server_info)?,
-            _ => serde_json::to_writer(&mut out, value)?,
-        }
-    }
-    out.extend_from_slice(b"}}");
+    serde_json::to_writer(&mut out, &response.id)?;
+    out.extend_from_slice(br#","result":"#);
+    decoration::write_decorated(&mut out, response.result.as_str(), server_info, hint)?;
+    out.push(b'}');
     Ok(out)
 }
 
@@ -62,6 +39,7 @@ pub(super) fn wire_reply(
     id: &RequestId,
     reply: Reply,
     server_info: &str,
+    hint: Option<CacheHint>,
 ) -> serde_json::Result<Vec<u8>> {
     let mut result = match reply {
         // Members the type does not know may not repeat the two this writes.
@@ -71,10 +49,11 @@ pub(super) fn wire_reply(
             result
         }
         reply => {
-            let result = reply.into_value().map_err(|e| serde::ser::Error::custom(e.message))?;
+            let result = reply.into_json().map_err(|e| serde::ser::Error::custom(e.message))?;
             return wire(
                 &Message::Response(mcpl_core::jsonrpc::Response::new(id.clone(), result)),
                 server_info,
+                hint,
             );
         }
     };
@@ -88,7 +67,7 @@ pub(super) fn wire_reply(
         None => out.extend_from_slice(br#""complete""#),
     }
     out.extend_from_slice(br#","_meta":"#);
-    write_meta(&mut out, &meta, server_info)?;
+    decoration::write_meta(&mut out, &meta, server_info)?;
     // The rest of the result is an object whose members follow the two above: its opening
     // brace becomes a comma (or, if it has no members, it goes).
     let at = out.len();
@@ -105,46 +84,18 @@ pub(super) fn wire_reply(
     Ok(out)
 }
 
-/// Writes a result's `_meta` object: its members, then the server's identity
-/// (`server_info`, JSON already) unless the handler set one.
-fn write_meta(
-    out: &mut Vec<u8>,
-    meta: &Map<String, Value>,
-    server_info: &str,
-) -> serde_json::Result<()> {
-    out.push(b'{');
-    for (i, (key, value)) in meta.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut *out, key)?;
-        out.push(b':');
-        serde_json::to_writer(&mut *out, value)?;
-    }
-    if !meta.contains_key(meta_keys::SERVER_INFO) {
-        if !meta.is_empty() {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
-        out.push(b':');
-        out.extend_from_slice(server_info.as_bytes());
-    }
-    out.push(b'}');
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use mcpl_core::jsonrpc::{ErrorObject, ErrorResponse};
-    use mcpl_core::types::CallToolResult;
-    use serde_json::json;
+    use mcpl_core::types::{CallToolResult, meta_keys};
+    use serde_json::{Map, Value, json};
 
     fn on_the_wire(result: Value) -> Value {
         let message =
             Message::Response(mcpl_core::jsonrpc::Response::new(RequestId::from(7), result));
-        let bytes = wire(&message, r#"{"name":"s","version":"1"}"#).unwrap();
+        let bytes = wire(&message, r#"{"name":"s","version":"1"}"#, None).unwrap();
         serde_json::from_slice(&bytes).unwrap()
     }
 
@@ -192,8 +143,8 @@ mod tests {
     /// A tool's result written from its type, as JSON.
     fn typed_on_the_wire(result: CallToolResult) -> Value {
         let id = RequestId::from("r-1");
-        let bytes = wire_reply(&id, Reply::Tool(Box::new(result)), r#"{"name":"s","version":"1"}"#)
-            .unwrap();
+        let info = r#"{"name":"s","version":"1"}"#;
+        let bytes = wire_reply(&id, Reply::Tool(Box::new(result)), info, None).unwrap();
         serde_json::from_slice(&bytes).unwrap()
     }
 
@@ -227,12 +178,12 @@ mod tests {
     fn other_messages_go_as_they_are() {
         let message =
             Message::Response(mcpl_core::jsonrpc::Response::new(RequestId::from(1), json!([1])));
-        let bytes = wire(&message, "{}").unwrap();
+        let bytes = wire(&message, "{}", None).unwrap();
         assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap()["result"], json!([1]));
         let error = Message::Error(ErrorResponse::new(
             Some(RequestId::from(1)),
             ErrorObject::internal("x"),
         ));
-        assert_eq!(wire(&error, "{}").unwrap(), serde_json::to_vec(&error).unwrap());
+        assert_eq!(wire(&error, "{}", None).unwrap(), serde_json::to_vec(&error).unwrap());
     }
 }

@@ -10,7 +10,7 @@ use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use mcpl_core::types::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionReference, EmptyResult, GetPromptRequestParams, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams, SetLevelRequestParams,
     TaskSupport, names,
 };
@@ -73,6 +73,18 @@ impl Reply {
             Reply::Tool(result) => encode(result),
         }
     }
+}
+
+/// A `tools/list` page as it is encoded: the members of a
+/// [`ListToolsResult`](mcpl_core::types::ListToolsResult) a page sets,
+/// each tool's definition copied as encoded at registration rather than cloned as a tree and
+/// serialized again.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsPage {
+    tools: Vec<RawJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
 }
 
 /// Records how a request the engine does not answer itself was answered on its span: an
@@ -148,13 +160,9 @@ async fn dispatch_other(
         names::TOOLS_LIST if tools => {
             let page = list(server, params, "tools", |r| {
                 let items = r.tools.items.iter().filter(|t| t.enabled);
-                (r.tools.revision, items.map(|t| t.tool.clone()).collect())
+                (r.tools.revision, items.map(|t| t.listed.clone()).collect())
             })?;
-            encode({
-                let mut result = ListToolsResult::default().with_tools(page.items);
-                result.next_cursor = page.next_cursor;
-                result
-            })
+            encode(ToolsPage { tools: page.items, next_cursor: page.next_cursor })
         }
         names::RESOURCES_LIST if resources => {
             let page = list(server, params, "resources", |r| {
@@ -484,4 +492,29 @@ async fn complete(server: &Server, ctx: Context, params: Option<Value>) -> Handl
         }
     };
     encode(CompleteResult::default().with_completion(capped(values)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use mcpl_core::types::{ListToolsResult, Tool, ToolAnnotations, ToolSchema};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_tools_page_encodes_as_its_result_type_would() {
+        let tools = vec![
+            Tool::new("a", ToolSchema::object()),
+            Tool::new("b \"quoted\"", ToolSchema::object().with_property("x", json!({})))
+                .with_annotations(ToolAnnotations::default().with_read_only_hint(true)),
+        ];
+        for next_cursor in [None, Some("c2".to_owned())] {
+            let mut typed = ListToolsResult::default().with_tools(tools.clone());
+            typed.next_cursor = next_cursor.clone();
+            let listed = tools.iter().map(|t| RawJson::encode(t).unwrap()).collect();
+            let page = encode(ToolsPage { tools: listed, next_cursor }).unwrap();
+            assert_eq!(page, encode(typed).unwrap().to_value());
+        }
+    }
 }

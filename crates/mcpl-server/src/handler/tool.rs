@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 #[cfg(feature = "schema")]
 use mcpl_core::types::ToolSchema;
 use mcpl_core::types::{CallToolResult, ContentBlock, TaskSupport, Tool};
@@ -313,6 +313,8 @@ where
 #[derive(Clone)]
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
+    /// The definition as a `tools/list` page carries it, encoded once at registration.
+    pub(crate) listed: RawJson,
     pub(crate) enabled: bool,
     pub(crate) runner: Arc<ToolRunner>,
     /// How the tool takes part in the tasks extension.
@@ -344,13 +346,17 @@ impl ToolEntry {
         let input = CompiledSchema::compile(&tool.input_schema).map_err(schema_error)?;
         let output = tool.output_schema.as_ref().map(CompiledSchema::compile).transpose();
         let output = output.map_err(schema_error)?;
+        let listed = RawJson::encode(&tool).map_err(|e| RegistrationError::InvalidSchema {
+            tool: tool.name.clone(),
+            problem: format!("the definition does not serialize: {e}"),
+        })?;
         let runner = ToolRunner { name: tool.name.clone(), handler, input, output };
         let support = tool.execution.as_ref().and_then(|e| e.task_support);
         let task = TaskOptions {
             support: support.unwrap_or(TaskSupport::Forbidden),
             ..TaskOptions::default()
         };
-        Ok(ToolEntry { tool, enabled: true, runner: Arc::new(runner), task })
+        Ok(ToolEntry { tool, listed, enabled: true, runner: Arc::new(runner), task })
     }
 }
 

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, HashSet};
 
 use mcpl_core::engine::RequestOptions;
 use mcpl_core::error::ListLimit;
-use mcpl_core::jsonrpc::encoded_len;
 use mcpl_core::types::{
     CompleteRequestParams, CompleteResult, GetPrompt, GetPromptRequestParams, GetPromptResult,
     ListPrompts, ListResourceTemplates, ListResources, LoggingLevel, Method, Outcome,
@@ -22,16 +21,14 @@ use mcpl_core::types::{
     Unsubscribe, UnsubscribeRequestParams,
 };
 use mcpl_core::{Error, Result};
-use serde_json::Value;
 
 use crate::Client;
 
 impl Client {
-    /// Sends the list request `M` page by page and collects the items `page` extracts (the
-    /// array `key` of each result), within the page, item and byte caps.
+    /// Sends the list request `M` page by page and collects the items `page` extracts from
+    /// each result, within the page, item and byte caps.
     pub(crate) async fn list_pages<M, T>(
         &self,
-        key: &str,
         page: impl Fn(M::Result) -> (Vec<T>, Option<String>),
     ) -> Result<Vec<T>>
     where
@@ -51,20 +48,21 @@ impl Client {
                 params.cursor = cursor.clone();
                 params
             };
-            let value = self.send_value::<M>(params, self.options()).await?;
-            // The caps are checked before the page's items are decoded.
-            bytes = bytes.saturating_add(encoded_len(&value));
+            let result = self.send_json_ref::<M>(&params, self.options()).await?;
+            // The byte cap is checked before the page is decoded (a page is as large as its
+            // message, which the transport bounds); the item cap once its items are counted.
+            bytes = bytes.saturating_add(result.len());
             if bytes > self.max_list_bytes {
                 return Err(truncated(ListLimit::Bytes(self.max_list_bytes)));
             }
-            let count = value.get(key).and_then(Value::as_array).map_or(0, Vec::len);
-            if items.len().saturating_add(count) > self.max_list_items {
-                return Err(truncated(ListLimit::Items(self.max_list_items)));
-            }
-            let result: M::Result = serde_json::from_value(value).map_err(|source| {
-                Error::Serialization { what: format!("{} result", M::NAME), source }
+            let result: M::Result = result.decode().map_err(|source| Error::Serialization {
+                what: format!("{} result", M::NAME),
+                source,
             })?;
             let (mut more, next) = page(result);
+            if items.len().saturating_add(more.len()) > self.max_list_items {
+                return Err(truncated(ListLimit::Items(self.max_list_items)));
+            }
             items.append(&mut more);
             match next {
                 Some(next) if seen.insert(next.clone()) => cursor = Some(next),
@@ -98,7 +96,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
-        self.list_pages::<ListResources, _>("resources", |p| (p.resources, p.next_cursor)).await
+        self.list_pages::<ListResources, _>(|p| (p.resources, p.next_cursor)).await
     }
 
     /// Lists every resource template (`resources/templates/list`), following pagination.
@@ -123,10 +121,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
-        self.list_pages::<ListResourceTemplates, _>("resourceTemplates", |p| {
-            (p.resource_templates, p.next_cursor)
-        })
-        .await
+        self.list_pages::<ListResourceTemplates, _>(|p| (p.resource_templates, p.next_cursor)).await
     }
 
     /// Lists every prompt (`prompts/list`), following pagination.
@@ -153,7 +148,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
-        self.list_pages::<ListPrompts, _>("prompts", |p| (p.prompts, p.next_cursor)).await
+        self.list_pages::<ListPrompts, _>(|p| (p.prompts, p.next_cursor)).await
     }
 
     /// Reads a resource (`resources/read`), fulfilling input-required results.

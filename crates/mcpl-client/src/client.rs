@@ -644,27 +644,6 @@ impl Client {
             .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
     }
 
-    /// [`send`](Self::send), with the result left as JSON.
-    pub(crate) async fn send_value<M: Method>(
-        &self,
-        params: M::Params,
-        options: RequestOptions,
-    ) -> Result<Value> {
-        self.send_value_ref::<M>(&params, options).await
-    }
-
-    /// [`send_value`](Self::send_value) of borrowed params.
-    pub(crate) async fn send_value_ref<M: Method>(
-        &self,
-        params: &M::Params,
-        options: RequestOptions,
-    ) -> Result<Value> {
-        let result = self.send_json_ref::<M>(params, options).await?;
-        result
-            .decode()
-            .map_err(|source| Error::Serialization { what: format!("{} result", M::NAME), source })
-    }
-
     /// [`send`](Self::send) of borrowed params, with the result left as the encoded JSON it
     /// arrived as (decoded once, straight into its type, by the caller).
     pub(crate) async fn send_json_ref<M: Method>(
@@ -785,7 +764,7 @@ impl Client {
         {
             checked?;
         }
-        self.list_pages::<ListTools, _>("tools", |page| (page.tools, page.next_cursor)).await
+        self.list_pages::<ListTools, _>(|page| (page.tools, page.next_cursor)).await
     }
 
     /// Calls a tool.

@@ -159,7 +159,7 @@ impl Client {
     /// server's error.
     pub async fn list_skills(&self) -> mcpl_core::Result<Vec<Skill>> {
         self.check_skills(ListSkills::NAME)?;
-        self.list_pages::<ListSkills, _>("skills", |page| (page.skills, page.next_cursor)).await
+        self.list_pages::<ListSkills, _>(|page| (page.skills, page.next_cursor)).await
     }
 
     /// The entry of the skill whose `SKILL.md` is at `uri` (`skills/get`), whether or not the

@@ -136,13 +136,16 @@ impl fmt::Display for RawJson {
 
 impl PartialEq for RawJson {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str() || self.to_value() == other.to_value()
+        // Texts that differ are compared as trees; one too deep to be a tree equals nothing
+        // but its own text.
+        self.as_str() == other.as_str()
+            || matches!((self.decode::<Value>(), other.decode::<Value>()), (Ok(a), Ok(b)) if a == b)
     }
 }
 
 impl PartialEq<Value> for RawJson {
     fn eq(&self, other: &Value) -> bool {
-        self.to_value() == *other
+        self.decode::<Value>().is_ok_and(|value| value == *other)
     }
 }
 
@@ -219,5 +222,10 @@ mod tests {
         // ... and decoding it meets serde_json's recursion limit, as a tree read would.
         assert!(raw.decode::<Value>().unwrap_err().to_string().contains("recursion limit"));
         assert_eq!(raw.to_value(), Value::Null);
+        // Compared, it equals its own text only: not `null`, not another deep text.
+        assert_ne!(raw, Value::Null);
+        let other: RawJson = serde_json::from_str(&format!("[{deep}]")).unwrap();
+        assert_ne!(raw, other);
+        assert_eq!(raw, raw.clone());
     }
 }

@@ -74,7 +74,10 @@ pub(crate) async fn request(ctx: &Context, method: &str, params: Option<Value>) 
                 return Err(ErrorObject::method_not_found(method));
             };
             let result = handler(conn.clone(), params).await?;
-            encode(authorize_injections(&conn, decode(Some(result.to_value()))?))
+            encode(authorize_injections(
+                &conn,
+                result.decode().map_err(ErrorObject::invalid_params)?,
+            ))
         }
         _ => {
             if let Some(capability) = methods::required_capability(method)

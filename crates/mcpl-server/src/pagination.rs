@@ -16,13 +16,14 @@ pub(crate) struct Page<T> {
     pub(crate) next_cursor: Option<String>,
 }
 
-/// Cuts one page out of `items` (the whole list at `revision`), starting where `cursor` says.
+/// Cuts one page out of `items` (the whole list at `revision`, taken: the page's items are
+/// moved out of it, not copied), starting where `cursor` says.
 ///
 /// `page_size` `None` returns everything in one page.
-pub(crate) fn paginate<T: Clone>(
+pub(crate) fn paginate<T>(
     list: &str,
     revision: u64,
-    items: &[T],
+    mut items: Vec<T>,
     cursor: Option<&str>,
     page_size: Option<usize>,
 ) -> Result<Page<T>, ErrorObject> {
@@ -40,7 +41,9 @@ pub(crate) fn paginate<T: Clone>(
     let end = page_size.map_or(items.len(), |size| start.saturating_add(size.max(1)));
     let end = end.min(items.len());
     let next_cursor = (end < items.len()).then(|| encode(list, revision, end));
-    Ok(Page { items: items[start..end].to_vec(), next_cursor })
+    items.truncate(end);
+    items.drain(..start);
+    Ok(Page { items, next_cursor })
 }
 
 fn encode(list: &str, revision: u64, offset: usize) -> String {
@@ -68,7 +71,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor = None;
         loop {
-            let page = paginate("tools", 3, &items, cursor.as_deref(), Some(3)).unwrap();
+            let page = paginate("tools", 3, items.clone(), cursor.as_deref(), Some(3)).unwrap();
             seen.extend(page.items);
             match page.next_cursor {
                 Some(c) => cursor = Some(c),
@@ -76,19 +79,22 @@ mod tests {
             }
         }
         assert_eq!(seen, items);
-        let all = paginate("tools", 3, &items, None, None).unwrap();
+        let all = paginate("tools", 3, items.clone(), None, None).unwrap();
         assert_eq!((all.items.len(), all.next_cursor), (7, None));
     }
 
     #[test]
     fn foreign_stale_and_garbage_cursors_are_refused() {
         let items: Vec<u32> = (0..7).collect();
-        let next = paginate("tools", 3, &items, None, Some(2)).unwrap().next_cursor.unwrap();
-        assert!(paginate("prompts", 3, &items, Some(&next), Some(2)).is_err());
-        assert!(paginate("tools", 4, &items, Some(&next), Some(2)).is_err());
-        assert!(paginate("tools", 3, &items, Some("!!"), Some(2)).is_err());
+        let next = paginate("tools", 3, items.clone(), None, Some(2)).unwrap().next_cursor.unwrap();
+        assert!(paginate("prompts", 3, items.clone(), Some(&next), Some(2)).is_err());
+        assert!(paginate("tools", 4, items.clone(), Some(&next), Some(2)).is_err());
+        assert!(paginate("tools", 3, items.clone(), Some("!!"), Some(2)).is_err());
         let far = encode("tools", 3, 99);
-        assert!(paginate("tools", 3, &items, Some(&far), Some(2)).is_err());
-        assert_eq!(paginate("tools", 3, &items, Some(&next), Some(2)).unwrap().items, [2, 3]);
+        assert!(paginate("tools", 3, items.clone(), Some(&far), Some(2)).is_err());
+        assert_eq!(
+            paginate("tools", 3, items.clone(), Some(&next), Some(2)).unwrap().items,
+            [2, 3]
+        );
     }
 }

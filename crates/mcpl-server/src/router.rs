@@ -260,7 +260,7 @@ async fn dispatch_other(
 }
 
 /// One page of a list: `snapshot` gives the list's revision and items under the lock.
-fn list<T: Clone>(
+fn list<T>(
     server: &Server,
     params: Option<Value>,
     name: &str,
@@ -268,7 +268,7 @@ fn list<T: Clone>(
 ) -> Result<Page<T>, ErrorObject> {
     let params: PaginatedRequestParams = decode(params)?;
     let (revision, items) = snapshot(&server.read());
-    paginate(name, revision, &items, params.cursor.as_deref(), server.page_size())
+    paginate(name, revision, items, params.cursor.as_deref(), server.page_size())
 }
 
 /// Refuses `inputResponses` or `requestState` present but `null` (`-32602`): an absent member

@@ -76,7 +76,7 @@ pub(crate) fn list(
         let r = features.read();
         (r.skills.revision, r.skills.entries().cloned().collect::<Vec<_>>())
     };
-    let page = paginate("skills", revision, &items, params.cursor.as_deref(), page_size)?;
+    let page = paginate("skills", revision, items, params.cursor.as_deref(), page_size)?;
     encode({
         let mut result = ListSkillsResult::default().with_skills(page.items);
         result.next_cursor = page.next_cursor;
@@ -117,7 +117,7 @@ pub(crate) fn read_directory(
         .with_data(json!({ "uri": params.uri })));
     };
     let list = format!("directory {}", params.uri);
-    let page = paginate(&list, revision, &children, params.cursor.as_deref(), page_size)?;
+    let page = paginate(&list, revision, children, params.cursor.as_deref(), page_size)?;
     encode({
         let mut result = ReadDirectoryResult::default().with_resources(page.items);
         result.next_cursor = page.next_cursor;

@@ -63,13 +63,17 @@ pub(crate) enum Reply {
     Json(RawJson),
     /// A complete `tools/call` result.
     Tool(Box<CallToolResult>),
+    /// A list's page: an object whose members are the list and maybe `nextCursor`, none of
+    /// those stateless-era decoration adds (so it is written without reading them first, see
+    /// [`decoration::write_page`](crate::stateless::decoration::write_page)).
+    Page(RawJson),
 }
 
 impl Reply {
     /// The answer as encoded JSON; a failure is `-32603`.
     pub(crate) fn into_json(self) -> HandlerResult {
         match self {
-            Reply::Json(value) => Ok(value),
+            Reply::Json(value) | Reply::Page(value) => Ok(value),
             Reply::Tool(result) => encode(result),
         }
     }
@@ -162,7 +166,8 @@ async fn dispatch_other(
                 let items = r.tools.items.iter().filter(|t| t.enabled);
                 (r.tools.revision, items.map(|t| t.listed.clone()).collect())
             })?;
-            encode(ToolsPage { tools: page.items, next_cursor: page.next_cursor })
+            return encode(ToolsPage { tools: page.items, next_cursor: page.next_cursor })
+                .map(Reply::Page);
         }
         names::RESOURCES_LIST if resources => {
             let page = list(server, params, "resources", |r| {
@@ -171,23 +176,19 @@ async fn dispatch_other(
                 let items = items.chain(r.skills.resources().cloned());
                 (r.resources.revision.wrapping_add(r.skills.revision), items.collect())
             })?;
-            encode({
-                let mut result = ListResourcesResult::default().with_resources(page.items);
-                result.next_cursor = page.next_cursor;
-                result
-            })
+            let mut result = ListResourcesResult::default().with_resources(page.items);
+            result.next_cursor = page.next_cursor;
+            return encode(result).map(Reply::Page);
         }
         names::RESOURCES_TEMPLATES_LIST if resources => {
             let page = list(server, params, "resource templates", |r| {
                 let items = r.templates.items.iter().map(|e| e.template.clone());
                 (r.templates.revision, items.collect())
             })?;
-            encode({
-                let mut result =
-                    ListResourceTemplatesResult::default().with_resource_templates(page.items);
-                result.next_cursor = page.next_cursor;
-                result
-            })
+            let mut result =
+                ListResourceTemplatesResult::default().with_resource_templates(page.items);
+            result.next_cursor = page.next_cursor;
+            return encode(result).map(Reply::Page);
         }
         names::RESOURCES_READ if resources => read_resource(server, ctx, params).await,
         names::RESOURCES_SUBSCRIBE if resources => {
@@ -222,11 +223,9 @@ async fn dispatch_other(
                 let items = r.prompts.items.iter().map(|e| e.prompt.clone());
                 (r.prompts.revision, items.collect())
             })?;
-            encode({
-                let mut result = ListPromptsResult::default().with_prompts(page.items);
-                result.next_cursor = page.next_cursor;
-                result
-            })
+            let mut result = ListPromptsResult::default().with_prompts(page.items);
+            result.next_cursor = page.next_cursor;
+            return encode(result).map(Reply::Page);
         }
         names::PROMPTS_GET if prompts => get_prompt(server, ctx, params).await,
         names::SKILLS_LIST if skills => {

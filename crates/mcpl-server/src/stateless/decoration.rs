@@ -151,6 +151,37 @@ pub(crate) fn write_decorated(
     Ok(())
 }
 
+/// Writes a list's page (see [`crate::router::Reply::Page`]: an object none of whose members
+/// decoration adds) as [`write_decorated`] would, without reading its members: the
+/// decorations first, then the page's members as they are.
+///
+/// # Errors
+///
+/// `serde_json`'s error when `page` is not an object.
+pub(crate) fn write_page(
+    out: &mut Vec<u8>,
+    page: &str,
+    server_info: &str,
+    hint: Option<CacheHint>,
+) -> serde_json::Result<()> {
+    let Some(members) = page.strip_prefix('{') else {
+        return write_decorated(out, page, server_info, hint);
+    };
+    out.extend_from_slice(br#"{"resultType":"complete","_meta":"#);
+    write_meta(out, &Map::new(), server_info)?;
+    if let Some(hint) = hint {
+        out.extend_from_slice(br#","ttlMs":"#);
+        serde_json::to_writer(&mut *out, &hint.ttl_ms())?;
+        out.extend_from_slice(br#","cacheScope":"#);
+        serde_json::to_writer(&mut *out, &hint.scope())?;
+    }
+    if !members.trim_start().starts_with('}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(members.as_bytes());
+    Ok(())
+}
+
 /// Writes a result's `_meta` object: its members, then the server's identity
 /// (`server_info`, JSON already) unless the handler set one.
 pub(crate) fn write_meta(
@@ -270,5 +301,20 @@ mod tests {
         }
         let mut out = Vec::new();
         assert!(write_decorated(&mut out, "[1]", &info, None).is_err());
+    }
+
+    #[test]
+    fn a_page_is_written_as_decorating_its_members_would() {
+        let server = Server::builder("s", "1").build();
+        let info = serde_json::to_string(&server.info()).unwrap();
+        for page in [r#"{"tools":[{"name":"a"}],"nextCursor":"c"}"#, r#"{"prompts":[]}"#, "{}"] {
+            for hint in [None, hint(&server, names::TOOLS_LIST, Duration::from_secs(2))] {
+                let (mut fast, mut read) = (Vec::new(), Vec::new());
+                write_page(&mut fast, page, &info, hint).unwrap();
+                write_decorated(&mut read, page, &info, hint).unwrap();
+                let fast: Value = serde_json::from_slice(&fast).unwrap();
+                assert_eq!(fast, serde_json::from_slice::<Value>(&read).unwrap(), "{page}");
+            }
+        }
     }
 }

@@ -26,6 +26,7 @@ use self::admission::{MetaFacts, admit};
 use self::listen::Listen;
 use crate::context::Context;
 use crate::principal::AccessToken;
+use crate::router::Reply;
 use crate::server::Server;
 
 /// The era of a request: stateless if its `_meta` names a protocol version, or if its
@@ -53,7 +54,7 @@ pub(crate) async fn serve(
 ) -> HandlerResult {
     let admitted = admit(MetaFacts::of_tree(ctx.meta()), ctx.method(), |_| Ok(()))?;
     let method = ctx.method().to_owned();
-    let result = match method.as_str() {
+    let reply = match method.as_str() {
         names::SERVER_DISCOVER => {
             // (The router records the revision of the requests it serves.)
             if let Some(version) = admitted.client.version {
@@ -61,13 +62,15 @@ pub(crate) async fn serve(
             }
             return Ok(decoration::discover(server, Duration::ZERO).into());
         }
-        names::SUBSCRIPTIONS_LISTEN => listen(server, &ctx, params.as_ref()).await?,
+        names::SUBSCRIPTIONS_LISTEN => Reply::Json(listen(server, &ctx, params.as_ref()).await?),
         _ => {
             let client = Arc::new(Mutex::new(admitted.client));
             let ctx = Context::new(ctx, client).with_access_token(token);
-            crate::router::dispatch(server, ctx, &method, params).await?
+            crate::router::dispatch_reply(server, ctx, &method, params).await?
         }
     };
+    let page = matches!(reply, Reply::Page(_));
+    let result = reply.into_json()?;
     if !result.is_object() {
         return Ok(result);
     }
@@ -76,8 +79,8 @@ pub(crate) async fn serve(
     let info = serde_json::to_string(&server.info()).map_err(ErrorObject::internal)?;
     let hint = decoration::hint(server, &method, Duration::ZERO);
     let mut out = Vec::with_capacity(result.len() + info.len() + 64);
-    decoration::write_decorated(&mut out, result.as_str(), &info, hint)
-        .map_err(ErrorObject::internal)?;
+    let write = if page { decoration::write_page } else { decoration::write_decorated };
+    write(&mut out, result.as_str(), &info, hint).map_err(ErrorObject::internal)?;
     String::from_utf8(out)
         .map_err(ErrorObject::internal)
         .and_then(|text| RawJson::from_text(text).map_err(ErrorObject::internal))

@@ -41,6 +41,15 @@ pub(super) fn wire_reply(
     server_info: &str,
     hint: Option<CacheHint>,
 ) -> serde_json::Result<Vec<u8>> {
+    if let Reply::Page(page) = &reply {
+        let mut out = Vec::with_capacity(64 + server_info.len() + page.len());
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id)?;
+        out.extend_from_slice(br#","result":"#);
+        decoration::write_page(&mut out, page.as_str(), server_info, hint)?;
+        out.push(b'}');
+        return Ok(out);
+    }
     let mut result = match reply {
         // Members the type does not know may not repeat the two this writes.
         Reply::Tool(result)

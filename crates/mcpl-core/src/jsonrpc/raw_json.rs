@@ -206,6 +206,22 @@ mod tests {
     }
 
     #[test]
+    fn a_hostile_deep_result_is_read_without_recursion_and_refused_when_decoded() {
+        // 100,000 levels: read as text with an explicit stack (one byte per level, bounded by
+        // the message size limit), never on the call stack.
+        let depth = 100_000;
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}{}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let message = crate::jsonrpc::Message::decode(text.as_bytes()).unwrap();
+        let crate::jsonrpc::Message::Response(response) = message else { panic!("{message:?}") };
+        assert_eq!(response.result.len(), 2 * depth);
+        assert!(response.result.decode::<Vec<Value>>().is_err());
+    }
+
+    #[test]
     fn a_message_reads_from_a_value_tree_too() {
         let tree = json!({"jsonrpc": "2.0", "id": 1, "result": {"ok": true}});
         let message: crate::jsonrpc::Message = serde_json::from_value(tree).unwrap();

@@ -23,10 +23,7 @@ pub(super) fn wire(
         Message::Response(response) if response.result.is_object() => response,
         _ => return serde_json::to_vec(message),
     };
-    let mut out = Vec::with_capacity(64 + server_info.len() + response.result.len());
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    serde_json::to_writer(&mut out, &response.id)?;
-    out.extend_from_slice(br#","result":"#);
+    let mut out = open_response(&response.id, server_info.len() + response.result.len())?;
     decoration::write_decorated(&mut out, response.result.as_str(), server_info, hint)?;
     out.push(b'}');
     Ok(out)
@@ -41,21 +38,18 @@ pub(super) fn wire_reply(
     server_info: &str,
     hint: Option<CacheHint>,
 ) -> serde_json::Result<Vec<u8>> {
-    if let Reply::Page(page) = &reply {
-        let mut out = Vec::with_capacity(64 + server_info.len() + page.len());
-        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        serde_json::to_writer(&mut out, id)?;
-        out.extend_from_slice(br#","result":"#);
-        decoration::write_page(&mut out, page.as_str(), server_info, hint)?;
-        out.push(b'}');
-        return Ok(out);
-    }
     let mut result = match reply {
         // Members the type does not know may not repeat the two this writes.
         Reply::Tool(result)
             if !result.extra.contains_key("_meta") && !result.extra.contains_key("resultType") =>
         {
             result
+        }
+        Reply::Page(page) => {
+            let mut out = open_response(id, server_info.len() + page.len())?;
+            decoration::write_page(&mut out, page.as_str(), server_info, hint)?;
+            out.push(b'}');
+            return Ok(out);
         }
         reply => {
             let result = reply.into_json().map_err(|e| serde::ser::Error::custom(e.message))?;
@@ -67,10 +61,8 @@ pub(super) fn wire_reply(
         }
     };
     let (meta, result_type) = (result.meta.take().unwrap_or_default().0, result.result_type.take());
-    let mut out = Vec::with_capacity(256 + server_info.len());
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    serde_json::to_writer(&mut out, id)?;
-    out.extend_from_slice(br#","result":{"resultType":"#);
+    let mut out = open_response(id, 192 + server_info.len())?;
+    out.extend_from_slice(br#"{"resultType":"#);
     match &result_type {
         Some(t) => serde_json::to_writer(&mut out, t)?,
         None => out.extend_from_slice(br#""complete""#),
@@ -90,6 +82,15 @@ pub(super) fn wire_reply(
         return Err(serde::ser::Error::custom("a tool's result is not an object"));
     }
     out.extend_from_slice(b"}}");
+    Ok(out)
+}
+
+/// A response's opening, `{"jsonrpc":"2.0","id":ID,"result":`, with room for `more` bytes.
+fn open_response(id: &RequestId, more: usize) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(64 + more);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id)?;
+    out.extend_from_slice(br#","result":"#);
     Ok(out)
 }
 

@@ -986,6 +986,7 @@ impl ServerBuilder {
         }
         Server {
             inner: Arc::new(ServerInner {
+                info_json: serde_json::to_string(&self.info).unwrap_or_default(),
                 info: self.info,
                 instructions: self.instructions,
                 page_size: self.page_size,

@@ -72,6 +72,8 @@ pub struct Server {
 
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
+    /// `info` serialized once, for the stateless era's `_meta` of every result.
+    pub(crate) info_json: String,
     pub(crate) instructions: Option<String>,
     pub(crate) page_size: Option<usize>,
     /// The longest resource URI read or subscribed to (see [`ServerBuilder::max_uri_length`]).

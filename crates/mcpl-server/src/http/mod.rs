@@ -242,9 +242,6 @@ struct Inner {
     stateless: mcpl_core::Engine,
     /// The engine every stateful-era session is a driven connection of.
     session_engine: mcpl_core::Engine,
-    /// The server's identity serialized, written as it is into each stateless-era result's
-    /// `_meta`.
-    server_info_json: String,
     reaper: std::sync::Once,
 }
 
@@ -343,7 +340,6 @@ impl StreamableHttp {
             }
         }
         config.connections.refusals.count_engine(&session_engine, None);
-        let server_info_json = serde_json::to_string(server.info()).unwrap_or_default();
         StreamableHttp {
             inner: Arc::new(Inner {
                 server_side: Arc::new(server.clone()),
@@ -353,7 +349,6 @@ impl StreamableHttp {
                 store,
                 stateless,
                 session_engine,
-                server_info_json,
                 sessions: RwLock::new(HashMap::default()),
                 reserved: std::sync::atomic::AtomicUsize::new(0),
                 reaper: std::sync::Once::new(),

@@ -76,11 +76,11 @@ pub(crate) async fn serve(
     }
     // Decorated as text (the result's members copied, not read into a tree), then checked
     // once more as the one JSON value it is.
-    let info = serde_json::to_string(&server.info()).map_err(ErrorObject::internal)?;
+    let info = &server.inner.info_json;
     let hint = decoration::hint(server, &method, Duration::ZERO);
     let mut out = Vec::with_capacity(result.len() + info.len() + 64);
     let write = if page { decoration::write_page } else { decoration::write_decorated };
-    write(&mut out, result.as_str(), &info, hint).map_err(ErrorObject::internal)?;
+    write(&mut out, result.as_str(), info, hint).map_err(ErrorObject::internal)?;
     String::from_utf8(out)
         .map_err(ErrorObject::internal)
         .and_then(|text| RawJson::from_text(text).map_err(ErrorObject::internal))

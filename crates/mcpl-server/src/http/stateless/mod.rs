@@ -270,7 +270,7 @@ impl Decorator<'_> {
         let hint =
             self.cacheable.and_then(|m| decoration::hint(&inner.server, m, inner.config.cache_ttl));
         let error = match outcome {
-            Ok(reply) => match wire_reply(id, reply, &inner.server_info_json, hint) {
+            Ok(reply) => match wire_reply(id, reply, &inner.server.inner.info_json, hint) {
                 Ok(body) => return (StatusCode::OK, body),
                 Err(e) => ErrorObject::internal(e),
             },
@@ -303,7 +303,7 @@ fn sse(
                 biased;
                 message = output.recv() => match message {
                     Some(message) => {
-                        break wire(&message, &answer.1.http.inner.server_info_json, None).ok();
+                        break wire(&message, &answer.1.http.inner.server.inner.info_json, None).ok();
                     }
                     // The handler is done and all it sent was streamed: the answer is last.
                     None if driver.is_none() => {

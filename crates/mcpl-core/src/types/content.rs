@@ -381,6 +381,93 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every order of `0..n`.
+    fn orders(n: usize) -> Vec<Vec<usize>> {
+        if n == 0 {
+            return vec![vec![]];
+        }
+        let mut all = Vec::new();
+        for shorter in orders(n - 1) {
+            for at in 0..=shorter.len() {
+                let mut order = shorter.clone();
+                order.insert(at, n - 1);
+                all.push(order);
+            }
+        }
+        all
+    }
+
+    /// `value`'s members written in every order.
+    fn texts_in_every_order(value: &Value) -> Vec<String> {
+        let members: Vec<(String, String)> = value
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (json!(k).to_string(), v.to_string()))
+            .collect();
+        orders(members.len())
+            .into_iter()
+            .map(|order| {
+                let inner: Vec<String> =
+                    order.iter().map(|&i| format!("{}:{}", members[i].0, members[i].1)).collect();
+                format!("{{{}}}", inner.join(","))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_block_reads_the_same_whatever_the_order_of_its_members() {
+        let mut meta = Meta::new();
+        meta.insert("k", json!({"type": "image"}));
+        let annotations = Annotations { audience: None, priority: Some(0.5), last_modified: None };
+        let blocks: Vec<ContentBlock> = vec![
+            TextContent::new("hi").with_annotations(annotations.clone()).with_meta(meta).into(),
+            ImageContent::new("AA==", "image/png").with_annotations(annotations).into(),
+            ResourceLink::new("file:///a", "a").with_mime_type("text/plain").into(),
+            EmbeddedResource::new(crate::types::TextResourceContents::new("file:///b", "b")).into(),
+        ];
+        for block in blocks {
+            let value = serde_json::to_value(&block).unwrap();
+            for text in texts_in_every_order(&value) {
+                // The tag first (read as it comes) or not (read whole): the same block.
+                let read: ContentBlock = serde_json::from_str(&text).unwrap();
+                assert_eq!(read, block, "{text}");
+                if let ContentBlock::Text(inner) = &block {
+                    let alone: TextContent = serde_json::from_str(&text).unwrap();
+                    assert_eq!(&alone, inner, "{text}");
+                }
+            }
+            assert_eq!(serde_json::from_value::<ContentBlock>(value).unwrap(), block);
+        }
+    }
+
+    #[test]
+    fn a_bad_tag_is_refused_wherever_it_is() {
+        for (text, says) in [
+            (r#"{"type":1,"text":"x"}"#, "missing field `type`"),
+            (r#"{"text":"x","type":[1,{"a":2}]}"#, "missing field `type`"),
+            (r#"{"type":"nope","text":"x"}"#, "unknown type `nope`"),
+            (r#"{"text":"x","type":"nope"}"#, "unknown type `nope`"),
+            (r#"{"text":"x"}"#, "missing field `type`"),
+            (r#"{}"#, "missing field `type`"),
+            (r#"{"type":"text"}"#, "missing field `text`"),
+            (r#"{"type":"text","text":1}"#, "invalid type"),
+            (r#"[1]"#, "expected a map"),
+            (r#"{"type":"text","text":"a","text":"b"}"#, "duplicate field `text`"),
+            (r#"{"text":"a","text":"b","type":"text"}"#, "duplicate field `text`"),
+            (r#"{"text":"a","type":"text","type":"text"}"#, "duplicate field `type`"),
+            (r#"{"type":"text","text":"a","type":"text"}"#, "duplicate field `type`"),
+            (r#"{"x":1,"type":"text","text":"a","x":2}"#, "duplicate field `x`"),
+        ] {
+            let error = serde_json::from_str::<ContentBlock>(text).unwrap_err().to_string();
+            assert!(error.contains(says), "{text}: {error}");
+        }
+        for text in [r#"{"type":"image","text":"x"}"#, r#"{"text":"x","type":"image"}"#] {
+            let error = serde_json::from_str::<TextContent>(text).unwrap_err().to_string();
+            assert!(error.contains("expected type `text` for TextContent"), "{text}: {error}");
+        }
+    }
+
     #[test]
     fn content_block_dispatches_on_type() {
         let v = json!({"type": "image", "data": "AA==", "mimeType": "image/png",

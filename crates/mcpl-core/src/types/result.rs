@@ -380,6 +380,9 @@ impl<R: serde::de::DeserializeOwned> Outcome<R> {
             task: Option<&'a RawValue>,
         }
         let text = result.as_str();
+        if result.is_object() && !may_be_other_kind(text) {
+            return serde_json::from_str(text).map(Outcome::Complete);
+        }
         let kind: Kind<'_> = serde_json::from_str(text)?;
         let input_required = kind.result_type.is_some_and(|t| {
             // Borrowed unless it holds an escape.
@@ -398,6 +401,22 @@ impl<R: serde::de::DeserializeOwned> Outcome<R> {
             serde_json::from_str(text).map(Outcome::Complete)
         }
     }
+}
+
+/// Whether JSON `text` (an object) may be of another kind than complete: the only ways are a
+/// `resultType` of `"input_required"` or a member named `task`, so one of them appears quoted,
+/// or an escape (a backslash) could spell it. When none does, [`Outcome::from_json`] reads the
+/// text once (three scans for byte strings, against a pass of the decoder over the whole text).
+fn may_be_other_kind(text: &str) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static INPUT_REQUIRED: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"input_required\""));
+    static TASK: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"task\""));
+    let bytes = text.as_bytes();
+    memchr::memchr(b'\\', bytes).is_some()
+        || INPUT_REQUIRED.find(bytes).is_some()
+        || TASK.find(bytes).is_some()
 }
 
 impl<'de, R: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<R> {
@@ -448,6 +467,59 @@ mod tests {
         let outcome = Outcome::<CallToolResult>::from_json(&escaped).unwrap();
         assert!(matches!(outcome, Outcome::InputRequired(_)));
         assert!(Outcome::<CallToolResult>::from_json(&RawJson::from(json!([1]))).is_err());
+    }
+
+    /// Results whose members, at any depth, include the names that decide their kind.
+    fn arb_result() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("task"),
+            Just("resultType"),
+            Just("content"),
+            Just("inputRequests"),
+            Just("x"),
+        ]
+        .prop_map(str::to_owned);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            Just(json!("input_required")),
+            Just(json!("complete")),
+            Just(json!("task")),
+            "[a-z]{0,3}".prop_map(Value::String),
+        ];
+        let tree = leaf.prop_recursive(3, 24, 4, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![Just("task"), Just("resultType"), Just("x")]
+                        .prop_map(str::to_owned),
+                    inner,
+                    0..3
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        proptest::collection::btree_map(key, tree, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    proptest::proptest! {
+        /// The text is read as the tree is, its names plain or spelled with escapes.
+        #[test]
+        fn from_json_reads_any_result_as_from_value_does(value in arb_result()) {
+            use crate::jsonrpc::RawJson;
+            let by_value = Outcome::<Value>::from_value(value.clone()).ok();
+            let plain = RawJson::from(&value);
+            proptest::prop_assert_eq!(&Outcome::<Value>::from_json(&plain).ok(), &by_value);
+            let escaped = plain
+                .as_str()
+                .replace("\"task\"", r#""t\u0061sk""#)
+                .replace("\"resultType\"", r#""result\u0054ype""#)
+                .replace("\"input_required\"", r#""input\u005frequired""#);
+            let escaped = RawJson::from_text(escaped).unwrap();
+            proptest::prop_assert_eq!(&Outcome::<Value>::from_json(&escaped).ok(), &by_value);
+        }
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Serde helpers shared by the message types.
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+
+use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serializer};
 use serde_json::{Map, Value};
 
@@ -73,6 +76,217 @@ pub(crate) fn to_value_lossless<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// An object whose member `tag` says which type it is, its first member read: the decoder of
+/// that type, given as a [`Deserializer`] (see `tagged_union!` and `strict_tag!`).
+///
+/// Most writers put the tag first: then the type's decoder reads the rest of the object as it
+/// comes, the tag handed to it again first, and no tree is built. Otherwise the object is read
+/// whole into a tree first. Either way a repeated member is refused (`duplicate field`), so that
+/// no reader can take another of its values than this one did.
+pub(crate) struct Tagged<A> {
+    tag: &'static str,
+    /// The tag's value, when it is a string.
+    value: Option<String>,
+    body: Body<A>,
+}
+
+enum Body<A> {
+    /// The tag came first: the rest of the object, unread.
+    Rest(A),
+    /// It did not: the whole object.
+    Whole(Map<String, Value>),
+}
+
+impl<'de, A: MapAccess<'de>> Tagged<A> {
+    /// Reads the first member of `map`, and the whole object if that is not `tag`.
+    pub(crate) fn read(mut map: A, tag: &'static str) -> Result<Self, A::Error> {
+        let string = |value: Value| match value {
+            Value::String(s) => Some(s),
+            _ => None,
+        };
+        match map.next_key_seed(FirstKey(tag))? {
+            Some(None) => {
+                let value = string(map.next_value()?);
+                Ok(Tagged { tag, value, body: Body::Rest(map) })
+            }
+            first => {
+                let mut whole = Map::new();
+                let mut next = match first {
+                    Some(Some(key)) => Some((key, map.next_value()?)),
+                    _ => map.next_entry::<String, Value>()?,
+                };
+                while let Some((key, value)) = next {
+                    match whole.entry(key) {
+                        serde_json::map::Entry::Vacant(slot) => slot.insert(value),
+                        serde_json::map::Entry::Occupied(slot) => {
+                            let key = slot.key();
+                            return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+                        }
+                    };
+                    next = map.next_entry::<String, Value>()?;
+                }
+                let value = whole.get(tag).and_then(Value::as_str).map(str::to_owned);
+                Ok(Tagged { tag, value, body: Body::Whole(whole) })
+            }
+        }
+    }
+
+    /// The tag's value, when it is a string.
+    pub(crate) fn value(&self) -> Option<&str> {
+        self.value.as_deref()
+    }
+}
+
+impl<'de, A: MapAccess<'de>> Deserializer<'de> for Tagged<A> {
+    type Error = A::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, A::Error> {
+        match self.body {
+            Body::Rest(rest) => {
+                visitor.visit_map(TagFirst { tag: self.tag, replay: true, value: self.value, rest })
+            }
+            Body::Whole(map) => {
+                Value::Object(map).deserialize_any(visitor).map_err(de::Error::custom)
+            }
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// Reads an object's first key: `None` when it is the tag, else the key.
+struct FirstKey(&'static str);
+
+impl<'de> DeserializeSeed<'de> for FirstKey {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for FirstKey {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok((key != self.0).then(|| key.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
+        Ok((key != self.0).then_some(key))
+    }
+}
+
+/// An object's key as the decoder gave it: borrowed from the input where it can be.
+enum KeyText<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl KeyText<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            KeyText::Borrowed(key) => key,
+            KeyText::Owned(key) => key,
+        }
+    }
+}
+
+/// Reads a key as [`KeyText`].
+struct ReadKey;
+
+impl<'de> DeserializeSeed<'de> for ReadKey {
+    type Value = KeyText<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ReadKey {
+    type Value = KeyText<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
+        Ok(KeyText::Borrowed(key))
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        Ok(KeyText::Owned(key.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
+        Ok(KeyText::Owned(key))
+    }
+}
+
+/// The rest of an object whose first member, the tag, was read already: that member again,
+/// then the rest, where the tag may not come again (the variant's decoder would ignore it).
+struct TagFirst<A> {
+    tag: &'static str,
+    /// Whether the tag's key is still to be handed over.
+    replay: bool,
+    value: Option<String>,
+    rest: A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for TagFirst<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        if std::mem::take(&mut self.replay) {
+            return seed.deserialize(BorrowedStrDeserializer::new(self.tag)).map(Some);
+        }
+        match self.rest.next_key_seed(ReadKey)? {
+            None => Ok(None),
+            Some(key) if key.as_str() == self.tag => {
+                Err(de::Error::custom(format_args!("duplicate field `{}`", self.tag)))
+            }
+            Some(KeyText::Borrowed(key)) => {
+                seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some)
+            }
+            Some(KeyText::Owned(key)) => seed.deserialize(StringDeserializer::new(key)).map(Some),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(StringDeserializer::new(value)),
+            None => self.rest.next_value_seed(seed),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.rest.size_hint().map(|n| n + usize::from(self.value.is_some()))
+    }
+}
+
+/// Implements a visitor of the objects the `tagged_union!` and `strict_tag!` decoders read.
+macro_rules! tagged_visitor {
+    ($visitor:ident, $out:ty, $tag:literal, |$tagged:ident| $body:expr) => {
+        struct $visitor;
+        impl<'de> serde::de::Visitor<'de> for $visitor {
+            type Value = $out;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<$out, A::Error> {
+                #[allow(unused_imports)]
+                use serde::de::Error as _;
+                let $tagged = $crate::types::serde_util::Tagged::read(map, $tag)?;
+                $body
+            }
+        }
+    };
+}
+
+pub(crate) use tagged_visitor;
+
 /// Implements `Serialize`/`Deserialize` (plus `From` for each variant) for an enum of newtype
 /// variants whose inner structs carry their own tag member: serializing writes the inner struct
 /// as is, deserializing dispatches on the tag's value.
@@ -88,21 +302,21 @@ macro_rules! tagged_union {
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
-                match $crate::types::serde_util::str_member(&map, $tag) {
-                    // The tag is checked here: a variant's own decoder (`strict_tag!`'s inherent
-                    // one, where there is one) need not rebuild the map to check it again.
-                    $(Some($value) => <$ty>::deserialize(serde_json::Value::Object(map))
-                        .map_err(serde::de::Error::custom)
-                        .map($name::$variant),)+
-                    Some(other) => Err(serde::de::Error::custom(format!(
-                        "unknown {} `{}` for {}",
-                        $tag,
-                        other,
-                        stringify!($name)
-                    ))),
-                    None => Err(serde::de::Error::missing_field($tag)),
-                }
+                // The tag is checked here: a variant's own decoder (`strict_tag!`'s inherent one,
+                // where there is one) need not check it again.
+                $crate::types::serde_util::tagged_visitor!(Union, $name, $tag, |tagged| {
+                    match tagged.value() {
+                        $(Some($value) => <$ty>::deserialize(tagged).map($name::$variant),)+
+                        Some(other) => Err(A::Error::custom(format!(
+                            "unknown {} `{}` for {}",
+                            $tag,
+                            other,
+                            stringify!($name)
+                        ))),
+                        None => Err(A::Error::missing_field($tag)),
+                    }
+                });
+                d.deserialize_map(Union)
             }
         }
 
@@ -130,19 +344,20 @@ macro_rules! strict_tag {
 
         impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
-                match $crate::types::serde_util::str_member(&map, $tag) {
-                    Some($value) => $ty::deserialize(serde_json::Value::Object(map))
-                        .map_err(serde::de::Error::custom),
-                    Some(other) => Err(serde::de::Error::custom(format!(
-                        "expected {} `{}` for {}, found `{}`",
-                        $tag,
-                        $value,
-                        stringify!($ty),
-                        other
-                    ))),
-                    None => Err(serde::de::Error::missing_field($tag)),
-                }
+                $crate::types::serde_util::tagged_visitor!(Strict, $ty, $tag, |tagged| {
+                    match tagged.value() {
+                        Some($value) => $ty::deserialize(tagged),
+                        Some(other) => Err(A::Error::custom(format!(
+                            "expected {} `{}` for {}, found `{}`",
+                            $tag,
+                            $value,
+                            stringify!($ty),
+                            other
+                        ))),
+                        None => Err(A::Error::missing_field($tag)),
+                    }
+                });
+                d.deserialize_map(Strict)
             }
         }
     )+};

@@ -462,6 +462,12 @@ mod tests {
             let error = serde_json::from_str::<ContentBlock>(text).unwrap_err().to_string();
             assert!(error.contains(says), "{text}: {error}");
         }
+        // A tag nested past the decoder's depth limit, first or not: refused, the stack intact.
+        let deep = format!("{}1{}", "[".repeat(10_000), "]".repeat(10_000));
+        for text in [format!(r#"{{"type":{deep}}}"#), format!(r#"{{"text":"x","type":{deep}}}"#)] {
+            let error = serde_json::from_str::<ContentBlock>(&text).unwrap_err().to_string();
+            assert!(error.contains("recursion limit exceeded"), "{error}");
+        }
         for text in [r#"{"type":"image","text":"x"}"#, r#"{"text":"x","type":"image"}"#] {
             let error = serde_json::from_str::<TextContent>(text).unwrap_err().to_string();
             assert!(error.contains("expected type `text` for TextContent"), "{text}: {error}");

@@ -485,11 +485,12 @@ pub(super) fn with_meta(
     }
     let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
     if let Some(object) = params.as_object_mut() {
-        let slot = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
-        if !slot.is_object() {
-            *slot = Value::Object(Map::new());
+        let mut meta = meta;
+        if !matches!(object.get("_meta"), Some(Value::Object(_))) {
+            // No `_meta` of the caller's: the given one moves in whole.
+            object.insert("_meta".to_owned(), Value::Object(meta.take().unwrap_or_default()));
         }
-        if let Some(target) = slot.as_object_mut() {
+        if let Some(Value::Object(target)) = object.get_mut("_meta") {
             if let Some(meta) = meta {
                 target.extend(meta);
             }
@@ -502,4 +503,40 @@ pub(super) fn with_meta(
         }
     }
     Some(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn meta_and_a_progress_token_merge_into_params() {
+        let meta = || json!({"a": 1, "b": 2}).as_object().cloned();
+        let token = RequestId::from(7);
+        for (params, expected) in [
+            (None, json!({"_meta": {"a": 1, "b": 2, "progressToken": 7}})),
+            (Some(json!({"x": 1})), json!({"x": 1, "_meta": {"a": 1, "b": 2, "progressToken": 7}})),
+            // The caller's own `_meta` keeps its members; the given ones win.
+            (
+                Some(json!({"_meta": {"b": 0, "c": 3}})),
+                json!({"_meta": {"a": 1, "b": 2, "c": 3, "progressToken": 7}}),
+            ),
+            // A `_meta` that is no object is replaced.
+            (Some(json!({"_meta": 5})), json!({"_meta": {"a": 1, "b": 2, "progressToken": 7}})),
+        ] {
+            assert_eq!(with_meta(params, meta(), Some(&token)), Some(expected));
+        }
+        assert_eq!(
+            with_meta(Some(json!({"x": 1})), meta(), None),
+            Some(json!({"x": 1, "_meta": {"a": 1, "b": 2}}))
+        );
+        assert_eq!(
+            with_meta(Some(json!({"x": 1})), None, Some(&token)),
+            Some(json!({"x": 1, "_meta": {"progressToken": 7}}))
+        );
+        assert_eq!(with_meta(Some(json!({"x": 1})), None, None), Some(json!({"x": 1})));
+        // Params that are no object are left as they are.
+        assert_eq!(with_meta(Some(json!([1])), meta(), Some(&token)), Some(json!([1])));
+    }
 }

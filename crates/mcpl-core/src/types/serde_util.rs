@@ -111,9 +111,10 @@ impl<'de, A: MapAccess<'de>> Tagged<A> {
             }
             first => {
                 let mut whole = Map::new();
+                // `first` is the first key, or `None` for an object without members.
                 let mut next = match first {
                     Some(Some(key)) => Some((key, map.next_value()?)),
-                    _ => map.next_entry::<String, Value>()?,
+                    _ => None,
                 };
                 while let Some((key, value)) = next {
                     match whole.entry(key) {

@@ -137,8 +137,7 @@ impl Serialize for ProtocolVersion {
 
 impl<'de> Deserialize<'de> for ProtocolVersion {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        s.parse().map_err(serde::de::Error::custom)
+        crate::types::serde_util::read_str(deserializer, str::parse)
     }
 }
 

@@ -49,8 +49,9 @@ macro_rules! open_enum {
 
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
-                Ok($name::from(s.as_ref()))
+                $crate::types::serde_util::read_str(d, |s| {
+                    Ok::<_, std::convert::Infallible>($name::from(s))
+                })
             }
         }
     };

@@ -34,7 +34,7 @@ mod resources;
 mod result;
 mod roots;
 mod sampling;
-mod serde_util;
+pub(crate) mod serde_util;
 mod skills;
 mod subscriptions;
 mod tasks;

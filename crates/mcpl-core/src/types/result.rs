@@ -13,7 +13,7 @@ use super::envelope::{ElicitInputRequest, ListRootsInputRequest, SamplingInputRe
 use super::meta::Meta;
 use super::roots::ListRootsResult;
 use super::sampling::CreateMessageResult;
-use super::serde_util::{from_value, str_member, tagged_union};
+use super::serde_util::{from_value, read_str, str_member, tagged_union};
 use super::tasks::CreateTaskResult;
 
 /// How a 2026-07-28 result ends the request: `complete` or `input_required`.
@@ -71,8 +71,7 @@ impl Serialize for ResultType {
 
 impl<'de> Deserialize<'de> for ResultType {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        Ok(ResultType::from(s.as_ref()))
+        read_str(deserializer, |s| Ok::<_, std::convert::Infallible>(ResultType::from(s)))
     }
 }
 
@@ -520,6 +519,21 @@ mod tests {
             let escaped = RawJson::from_text(escaped).unwrap();
             proptest::prop_assert_eq!(&Outcome::<Value>::from_json(&escaped).ok(), &by_value);
         }
+    }
+
+    #[test]
+    fn result_type_reads_any_string_form() {
+        let read = |text: &str| serde_json::from_str::<ResultType>(text);
+        assert_eq!(read(r#""complete""#).unwrap(), ResultType::Complete);
+        // An escape makes the decoder copy the string first: the same value.
+        assert_eq!(read(r#""input\u005frequired""#).unwrap(), ResultType::InputRequired);
+        assert_eq!(read(r#""partial""#).unwrap(), ResultType::Other("partial".into()));
+        assert_eq!(
+            serde_json::from_value::<ResultType>(json!("complete")).unwrap(),
+            ResultType::Complete
+        );
+        let error = read("1").unwrap_err().to_string();
+        assert!(error.contains("invalid type: integer `1`, expected a string"), "{error}");
     }
 
     #[test]

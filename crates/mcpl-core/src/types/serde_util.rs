@@ -76,6 +76,29 @@ pub(crate) fn to_value_lossless<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// Reads a string and makes `T` of it with `parse`, borrowing the string where the input allows
+/// (`Cow<str>`'s own decoder always copies it); `parse`'s error is the decoder's custom error.
+pub(crate) fn read_str<'de, D, T, E>(
+    d: D,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    E: fmt::Display,
+{
+    struct Text<F>(F);
+    impl<T, E: fmt::Display, F: FnOnce(&str) -> Result<T, E>> Visitor<'_> for Text<F> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<X: de::Error>(self, s: &str) -> Result<T, X> {
+            (self.0)(s).map_err(X::custom)
+        }
+    }
+    d.deserialize_str(Text(parse))
+}
+
 /// An object whose member `tag` says which type it is, its first member read: the decoder of
 /// that type, given as a [`Deserializer`] (see `tagged_union!` and `strict_tag!`).
 ///

@@ -648,8 +648,7 @@ impl ServerBuilder {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
         R: Into<ReadReply> + 'static,
     {
-        let result =
-            self.registry.add_resource(ResourceEntry { resource, handler: Arc::new(handler) });
+        let result = self.registry.add_resource(ResourceEntry::new(resource, Arc::new(handler)));
         self.record(result)
     }
 
@@ -748,7 +747,7 @@ impl ServerBuilder {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
         R: Into<PromptReply> + 'static,
     {
-        let result = self.registry.add_prompt(PromptEntry { prompt, handler: Arc::new(handler) });
+        let result = self.registry.add_prompt(PromptEntry::new(prompt, Arc::new(handler)));
         self.record(result)
     }
 
@@ -802,7 +801,7 @@ impl ServerBuilder {
     {
         let entry = typed_prompt::<Args>(name, description).map(|prompt| {
             let handler = Arc::new(TypedPrompt::new(&prompt.name, handler));
-            PromptEntry { prompt, handler }
+            PromptEntry::new(prompt, handler)
         });
         self.prompt_entry(entry)
     }

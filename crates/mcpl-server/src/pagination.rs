@@ -7,7 +7,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// One page of a list and the cursor of the next, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +47,39 @@ pub(crate) fn paginate<T>(
     Ok(Page { items, next_cursor })
 }
 
+/// A list page as it is encoded: the members of a list result (`ListToolsResult`,
+/// `ListPromptsResult`, ...) a page sets, under the list's `key` (`tools`, `prompts`, ...),
+/// each definition copied as encoded at registration ([`listed`]) rather than cloned as a
+/// tree and serialized again.
+pub(crate) struct ListedPage {
+    pub(crate) key: &'static str,
+    pub(crate) page: Page<RawJson>,
+}
+
+impl Serialize for ListedPage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let cursor = self.page.next_cursor.as_ref();
+        let mut map = serializer.serialize_map(Some(1 + usize::from(cursor.is_some())))?;
+        map.serialize_entry(self.key, &self.page.items)?;
+        if let Some(cursor) = cursor {
+            map.serialize_entry("nextCursor", cursor)?;
+        }
+        map.end()
+    }
+}
+
+/// A definition (a tool, resource, template or prompt) as a list page carries it, encoded
+/// once when it is registered.
+///
+/// These are plain data (strings, numbers, and maps with string keys), which serialize
+/// without error; should one not, it is listed as `null` and the failure logged.
+pub(crate) fn listed<T: Serialize>(definition: &T) -> RawJson {
+    RawJson::encode(definition).unwrap_or_else(|error| {
+        tracing::error!(%error, "a definition does not serialize; it is listed as null");
+        RawJson::null()
+    })
+}
+
 fn encode(list: &str, revision: u64, offset: usize) -> String {
     URL_SAFE_NO_PAD.encode(format!("{list}:{revision}:{offset}"))
 }
@@ -63,7 +97,64 @@ fn decode(list: &str, revision: u64, cursor: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use mcpl_core::types::{
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations, ToolSchema,
+    };
+    use serde_json::{Value, json};
+
     use super::*;
+
+    /// The page of `definitions` with `next_cursor`, as [`ListedPage`] encodes it.
+    fn listed_page<T: Serialize>(
+        key: &'static str,
+        definitions: &[T],
+        next_cursor: Option<String>,
+    ) -> Value {
+        let items = definitions.iter().map(listed).collect();
+        serde_json::to_value(ListedPage { key, page: Page { items, next_cursor } }).unwrap()
+    }
+
+    #[test]
+    fn a_listed_page_encodes_as_its_result_type_would() {
+        let tools = vec![
+            Tool::new("a", ToolSchema::object()),
+            Tool::new("b \"quoted\"", ToolSchema::object().with_property("x", json!({})))
+                .with_annotations(ToolAnnotations::default().with_read_only_hint(true)),
+        ];
+        let resources = vec![
+            Resource::new("file:///a", "a"),
+            Resource::new("file:///b", "b").with_mime_type("text/plain").with_size(3_u64),
+        ];
+        let templates = vec![ResourceTemplate::new("file:///{name}", "files")];
+        let mut prompt = Prompt::new("greet");
+        prompt.arguments = Some(vec![PromptArgument::new("name")]);
+        let prompts = vec![prompt, Prompt::new("plain")];
+        for next_cursor in [None, Some("c2".to_owned())] {
+            let cursor = || next_cursor.clone();
+            let mut typed = ListToolsResult::default().with_tools(tools.clone());
+            typed.next_cursor = cursor();
+            assert_eq!(
+                listed_page("tools", &tools, cursor()),
+                serde_json::to_value(typed).unwrap()
+            );
+            let mut typed = ListResourcesResult::default().with_resources(resources.clone());
+            typed.next_cursor = cursor();
+            let page = listed_page("resources", &resources, cursor());
+            assert_eq!(page, serde_json::to_value(typed).unwrap());
+            let mut typed =
+                ListResourceTemplatesResult::default().with_resource_templates(templates.clone());
+            typed.next_cursor = cursor();
+            let page = listed_page("resourceTemplates", &templates, cursor());
+            assert_eq!(page, serde_json::to_value(typed).unwrap());
+            let mut typed = ListPromptsResult::default().with_prompts(prompts.clone());
+            typed.next_cursor = cursor();
+            assert_eq!(
+                listed_page("prompts", &prompts, cursor()),
+                serde_json::to_value(typed).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn pages_cover_the_list_once() {

@@ -388,7 +388,7 @@ impl<'a> ResourcesMut<'a> {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
         R: Into<ReadReply> + 'static,
     {
-        let entry = ResourceEntry { resource, handler: Arc::new(handler) };
+        let entry = ResourceEntry::new(resource, Arc::new(handler));
         self.change(|r| on_success(r.add_resource(entry)))
     }
 
@@ -457,7 +457,7 @@ impl<'a> ResourcesMut<'a> {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
         R: Into<ReadReply> + 'static,
     {
-        let entry = ResourceEntry { resource, handler: Arc::new(handler) };
+        let entry = ResourceEntry::new(resource, Arc::new(handler));
         self.change(|r| {
             r.resources.upsert(entry);
             r.has_resources = true;
@@ -636,7 +636,7 @@ impl<'a> PromptsMut<'a> {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
         R: Into<PromptReply> + 'static,
     {
-        let entry = PromptEntry { prompt, handler: Arc::new(handler) };
+        let entry = PromptEntry::new(prompt, Arc::new(handler));
         self.change(|r| on_success(r.add_prompt(entry)))
     }
 
@@ -684,7 +684,7 @@ impl<'a> PromptsMut<'a> {
     {
         let prompt = typed_prompt::<Args>(name, description)?;
         let handler = Arc::new(TypedPrompt::new(&prompt.name, handler));
-        self.change(|r| on_success(r.add_prompt(PromptEntry { prompt, handler })))
+        self.change(|r| on_success(r.add_prompt(PromptEntry::new(prompt, handler))))
     }
 
     /// Adds a prompt, or replaces the one with the same name in place.
@@ -713,7 +713,7 @@ impl<'a> PromptsMut<'a> {
         Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
         R: Into<PromptReply> + 'static,
     {
-        let entry = PromptEntry { prompt, handler: Arc::new(handler) };
+        let entry = PromptEntry::new(prompt, Arc::new(handler));
         self.change(|r| {
             r.prompts.upsert(entry);
             r.has_prompts = true;

@@ -9,8 +9,7 @@ use mcpl_core::engine::HandlerResult;
 use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use mcpl_core::types::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
-    CompletionReference, EmptyResult, GetPromptRequestParams, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    CompletionReference, EmptyResult, GetPromptRequestParams, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams, SetLevelRequestParams,
     TaskSupport, names,
 };
@@ -26,7 +25,7 @@ use crate::completion::{CompletionRequest, capped};
 use crate::context::{Context, lock};
 use crate::features::Registry;
 use crate::input::{Finished, run};
-use crate::pagination::{Page, paginate};
+use crate::pagination::{ListedPage, Page, listed, paginate};
 use crate::request_state::Binding;
 use crate::resource::{ReadRequest, not_found, read, too_many_subscriptions, uri_too_long};
 use crate::server::Server;
@@ -77,18 +76,6 @@ impl Reply {
             Reply::Tool(result) => encode(result),
         }
     }
-}
-
-/// A `tools/list` page as it is encoded: the members of a
-/// [`ListToolsResult`](mcpl_core::types::ListToolsResult) a page sets,
-/// each tool's definition copied as encoded at registration rather than cloned as a tree and
-/// serialized again.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ToolsPage {
-    tools: Vec<RawJson>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    next_cursor: Option<String>,
 }
 
 /// Records how a request the engine does not answer itself was answered on its span: an
@@ -166,29 +153,23 @@ async fn dispatch_other(
                 let items = r.tools.items.iter().filter(|t| t.enabled);
                 (r.tools.revision, items.map(|t| t.listed.clone()).collect())
             })?;
-            return encode(ToolsPage { tools: page.items, next_cursor: page.next_cursor })
-                .map(Reply::Page);
+            return encode(ListedPage { key: "tools", page }).map(Reply::Page);
         }
         names::RESOURCES_LIST if resources => {
             let page = list(server, params, "resources", |r| {
-                let items = r.resources.items.iter().map(|e| e.resource.clone());
+                let items = r.resources.items.iter().map(|e| e.listed.clone());
                 // Skill files are resources too (see `crate::skills`).
-                let items = items.chain(r.skills.resources().cloned());
+                let items = items.chain(r.skills.resources().map(listed));
                 (r.resources.revision.wrapping_add(r.skills.revision), items.collect())
             })?;
-            let mut result = ListResourcesResult::default().with_resources(page.items);
-            result.next_cursor = page.next_cursor;
-            return encode(result).map(Reply::Page);
+            return encode(ListedPage { key: "resources", page }).map(Reply::Page);
         }
         names::RESOURCES_TEMPLATES_LIST if resources => {
             let page = list(server, params, "resource templates", |r| {
-                let items = r.templates.items.iter().map(|e| e.template.clone());
+                let items = r.templates.items.iter().map(|e| e.listed.clone());
                 (r.templates.revision, items.collect())
             })?;
-            let mut result =
-                ListResourceTemplatesResult::default().with_resource_templates(page.items);
-            result.next_cursor = page.next_cursor;
-            return encode(result).map(Reply::Page);
+            return encode(ListedPage { key: "resourceTemplates", page }).map(Reply::Page);
         }
         names::RESOURCES_READ if resources => read_resource(server, ctx, params).await,
         names::RESOURCES_SUBSCRIBE if resources => {
@@ -220,12 +201,10 @@ async fn dispatch_other(
         }
         names::PROMPTS_LIST if prompts => {
             let page = list(server, params, "prompts", |r| {
-                let items = r.prompts.items.iter().map(|e| e.prompt.clone());
+                let items = r.prompts.items.iter().map(|e| e.listed.clone());
                 (r.prompts.revision, items.collect())
             })?;
-            let mut result = ListPromptsResult::default().with_prompts(page.items);
-            result.next_cursor = page.next_cursor;
-            return encode(result).map(Reply::Page);
+            return encode(ListedPage { key: "prompts", page }).map(Reply::Page);
         }
         names::PROMPTS_GET if prompts => get_prompt(server, ctx, params).await,
         names::SKILLS_LIST if skills => {
@@ -491,29 +470,4 @@ async fn complete(server: &Server, ctx: Context, params: Option<Value>) -> Handl
         }
     };
     encode(CompleteResult::default().with_completion(capped(values)))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use mcpl_core::types::{ListToolsResult, Tool, ToolAnnotations, ToolSchema};
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_tools_page_encodes_as_its_result_type_would() {
-        let tools = vec![
-            Tool::new("a", ToolSchema::object()),
-            Tool::new("b \"quoted\"", ToolSchema::object().with_property("x", json!({})))
-                .with_annotations(ToolAnnotations::default().with_read_only_hint(true)),
-        ];
-        for next_cursor in [None, Some("c2".to_owned())] {
-            let mut typed = ListToolsResult::default().with_tools(tools.clone());
-            typed.next_cursor = next_cursor.clone();
-            let listed = tools.iter().map(|t| RawJson::encode(t).unwrap()).collect();
-            let page = encode(ToolsPage { tools: listed, next_cursor }).unwrap();
-            assert_eq!(page, encode(typed).unwrap().to_value());
-        }
-    }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 #[cfg(feature = "schema")]
 use mcpl_core::types::PromptArgument;
 use mcpl_core::types::{ContentBlock, GetPromptResult, Prompt, PromptMessage, Role};
@@ -160,10 +160,17 @@ impl PromptOutput {
 #[derive(Clone)]
 pub(crate) struct PromptEntry {
     pub(crate) prompt: Prompt,
+    /// The definition as a `prompts/list` page carries it, encoded once at registration.
+    pub(crate) listed: RawJson,
     pub(crate) handler: Arc<dyn PromptHandler>,
 }
 
 impl PromptEntry {
+    /// A prompt served by `handler`.
+    pub(crate) fn new(prompt: Prompt, handler: Arc<dyn PromptHandler>) -> Self {
+        PromptEntry { listed: crate::pagination::listed(&prompt), prompt, handler }
+    }
+
     /// The required arguments missing from `args`.
     pub(crate) fn missing<'a>(&'a self, args: &PromptArguments) -> Vec<&'a str> {
         self.prompt

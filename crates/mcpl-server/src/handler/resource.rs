@@ -8,7 +8,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use futures::FutureExt as _;
 use mcpl_core::engine::BoxFuture;
-use mcpl_core::jsonrpc::ErrorObject;
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use mcpl_core::types::{
     BlobResourceContents, Resource, ResourceContents, ResourceTemplate, TextResourceContents,
 };
@@ -278,13 +278,25 @@ pub fn not_found(uri: &str) -> ErrorObject {
 #[derive(Clone)]
 pub(crate) struct ResourceEntry {
     pub(crate) resource: Resource,
+    /// The definition as a `resources/list` page carries it, encoded once at registration.
+    pub(crate) listed: RawJson,
     pub(crate) handler: Arc<dyn ResourceHandler>,
+}
+
+impl ResourceEntry {
+    /// A resource served by `handler`.
+    pub(crate) fn new(resource: Resource, handler: Arc<dyn ResourceHandler>) -> Self {
+        ResourceEntry { listed: crate::pagination::listed(&resource), resource, handler }
+    }
 }
 
 /// A registered resource template.
 #[derive(Clone)]
 pub(crate) struct TemplateEntry {
     pub(crate) template: ResourceTemplate,
+    /// The definition as a `resources/templates/list` page carries it, encoded once at
+    /// registration.
+    pub(crate) listed: RawJson,
     pub(crate) parsed: UriTemplate,
     pub(crate) handler: Arc<dyn ResourceHandler>,
 }
@@ -296,7 +308,8 @@ impl TemplateEntry {
     ) -> Result<Self, RegistrationError> {
         let parsed = UriTemplate::parse(&template.uri_template)
             .map_err(|e| RegistrationError::InvalidTemplate(e.to_string()))?;
-        Ok(TemplateEntry { template, parsed, handler })
+        let listed = crate::pagination::listed(&template);
+        Ok(TemplateEntry { template, listed, parsed, handler })
     }
 }
 

@@ -1,5 +1,6 @@
 //! Serde helpers shared by the message types.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
@@ -127,8 +128,8 @@ impl<'de, A: MapAccess<'de>> Tagged<A> {
             Value::String(s) => Some(s),
             _ => None,
         };
-        match map.next_key_seed(FirstKey(tag))? {
-            Some(None) => {
+        match map.next_key_seed(ReadKey)? {
+            Some(key) if key == tag => {
                 let value = string(map.next_value()?);
                 Ok(Tagged { tag, value, body: Body::Rest(map) })
             }
@@ -136,8 +137,8 @@ impl<'de, A: MapAccess<'de>> Tagged<A> {
                 let mut whole = Map::new();
                 // `first` is the first key, or `None` for an object without members.
                 let mut next = match first {
-                    Some(Some(key)) => Some((key, map.next_value()?)),
-                    _ => None,
+                    Some(key) => Some((key.into_owned(), map.next_value()?)),
+                    None => None,
                 };
                 while let Some((key, value)) = next {
                     match whole.entry(key) {
@@ -182,67 +183,29 @@ impl<'de, A: MapAccess<'de>> Deserializer<'de> for Tagged<A> {
     }
 }
 
-/// Reads an object's first key: `None` when it is the tag, else the key.
-struct FirstKey(&'static str);
-
-impl<'de> DeserializeSeed<'de> for FirstKey {
-    type Value = Option<String>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for FirstKey {
-    type Value = Option<String>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string key")
-    }
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        Ok((key != self.0).then(|| key.to_owned()))
-    }
-    fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
-        Ok((key != self.0).then_some(key))
-    }
-}
-
-/// An object's key as the decoder gave it: borrowed from the input where it can be.
-enum KeyText<'de> {
-    Borrowed(&'de str),
-    Owned(String),
-}
-
-impl KeyText<'_> {
-    fn as_str(&self) -> &str {
-        match self {
-            KeyText::Borrowed(key) => key,
-            KeyText::Owned(key) => key,
-        }
-    }
-}
-
-/// Reads a key as [`KeyText`].
+/// Reads an object's key, borrowed from the input unless it holds an escape.
 struct ReadKey;
 
 impl<'de> DeserializeSeed<'de> for ReadKey {
-    type Value = KeyText<'de>;
+    type Value = Cow<'de, str>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
 impl<'de> Visitor<'de> for ReadKey {
-    type Value = KeyText<'de>;
+    type Value = Cow<'de, str>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string key")
     }
     fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<Self::Value, E> {
-        Ok(KeyText::Borrowed(key))
+        Ok(Cow::Borrowed(key))
     }
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        Ok(KeyText::Owned(key.to_owned()))
+        Ok(Cow::Owned(key.to_owned()))
     }
     fn visit_string<E: de::Error>(self, key: String) -> Result<Self::Value, E> {
-        Ok(KeyText::Owned(key))
+        Ok(Cow::Owned(key))
     }
 }
 
@@ -268,13 +231,13 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for TagFirst<A> {
         }
         match self.rest.next_key_seed(ReadKey)? {
             None => Ok(None),
-            Some(key) if key.as_str() == self.tag => {
+            Some(key) if key == self.tag => {
                 Err(de::Error::custom(format_args!("duplicate field `{}`", self.tag)))
             }
-            Some(KeyText::Borrowed(key)) => {
+            Some(Cow::Borrowed(key)) => {
                 seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some)
             }
-            Some(KeyText::Owned(key)) => seed.deserialize(StringDeserializer::new(key)).map(Some),
+            Some(Cow::Owned(key)) => seed.deserialize(StringDeserializer::new(key)).map(Some),
         }
     }
 

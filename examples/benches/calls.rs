@@ -3,9 +3,9 @@
 //! `docs/performance.md`).
 //!
 //! ```sh
-//! cargo bench -p mcpl-examples --bench calls                 # every workload, 5 s each
+//! cargo bench -p mcpl-examples --bench calls                 # every workload: 3 rounds of 2 s
 //! cargo bench -p mcpl-examples --bench calls -- http stdio   # some of them
-//! BENCH_SECS=10 cargo bench -p mcpl-examples --bench calls -- http
+//! BENCH_ROUNDS=5 BENCH_SECS=4 cargo bench -p mcpl-examples --bench calls -- stdio
 //! # a fixed number of calls of one variant at one concurrency, for instruction counts
 //! # (run it under `valgrind --tool=callgrind` at two counts and take the difference):
 //! BENCH_CALLS=2000 BENCH_ONLY=ours BENCH_CONC=32 target/release/deps/calls-HASH http
@@ -23,6 +23,13 @@
 //! Each line reports calls per second and, for the bench process itself (the client; servers run
 //! in child processes), CPU microseconds per call, read from `/proc/self/stat`. The bench checks
 //! every answer (the id matches, the text is there), so no variant measures an error path.
+//!
+//! The variants run in rounds (`BENCH_ROUNDS`, default 3; `BENCH_SECS` each, default 2), their
+//! order rotated from one round to the next and every child started afresh, and a summary gives
+//! each variant's median and the ratios that matter, taken within each round and then their
+//! median: on this kind of machine two runs of one build differ by up to a third at c=1 (where
+//! the two processes of a pair land decides much of a call's latency), and only ratios within a
+//! round cancel that out.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -53,14 +60,120 @@ fn main() {
         _ => {}
     }
     let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    let secs = std::env::var("BENCH_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let run = Duration::from_secs(secs);
+    let number = |name: &str, default: u64| {
+        std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default).max(1)
+    };
+    let run = Duration::from_secs(number("BENCH_SECS", 2));
+    let rounds = number("BENCH_ROUNDS", 3) as usize;
     let all = wanted.is_empty();
-    if all || wanted.iter().any(|w| w == "http") {
-        http(run);
+    let mut results = Results::default();
+    for round in 0..rounds {
+        println!("round {}", round + 1);
+        if all || wanted.iter().any(|w| w == "http") {
+            http(run, round, &mut results);
+        }
+        if all || wanted.iter().any(|w| w == "stdio") {
+            stdio(run, round, &mut results);
+        }
     }
-    if all || wanted.iter().any(|w| w == "stdio") {
-        stdio(run);
+    results.summary(&[
+        (HTTP_OURS, HTTP_RAW, "ours / raw reqwest"),
+        (STDIO_PAIR, STDIO_RAW_PAIR, "our pair / raw pair"),
+        (STDIO_CLIENT, STDIO_RAW_PAIR, "our client (against the echo) / raw"),
+        (STDIO_SERVER, STDIO_RAW_PAIR, "our server (raw lines to it) / the echo"),
+    ]);
+}
+
+const HTTP_OURS: &str = "ours (Client, HttpTransport)";
+const HTTP_RAW: &str = "raw reqwest POST";
+const STDIO_PAIR: &str = "ours -> our stdio server";
+const STDIO_CLIENT: &str = "ours -> raw line echo";
+const STDIO_SERVER: &str = "raw lines -> our stdio server";
+const STDIO_RAW_PAIR: &str = "raw lines -> raw line echo";
+
+/// One run of one variant: the calls it made, its wall time and this process's CPU time.
+#[derive(Clone, Copy)]
+struct Figure {
+    calls: u64,
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl Figure {
+    fn per_sec(&self) -> f64 {
+        self.calls as f64 / self.wall.as_secs_f64()
+    }
+
+    fn cpu_us(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.calls.max(1) as f64
+    }
+}
+
+/// Every run's figure, with its workload, variant and round.
+#[derive(Default)]
+struct Results(Vec<(String, String, usize, Figure)>);
+
+impl Results {
+    /// Prints one run's line and keeps its figure.
+    fn add(&mut self, workload: &str, variant: &str, round: usize, figure: Figure) {
+        println!(
+            "{workload:<16} {variant:<32} {:>10.0} calls/s {:>8.1} us CPU/call ({} calls)",
+            figure.per_sec(),
+            figure.cpu_us(),
+            figure.calls
+        );
+        self.0.push((workload.to_owned(), variant.to_owned(), round, figure));
+    }
+
+    fn find(&self, workload: &str, variant: &str, round: usize) -> Option<Figure> {
+        self.0.iter().find(|(w, v, r, _)| w == workload && v == variant && *r == round).map(|e| e.3)
+    }
+
+    /// Each variant's medians, then each ratio (`numerator`'s calls/s over `denominator`'s,
+    /// taken within every round that ran both, then the median) for every workload with both.
+    fn summary(&self, ratios: &[(&str, &str, &str)]) {
+        let mut keys: Vec<(&str, &str)> = Vec::new();
+        for (w, v, _, _) in &self.0 {
+            if !keys.contains(&(w.as_str(), v.as_str())) {
+                keys.push((w, v));
+            }
+        }
+        println!("medians over {} round(s)", self.0.iter().map(|e| e.2 + 1).max().unwrap_or(0));
+        for &(workload, variant) in &keys {
+            let runs = self.0.iter().filter(|(w, v, _, _)| w == workload && v == variant);
+            let rates = median(runs.clone().map(|e| e.3.per_sec()).collect());
+            let cpu = median(runs.map(|e| e.3.cpu_us()).collect());
+            println!("{workload:<16} {variant:<32} {rates:>10.0} calls/s {cpu:>8.1} us CPU/call");
+        }
+        let mut workloads: Vec<&str> = keys.iter().map(|k| k.0).collect();
+        workloads.dedup();
+        for workload in workloads {
+            for &(numerator, denominator, label) in ratios {
+                let within: Vec<f64> = (0..=self.0.iter().map(|e| e.2).max().unwrap_or(0))
+                    .filter_map(|round| {
+                        let n = self.find(workload, numerator, round)?;
+                        let d = self.find(workload, denominator, round)?;
+                        Some(n.per_sec() / d.per_sec())
+                    })
+                    .collect();
+                if within.is_empty() {
+                    continue;
+                }
+                let (low, high) =
+                    within.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+                let mid = median(within);
+                println!("{workload:<16} {label:<40} {mid:.2}x ({low:.2}-{high:.2})");
+            }
+        }
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     }
 }
 
@@ -72,14 +185,6 @@ fn cpu_time() -> Duration {
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
     // After the command name: state is field 0, utime field 11, stime field 12.
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
-}
-
-fn report(workload: &str, variant: &str, calls: u64, wall: Duration, cpu: Duration) {
-    let per_sec = calls as f64 / wall.as_secs_f64();
-    let cpu_us = cpu.as_secs_f64() * 1e6 / calls.max(1) as f64;
-    println!(
-        "{workload:<16} {variant:<28} {per_sec:>10.0} calls/s {cpu_us:>8.1} us CPU/call ({calls} calls)"
-    );
 }
 
 /// `BENCH_CALLS`: a fixed number of calls per variant instead of a run of `BENCH_SECS`.
@@ -100,14 +205,15 @@ fn concurrencies() -> Vec<usize> {
         .unwrap_or_else(|| vec![1, 32])
 }
 
-/// Runs `concurrency` loops of `one` for `run` (or for `BENCH_CALLS` calls), then reports.
-async fn drive<F, Fut>(workload: &str, variant: &str, concurrency: usize, run: Duration, one: F)
+/// Runs `concurrency` loops of `one` for `run` (or for `BENCH_CALLS` calls); `None` when the
+/// variant is not selected.
+async fn drive<F, Fut>(concurrency: usize, variant: &str, run: Duration, one: F) -> Option<Figure>
 where
     F: Fn(u64) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
     if !selected(variant) {
-        return;
+        return None;
     }
     let stop = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU64::new(0));
@@ -136,7 +242,8 @@ where
     for l in loops {
         l.await.unwrap();
     }
-    report(workload, variant, calls.load(Ordering::Relaxed), t0.elapsed(), cpu_time() - cpu0);
+    let calls = calls.load(Ordering::Relaxed);
+    Some(Figure { calls, wall: t0.elapsed(), cpu: cpu_time() - cpu0 })
 }
 
 fn spawn_role(role: &str) -> std::process::Child {
@@ -149,9 +256,14 @@ fn spawn_role(role: &str) -> std::process::Child {
         .unwrap()
 }
 
+/// `items` in turn, starting from the `round`th: each round runs its variants in another order.
+fn rotated<T: Copy>(items: &[T], round: usize) -> Vec<T> {
+    (0..items.len()).map(|i| items[(i + round) % items.len()]).collect()
+}
+
 // ---- HTTP ----
 
-fn http(run: Duration) {
+fn http(run: Duration, round: usize, results: &mut Results) {
     let mut limit = spawn_role("limit");
     let mut port = String::new();
     std::io::BufReader::new(limit.stdout.take().unwrap()).read_line(&mut port).unwrap();
@@ -160,52 +272,66 @@ fn http(run: Duration) {
     rt.block_on(async {
         for concurrency in concurrencies() {
             let workload = format!("http c={concurrency}");
-            let client = Client::new("bench", "1.0.0")
-                .with_protocol_version(ProtocolVersion::V2026_07_28)
-                .unwrap();
-            client.connect(HttpTransport::new(url.as_str())).await.unwrap();
-            let client = Arc::new(client);
-            drive(&workload, "ours (Client, HttpTransport)", concurrency, run, move |_| {
-                let client = client.clone();
-                async move {
-                    let result = client.call_tool("test_simple_text", ()).await.unwrap();
-                    assert_eq!(result.text().as_deref(), Some(TEXT));
+            for variant in rotated(&[HTTP_OURS, HTTP_RAW], round) {
+                let figure = if variant == HTTP_OURS {
+                    ours_http(&url, concurrency, run).await
+                } else {
+                    raw_http(&url, concurrency, run).await
+                };
+                if let Some(figure) = figure {
+                    results.add(&workload, variant, round, figure);
                 }
-            })
-            .await;
-
-            let http = reqwest::Client::new();
-            let url = url.clone();
-            drive(&workload, "raw reqwest POST", concurrency, run, move |id| {
-                let (http, url) = (http.clone(), url.clone());
-                async move {
-                    let body = format!(
-                        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1.0.0"}}}}}}}}"#
-                    );
-                    let answer = http
-                        .post(url)
-                        .header("content-type", "application/json")
-                        .header("accept", "application/json, text/event-stream")
-                        .header("mcp-protocol-version", "2026-07-28")
-                        .header("mcp-method", "tools/call")
-                        .header("mcp-name", "test_simple_text")
-                        .body(body)
-                        .send()
-                        .await
-                        .unwrap()
-                        .bytes()
-                        .await
-                        .unwrap();
-                    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
-                    assert_eq!(answer["id"], id);
-                    assert_eq!(answer["result"]["content"][0]["text"], TEXT);
-                }
-            })
-            .await;
+            }
         }
     });
     limit.kill().ok();
     limit.wait().ok();
+}
+
+async fn ours_http(url: &str, concurrency: usize, run: Duration) -> Option<Figure> {
+    let client =
+        Client::new("bench", "1.0.0").with_protocol_version(ProtocolVersion::V2026_07_28).unwrap();
+    client.connect(HttpTransport::new(url)).await.unwrap();
+    let client = Arc::new(client);
+    drive(concurrency, HTTP_OURS, run, move |_| {
+        let client = client.clone();
+        async move {
+            let result = client.call_tool("test_simple_text", ()).await.unwrap();
+            assert_eq!(result.text().as_deref(), Some(TEXT));
+        }
+    })
+    .await
+}
+
+async fn raw_http(url: &str, concurrency: usize, run: Duration) -> Option<Figure> {
+    let http = reqwest::Client::new();
+    let url = url.to_owned();
+    drive(concurrency, HTTP_RAW, run, move |id| {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"test_simple_text","arguments":{{}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1.0.0"}}}}}}}}"#
+            );
+            let answer = http
+                .post(url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", "test_simple_text")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+            assert_eq!(answer["id"], id);
+            assert_eq!(answer["result"]["content"][0]["text"], TEXT);
+        }
+    })
+    .await
 }
 
 fn limit_server() {
@@ -214,37 +340,52 @@ fn limit_server() {
 
 // ---- stdio ----
 
-fn stdio(run: Duration) {
+fn stdio(run: Duration, round: usize, results: &mut Results) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    for server in ["stdio-server", "echo"] {
-        let server_name = if server == "echo" { "raw line echo" } else { "our stdio server" };
-        rt.block_on(async {
-            let client = Client::new("bench", "1.0.0")
-                .with_protocol_version(ProtocolVersion::V2025_11_25)
-                .unwrap();
-            let exe = std::env::current_exe().unwrap();
-            let child = ChildProcess::new(exe.to_string_lossy().into_owned()).env(ROLE, server);
-            client.connect(child).await.unwrap();
-            let client = Arc::new(client);
-            let variant = format!("ours -> {server_name}");
-            drive("stdio c=1", &variant, 1, run, move |_| {
-                let client = client.clone();
-                async move {
-                    let result = client.call_tool("test_simple_text", ()).await.unwrap();
-                    assert_eq!(result.text().as_deref(), Some(TEXT));
-                }
-            })
-            .await;
-        });
-        raw_stdio_client(server, server_name, run);
+    let variants = [STDIO_PAIR, STDIO_SERVER, STDIO_CLIENT, STDIO_RAW_PAIR];
+    for variant in rotated(&variants, round) {
+        let server = if variant.ends_with("echo") { "echo" } else { "stdio-server" };
+        let figure = if variant.starts_with("ours") {
+            rt.block_on(ours_stdio(server, variant, run))
+        } else {
+            raw_stdio_client(server, variant, run)
+        };
+        if let Some(figure) = figure {
+            results.add("stdio c=1", variant, round, figure);
+        }
     }
 }
 
+/// Our `Client` over `ChildProcess`, in a 2025 session, one call at a time.
+async fn ours_stdio(role: &str, variant: &str, run: Duration) -> Option<Figure> {
+    if !selected(variant) {
+        return None;
+    }
+    let client =
+        Client::new("bench", "1.0.0").with_protocol_version(ProtocolVersion::V2025_11_25).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let child = ChildProcess::new(exe.to_string_lossy().into_owned()).env(ROLE, role);
+    client.connect(child).await.unwrap();
+    let client = Arc::new(client);
+    let figure = drive(1, variant, run, {
+        let client = client.clone();
+        move |_| {
+            let client = client.clone();
+            async move {
+                let result = client.call_tool("test_simple_text", ()).await.unwrap();
+                assert_eq!(result.text().as_deref(), Some(TEXT));
+            }
+        }
+    })
+    .await;
+    client.close().await.ok();
+    figure
+}
+
 /// Writes one request line, reads one answer line, in a loop (c=1), after a 2025 handshake.
-fn raw_stdio_client(role: &str, server_name: &str, run: Duration) {
-    let variant = format!("raw lines -> {server_name}");
-    if !selected(&variant) {
-        return;
+fn raw_stdio_client(role: &str, variant: &str, run: Duration) -> Option<Figure> {
+    if !selected(variant) {
+        return None;
     }
     let mut child = spawn_role(role);
     let mut input = child.stdin.take().unwrap();
@@ -271,10 +412,11 @@ fn raw_stdio_client(role: &str, server_name: &str, run: Duration) {
         assert_eq!(answer["id"], calls, "{line}");
         assert_eq!(answer["result"]["content"][0]["text"], TEXT);
     }
-    report("stdio c=1", &variant, calls, t0.elapsed(), cpu_time() - cpu0);
+    let figure = Figure { calls, wall: t0.elapsed(), cpu: cpu_time() - cpu0 };
     drop(input);
     child.kill().ok();
     child.wait().ok();
+    Some(figure)
 }
 
 fn line_echo() {

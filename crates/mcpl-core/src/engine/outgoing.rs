@@ -29,7 +29,7 @@ use super::{CloseReason, lock};
 use crate::engine::BoxFuture;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Message, RequestId};
-use crate::transport::{SendApart, TransportSender};
+use crate::transport::{ApartSender, SendApart, TransportSender};
 
 /// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
 pub(crate) trait DynSender: Send {
@@ -84,12 +84,36 @@ struct QueueState {
 /// The outgoing queue of a connection.
 pub(crate) struct Queue {
     state: Arc<Mutex<QueueState>>,
+    /// What starts sends apart with no turn at the sender, if the transport has it. Boxed, a
+    /// thin pointer: every connection holds a queue (see `an_outlet_is_two_words`).
+    apart: Option<Box<Arc<dyn ApartSender>>>,
 }
 
 impl Queue {
     pub(crate) fn new<S: TransportSender>(sender: S) -> Queue {
+        let apart = sender.apart_sender().map(Box::new);
         let state = QueueState { sender: Some(Box::new(sender)), ..QueueState::default() };
-        Queue { state: Arc::new(Mutex::new(state)) }
+        Queue { state: Arc::new(Mutex::new(state)), apart }
+    }
+
+    /// Starts `message` apart on the caller's task with no turn at the sender (see
+    /// [`ApartSender`]), when the transport can and nothing waits to go out before it (nothing
+    /// queued, nobody sending: what is sent in order keeps its order); else gives it back.
+    pub(crate) fn send_apart_now(
+        &self,
+        conn: &Arc<Connection>,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<Sending, (Message, Option<RequestId>)> {
+        let Some(apart) = &self.apart else { return Err((message, related)) };
+        {
+            let state = lock(&self.state);
+            if state.draining || state.closing || !state.items.is_empty() {
+                return Err((message, related));
+            }
+        }
+        let send = apart.send_apart(message, related)?;
+        Ok(Sending(Some(Transfer::Apart(send, Arc::downgrade(conn)))))
     }
 
     /// Queues a message; starts a drain task unless the sender is in use.

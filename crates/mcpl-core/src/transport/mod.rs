@@ -14,6 +14,7 @@
 //!   `mcpl-server` and `mcpl-client` are built on it.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Message, RequestId};
@@ -140,12 +141,46 @@ pub trait TransportSender: Send + 'static {
         Err((message, related))
     }
 
+    /// A handle that starts sends apart from any task with no turn at the sender, for
+    /// transports whose [`send_apart`](Self::send_apart) needs nothing of the sender but what
+    /// its clones share (see [`ApartSender`]). The engine asks once, when the connection starts.
+    ///
+    /// The default, `None`: a send apart takes the sender for as long as
+    /// [`send_apart`](Self::send_apart) runs, so that callers sending at once wait in turn
+    /// (queued, then drained by a task of the engine's).
+    fn apart_sender(&self) -> Option<Arc<dyn ApartSender>> {
+        None
+    }
+
     /// Flushes and closes the sending side, consuming it.
     ///
     /// # Errors
     ///
     /// A failure to close; the connection is closed regardless.
     fn close(self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Starts sends apart ([`TransportSender::send_apart`]) without the sender, from any number of
+/// tasks at once: each caller's request then goes out on its own task as soon as it is made,
+/// where otherwise callers that meet at the sender are queued behind each other and their
+/// requests sent by a task of the engine's.
+///
+/// The engine uses it only when nothing waits to be sent before the message (nothing queued,
+/// no write under way), so a message sent in order (a notification waiting for its `202`)
+/// still goes out before what follows it. What [`send_apart`](TransportSender::send_apart)
+/// does in order (a session's bookkeeping) must hold when calls run side by side.
+pub trait ApartSender: Send + Sync {
+    /// As [`TransportSender::send_apart`]: the send's future, or the message back when it is
+    /// not one that goes apart.
+    ///
+    /// # Errors
+    ///
+    /// The message (and `related`) back, when it is to be sent in order instead.
+    fn send_apart(
+        &self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<SendApart, (Message, Option<RequestId>)>;
 }
 
 /// The rest of a message's send, apart from its sender, ending with the request's answer when

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::FutureExt as _;
 use mcpl_core::jsonrpc::{ErrorResponse, Message, RequestId};
-use mcpl_core::transport::{SendApart, TransportSender};
+use mcpl_core::transport::{ApartSender, SendApart, TransportSender};
 use mcpl_core::types::names;
 use mcpl_core::{Error, Result};
 use reqwest::StatusCode;
@@ -244,6 +244,12 @@ impl TransportSender for HttpSender {
         }
     }
 
+    /// Requests' `POST`s start from every caller's task at once: what they do in order (the
+    /// session's headers, the `tools/list` bookkeeping) is under the shared state's locks.
+    fn apart_sender(&self) -> Option<Arc<dyn ApartSender>> {
+        Some(Arc::new(Posts(HttpSender { shared: self.shared.clone() })))
+    }
+
     /// Stops every stream and, in the 2025 era, ends the session with `DELETE` (unless the
     /// [`SessionHandle`](mcpl_core::transport::SessionHandle) asks to keep it for a later
     /// resume).
@@ -272,5 +278,18 @@ impl TransportSender for HttpSender {
             }
         }
         Ok(())
+    }
+}
+
+/// Starts requests' `POST`s with no turn at the sender (see [`ApartSender`]).
+struct Posts(HttpSender);
+
+impl ApartSender for Posts {
+    fn send_apart(
+        &self,
+        message: Message,
+        related: Option<RequestId>,
+    ) -> std::result::Result<SendApart, (Message, Option<RequestId>)> {
+        self.0.request_post(message).map_err(|message| (message, related))
     }
 }

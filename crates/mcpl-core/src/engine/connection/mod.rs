@@ -265,6 +265,21 @@ impl Connection {
         if self.closed.is_cancelled() {
             return Err(message);
         }
+        let (message, related) = if matches!(message, Message::Request(_)) {
+            // Traced once it is known to go this way (else the way it goes traces it).
+            let traced = tracing::enabled!(tracing::Level::TRACE).then(|| message.clone());
+            match queue.send_apart_now(self, message, related) {
+                Ok(sending) => {
+                    if let Some(message) = traced {
+                        trace::message(Direction::Out, &message);
+                    }
+                    return Ok(sending);
+                }
+                Err(back) => back,
+            }
+        } else {
+            (message, related)
+        };
         let Some(sender) = queue.take_idle() else { return Err(message) };
         trace::message(Direction::Out, &message);
         Ok(queue.sending(self, sender, Outbound { message, related, held: Held::default() }))

@@ -734,12 +734,10 @@ where
     // they would weigh on every stateless request's future too (which is the other branch).
     Either::Right(Box::pin(async move {
         let sealer = ctx.server().map(|s| s.state_sealer());
-        // The stateful era calls the handler again: keep the binding for that.
-        let again = binding.clone();
-        let mut input = InputState::open(sealer, binding, responses, request_state)?;
+        let mut input = Arc::new(InputState::open(sealer, binding, responses, request_state)?);
         for round in 0..=MAX_INPUT_ROUNDS {
             let mut round_ctx = ctx.clone();
-            round_ctx.input = Some(Arc::new(input));
+            round_ctx.input = Some(input.clone());
             let required = match handler(round_ctx).await? {
                 Reply::Complete(t) => return Ok(Finished::Complete(t)),
                 Reply::InputRequired(required) => required.into_result()?,
@@ -752,7 +750,13 @@ where
             let answers =
                 Box::pin(ask_client(&ctx, required.input_requests.unwrap_or_default())).await?;
             let state = required.request_state;
-            input = InputState::open(sealer, again.clone(), Some(answers), state)?;
+            // The next round is bound as this one was (copied only now: most requests end
+            // in their first round).
+            // (`open` always sets it.)
+            let again = input.binding.clone().ok_or_else(|| {
+                ErrorObject::internal("the request's binding is missing between rounds")
+            })?;
+            input = Arc::new(InputState::open(sealer, again, Some(answers), state)?);
         }
         Err(ErrorObject::internal(format_args!(
             "the handler still required input after {MAX_INPUT_ROUNDS} rounds"

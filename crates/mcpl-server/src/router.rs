@@ -95,10 +95,9 @@ pub(crate) fn record_reply(span: &tracing::Span, outcome: &Result<Reply, ErrorOb
 pub(crate) async fn dispatch(
     server: &Server,
     ctx: Context,
-    method: &str,
     params: Option<Value>,
 ) -> HandlerResult {
-    dispatch_reply(server, ctx, method, params).await?.into_json()
+    dispatch_reply(server, ctx, params).await?.into_json()
 }
 
 /// Serves one request of an initialized client, keeping a tool's result typed (see [`Reply`]).
@@ -109,7 +108,6 @@ pub(crate) async fn dispatch(
 pub(crate) fn dispatch_reply<'a>(
     server: &'a Server,
     mut ctx: Context,
-    method: &str,
     mut params: Option<Value>,
 ) -> impl Future<Output = Result<Reply, ErrorObject>> + use<'a> {
     if ctx.server.is_none() {
@@ -128,10 +126,10 @@ pub(crate) fn dispatch_reply<'a>(
     if let Some(Value::Object(p)) = &mut params {
         p.remove("_meta");
     }
-    if method == names::TOOLS_CALL && server.read().has_tools {
+    if ctx.request.method() == names::TOOLS_CALL && server.read().has_tools {
         return Either::Left(call_tool(server, ctx, params));
     }
-    let method = method.to_owned();
+    let method = ctx.request.method().to_owned();
     Either::Right(Box::pin(async move { dispatch_other(server, ctx, &method, params).await }))
 }
 

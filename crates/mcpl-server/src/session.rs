@@ -20,7 +20,7 @@ use mcpl_core::{Era, Peer, ProtocolVersion, Result, Transport};
 use serde_json::Value;
 
 use crate::codec::{decode, encode};
-use crate::context::{ClientState, Context, SharedClientState, lock};
+use crate::context::{ClientState, Context, ServerSide, SharedClientState, lock};
 use crate::events;
 use crate::router::dispatch;
 use crate::server::Server;
@@ -98,13 +98,15 @@ where
     F: Fn(&Peer) -> Option<Arc<SessionState>> + Clone + Send + Sync + 'static,
 {
     let (server, of) = (server.clone(), state.clone());
+    // The server as handlers' contexts hold it, made once for every request of the engine.
+    let side: Arc<dyn ServerSide> = Arc::new(server.clone());
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-        let (server, state) = (server.clone(), of(ctx.peer()));
+        let (server, side, state) = (server.clone(), side.clone(), of(ctx.peer()));
         async move {
             let Some(state) = state else {
                 return Err(ErrorObject::internal("a session connection without its state"));
             };
-            route(&server, &state, ctx, params).await
+            route(&server, side, &state, ctx, params).await
         }
     });
     let of = state.clone();
@@ -425,12 +427,12 @@ impl Session {
 
 async fn route(
     server: &Server,
+    side: Arc<dyn ServerSide>,
     state: &SessionState,
     ctx: RequestContext,
     params: Option<Value>,
 ) -> HandlerResult {
     let (phase, client) = (&state.phase, state.client.clone());
-    let method = ctx.method().to_owned();
     let token = lock(&client).take_access_token(ctx.id());
     // Before any `initialize`, a request of the stateless era (2026-07-28) is served on its
     // own, by that era's pipeline.
@@ -440,16 +442,16 @@ async fn route(
         return crate::stateless::serve(server, ctx, params, token).await;
     }
     crate::router::check_progress_token(ctx.meta())?;
-    match method.as_str() {
+    match ctx.method() {
         names::INITIALIZE => initialize(server, phase, &client, ctx.peer(), params),
-        _ if method != names::PING && phase.load(Ordering::SeqCst) == NEW => {
+        method if method != names::PING && phase.load(Ordering::SeqCst) == NEW => {
             Err(ErrorObject::invalid_request(format_args!(
                 "{method} before initialize: the server is not initialized"
             )))
         }
         _ => {
-            let ctx = Context::new(ctx, client).with_access_token(token);
-            dispatch(server, ctx, &method, params).await
+            let ctx = Context::new(ctx, client).with_access_token(token).with_server(side);
+            dispatch(server, ctx, params).await
         }
     }
 }

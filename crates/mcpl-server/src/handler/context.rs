@@ -197,9 +197,8 @@ impl Context {
         self.input.as_deref().unwrap_or(&NO_INPUT)
     }
 
-    /// Sets the server serving the request, made once by the endpoint (else the router makes
-    /// it per request).
-    #[cfg(feature = "http")]
+    /// Sets the server serving the request, made once by the endpoint or the engine (else the
+    /// router makes it per request).
     pub(crate) fn with_server(mut self, server: Arc<dyn ServerSide>) -> Self {
         self.server = Some(server);
         self

@@ -228,7 +228,7 @@ async fn call(
         mcpl_core::trace::record_target(&span, &method, params.as_ref());
         let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
         // Made here, not in an `async` block that would hold the context a second time.
-        let reply = crate::router::dispatch_reply(server, ctx, &method, params);
+        let reply = crate::router::dispatch_reply(server, ctx, params);
         crate::unwinding::unwinding(method, reply).map(move |outcome| {
             crate::router::record_reply(&span, &outcome);
             outcome

@@ -209,6 +209,12 @@ impl Peer {
         lock(&conn.pending)
             .insert(id.clone(), PendingEntry { tx, progress: progress_tx, related: related_tx });
         let mut guard = PendingGuard { conn, id: Some(id.clone()), method };
+        // A close that emptied the table before this entry went in would never settle it:
+        // it closed first (`teardown` cancels, then empties), so this sees it.
+        if conn.is_closed() {
+            guard.cancel("the connection closed");
+            return Err(Error::ConnectionClosed);
+        }
         if let Some(request) = request
             && let Err(e) = conn.send_now(request, self.related.clone(), room)
         {

@@ -198,6 +198,22 @@ pub(super) fn authorize(
     Some(presented.access_token)
 }
 
+/// Room for the headers a request adds to the ones it starts from (accept, content type,
+/// version, session, method and name, a tool's parameters).
+const HEADER_ROOM: usize = 8;
+
+/// A copy of `headers` with [`HEADER_ROOM`] entries to spare: a clone has none, so the headers
+/// each request adds would grow it (its entries and its index made again, per request).
+fn with_room(headers: &HeaderMap) -> HeaderMap {
+    let Ok(mut copy) = HeaderMap::try_with_capacity(headers.len() + HEADER_ROOM) else {
+        return headers.clone();
+    };
+    for (name, value) in headers {
+        copy.append(name.clone(), value.clone());
+    }
+    copy
+}
+
 impl Shared {
     pub(super) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
         let handle = tokio::spawn(task).abort_handle();
@@ -215,7 +231,7 @@ impl Shared {
     }
 
     pub(super) fn base_headers(&self) -> HeaderMap {
-        let mut headers = self.headers.clone();
+        let mut headers = with_room(&self.headers);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
         headers
     }
@@ -351,7 +367,7 @@ impl Shared {
         if let Some((known, headers)) = made.as_ref()
             && known == version
         {
-            return headers.clone();
+            return with_room(headers);
         }
         let mut headers = self.base_headers();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -578,6 +594,23 @@ mod tests {
 
     fn text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    #[test]
+    fn a_copy_with_room_keeps_every_value_and_takes_a_requests_headers_without_growing() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", HeaderValue::from_static("k"));
+        headers.append("x-tag", HeaderValue::from_static("a"));
+        headers.append("x-tag", HeaderValue::from_static("b"));
+        let mut copy = with_room(&headers);
+        assert_eq!(copy, headers);
+        let room = copy.capacity();
+        for i in 0..HEADER_ROOM {
+            let name = HeaderName::from_bytes(format!("x-added-{i}").as_bytes()).unwrap();
+            copy.insert(name, HeaderValue::from_static("v"));
+        }
+        assert_eq!(copy.capacity(), room, "no growth for the headers a request adds");
+        assert_eq!(copy.get_all("x-tag").iter().count(), 2);
     }
 
     #[tokio::test]

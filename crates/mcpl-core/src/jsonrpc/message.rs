@@ -143,8 +143,10 @@ impl Message {
 
     /// Encodes the message as compact JSON (no trailing newline).
     pub fn encode(&self) -> Vec<u8> {
-        // Room for a typical message up front, rather than growing from nothing.
-        let mut out = Vec::with_capacity(256);
+        // Room for a typical message up front, rather than growing from nothing: a 2026-era
+        // request, its `_meta` included, is 300-400 bytes, and growing means a `realloc`
+        // (which glibc serves under its arena's lock, where other threads' frees wait).
+        let mut out = Vec::with_capacity(512);
         // Serializing a `Value`-based message into memory cannot fail: every map key is a string.
         match serde_json::to_writer(&mut out, self) {
             Ok(()) => out,

@@ -365,3 +365,32 @@ async fn closing_ends_the_posts_of_calls_still_waiting() {
     }
     panic!("handlers dropped: {} of 3", dropped.lock().unwrap());
 }
+
+/// Many callers on two threads at once, in either era: each gets its own answer (their POSTs
+/// start on their own tasks, side by side), and the connection serves on after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_each_get_their_own_answer_in_both_eras() {
+    let (addr, _http) = start(HttpConfig::new()).await;
+    for version in [ProtocolVersion::V2025_11_25, ProtocolVersion::V2026_07_28] {
+        let client = Client::new("c", "1").with_protocol_version(version).unwrap();
+        client.connect(transport(addr)).await.unwrap();
+        let client = Arc::new(client);
+        let calls: Vec<_> = (0..64)
+            .map(|i| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let result = client.call_tool("echo", args(json!({ "n": i }))).await.unwrap();
+                    (i, text(&result))
+                })
+            })
+            .collect();
+        for call in calls {
+            let (i, text) = call.await.unwrap();
+            assert_eq!(text, format!("{version} {{\"n\":{i}}}"));
+        }
+        // The connection still serves calls after the burst.
+        let after = client.call_tool("echo", args(json!({ "n": "after" }))).await.unwrap();
+        assert_eq!(text(&after), format!("{version} {{\"n\":\"after\"}}"));
+        client.close().await.unwrap();
+    }
+}

@@ -96,6 +96,12 @@ impl Queue {
         Queue { state: Arc::new(Mutex::new(state)), apart }
     }
 
+    /// Whether the transport starts sends apart with no turn at the sender (see
+    /// [`send_apart_now`](Self::send_apart_now)).
+    pub(crate) fn sends_apart(&self) -> bool {
+        self.apart.is_some()
+    }
+
     /// Starts `message` apart on the caller's task with no turn at the sender (see
     /// [`ApartSender`]), when the transport can and nothing waits to go out before it (nothing
     /// queued, nobody sending: what is sent in order keeps its order); else gives it back.

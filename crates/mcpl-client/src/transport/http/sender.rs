@@ -238,10 +238,7 @@ impl TransportSender for HttpSender {
         message: Message,
         related: Option<RequestId>,
     ) -> std::result::Result<SendApart, (Message, Option<RequestId>)> {
-        match self.request_post(message) {
-            Ok(post) => Ok(post),
-            Err(message) => Err((message, related)),
-        }
+        self.request_post(message).map_err(|message| (message, related))
     }
 
     /// Requests' `POST`s start from every caller's task at once: what they do in order (the

@@ -265,7 +265,7 @@ impl Connection {
         if self.closed.is_cancelled() {
             return Err(message);
         }
-        let (message, related) = if matches!(message, Message::Request(_)) {
+        let (message, related) = if queue.sends_apart() && matches!(message, Message::Request(_)) {
             // Traced once it is known to go this way (else the way it goes traces it).
             let traced = tracing::enabled!(tracing::Level::TRACE).then(|| message.clone());
             match queue.send_apart_now(self, message, related) {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Peer;
+use super::connection::RequestCancel;
 use crate::error::Result;
 use crate::jsonrpc::{ErrorObject, RawJson, RequestId};
 
@@ -105,7 +106,7 @@ pub struct RequestContext {
     /// Shared, so that cloning a context (handlers hand theirs to sub-tasks) copies no JSON.
     pub(crate) meta: super::lazy_meta::MetaSlot,
     pub(crate) peer: Peer,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: RequestCancel,
     /// What runs once the response is queued; `None` where the engine cannot tell (a request
     /// served on its own, see [`embed::serve_request`](super::embed::serve_request)).
     pub(crate) after_answer: Option<Arc<AfterAnswer>>,
@@ -197,7 +198,7 @@ impl RequestContext {
 
     /// Whether the request was cancelled (by the peer, or because the connection closed).
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.cancel.is_cancelled() || self.peer.conn.is_closed()
     }
 
     /// Resolves when the request is cancelled.
@@ -206,12 +207,15 @@ impl RequestContext {
     ///
     /// Cancel safe.
     pub async fn cancelled(&self) {
-        self.cancel.cancelled().await;
+        tokio::select! {
+            () = self.cancel.cancelled() => {}
+            () = self.peer.conn.closed_token().cancelled() => {}
+        }
     }
 
     /// The token cancelled with this request, to hand to sub-tasks.
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.cancel.clone()
+        self.cancel.token(self.peer.conn.closed_token())
     }
 
     /// Sends `notifications/progress` for this request, if the caller asked for progress.

@@ -625,3 +625,45 @@ async fn transport_events_settle_requests_and_reach_the_hook() {
     assert_eq!(name.as_deref(), Some("renewed"));
     assert!(client.is_connected());
 }
+
+/// What a handler hands its sub-tasks: its context and its cancellation token.
+type Handed = (RequestContext, mcpl_core::engine::CancellationToken);
+
+/// A handler that hands its context and token out, then never answers.
+fn hands_out(server: &Engine, handed: tokio::sync::mpsc::UnboundedSender<Handed>) {
+    server.on_request("hand", move |ctx: RequestContext, _p: Params| {
+        let _ = handed.send((ctx.clone(), ctx.cancellation_token()));
+        std::future::pending::<Result<Value, ErrorObject>>()
+    });
+}
+
+async fn observes_cancel((ctx, token): Handed) {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        token.cancelled().await;
+        ctx.cancelled().await;
+    })
+    .await
+    .expect("the token and the context see the cancel");
+    assert!(ctx.is_cancelled());
+}
+
+#[tokio::test]
+async fn what_a_handler_hands_its_sub_tasks_sees_the_peers_cancel_and_the_close() {
+    let server = Engine::new();
+    let (handed_tx, mut handed) = tokio::sync::mpsc::unbounded_channel();
+    hands_out(&server, handed_tx);
+    let (transport, script) = scripted(CloseBehavior::Ok);
+    server.connect(transport).await.unwrap();
+    let send = |m: Message| script.inject.send(Ok(Some(m))).unwrap();
+    // Cancelled by the peer: only that request.
+    send(Request::new(1, "hand", None).into());
+    send(Request::new(2, "hand", None).into());
+    let (first, second) = (handed.recv().await.unwrap(), handed.recv().await.unwrap());
+    assert!(!first.0.is_cancelled() && !first.1.is_cancelled());
+    send(Notification::new("notifications/cancelled", Some(json!({"requestId": 1}))).into());
+    observes_cancel(first).await;
+    assert!(!second.0.is_cancelled() && !second.1.is_cancelled());
+    // Cancelled as the connection closes: every request still in flight.
+    server.close().await.unwrap();
+    observes_cancel(second).await;
+}

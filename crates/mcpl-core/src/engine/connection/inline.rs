@@ -31,7 +31,7 @@ impl Connection {
         let span = self.server_span(&method, &id, params.as_ref());
         let Some(handler) = self.common.handlers.request_handler(&method) else {
             // However this ends, the connection is closed after.
-            let _closed = CloseOnDrop(&self.closed);
+            let _closed = CloseOnDrop(self.as_ref());
             let error = ErrorObject::method_not_found(&method);
             trace::record_error(&span, &error);
             let answer: Message = ErrorResponse::new(Some(id.clone()), error).into();
@@ -101,14 +101,15 @@ impl Connection {
         Fut: Future,
     {
         // However this ends (even by the future being dropped), the connection is closed after.
-        let _closed = CloseOnDrop(&self.closed);
-        // The connection lives for this one request: its token is the request's token.
+        let _closed = CloseOnDrop(self.as_ref());
+        // The connection lives for this one request: its close is the request's cancel.
+        let cancel = RequestCancel::with_connection();
         let ctx = RequestContext {
             id: id.clone(),
             method,
             meta,
-            peer: Peer { conn: self.clone(), related: Some(id), served: Some(self.closed.clone()) },
-            cancel: self.closed.clone(),
+            peer: Peer { conn: self.clone(), related: Some(id), served: Some(cancel.clone()) },
+            cancel,
             after_answer: None,
         };
         let handler = span.in_scope(|| handler(ctx)).instrument(span);
@@ -133,7 +134,7 @@ impl Connection {
             Box::pin(self.forward_inline(sender, item.message, item.related)).await?;
         }
         // Nothing the handler left behind may send after its response.
-        self.closed.cancel();
+        self.close_now();
         let pending: Vec<PendingEntry> = lock(&self.pending).take().map(|(_, e)| e).collect();
         for entry in pending {
             let _ = entry.tx.send(Err(Error::ConnectionClosed));
@@ -169,12 +170,12 @@ impl Connection {
     }
 }
 
-/// Cancels a connection's token when dropped (a [`tokio_util::sync::DropGuard`] without the
-/// token's clone).
-struct CloseOnDrop<'a>(&'a CancellationToken);
+/// Marks a connection closed when dropped (as a [`tokio_util::sync::DropGuard`] cancels its
+/// token).
+struct CloseOnDrop<'a>(&'a Connection);
 
 impl Drop for CloseOnDrop<'_> {
     fn drop(&mut self) {
-        self.0.cancel();
+        self.0.close_now();
     }
 }

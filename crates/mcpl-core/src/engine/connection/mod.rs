@@ -29,11 +29,13 @@ use crate::jsonrpc::{
 use crate::trace::{self, Direction, TraceFacts};
 use crate::transport::{TransportEvent, TransportReceiver};
 
+mod cancel;
 mod inline;
 mod io;
 mod outbox;
 mod peer;
 
+pub(crate) use self::cancel::RequestCancel;
 use self::io::read_loop;
 pub(crate) use self::io::{Outbound, write_within};
 use self::outbox::Outbox;
@@ -133,12 +135,15 @@ pub(crate) struct Connection {
     outbound: Outlet,
     /// Data the owner of a driven connection attached to it (see [`Peer::data`]).
     data: Option<Arc<dyn Any + Send + Sync>>,
+    /// Cancelled once the connection closed (see [`Self::close_now`]).
     closed: CancellationToken,
+    /// Set as `closed` is cancelled: read without the token's lock, on every send.
+    is_closed: AtomicBool,
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
     pub(crate) published: AtomicBool,
     pending: Mutex<Table<RequestId, PendingEntry>>,
-    inflight: Mutex<Table<RequestId, CancellationToken>>,
+    inflight: Mutex<Table<RequestId, RequestCancel>>,
     /// Its own tasks, for connections that have them (boxed: a driven connection has none).
     tasks: Mutex<Option<Box<Tasks>>>,
     /// The engine's handlers, request id counter and settings (timeouts, limits).
@@ -194,6 +199,7 @@ impl Connection {
             outbound,
             data,
             closed: CancellationToken::new(),
+            is_closed: AtomicBool::new(false),
             torn_down: AtomicBool::new(false),
             published: AtomicBool::new(false),
             pending: Mutex::new(Table::new()),
@@ -221,7 +227,19 @@ impl Connection {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
+        self.is_closed.load(Ordering::SeqCst)
+    }
+
+    /// Marks the connection closed: nothing more is sent on it, and whoever waits on
+    /// [`Peer::closed`] (or a token made from it) is woken.
+    fn close_now(&self) {
+        self.is_closed.store(true, Ordering::SeqCst);
+        self.closed.cancel();
+    }
+
+    /// The connection's own token, cancelled once it closed.
+    pub(crate) fn closed_token(&self) -> &CancellationToken {
+        &self.closed
     }
 
     /// Queues `message` without waiting: in the `reserved` room, else in any room left, else
@@ -233,7 +251,7 @@ impl Connection {
         related: Option<RequestId>,
         reserved: Option<Reservation<'_>>,
     ) -> Result<()> {
-        if self.closed.is_cancelled() {
+        if self.is_closed() {
             return Err(Error::ConnectionClosed);
         }
         trace::message(Direction::Out, &message);
@@ -262,7 +280,7 @@ impl Connection {
         related: Option<RequestId>,
     ) -> std::result::Result<Sending, Message> {
         let Outlet::Queue(queue) = &self.outbound else { return Err(message) };
-        if self.closed.is_cancelled() {
+        if self.is_closed() {
             return Err(message);
         }
         let (message, related) = if queue.sends_apart() && matches!(message, Message::Request(_)) {
@@ -348,14 +366,18 @@ impl Connection {
         {
             shared.run_close_callback(&reason);
         }
-        // 2. In-flight handlers are cancelled (their tokens are children of `closed`), and no
-        //    further message can be queued on this connection.
-        self.closed.cancel();
+        // 2. In-flight handlers are cancelled (below; the tokens made for them are children of
+        //    `closed`), and no further message can be queued on this connection.
+        self.close_now();
         // A room made after this is never used: nothing is queued on a closed connection.
         if let Some(room) = self.room.get() {
             room.close();
         }
-        drop(lock(&self.inflight).take());
+        // A request that starts after this sees the connection closed (`start_request`).
+        let inflight: Vec<RequestCancel> = lock(&self.inflight).take().map(|(_, c)| c).collect();
+        for cancel in inflight {
+            cancel.cancel();
+        }
         // 3. Pending requests settle with `ConnectionClosed`.
         let pending: Vec<PendingEntry> = lock(&self.pending).take().map(|(_, e)| e).collect();
         for entry in pending {
@@ -435,7 +457,7 @@ impl Connection {
             return Err(ErrorResponse::new(Some(id), error).into());
         };
         let tool_call = method == "tools/call";
-        let token = self.closed.child_token();
+        let cancel = RequestCancel::new();
         {
             let mut inflight = lock(&self.inflight);
             if inflight.contains_key(&id) {
@@ -456,9 +478,13 @@ impl Connection {
                 );
                 return Err(ErrorResponse::new(Some(id), error).into());
             }
-            inflight.insert(id.clone(), token.clone());
+            inflight.insert(id.clone(), cancel.clone());
         }
-        let mut ctx = self.request_context(&id, method, params.as_ref(), token.clone());
+        // Started as the connection closed, after its requests were cancelled: cancelled too.
+        if self.is_closed() {
+            cancel.cancel();
+        }
+        let mut ctx = self.request_context(&id, method, params.as_ref(), cancel.clone());
         let after = Arc::new(AfterAnswer::default());
         ctx.after_answer = Some(after.clone());
         let conn = self.clone();
@@ -466,12 +492,12 @@ impl Connection {
         Ok(async move {
             let outcome = tokio::select! {
                 biased;
-                _ = token.cancelled() => None,
+                () = std::future::poll_fn(|cx| cancel.poll_cancelled(cx)) => None,
                 outcome = run_handler(handler, ctx, params) => Some(outcome),
             };
             // A cancelled request gets no response at all (and is no longer in the table: the
             // cancel, or the close, took it out).
-            let Some(outcome) = outcome.filter(|_| !token.is_cancelled()) else {
+            let Some(outcome) = outcome.filter(|_| !cancel.is_cancelled()) else {
                 tracing::debug!("request cancelled; no answer");
                 return;
             };
@@ -492,10 +518,10 @@ impl Connection {
             // read holds up its own requests, not the server's memory.
             let room = tokio::select! {
                 biased;
-                _ = token.cancelled() => None,
+                () = std::future::poll_fn(|cx| cancel.poll_cancelled(cx)) => None,
                 room = conn.reserve(weigh(&message)) => room,
             };
-            let Some(room) = room.filter(|_| !token.is_cancelled()) else { return };
+            let Some(room) = room.filter(|_| !cancel.is_cancelled()) else { return };
             lock(&conn.inflight).remove(&id);
             if conn.send_now(message, Some(id), Some(room)).is_ok() {
                 after.run();
@@ -509,7 +535,7 @@ impl Connection {
         id: &RequestId,
         method: String,
         params: Option<&Value>,
-        cancel: CancellationToken,
+        cancel: RequestCancel,
     ) -> RequestContext {
         RequestContext {
             id: id.clone(),
@@ -545,9 +571,9 @@ impl Connection {
             tracing::debug!("notifications/cancelled without a valid requestId");
             return;
         };
-        if let Some(token) = lock(&self.inflight).remove(&id) {
+        if let Some(cancel) = lock(&self.inflight).remove(&id) {
             tracing::debug!(%id, "request cancelled by peer");
-            token.cancel();
+            cancel.cancel();
         }
     }
 

@@ -35,8 +35,8 @@ pub struct Peer {
     /// The incoming request this peer handle was given for, if any: what it sends is related
     /// to that request (Streamable HTTP sends it on that request's stream).
     pub(crate) related: Option<RequestId>,
-    /// The cancellation token of that request: once it fires, this handle sends nothing.
-    pub(crate) served: Option<CancellationToken>,
+    /// The cancellation of that request: once it fires, this handle sends nothing.
+    pub(crate) served: Option<RequestCancel>,
 }
 
 impl fmt::Debug for Peer {
@@ -190,7 +190,7 @@ impl Peer {
                 _ = cancelled(cancel.as_ref()) => {
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
-                _ = cancelled(served) => {
+                () = request_cancelled(served) => {
                     return Err(if conn.is_closed() { Error::ConnectionClosed } else { served_cancelled() });
                 }
                 _ = &mut sleep => {
@@ -255,8 +255,9 @@ impl Peer {
                     guard.cancel("The caller cancelled the request");
                     return Err(Error::Cancelled { reason: Some("cancelled by the caller".into()) });
                 }
-                _ = cancelled(served) => {
-                    // The served request's token also fires when the connection closes.
+                () = request_cancelled(served) => {
+                    // The served request is also cancelled when the connection closes (if
+                    // it is still in flight; else the close settles this request).
                     guard.cancel("The request it was sent for was cancelled");
                     let closed = conn.is_closed();
                     return Err(if closed { Error::ConnectionClosed } else { served_cancelled() });
@@ -319,7 +320,7 @@ impl Peer {
         if self.conn.is_closed() {
             return Err(Error::ConnectionClosed);
         }
-        if self.served.as_ref().is_some_and(CancellationToken::is_cancelled) {
+        if self.served.as_ref().is_some_and(RequestCancel::is_cancelled) {
             tracing::debug!(request = ?self.related, "send from a cancelled request's handler dropped");
             return Err(served_cancelled());
         }
@@ -461,6 +462,14 @@ pub(super) fn served_cancelled() -> Error {
 async fn cancelled(token: Option<&CancellationToken>) {
     match token {
         Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when the served request is cancelled; never without one.
+async fn request_cancelled(served: Option<&RequestCancel>) {
+    match served {
+        Some(served) => served.cancelled().await,
         None => std::future::pending().await,
     }
 }

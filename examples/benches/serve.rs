@@ -19,7 +19,9 @@
 //! Servers, each a child process of this bench (so its CPU is its own, read from
 //! `/proc/PID/stat`), started afresh for every run and run in turn within a round: the
 //! limit server (`support/limit.rs`, bare hyper, precomputed answers) on the multi-threaded
-//! runtime, and ours (one tool answering the limit server's text) on the current-thread
+//! runtime; for stateless calls the floor server (`support/floor.rs`: the same stack with
+//! the headers checked, the body parsed into typed values and the answer serialized, as a
+//! hand-written endpoint would) on either runtime (`floor`, `floor-ct`); and ours (one tool answering the limit server's text) on the current-thread
 //! runtime (`ct`), the multi-threaded one (`mt`, as `#[tokio::main]` builds it), that with one
 //! worker (`mt-w1`), and the multi-threaded one serving connections on threads of the
 //! listener's own (`own-1`, `own-2`, `own-N` per core: `ConnectionConfig::threads`). Every
@@ -28,6 +30,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/limit.rs"]
 mod limit;
 
@@ -58,6 +62,7 @@ const THREADS: &str = "MCPL_BENCH_THREADS";
 fn main() {
     match std::env::var(ROLE).as_deref() {
         Ok("limit") => return limit::serve(runtime()),
+        Ok("floor") => return floor::serve(runtime()),
         Ok("ours") => return ours(),
         _ => {}
     }
@@ -76,7 +81,9 @@ fn main() {
         for round in 1..=rounds {
             let mut limit_rate = None;
             for variant in variants(cores) {
-                if !selected(&variant.name) {
+                // The floor server serves stateless calls only.
+                let floor = variant.name.starts_with("floor");
+                if !selected(&variant.name) || (floor && workload != Workload::Stateless) {
                     continue;
                 }
                 let server = variant.start(workload == Workload::StatefulJson);
@@ -110,9 +117,9 @@ fn env_number(name: &str, default: u64) -> u64 {
 }
 
 /// Whether a variant runs: `BENCH_ONLY` is a part of its name (all of them without it; the
-/// limit server always, for the ratios).
+/// limit and floor servers always, for the ratios).
 fn selected(variant: &str) -> bool {
-    variant == "limit"
+    matches!(variant, "limit" | "floor" | "floor-ct")
         || std::env::var("BENCH_ONLY").map_or(true, |only| variant.contains(only.as_str()))
 }
 
@@ -159,6 +166,8 @@ fn variants(cores: usize) -> Vec<Variant> {
     };
     let mut all = vec![
         v("limit", &[(ROLE, "limit"), (RUNTIME, "mt")]),
+        v("floor", &[(ROLE, "floor"), (RUNTIME, "mt")]),
+        v("floor-ct", &[(ROLE, "floor"), (RUNTIME, "ct")]),
         v("ct", &[(ROLE, "ours"), (RUNTIME, "ct")]),
         v("mt", &[(ROLE, "ours"), (RUNTIME, "mt")]),
         v("mt-w1", &[(ROLE, "ours"), (RUNTIME, "mt"), ("TOKIO_WORKER_THREADS", "1")]),

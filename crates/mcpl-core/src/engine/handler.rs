@@ -207,15 +207,16 @@ impl RequestContext {
     ///
     /// Cancel safe.
     pub async fn cancelled(&self) {
+        let closed = self.peer.conn.closed_token();
         tokio::select! {
             () = self.cancel.cancelled() => {}
-            () = self.peer.conn.closed_token().cancelled() => {}
+            () = closed.cancelled() => {}
         }
     }
 
     /// The token cancelled with this request, to hand to sub-tasks.
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.cancel.token(self.peer.conn.closed_token())
+        self.cancel.token(&self.peer.conn.closed_token())
     }
 
     /// Sends `notifications/progress` for this request, if the caller asked for progress.

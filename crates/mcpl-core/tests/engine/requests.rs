@@ -667,3 +667,22 @@ async fn what_a_handler_hands_its_sub_tasks_sees_the_peers_cancel_and_the_close(
     server.close().await.unwrap();
     observes_cancel(second).await;
 }
+
+#[tokio::test]
+async fn closed_resolves_for_waiters_from_before_and_after_the_close() {
+    let server = Engine::new();
+    let (client, peer) = connected(&server).await;
+    let early = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.closed().await }
+    });
+    tokio::task::yield_now().await;
+    assert!(!early.is_finished() && !peer.is_closed());
+    client.close().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), early).await.unwrap().unwrap();
+    assert!(peer.is_closed());
+    // First asked only after the close (another connection): resolves at once.
+    let (client, peer) = connected(&Engine::new()).await;
+    client.close().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), peer.closed()).await.unwrap();
+}

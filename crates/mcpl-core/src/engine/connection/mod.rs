@@ -135,9 +135,10 @@ pub(crate) struct Connection {
     outbound: Outlet,
     /// Data the owner of a driven connection attached to it (see [`Peer::data`]).
     data: Option<Arc<dyn Any + Send + Sync>>,
-    /// Cancelled once the connection closed (see [`Self::close_now`]).
-    closed: CancellationToken,
-    /// Set as `closed` is cancelled: read without the token's lock, on every send.
+    /// Cancelled once the connection closed (see [`Self::close_now`]); made when first asked
+    /// for (most connections, such as a stateless request's, never need it).
+    closed: std::sync::OnceLock<CancellationToken>,
+    /// Whether the connection closed: read on every send.
     is_closed: AtomicBool,
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
@@ -198,7 +199,7 @@ impl Connection {
             generation,
             outbound,
             data,
-            closed: CancellationToken::new(),
+            closed: std::sync::OnceLock::new(),
             is_closed: AtomicBool::new(false),
             torn_down: AtomicBool::new(false),
             published: AtomicBool::new(false),
@@ -234,12 +235,19 @@ impl Connection {
     /// [`Peer::closed`] (or a token made from it) is woken.
     fn close_now(&self) {
         self.is_closed.store(true, Ordering::SeqCst);
-        self.closed.cancel();
+        if let Some(closed) = self.closed.get() {
+            closed.cancel();
+        }
     }
 
-    /// The connection's own token, cancelled once it closed.
-    pub(crate) fn closed_token(&self) -> &CancellationToken {
-        &self.closed
+    /// The connection's own token, cancelled once it closed (made when first asked for).
+    pub(crate) fn closed_token(&self) -> CancellationToken {
+        let closed = self.closed.get_or_init(CancellationToken::new).clone();
+        // A close that ran before the token was stored did not see it.
+        if self.is_closed() {
+            closed.cancel();
+        }
+        closed
     }
 
     /// Queues `message` without waiting: in the `reserved` room, else in any room left, else

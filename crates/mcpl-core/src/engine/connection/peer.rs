@@ -418,7 +418,7 @@ impl Peer {
     ///
     /// Cancel safe.
     pub async fn closed(&self) {
-        self.conn.closed.cancelled().await;
+        self.conn.closed_token().cancelled().await;
     }
 
     /// The number of requests sent through this connection that await a response.

@@ -4,8 +4,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde_json::{Map, Value};
 
-type Read = Box<dyn FnOnce() -> Option<Map<String, Value>> + Send>;
-
 /// The `_meta` object of a request, read the first time a handler asks for it
 /// ([`RequestContext::meta`](super::RequestContext::meta)).
 ///
@@ -25,16 +23,43 @@ type Read = Box<dyn FnOnce() -> Option<Map<String, Value>> + Send>;
 /// assert_eq!(meta.map().and_then(|m| m.get("progressToken")), Some(&json!(7)));
 /// ```
 #[derive(Clone)]
-pub struct LazyMeta(Arc<Inner>);
+pub struct LazyMeta(Arc<dyn Source>);
 
-struct Inner {
-    read: Mutex<Option<Read>>,
+/// The read and its result, in one allocation with the closure (no box of its own).
+struct Inner<F> {
+    read: Mutex<Option<F>>,
     map: OnceLock<Option<Map<String, Value>>>,
+}
+
+/// An [`Inner`] of any closure.
+trait Source: Send + Sync {
+    /// The object, read on first use.
+    fn map(&self) -> Option<&Map<String, Value>>;
+    /// The object if it was read (`None` before).
+    fn read_already(&self) -> Option<&Option<Map<String, Value>>>;
+}
+
+impl<F> Source for Inner<F>
+where
+    F: FnOnce() -> Option<Map<String, Value>> + Send,
+{
+    fn map(&self) -> Option<&Map<String, Value>> {
+        self.map
+            .get_or_init(|| {
+                let read = self.read.lock().unwrap_or_else(PoisonError::into_inner).take();
+                read.and_then(|read| read())
+            })
+            .as_ref()
+    }
+
+    fn read_already(&self) -> Option<&Option<Map<String, Value>>> {
+        self.map.get()
+    }
 }
 
 impl std::fmt::Debug for LazyMeta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("LazyMeta").field(&self.0.map.get()).finish()
+        f.debug_tuple("LazyMeta").field(&self.0.read_already()).finish()
     }
 }
 
@@ -42,18 +67,12 @@ impl LazyMeta {
     /// The `_meta` object that `read` returns (`None`: the request had none), called at most
     /// once, when the object is first asked for.
     pub fn new(read: impl FnOnce() -> Option<Map<String, Value>> + Send + 'static) -> LazyMeta {
-        LazyMeta(Arc::new(Inner { read: Mutex::new(Some(Box::new(read))), map: OnceLock::new() }))
+        LazyMeta(Arc::new(Inner { read: Mutex::new(Some(read)), map: OnceLock::new() }))
     }
 
     /// The object, read on first use.
     pub fn map(&self) -> Option<&Map<String, Value>> {
-        self.0
-            .map
-            .get_or_init(|| {
-                let read = self.0.read.lock().unwrap_or_else(PoisonError::into_inner).take();
-                read.and_then(|read| read())
-            })
-            .as_ref()
+        self.0.map()
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
 use bytes::{Bytes, BytesMut};
 use futures::FutureExt as _;
 use http_body_util::BodyExt;
@@ -27,8 +26,8 @@ pub(crate) enum BodyError {
 /// many small reads costs its length, not a read buffer per chunk. The buffer is reserved by
 /// the announced `Content-Length` (capped by `limit`); a body announcing more than `limit`
 /// is refused before any of it is read.
-pub(crate) async fn read(
-    body: Body,
+pub(crate) async fn read<B: super::RequestBody>(
+    body: B,
     limit: usize,
     timeout: Option<Duration>,
 ) -> Result<Bytes, BodyError> {
@@ -41,8 +40,8 @@ pub(crate) async fn read(
     tokio::time::timeout(timeout, reading).await.unwrap_or(Err(BodyError::TimedOut))
 }
 
-async fn read_all(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
-    let hint = axum::body::HttpBody::size_hint(&body);
+async fn read_all<B: super::RequestBody>(mut body: B, limit: usize) -> Result<Bytes, BodyError> {
+    let hint = body.size_hint();
     if usize::try_from(hint.lower()).map_or(true, |lower| lower > limit) {
         return Err(BodyError::TooLarge);
     }
@@ -53,6 +52,7 @@ async fn read_all(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
     let mut buffer: Option<BytesMut> = None;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
+            let e: axum::BoxError = e.into();
             tracing::debug!(error = %e, "request body failed");
             BodyError::Malformed
         })?;
@@ -82,6 +82,8 @@ async fn read_all(mut body: Body, limit: usize) -> Result<Bytes, BodyError> {
 
 #[cfg(test)]
 mod tests {
+    use axum::body::Body;
+
     use super::*;
 
     fn chunked(chunks: Vec<&'static [u8]>) -> Body {

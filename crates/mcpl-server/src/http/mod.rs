@@ -110,7 +110,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcpl_core::Era;
@@ -654,8 +653,7 @@ impl StreamableHttp {
                         return Ok::<_, Infallible>(StatusCode::NOT_FOUND.into_response());
                     }
                     // What the endpoint's `Service` does, with the peer known already (no
-                    // extension to insert and read back).
-                    let request = request.map(axum::body::Body::new);
+                    // extension to insert and read back), and hyper's body as it is.
                     Ok(serve_request(http, request, Some(peer)).await)
                 }
             })
@@ -665,6 +663,20 @@ impl StreamableHttp {
         self.close().await;
         Ok(())
     }
+}
+
+/// A request body the endpoint reads: hyper's, axum's, or any other.
+pub(crate) trait RequestBody:
+    axum::body::HttpBody<Data = bytes::Bytes, Error: Into<axum::BoxError>> + Send + Unpin + 'static
+{
+}
+
+impl<B> RequestBody for B where
+    B: axum::body::HttpBody<Data = bytes::Bytes, Error: Into<axum::BoxError>>
+        + Send
+        + Unpin
+        + 'static
+{
 }
 
 fn json_body(status: StatusCode, value: &impl serde::Serialize) -> Response {
@@ -738,10 +750,11 @@ fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&s
 }
 
 /// Serves one request from `peer` (its address, when known: for refusals' logs), in an
-/// `mcp.http` span: the requests it carries are served in spans under this one.
-async fn serve_request(
+/// `mcp.http` span: the requests it carries are served in spans under this one. Any body
+/// type: hyper's own is read as it is, not boxed first (an allocation per request).
+async fn serve_request<B: RequestBody>(
     http: &StreamableHttp,
-    request: Request,
+    request: axum::http::Request<B>,
     peer: Option<std::net::SocketAddr>,
 ) -> Response {
     let span = tracing::debug_span!(
@@ -754,9 +767,9 @@ async fn serve_request(
     serve_in_span(http, request, peer).instrument(span).await
 }
 
-async fn serve_in_span(
+async fn serve_in_span<B: RequestBody>(
     http: &StreamableHttp,
-    request: Request,
+    request: axum::http::Request<B>,
     peer: Option<std::net::SocketAddr>,
 ) -> Response {
     if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, request.headers()) {
@@ -777,8 +790,14 @@ async fn serve_in_span(
     let token = request.extensions().get::<AccessToken>().cloned().map(Arc::new);
     match *request.method() {
         Method::POST => post(http, request, peer, token).await,
-        Method::GET => stateful::get(http, request, token.and_then(|t| t.principal())).await,
-        Method::DELETE => stateful::delete(http, request, token.and_then(|t| t.principal())).await,
+        Method::GET => {
+            let request = request.map(axum::body::Body::new);
+            stateful::get(http, request, token.and_then(|t| t.principal())).await
+        }
+        Method::DELETE => {
+            let request = request.map(axum::body::Body::new);
+            stateful::delete(http, request, token.and_then(|t| t.principal())).await
+        }
         _ => {
             let mut response = rpc_error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -793,9 +812,9 @@ async fn serve_in_span(
     }
 }
 
-async fn post(
+async fn post<B: RequestBody>(
     http: &StreamableHttp,
-    request: Request,
+    request: axum::http::Request<B>,
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,
 ) -> Response {

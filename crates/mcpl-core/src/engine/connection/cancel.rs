@@ -32,13 +32,47 @@ impl std::fmt::Debug for RequestCancel {
 
 #[derive(Default)]
 struct Signal {
-    cancelled: AtomicBool,
+    /// Set once cancelled; its token is the one handed to the handler's sub-tasks.
+    flag: CancelFlag,
     /// The request's own future (see [`RequestCancel::poll_cancelled`]).
     waker: AtomicWaker,
     /// Whoever else waits (a handler's `cancelled()`, a request sent from the handler).
     waiters: Notify,
-    /// The token handed to the handler's sub-tasks, made when first asked for.
+}
+
+/// A flag set once, and a [`CancellationToken`] made only when first asked for, cancelled
+/// with the flag whichever comes first (a request's cancel, a connection's close).
+#[derive(Default)]
+pub(crate) struct CancelFlag {
+    set: AtomicBool,
     token: OnceLock<CancellationToken>,
+}
+
+impl CancelFlag {
+    /// Sets the flag and cancels the token, if one was made; `false` if it was set already.
+    pub(crate) fn cancel(&self) -> bool {
+        if self.set.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        if let Some(token) = self.token.get() {
+            token.cancel();
+        }
+        true
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.set.load(Ordering::SeqCst)
+    }
+
+    /// The token, made by `make` when first asked for; cancelled if the flag is set.
+    pub(crate) fn token(&self, make: impl FnOnce() -> CancellationToken) -> CancellationToken {
+        let token = self.token.get_or_init(make).clone();
+        // A cancel that ran before the token was stored did not see it.
+        if self.is_cancelled() {
+            token.cancel();
+        }
+        token
+    }
 }
 
 impl RequestCancel {
@@ -57,32 +91,28 @@ impl RequestCancel {
     /// made) cancelled. Later calls do nothing.
     pub(crate) fn cancel(&self) {
         let Some(signal) = &self.0 else { return };
-        if signal.cancelled.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        signal.waker.wake();
-        signal.waiters.notify_waiters();
-        if let Some(token) = signal.token.get() {
-            token.cancel();
+        if signal.flag.cancel() {
+            signal.waker.wake();
+            signal.waiters.notify_waiters();
         }
     }
 
     /// Whether [`cancel`](Self::cancel) was called (the connection's close is not counted:
     /// see [`Connection::is_closed`](super::Connection::is_closed)).
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.0.as_ref().is_some_and(|s| s.cancelled.load(Ordering::SeqCst))
+        self.0.as_ref().is_some_and(|s| s.flag.is_cancelled())
     }
 
     /// Ready once cancelled. For the request's own future only: it keeps one waker (the last
     /// one polled with); others wait with [`cancelled`](Self::cancelled).
     pub(crate) fn poll_cancelled(&self, cx: &mut Context<'_>) -> Poll<()> {
         let Some(signal) = &self.0 else { return Poll::Pending };
-        if signal.cancelled.load(Ordering::SeqCst) {
+        if signal.flag.is_cancelled() {
             return Poll::Ready(());
         }
         signal.waker.register(cx.waker());
         // A cancel between the check and the registration woke nobody: look again.
-        if signal.cancelled.load(Ordering::SeqCst) { Poll::Ready(()) } else { Poll::Pending }
+        if signal.flag.is_cancelled() { Poll::Ready(()) } else { Poll::Pending }
     }
 
     /// Resolves once cancelled (never, for [`with_connection`](Self::with_connection)).
@@ -96,7 +126,7 @@ impl RequestCancel {
         tokio::pin!(notified);
         // Registered before the flag is read: a cancel after the read wakes it.
         notified.as_mut().enable();
-        if signal.cancelled.load(Ordering::SeqCst) {
+        if signal.flag.is_cancelled() {
             return;
         }
         notified.await;
@@ -107,12 +137,7 @@ impl RequestCancel {
     /// connection.
     pub(crate) fn token(&self, closed: &CancellationToken) -> CancellationToken {
         let Some(signal) = &self.0 else { return closed.clone() };
-        let token = signal.token.get_or_init(|| closed.child_token()).clone();
-        // A cancel that ran before the token was stored did not see it.
-        if signal.cancelled.load(Ordering::SeqCst) {
-            token.cancel();
-        }
-        token
+        signal.flag.token(|| closed.child_token())
     }
 }
 

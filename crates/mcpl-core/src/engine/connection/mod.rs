@@ -35,6 +35,7 @@ mod io;
 mod outbox;
 mod peer;
 
+use self::cancel::CancelFlag;
 pub(crate) use self::cancel::RequestCancel;
 use self::io::read_loop;
 pub(crate) use self::io::{Outbound, write_within};
@@ -135,11 +136,10 @@ pub(crate) struct Connection {
     outbound: Outlet,
     /// Data the owner of a driven connection attached to it (see [`Peer::data`]).
     data: Option<Arc<dyn Any + Send + Sync>>,
-    /// Cancelled once the connection closed (see [`Self::close_now`]); made when first asked
-    /// for (most connections, such as a stateless request's, never need it).
-    closed: std::sync::OnceLock<CancellationToken>,
-    /// Whether the connection closed: read on every send.
-    is_closed: AtomicBool,
+    /// Set once the connection closed (see [`Self::close_now`]): read on every send. Its token
+    /// is made when first asked for (most connections, such as a stateless request's, never
+    /// need it).
+    closed: CancelFlag,
     torn_down: AtomicBool,
     /// Whether the connection completed `connect` (only those report to the close callback).
     pub(crate) published: AtomicBool,
@@ -199,8 +199,7 @@ impl Connection {
             generation,
             outbound,
             data,
-            closed: std::sync::OnceLock::new(),
-            is_closed: AtomicBool::new(false),
+            closed: CancelFlag::default(),
             torn_down: AtomicBool::new(false),
             published: AtomicBool::new(false),
             pending: Mutex::new(Table::new()),
@@ -228,26 +227,18 @@ impl Connection {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.is_closed.load(Ordering::SeqCst)
+        self.closed.is_cancelled()
     }
 
     /// Marks the connection closed: nothing more is sent on it, and whoever waits on
     /// [`Peer::closed`] (or a token made from it) is woken.
     fn close_now(&self) {
-        self.is_closed.store(true, Ordering::SeqCst);
-        if let Some(closed) = self.closed.get() {
-            closed.cancel();
-        }
+        self.closed.cancel();
     }
 
     /// The connection's own token, cancelled once it closed (made when first asked for).
     pub(crate) fn closed_token(&self) -> CancellationToken {
-        let closed = self.closed.get_or_init(CancellationToken::new).clone();
-        // A close that ran before the token was stored did not see it.
-        if self.is_closed() {
-            closed.cancel();
-        }
-        closed
+        self.closed.token(CancellationToken::new)
     }
 
     /// Queues `message` without waiting: in the `reserved` room, else in any room left, else

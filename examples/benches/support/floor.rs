@@ -7,14 +7,12 @@
 //! costs. Stateless `tools/call` only: anything else is refused.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -128,19 +126,5 @@ async fn handle(request: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyp
 
 /// Serves on a loopback port it prints on stdout, on `runtime`, until killed.
 pub(crate) fn serve(runtime: tokio::runtime::Runtime) {
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("{}", listener.local_addr().unwrap().port());
-        std::io::stdout().flush().unwrap();
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
-            stream.set_nodelay(true).ok();
-            tokio::spawn(async move {
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), hyper::service::service_fn(handle))
-                    .await
-                    .ok();
-            });
-        }
-    });
+    super::limit::serve_with(runtime, handle);
 }

@@ -4,6 +4,7 @@
 //! It answers `initialize` with a session id and notifications with `202`, so both eras run
 //! against it. Shared by the `calls` and `serve` benches (`#[path]`).
 
+use std::future::Future;
 use std::io::Write;
 
 use bytes::Bytes;
@@ -58,6 +59,33 @@ pub(crate) fn answer(request: &[u8]) -> Option<Vec<u8>> {
 
 /// Serves on a loopback port it prints on stdout, on `runtime`, until killed.
 pub(crate) fn serve(runtime: tokio::runtime::Runtime) {
+    serve_with(runtime, respond);
+}
+
+/// The limit server's answer to one request.
+async fn respond(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    let body = req.into_body().collect().await?.to_bytes();
+    let initialize = find_value(&body, b"\"method\"") == Some(b"\"initialize\"");
+    let response = match answer(&body) {
+        Some(bytes) => {
+            let mut response = Response::builder().header("content-type", "application/json");
+            if initialize {
+                response = response.header("mcp-session-id", "limit");
+            }
+            response.body(Full::new(Bytes::from(bytes)))
+        }
+        None => Response::builder().status(StatusCode::ACCEPTED).body(Full::new(Bytes::new())),
+    };
+    Ok(response.unwrap())
+}
+
+/// Serves `handle` on a loopback port it prints on stdout, on `runtime`, until killed: one
+/// task per connection, `TCP_NODELAY` set (the benches' servers other than ours).
+pub(crate) fn serve_with<F, Fut>(runtime: tokio::runtime::Runtime, handle: F)
+where
+    F: Fn(Request<Incoming>) -> Fut + Copy + Send + 'static,
+    Fut: Future<Output = Result<Response<Full<Bytes>>, hyper::Error>> + Send + 'static,
+{
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         println!("{}", listener.local_addr().unwrap().port());
@@ -66,26 +94,8 @@ pub(crate) fn serve(runtime: tokio::runtime::Runtime) {
             let Ok((stream, _)) = listener.accept().await else { continue };
             stream.set_nodelay(true).ok();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
-                    let body = req.into_body().collect().await?.to_bytes();
-                    let initialize = find_value(&body, b"\"method\"") == Some(b"\"initialize\"");
-                    let response = match answer(&body) {
-                        Some(bytes) => {
-                            let mut response =
-                                Response::builder().header("content-type", "application/json");
-                            if initialize {
-                                response = response.header("mcp-session-id", "limit");
-                            }
-                            response.body(Full::new(Bytes::from(bytes)))
-                        }
-                        None => Response::builder()
-                            .status(StatusCode::ACCEPTED)
-                            .body(Full::new(Bytes::new())),
-                    };
-                    Ok::<_, hyper::Error>(response.unwrap())
-                });
                 hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
+                    .serve_connection(TokioIo::new(stream), hyper::service::service_fn(handle))
                     .await
                     .ok();
             });

@@ -54,8 +54,49 @@ pub(crate) fn client_info(info: Implementation) -> Arc<Implementation> {
 }
 
 /// The shared copy of a client's capabilities.
-pub(crate) fn client_capabilities(capabilities: ClientCapabilities) -> Arc<ClientCapabilities> {
-    CLIENT_CAPABILITIES.intern(capabilities)
+pub(crate) fn client_capabilities(capabilities: ClientCapabilities) -> Capabilities {
+    if capabilities == *EMPTY_CAPABILITIES {
+        return Capabilities::Empty;
+    }
+    Capabilities::Shared(CLIENT_CAPABILITIES.intern(capabilities))
+}
+
+/// The capabilities of a client that declared none (`{}`), what most clients send: one value,
+/// only ever read.
+static EMPTY_CAPABILITIES: LazyLock<ClientCapabilities> =
+    LazyLock::new(ClientCapabilities::default);
+
+/// A client's capabilities as the server keeps them: none declared as a static value (not a
+/// reference count, which every request of every session would bump), others shared.
+#[derive(Debug, Clone)]
+pub(crate) enum Capabilities {
+    /// `{}`.
+    Empty,
+    /// Anything else.
+    Shared(Arc<ClientCapabilities>),
+}
+
+impl Capabilities {
+    /// `capabilities`, kept by their holder alone (a stateless-era request's, read for that
+    /// request only: not interned).
+    pub(crate) fn own(capabilities: ClientCapabilities) -> Self {
+        if capabilities == *EMPTY_CAPABILITIES {
+            Capabilities::Empty
+        } else {
+            Capabilities::Shared(Arc::new(capabilities))
+        }
+    }
+}
+
+impl std::ops::Deref for Capabilities {
+    type Target = ClientCapabilities;
+
+    fn deref(&self) -> &ClientCapabilities {
+        match self {
+            Capabilities::Empty => &EMPTY_CAPABILITIES,
+            Capabilities::Shared(capabilities) => capabilities,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -71,6 +112,22 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(*c, Implementation::new("editor", "2"));
+    }
+
+    #[test]
+    fn empty_capabilities_are_kept_without_a_count_and_others_shared() {
+        let empty = client_capabilities(ClientCapabilities::default());
+        assert!(matches!(empty, Capabilities::Empty));
+        assert_eq!(*empty, ClientCapabilities::default());
+        assert!(matches!(Capabilities::own(ClientCapabilities::default()), Capabilities::Empty));
+        let roots: ClientCapabilities = serde_json::from_str(r#"{"roots":{}}"#).unwrap();
+        let (a, b) = (client_capabilities(roots.clone()), client_capabilities(roots.clone()));
+        match (&a, &b) {
+            (Capabilities::Shared(a), Capabilities::Shared(b)) => assert!(Arc::ptr_eq(a, b)),
+            _ => panic!("shared: {a:?} {b:?}"),
+        }
+        let own = Capabilities::own(roots.clone());
+        assert!(matches!(own, Capabilities::Shared(_)) && *own == roots);
     }
 
     #[test]

@@ -60,8 +60,9 @@ pub(crate) fn invalid_progress_token() -> ErrorObject {
 pub(crate) enum Reply {
     /// An answer already encoded.
     Json(RawJson),
-    /// A complete `tools/call` result.
-    Tool(Box<CallToolResult>),
+    /// A complete `tools/call` result (not boxed: a box would be one more allocation for
+    /// every tool call, the hot method).
+    Tool(CallToolResult),
     /// A list's page: an object whose members are the list and maybe `nextCursor`, none of
     /// those stateless-era decoration adds (so it is written without reading them first, see
     /// [`decoration::write_page`](crate::stateless::decoration::write_page)).
@@ -363,7 +364,7 @@ fn call_tool<'a>(
         runner.clone().call(ctx, args.unwrap_or_default())
     });
     Either::Right(Either::Left(done.map(|done| match done? {
-        Finished::Complete(result) => Ok(Reply::Tool(Box::new(result))),
+        Finished::Complete(result) => Ok(Reply::Tool(result)),
         Finished::InputRequired(result) => encode(result).map(Reply::Json),
     })))
 }

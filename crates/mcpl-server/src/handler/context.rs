@@ -16,7 +16,7 @@ use mcpl_core::types::{
 use mcpl_core::{Era, Peer, ProtocolVersion, Result};
 use serde_json::Value;
 
-use crate::input::{InputRequired, InputState, supports_elicitation, supports_sampling};
+use crate::input::{InputRequired, InputSlot, InputState, supports_elicitation, supports_sampling};
 use crate::mcpl::McplConnection;
 use crate::principal::{AccessToken, Principal};
 use crate::request_state::{RequestStateError, StateSealer};
@@ -32,7 +32,7 @@ pub(crate) struct ClientState {
     /// clients that sent the same (see [`crate::interned`]).
     pub(crate) client_info: Option<Arc<Implementation>>,
     /// The client's capabilities, shared like `client_info`.
-    pub(crate) client_capabilities: Option<Arc<ClientCapabilities>>,
+    pub(crate) client_capabilities: Option<crate::interned::Capabilities>,
     /// The minimum level of log messages the client asked for; `None`: no log messages.
     pub(crate) log_level: Option<LoggingLevel>,
     /// The resource URIs this client subscribed to (`resources/subscribe`).
@@ -151,8 +151,8 @@ pub struct Context {
     pub(crate) client: SharedClientState,
     /// The server serving the request (see [`ServerSide`]).
     pub(crate) server: Option<Arc<dyn ServerSide>>,
-    /// `None`: no answers and no state (read as [`InputState::default`]).
-    pub(crate) input: Option<Arc<InputState>>,
+    /// The answers and state the request was given, and what a state is bound to.
+    pub(crate) input: InputSlot,
     /// The task side of a task-mode `tools/call` (see [`crate::task`]).
     pub(crate) task: Option<Arc<dyn TaskSide>>,
     /// The MCPL state fields of a `tools/call`.
@@ -185,7 +185,7 @@ impl Context {
             request,
             client,
             server: None,
-            input: None,
+            input: InputSlot::None,
             task: None,
             mcpl_state: None,
             access_token: None,
@@ -194,7 +194,7 @@ impl Context {
 
     /// The answers and state this request was given (none, unless it was asked again).
     fn input(&self) -> &InputState {
-        self.input.as_deref().unwrap_or(&NO_INPUT)
+        self.input.given().unwrap_or(&NO_INPUT)
     }
 
     /// Sets the server serving the request, made once by the endpoint or the engine (else the
@@ -785,8 +785,8 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn input_required(&self) -> InputRequired {
-        let sealing = self.state_sealer().zip(self.input().binding.as_ref());
-        let sealing = sealing.map(|(sealer, bind)| (sealer.clone(), bind.clone()));
+        let sealing = self.state_sealer().zip(self.input.binding(self));
+        let sealing = sealing.map(|(sealer, bind)| (sealer.clone(), bind.into_owned()));
         InputRequired::new(self.client_capabilities(), sealing)
     }
 
@@ -1142,8 +1142,8 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn seal_state(&self, payload: &Value) -> std::result::Result<String, ErrorObject> {
-        match (self.state_sealer(), self.input().binding.as_ref()) {
-            (Some(sealer), Some(bind)) => Ok(sealer.seal(payload, bind)),
+        match (self.state_sealer(), self.input.binding(self)) {
+            (Some(sealer), Some(bind)) => Ok(sealer.seal(payload, &bind)),
             _ => Err(ErrorObject::internal("no request to bind a state to")),
         }
     }
@@ -1200,9 +1200,9 @@ impl Context {
     /// # }).unwrap();
     /// ```
     pub fn open_state(&self, token: &str) -> std::result::Result<Value, ErrorObject> {
-        match (self.state_sealer(), self.input().binding.as_ref()) {
+        match (self.state_sealer(), self.input.binding(self)) {
             (Some(sealer), Some(bind)) => {
-                sealer.open(token, bind).map_err(RequestStateError::to_error_object)
+                sealer.open(token, &bind).map_err(RequestStateError::to_error_object)
             }
             _ => Err(ErrorObject::internal("no request to bind a state to")),
         }

@@ -45,6 +45,7 @@
 //! # drop(server);
 //! ```
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -678,6 +679,46 @@ pub(crate) struct InputState {
     pub(crate) binding: Option<Binding>,
 }
 
+/// A request's input, as its context holds it.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum InputSlot {
+    /// Not a request that may ask for input.
+    #[default]
+    None,
+    /// A first call (no answers, no state): the name of the tool or prompt, or the resource's
+    /// URI, that a state would be bound to (with the request's method and principal, see
+    /// [`InputSlot::binding`]). Most requests are first calls: a shared [`InputState`] would
+    /// be one more allocation for each, and a whole [`Binding`] would weigh on every move of
+    /// the context.
+    Bound(String),
+    /// The answers and verified state the request was given.
+    Given(Arc<InputState>),
+}
+
+impl InputSlot {
+    /// What a state sealed for the request of `ctx` (whose slot this is) is bound to, if it
+    /// may ask for input.
+    pub(crate) fn binding(&self, ctx: &Context) -> Option<Cow<'_, Binding>> {
+        match self {
+            InputSlot::None => None,
+            InputSlot::Bound(name) => {
+                let method = crate::unwinding::method_name(ctx.request().method());
+                let binding = Binding::new(method, name.clone()).for_principal(ctx.principal());
+                Some(Cow::Owned(binding))
+            }
+            InputSlot::Given(state) => state.binding.as_ref().map(Cow::Borrowed),
+        }
+    }
+
+    /// The answers and state given, if any.
+    pub(crate) fn given(&self) -> Option<&InputState> {
+        match self {
+            InputSlot::Given(state) => Some(state),
+            _ => None,
+        }
+    }
+}
+
 impl InputState {
     /// Verifies `raw_state` (if any) for `binding`.
     pub(crate) fn open(
@@ -718,13 +759,19 @@ where
     Fut: Future<Output = Result<Reply<T>, ErrorObject>>,
 {
     if ctx.era() == Era::Stateless {
-        let sealer = ctx.server().map(|s| s.state_sealer());
-        let input = match InputState::open(sealer, binding, responses, request_state) {
-            Ok(input) => input,
-            Err(e) => return Either::Left(Either::Left(std::future::ready(Err(e)))),
+        let input = match (responses, request_state) {
+            // The method and principal are the context's own (see `InputSlot::binding`).
+            (None, None) => InputSlot::Bound(binding.name),
+            (responses, request_state) => {
+                let sealer = ctx.server().map(|s| s.state_sealer());
+                match InputState::open(sealer, binding, responses, request_state) {
+                    Ok(input) => InputSlot::Given(Arc::new(input)),
+                    Err(e) => return Either::Left(Either::Left(std::future::ready(Err(e)))),
+                }
+            }
         };
         let mut ctx = ctx;
-        ctx.input = Some(Arc::new(input));
+        ctx.input = input;
         return Either::Left(Either::Right(handler(ctx).map(|reply| match reply? {
             Reply::Complete(t) => Ok(Finished::Complete(t)),
             Reply::InputRequired(required) => Ok(Finished::InputRequired(required.into_result()?)),
@@ -737,7 +784,7 @@ where
         let mut input = Arc::new(InputState::open(sealer, binding, responses, request_state)?);
         for round in 0..=MAX_INPUT_ROUNDS {
             let mut round_ctx = ctx.clone();
-            round_ctx.input = Some(input.clone());
+            round_ctx.input = InputSlot::Given(input.clone());
             let required = match handler(round_ctx).await? {
                 Reply::Complete(t) => return Ok(Finished::Complete(t)),
                 Reply::InputRequired(required) => required.into_result()?,

@@ -52,6 +52,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -104,8 +105,9 @@ pub const MAX_OPENING_KEYS: usize = 8;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Binding {
-    /// The method (`tools/call`, `prompts/get`, `resources/read`).
-    pub method: String,
+    /// The method (`tools/call`, `prompts/get`, `resources/read`): borrowed when it is a
+    /// constant, as the server's own bindings are (no copy of the name per request).
+    pub method: Cow<'static, str>,
     /// The tool or prompt name, or the resource URI.
     pub name: String,
     /// Who made the request; `None`: anonymous.
@@ -130,7 +132,7 @@ impl Binding {
     /// let other = Binding::new("resources/read", "billing://invoices/43");
     /// assert_eq!(sealer.open(&token, &other), Err(RequestStateError::WrongBinding));
     /// ```
-    pub fn new(method: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(method: impl Into<Cow<'static, str>>, name: impl Into<String>) -> Self {
         Binding { method: method.into(), name: name.into(), principal: None }
     }
 
@@ -612,7 +614,7 @@ impl StateSealer {
         let name = envelope.get("n").and_then(Value::as_str);
         let principal = envelope.get("p").and_then(Value::as_str);
         let bound = bind.principal.as_ref().map(Principal::key);
-        if method != Some(bind.method.as_str())
+        if method != Some(&*bind.method)
             || name != Some(bind.name.as_str())
             || principal != bound.as_deref()
         {

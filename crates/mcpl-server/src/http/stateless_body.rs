@@ -25,6 +25,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::interned::Capabilities;
 use crate::stateless::admission::MetaFacts;
 
 impl MetaFacts {
@@ -32,10 +33,10 @@ impl MetaFacts {
     fn of_view(view: MetaView<'_>) -> Option<MetaFacts> {
         let capabilities = match view.capabilities {
             // `{}`, what most clients declare, is the default: no decoder needed for it.
-            Some(raw) if is_empty_object(raw.get()) => Some(Some(ClientCapabilities::default())),
-            Some(raw) if raw.get().starts_with('{') => {
-                Some(serde_json::from_str::<ClientCapabilities>(raw.get()).ok())
-            }
+            Some(raw) if is_empty_object(raw.get()) => Some(Some(Capabilities::Empty)),
+            Some(raw) if raw.get().starts_with('{') => Some(
+                serde_json::from_str::<ClientCapabilities>(raw.get()).ok().map(Capabilities::own),
+            ),
             _ => None,
         };
         let log_level = match view.log_level {
@@ -44,7 +45,7 @@ impl MetaFacts {
             Some(raw) => Some(serde_json::from_str::<LoggingLevel>(raw.get()).ok()?),
         };
         Some(MetaFacts {
-            version: view.version.map(str::to_owned),
+            version: view.version.map(MetaFacts::version),
             capabilities,
             log_level: Ok(log_level),
             progress: view.progress.map(|raw| {

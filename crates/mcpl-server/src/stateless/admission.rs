@@ -1,6 +1,8 @@
 //! Admission of a stateless-era request: the checks of its `_meta` and method, in the order the
 //! protocol fixes, before anything is served.
 
+use std::borrow::Cow;
+
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject};
 use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys, names};
 use mcpl_core::{Era, ProtocolVersion};
@@ -8,6 +10,7 @@ use serde::Deserialize as _;
 use serde_json::{Map, Value, json};
 
 use crate::context::ClientState;
+use crate::interned::Capabilities;
 
 /// Methods of the stateful era that the stateless era removed.
 const REMOVED: [&str; 5] = [
@@ -22,10 +25,13 @@ const REMOVED: [&str; 5] = [
 /// place from an HTTP body).
 #[derive(Debug)]
 pub(crate) struct MetaFacts {
-    /// `_meta`'s protocol version, if it is a string.
-    pub(crate) version: Option<String>,
+    /// `_meta`'s protocol version, if it is a string (borrowed when it is one of the versions
+    /// this SDK knows, as it nearly always is: no copy per request).
+    pub(crate) version: Option<Cow<'static, str>>,
     /// `Some` if the client capabilities are an object; inside, their typed form if it reads.
-    pub(crate) capabilities: Option<Option<ClientCapabilities>>,
+    /// (Kept as the server keeps them, not whole: these facts move from the reader to
+    /// admission, and the capabilities themselves are 304 bytes.)
+    pub(crate) capabilities: Option<Option<Capabilities>>,
     /// The requested log level; `Err` if one was sent that is not a level.
     pub(crate) log_level: Result<Option<LoggingLevel>, serde_json::Error>,
     /// Whether `_meta` carries a progress token: `None` if not, `Some(false)` if one of the
@@ -34,14 +40,24 @@ pub(crate) struct MetaFacts {
 }
 
 impl MetaFacts {
+    /// `version` as [`MetaFacts::version`] keeps it.
+    pub(crate) fn version(version: &str) -> Cow<'static, str> {
+        match ProtocolVersion::parse(version) {
+            Some(known) => Cow::Borrowed(known.as_str()),
+            None => Cow::Owned(version.to_owned()),
+        }
+    }
+
     /// The facts of a `_meta` decoded as a tree (or of none).
     pub(crate) fn of_tree(meta: Option<&Map<String, Value>>) -> MetaFacts {
         let get = |key: &str| meta.and_then(|m| m.get(key));
         MetaFacts {
-            version: get(meta_keys::PROTOCOL_VERSION).and_then(Value::as_str).map(str::to_owned),
+            version: get(meta_keys::PROTOCOL_VERSION)
+                .and_then(Value::as_str)
+                .map(MetaFacts::version),
             capabilities: get(meta_keys::CLIENT_CAPABILITIES)
                 .filter(|c| c.is_object())
-                .map(|c| ClientCapabilities::deserialize(c).ok()),
+                .map(|c| ClientCapabilities::deserialize(c).ok().map(Capabilities::own)),
             log_level: get(meta_keys::LOG_LEVEL).map(LoggingLevel::deserialize).transpose(),
             progress: get(meta_keys::PROGRESS_TOKEN).map(crate::router::is_progress_token),
         }
@@ -101,7 +117,7 @@ pub(crate) fn admit(
         streaming: progress.is_some() || log_level.is_some(),
         client: ClientState {
             version: Some(parsed),
-            client_capabilities: capabilities.map(std::sync::Arc::new),
+            client_capabilities: capabilities,
             log_level,
             ..ClientState::default()
         },

@@ -278,7 +278,7 @@ pub(crate) async fn call(
         async move {
             loop {
                 let mut round = ctx.clone();
-                round.input = Some(Arc::new(input));
+                round.input = crate::input::InputSlot::Given(Arc::new(input));
                 let run = runner.clone().call(round, args.clone());
                 let required = match crate::unwinding::unwinding(names::TOOLS_CALL, run).await {
                     Ok(Reply::Complete(result)) => return slot.finish(Ok(result)).await,

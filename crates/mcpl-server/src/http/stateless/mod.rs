@@ -1,17 +1,17 @@
 //! The stateless (2026-07-28) era on Streamable HTTP: every POST is one self-describing
-//! request, served by a fresh single-use [`StatelessTransport`].
+//! request, served once.
 //!
 //! Each POST goes through the stateless era's pipeline, the one stdio and WebSocket use too:
 //! the required `_meta` keys (`-32602`), then this transport's headers against the body
 //! (`-32020`), the protocol version (`-32022`), the method (`-32601`, HTTP 404), then the
 //! method itself; results get `resultType`, the server's identity in `_meta`, and caching hints
-//! where the revision requires them. The endpoint makes a [`StatelessTransport`] per POST and
-//! serving consumes it, so it serves exactly once by construction: the request runs inline on
-//! the HTTP task, what its handler sends as it goes (progress, log messages, when the client
-//! asked for them) streams through the transport's [`StatelessSender`], and the endpoint
-//! writes the answer (a tool's result straight from its type). The same type serves an engine
-//! of your own ([`Engine::connect`](mcpl_core::Engine::connect)); its clones share the one use
-//! and refuse a second with [`Error::StatelessTransportReuse`](mcpl_core::Error).
+//! where the revision requires them. Serving a POST consumes its request, so it serves
+//! exactly once by construction: the request runs inline on the HTTP task, what its handler
+//! sends as it goes (progress, log messages, when the client asked for them) streams through a
+//! [`StatelessSender`], and the endpoint writes the answer (a tool's result straight from its
+//! type). A [`StatelessTransport`] serves such a request with an engine of your own
+//! ([`Engine::connect`](mcpl_core::Engine::connect)); its clones share the one use and refuse
+//! a second with [`Error::StatelessTransportReuse`](mcpl_core::Error).
 
 mod headers;
 mod transport;
@@ -26,12 +26,13 @@ use axum::response::{IntoResponse, Response};
 use futures::future::Either;
 use futures::{FutureExt as _, StreamExt};
 use mcpl_core::Era;
-use mcpl_core::engine::embed::LazyMeta;
+use mcpl_core::engine::embed::{self, LazyMeta};
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::types::names;
 use serde_json::Value;
 use tracing::Instrument as _;
 
+use self::transport::InlineRequest;
 pub use self::transport::{
     StatelessOutput, StatelessReceiver, StatelessSender, StatelessTransport,
 };
@@ -184,8 +185,7 @@ fn serve_request<'a>(
     // tool's result straight from its type, see `wire_reply`).
     let cacheable = decoration::cacheable(&request.method);
     let client = Arc::new(Mutex::new(admitted.client));
-    let (transport, output) =
-        StatelessTransport::for_endpoint(request, raw_meta, admitted.streaming);
+    let (request, output) = InlineRequest::new(request, raw_meta, admitted.streaming);
     match output {
         // What the handler sends as it goes (progress, log messages) is streamed before the
         // answer.
@@ -193,7 +193,7 @@ fn serve_request<'a>(
             let stop = super::stop_at_shutdown(http, true);
             // The response body polls it, after this handler returned: it keeps this span.
             let owned = http.clone();
-            let call = async move { call(&owned, transport, client, token).await };
+            let call = async move { call(&owned, request, client, token).await };
             let driver = Box::pin(call.in_current_span());
             let decorate = Decorator { http: Cow::Owned(http.clone()), cacheable };
             let keep_alive = http.inner.config.keep_alive;
@@ -204,36 +204,38 @@ fn serve_request<'a>(
             // Boxed where it is made: the call's future is large (about 1.3 KB), and built in
             // place then moved once into its box it is not also moved within this future's
             // state first.
-            let outcome = Box::pin(call(http, transport, client, token)).await;
+            let outcome = Box::pin(call(http, request, client, token)).await;
             json_reply(&id, outcome, &Decorator { http: Cow::Borrowed(http), cacheable })
         }),
     }
 }
 
-/// The method itself, served inline on this task by the request's single-use transport: the
-/// engine runs the router and hands its answer back, for the endpoint to write (a tool's
-/// result straight from its type, see `wire_reply`). `None`: the request ended without one.
+/// The method itself, served inline on this task: the engine runs the router and hands its
+/// answer back, for the endpoint to write (a tool's result straight from its type, see
+/// `wire_reply`). `None`: the request ended without one.
 async fn call(
     http: &StreamableHttp,
-    transport: StatelessTransport,
+    request: InlineRequest,
     client: crate::context::SharedClientState,
     token: Option<Arc<AccessToken>>,
 ) -> Option<Outcome> {
     let server = &http.inner.server;
     let server_side = http.inner.server_side.clone();
-    let run = transport.run(&http.inner.stateless, |ctx, params| {
-        let method = ctx.method().to_owned();
-        // The engine did not see the params: what they name goes on the span here.
-        let span = tracing::Span::current();
-        mcpl_core::trace::record_target(&span, &method, params.as_ref());
-        let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
-        // Made here, not in an `async` block that would hold the context a second time.
-        let reply = crate::router::dispatch_reply(server, ctx, params);
-        crate::unwinding::unwinding(method, reply).map(move |outcome| {
-            crate::router::record_reply(&span, &outcome);
-            outcome
-        })
-    });
+    let (Request { id, method, params }, meta, mut sender) = request.into_parts();
+    let run =
+        embed::run_request(&http.inner.stateless, id, method, meta, None, &mut sender, |ctx| {
+            let method = crate::unwinding::method_name(ctx.method());
+            // The engine did not see the params: what they name goes on the span here.
+            let span = tracing::Span::current();
+            mcpl_core::trace::record_target(&span, &method, params.as_ref());
+            let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
+            // Made here, not in an `async` block that would hold the context a second time.
+            let reply = crate::router::dispatch_reply(server, ctx, params);
+            crate::unwinding::unwinding(method, reply).map(move |outcome| {
+                crate::router::record_reply(&span, &outcome);
+                outcome
+            })
+        });
     match run.await {
         Ok(outcome) => Some(outcome),
         Err(e) => {

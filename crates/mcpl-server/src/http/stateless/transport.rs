@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
-use mcpl_core::engine::embed::{self, LazyMeta};
-use mcpl_core::engine::{Engine, RequestContext};
+use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
 use mcpl_core::{Error, Result};
@@ -157,21 +156,6 @@ impl StatelessTransport {
         (StatelessTransport::of(request, None, Some(output)), StatelessOutput { rx })
     }
 
-    /// The endpoint's transport for `request`, whose `_meta` is `meta` (read on demand), and,
-    /// if `streaming`, the receiver of what its handler sends as it goes; without, that is
-    /// dropped.
-    pub(crate) fn for_endpoint(
-        request: Request,
-        meta: Option<LazyMeta>,
-        streaming: bool,
-    ) -> (StatelessTransport, Option<StatelessOutput>) {
-        if !streaming {
-            return (StatelessTransport::of(request, meta, None), None);
-        }
-        let (output, rx) = futures::channel::mpsc::unbounded();
-        (StatelessTransport::of(request, meta, Some(output)), Some(StatelessOutput { rx }))
-    }
-
     fn of(
         request: Request,
         meta: Option<LazyMeta>,
@@ -190,25 +174,39 @@ impl StatelessTransport {
         let parts = self.shared.parts.lock().unwrap_or_else(PoisonError::into_inner).take();
         parts.ok_or(Error::StatelessTransportReuse)
     }
+}
 
-    /// Serves the request on `engine`, inline on this task: `handler` runs as its handler with
-    /// its params, what it sends as it goes goes to the output, and what it returns is returned
-    /// for the caller to answer with (see [`embed::run_request`](mcpl_core::engine::embed::run_request)).
-    ///
-    /// # Errors
-    ///
-    /// `StatelessTransportReuse` if the transport (or a clone) served already; the output's
-    /// error (its receiver is gone) once the handler sends.
-    pub(crate) async fn run<F, Fut>(self, engine: &Engine, handler: F) -> Result<Fut::Output>
-    where
-        F: FnOnce(RequestContext, Option<Value>) -> Fut,
-        Fut: Future,
-    {
-        let Parts { request, meta, output } = self.claim()?;
-        let Request { id, method, params } = request;
-        let mut sender = StatelessSender { id: id.clone(), output, loopback: None };
-        embed::run_request(engine, id, method, meta, None, &mut sender, |ctx| handler(ctx, params))
-            .await
+/// A request the endpoint serves itself, inline on the HTTP task. Serving consumes it, so it
+/// serves once by construction: unlike a [`StatelessTransport`] (which may be cloned and
+/// must refuse a second use), it needs no shared cell to claim.
+pub(crate) struct InlineRequest {
+    parts: Parts,
+}
+
+impl InlineRequest {
+    /// `request`, whose `_meta` is `meta` (read on demand), and, if `streaming`, the receiver
+    /// of what its handler sends as it goes; without, that is dropped.
+    pub(crate) fn new(
+        request: Request,
+        meta: Option<LazyMeta>,
+        streaming: bool,
+    ) -> (InlineRequest, Option<StatelessOutput>) {
+        let (output, rx) = match streaming {
+            true => {
+                let (output, rx) = futures::channel::mpsc::unbounded();
+                (Some(output), Some(StatelessOutput { rx }))
+            }
+            false => (None, None),
+        };
+        (InlineRequest { parts: Parts { request, meta, output } }, rx)
+    }
+
+    /// The request, its `_meta`, and the sender of what its handler sends as it goes (see
+    /// [`embed::run_request`](mcpl_core::engine::embed::run_request), which serves them).
+    pub(crate) fn into_parts(self) -> (Request, Option<LazyMeta>, StatelessSender) {
+        let Parts { request, meta, output } = self.parts;
+        let sender = StatelessSender { id: request.id.clone(), output, loopback: None };
+        (request, meta, sender)
     }
 }
 
@@ -338,35 +336,40 @@ impl TransportReceiver for StatelessReceiver {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
+    use mcpl_core::engine::{Engine, embed};
 
     #[tokio::test]
-    async fn the_endpoint_serves_with_it_once() {
+    async fn the_endpoint_serves_an_inline_request_its_handler_sending_to_the_output() {
         let meta = LazyMeta::new(|| json!({"progressToken": "p"}).as_object().cloned());
-        let request = Request::new(1, "work", None);
-        let (transport, output) = StatelessTransport::for_endpoint(request, Some(meta), true);
-        let again = transport.clone();
+        let request = Request::new(1, "work", Some(json!({"a": 1})));
+        let (request, output) = InlineRequest::new(request, Some(meta), true);
+        let (Request { id, method, params }, meta, mut sender) = request.into_parts();
         let engine = Engine::new();
-        let served = transport
-            .run(&engine, |ctx, _params| async move {
+        let served =
+            embed::run_request(&engine, id, method, meta, None, &mut sender, |ctx| async move {
                 let _ = ctx.peer().notify("notifications/message", None).await;
-                ctx.progress_token().cloned()
+                (ctx.progress_token().cloned(), params)
             })
             .await
             .unwrap();
-        assert_eq!(served, Some(json!("p")));
+        assert_eq!(served, (Some(json!("p")), Some(json!({"a": 1}))));
         let mut output = output.unwrap();
         assert!(matches!(output.recv().await, Some(Message::Notification(_))));
-        // The one use is gone, for the endpoint and for an engine alike.
-        let err = again.run(&engine, |_ctx, _params| async {}).await.unwrap_err();
-        assert_eq!(err.kind(), mcpl_core::ErrorKind::StatelessTransportReuse);
+        // Without streaming, what the handler sends goes nowhere.
+        let (request, output) = InlineRequest::new(Request::new(2, "work", None), None, false);
+        assert!(output.is_none());
+        let (_, _, mut sender) = request.into_parts();
+        sender
+            .send(Message::Notification(mcpl_core::jsonrpc::Notification::new("n", None)))
+            .await
+            .unwrap();
     }
 
     #[tokio::test]
     async fn started_it_hands_over_the_meta_it_read_on_demand() {
         let meta = LazyMeta::new(|| json!({"k": 1}).as_object().cloned());
         let request = Request::new(1, "work", Some(json!({"a": true})));
-        let (transport, output) = StatelessTransport::for_endpoint(request, Some(meta), false);
-        assert!(output.is_none());
+        let transport = StatelessTransport::of(request, Some(meta), None);
         let (mut sender, mut receiver) = transport.start().await.unwrap();
         let Some(Message::Request(request)) = receiver.recv().await.unwrap() else {
             panic!("the request")

@@ -154,7 +154,7 @@ mod tests {
     fn typed_on_the_wire(result: CallToolResult) -> Value {
         let id = RequestId::from("r-1");
         let info = r#"{"name":"s","version":"1"}"#;
-        let bytes = wire_reply(&id, Reply::Tool(Box::new(result)), info, None).unwrap();
+        let bytes = wire_reply(&id, Reply::Tool(result), info, None).unwrap();
         serde_json::from_slice(&bytes).unwrap()
     }
 

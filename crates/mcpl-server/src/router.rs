@@ -127,7 +127,7 @@ pub(crate) fn dispatch_reply<'a>(
     if let Some(Value::Object(p)) = &mut params {
         p.remove("_meta");
     }
-    if ctx.request.method() == names::TOOLS_CALL && server.read().has_tools {
+    if ctx.request.method() == names::TOOLS_CALL {
         return Either::Left(call_tool(server, ctx, params));
     }
     let method = ctx.request.method().to_owned();
@@ -292,6 +292,11 @@ fn plan_tool_call(
     ctx: &mut Context,
     params: Option<Value>,
 ) -> Result<ToolCall, ErrorObject> {
+    // One look at the registry per call: its lock is shared by every request.
+    let registry = server.read();
+    if !registry.has_tools {
+        return Err(ErrorObject::method_not_found(names::TOOLS_CALL));
+    }
     let mut params = match check_input_members(params)? {
         // The members move into the typed params (no second walk of the arguments).
         Some(Value::Object(object)) => {
@@ -299,15 +304,13 @@ fn plan_tool_call(
         }
         other => decode(other)?,
     };
+    let found = registry.tools.get(&params.name).filter(|t| t.enabled);
+    let found = found.map(|t| (t.runner.clone(), t.task));
+    // (Released before the client's lock is taken: never one while holding the other.)
+    drop(registry);
     if lock(&ctx.client).mcpl.is_some() {
         ctx.mcpl_state = Some(std::sync::Arc::new(StateRequestFields::from_params(&params.extra)));
     }
-    let found = server
-        .read()
-        .tools
-        .get(&params.name)
-        .filter(|t| t.enabled)
-        .map(|t| (t.runner.clone(), t.task));
     let Some((runner, task)) = found else {
         return Err(ErrorObject::invalid_params(format_args!("unknown tool {:?}", params.name)));
     };
@@ -358,10 +361,18 @@ fn call_tool<'a>(
     // The stateless era runs the handler once: its arguments move into the call. The stateful
     // era may run it again (after asking the client for input): each round gets a copy.
     let once = ctx.era() == Era::Stateless;
-    let mut args = Some(args);
+    let (mut args, mut runner) = (Some(args), Some(runner));
     let done = run(ctx, binding, responses, state, move |ctx| {
-        let args = if once { args.take() } else { args.clone() };
-        runner.clone().call(ctx, args.unwrap_or_default())
+        let (args, runner) = match once {
+            true => (args.take(), runner.take()),
+            false => (args.clone(), runner.clone()),
+        };
+        match runner {
+            Some(runner) => Either::Left(runner.call(ctx, args.unwrap_or_default())),
+            None => Either::Right(std::future::ready(Err(ErrorObject::internal(
+                "a stateless request's tool ran twice",
+            )))),
+        }
     });
     Either::Right(Either::Left(done.map(|done| match done? {
         Finished::Complete(result) => Ok(Reply::Tool(result)),

@@ -228,7 +228,10 @@ async fn call(
             // The engine did not see the params: what they name goes on the span here.
             let span = tracing::Span::current();
             mcpl_core::trace::record_target(&span, &method, params.as_ref());
-            let ctx = Context::new(ctx, client).with_access_token(token).with_server(server_side);
+            // Its fields set in place: each builder call would move the whole context.
+            let mut ctx = Context::new(ctx, client);
+            ctx.access_token = token;
+            ctx.server = Some(server_side);
             // Made here, not in an `async` block that would hold the context a second time.
             let reply = crate::router::dispatch_reply(server, ctx, params);
             crate::unwinding::unwinding(method, reply).map(move |outcome| {

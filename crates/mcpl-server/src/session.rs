@@ -8,9 +8,11 @@
 //! Once initialized, a session forwards the server's [`ServerEvent`](crate::events::ServerEvent)s
 //! to its client: list changes, and updates of the resources the client subscribed to.
 
+use std::future::{Future, ready};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures::future::Either;
 use mcpl_core::engine::{CloseReason, Engine, HandlerResult, RequestContext};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
@@ -101,13 +103,7 @@ where
     // The server as handlers' contexts hold it, made once for every request of the engine.
     let side: Arc<dyn ServerSide> = Arc::new(server.clone());
     engine.on_any_request(move |ctx: RequestContext, params: Option<Value>| {
-        let (server, side, state) = (server.clone(), side.clone(), of(ctx.peer()));
-        async move {
-            let Some(state) = state else {
-                return Err(ErrorObject::internal("a session connection without its state"));
-            };
-            route(&server, side, &state, ctx, params).await
-        }
+        route(&server, &side, of(ctx.peer()), ctx, params)
     });
     let of = state.clone();
     engine.on_notification(names::NOTIFICATIONS_INITIALIZED, move |ctx, _params| {
@@ -425,33 +421,53 @@ impl Session {
     }
 }
 
-async fn route(
+/// Serves one request of a session's connection, in its phase.
+///
+/// Not an `async fn`: what is decided at once is decided here, and the returned future holds
+/// only what its branch needs (the engine boxes it for every request: one that held the
+/// arguments again beside what it awaits would double that box).
+fn route(
     server: &Server,
-    side: Arc<dyn ServerSide>,
-    state: &SessionState,
+    side: &Arc<dyn ServerSide>,
+    state: Option<Arc<SessionState>>,
     ctx: RequestContext,
     params: Option<Value>,
-) -> HandlerResult {
+) -> impl Future<Output = HandlerResult> + Send + use<> {
+    let Some(state) = state else {
+        let error = ErrorObject::internal("a session connection without its state");
+        return Either::Left(ready(Err(error)));
+    };
     let (phase, client) = (&state.phase, state.client.clone());
     let token = lock(&client).take_access_token(ctx.id());
     // Before any `initialize`, a request of the stateless era (2026-07-28) is served on its
-    // own, by that era's pipeline.
+    // own, by that era's pipeline (boxed: on a session's connection that is the rare path,
+    // and its future would weigh on every request's).
     if phase.load(Ordering::SeqCst) == NEW
         && crate::stateless::era_of(ctx.meta(), None) == Era::Stateless
     {
-        return crate::stateless::serve(server, ctx, params, token).await;
+        let server = server.clone();
+        let serve = async move { crate::stateless::serve(&server, ctx, params, token).await };
+        return Either::Right(Either::Left(Box::pin(serve)));
     }
-    crate::router::check_progress_token(ctx.meta())?;
+    if let Err(error) = crate::router::check_progress_token(ctx.meta()) {
+        return Either::Left(ready(Err(error)));
+    }
     match ctx.method() {
-        names::INITIALIZE => initialize(server, phase, &client, ctx.peer(), params),
+        names::INITIALIZE => {
+            Either::Left(ready(initialize(server, phase, &client, ctx.peer(), params)))
+        }
         method if method != names::PING && phase.load(Ordering::SeqCst) == NEW => {
-            Err(ErrorObject::invalid_request(format_args!(
+            Either::Left(ready(Err(ErrorObject::invalid_request(format_args!(
                 "{method} before initialize: the server is not initialized"
-            )))
+            )))))
         }
         _ => {
-            let ctx = Context::new(ctx, client).with_access_token(token).with_server(side);
-            dispatch(server, ctx, params).await
+            // Its fields set in place: each builder call would move the whole context.
+            let mut ctx = Context::new(ctx, client);
+            ctx.access_token = token;
+            ctx.server = Some(side.clone());
+            let server = server.clone();
+            Either::Right(Either::Right(async move { dispatch(&server, ctx, params).await }))
         }
     }
 }

@@ -69,8 +69,11 @@ where
         ctx: RequestContext,
         params: Option<Value>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let answer = self(ctx, params);
-        Box::pin(async move { answer.await.map(IntoResult::into_result) })
+        // A combinator, not an `async` block: a block would hold the handler's future twice
+        // (as what it captured and again as what it awaits), doubling the box.
+        Box::pin(futures::FutureExt::map(self(ctx, params), |answer| {
+            answer.map(IntoResult::into_result)
+        }))
     }
 }
 

@@ -167,15 +167,17 @@ impl Queue {
             }
             Err((message, related)) => Outbound { message, related, held: Held::default() },
         };
+        // Boxed as it is made (an `async` block around it would hold the message and the
+        // sender twice: as what it captured and again in what it awaits).
         let (state, weak, timeout) =
             (self.state.clone(), Arc::downgrade(conn), conn.write_timeout());
-        Sending(Some(Transfer::Written(Box::pin(async move {
-            if let Drained::HandOff = drain_with(&state, &weak, timeout, sender, Some(item)).await
-                && let Some(conn) = weak.upgrade()
-            {
-                spawn_drain(&state, &conn);
-            }
-        }))))
+        Sending(Some(Transfer::Written(Box::pin(drain_with(
+            state,
+            weak,
+            timeout,
+            sender,
+            Some(item),
+        )))))
     }
 
     /// Marks the queue closed: the sender is closed once what is queued was sent (each write
@@ -365,39 +367,35 @@ async fn drain(
         lock(&state).draining = false;
         return;
     };
-    drain_with(&state, &conn, timeout, sender, None).await;
-}
-
-/// How [`drain_with`] ended.
-enum Drained {
-    /// Nothing left, or the sender closed.
-    Done,
-    /// `first` was sent and more is queued: the caller starts a [`drain`] task for it (the
-    /// sender is back in the state, `draining` still set).
-    HandOff,
+    drain_with(state, conn, timeout, sender, None).await;
 }
 
 /// [`drain`] with the sender taken (and `draining` set): `first` first, then what is queued.
-/// Given a `first`, it sends that one only and leaves the rest to a task of its own.
+/// Given a `first`, it sends that one only and leaves the rest to a [`drain`] task of its own
+/// (the sender back in the state, `draining` still set).
 async fn drain_with(
-    state: &Mutex<QueueState>,
-    conn: &Weak<Connection>,
+    state: Arc<Mutex<QueueState>>,
+    conn: Weak<Connection>,
     timeout: Option<std::time::Duration>,
     mut sender: Box<dyn DynSender>,
     mut first: Option<Outbound>,
-) -> Drained {
+) {
     // Past `first` (sent on the first turn), the rest is left to a task of its own.
     let hand_off = first.is_some();
     loop {
         let next = match first.take() {
             Some(item) => Some(item),
             None => {
-                let mut s = lock(state);
+                let mut s = lock(&state);
                 if hand_off && !s.items.is_empty() {
                     // The caller's own message is out; others' go on a task of their own
                     // (which takes the sender back; `draining` stays set meanwhile).
                     s.sender = Some(sender);
-                    return Drained::HandOff;
+                    drop(s);
+                    if let Some(conn) = conn.upgrade() {
+                        spawn_drain(&state, &conn);
+                    }
+                    return;
                 }
                 match s.items.pop_front() {
                     Some(item) => Some(item),
@@ -407,7 +405,7 @@ async fn drain_with(
                         s.items = VecDeque::new();
                         if !s.closing {
                             s.sender = Some(sender);
-                            return Drained::Done;
+                            return;
                         }
                         None
                     }
@@ -420,17 +418,17 @@ async fn drain_with(
             if let Err(e) = &closed {
                 tracing::debug!(error = %e, "closing a connection's sender failed");
             }
-            tell_closed(state, closed);
-            return Drained::Done;
+            tell_closed(&state, closed);
+            return;
         };
         if let Some(conn) = conn.upgrade() {
             conn.taken(&item);
         }
         let send = sender.send_related(item.message, item.related);
-        if let Err(e) = write_within(send, timeout, conn).await {
+        if let Err(e) = write_within(send, timeout, &conn).await {
             tracing::debug!(error = %e, "transport send failed");
             {
-                let mut s = lock(state);
+                let mut s = lock(&state);
                 s.items.clear();
                 s.draining = false;
                 s.closing = true;
@@ -439,8 +437,8 @@ async fn drain_with(
                 conn.lost(CloseReason::Failed(Arc::new(e)));
             }
             let closed = sender.close().await;
-            tell_closed(state, closed);
-            return Drained::Done;
+            tell_closed(&state, closed);
+            return;
         }
     }
 }

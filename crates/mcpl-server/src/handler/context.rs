@@ -149,7 +149,8 @@ pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientSta
 pub struct Context {
     pub(crate) request: RequestContext,
     pub(crate) client: SharedClientState,
-    /// The server serving the request (see [`ServerSide`]).
+    /// The server serving the request (see [`ServerSide`]): set once by the endpoint or the
+    /// engine (else the router makes it per request).
     pub(crate) server: Option<Arc<dyn ServerSide>>,
     /// The answers and state the request was given, and what a state is bound to.
     pub(crate) input: InputSlot,
@@ -195,13 +196,6 @@ impl Context {
     /// The answers and state this request was given (none, unless it was asked again).
     fn input(&self) -> &InputState {
         self.input.given().unwrap_or(&NO_INPUT)
-    }
-
-    /// Sets the server serving the request, made once by the endpoint or the engine (else the
-    /// router makes it per request).
-    pub(crate) fn with_server(mut self, server: Arc<dyn ServerSide>) -> Self {
-        self.server = Some(server);
-        self
     }
 
     /// This context, for a request that carried `token` (verified).

@@ -142,6 +142,8 @@ pub async fn serve_request_with<S: TransportSender>(
 /// assert_eq!(answer.result, json!(5));
 /// # Ok(()) }
 /// ```
+// Inlined: see `Engine::run_request`.
+#[inline(always)]
 pub fn run_request<'a, S, F, Fut>(
     engine: &Engine,
     id: crate::jsonrpc::RequestId,

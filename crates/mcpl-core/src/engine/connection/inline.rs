@@ -68,7 +68,9 @@ impl Connection {
     /// Runs `handler` as the handler of request `id` on the caller's task and returns what it
     /// returned; the caller answers. What the handler sends meanwhile goes out through
     /// `sender`; requests it makes of the peer fail at once with `-32601`. Once the handler
-    /// is done, the connection is closed: nothing it left behind sends any more.
+    /// is done, the connection is closed: nothing it left behind sends any more. Inlined: see
+    /// [`Engine::run_request`](crate::engine::Engine::run_request).
+    #[inline(always)]
     pub(crate) fn run_inline<'a, S, F, Fut>(
         self: Arc<Self>,
         (id, method): (RequestId, String),

@@ -106,6 +106,9 @@ pub(crate) async fn dispatch(
 /// Not an `async fn`: `tools/call`, the hot method, gets its future made here and returned as
 /// it is (an `async fn` would hold the context twice, as its argument and again as a local);
 /// every other method is served by a boxed future.
+// Inlined, as are the layers below it (`call_tool`, `input::run`, `ToolRunner::call`): the
+// future is then built where its caller keeps it, and the context moves fewer times.
+#[inline(always)]
 pub(crate) fn dispatch_reply<'a>(
     server: &'a Server,
     mut ctx: Context,
@@ -335,6 +338,8 @@ fn plan_tool_call(
 }
 
 /// Serves a `tools/call`. Not an `async fn`, for the reason [`dispatch_reply`] gives.
+// Inlined: see `dispatch_reply`.
+#[inline(always)]
 fn call_tool<'a>(
     server: &'a Server,
     mut ctx: Context,

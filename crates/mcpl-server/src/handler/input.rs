@@ -747,6 +747,8 @@ pub(crate) enum Finished<T> {
 /// In the stateless era the handler runs once, with `ctx` itself (the client answers and
 /// retries); in the stateful era with a copy of it per round. Not an `async fn`: in the
 /// stateless era the returned future is the handler's own, not one holding the context too.
+// Inlined: see `router::dispatch_reply`.
+#[inline(always)]
 pub(crate) fn run<T, F, Fut>(
     ctx: Context,
     binding: Binding,

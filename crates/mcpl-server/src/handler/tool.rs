@@ -365,6 +365,8 @@ impl ToolRunner {
     ///
     /// Not an `async fn`: the handler's future is made here, so the returned one holds it
     /// and not the context too.
+    // Inlined: see `router::dispatch_reply`.
+    #[inline(always)]
     pub(crate) fn call(
         self: Arc<Self>,
         ctx: Context,

@@ -55,10 +55,7 @@ pub(crate) fn client_info(info: Implementation) -> Arc<Implementation> {
 
 /// The shared copy of a client's capabilities.
 pub(crate) fn client_capabilities(capabilities: ClientCapabilities) -> Capabilities {
-    if capabilities == *EMPTY_CAPABILITIES {
-        return Capabilities::Empty;
-    }
-    Capabilities::Shared(CLIENT_CAPABILITIES.intern(capabilities))
+    Capabilities::kept(capabilities, |c| CLIENT_CAPABILITIES.intern(c))
 }
 
 /// The capabilities of a client that declared none (`{}`), what most clients send: one value,
@@ -80,10 +77,17 @@ impl Capabilities {
     /// `capabilities`, kept by their holder alone (a stateless-era request's, read for that
     /// request only: not interned).
     pub(crate) fn own(capabilities: ClientCapabilities) -> Self {
-        if capabilities == *EMPTY_CAPABILITIES {
-            Capabilities::Empty
-        } else {
-            Capabilities::Shared(Arc::new(capabilities))
+        Capabilities::kept(capabilities, Arc::new)
+    }
+
+    /// `{}` as [`Capabilities::Empty`], anything else shared as `share` makes it.
+    fn kept(
+        capabilities: ClientCapabilities,
+        share: impl FnOnce(ClientCapabilities) -> Arc<ClientCapabilities>,
+    ) -> Self {
+        match capabilities == *EMPTY_CAPABILITIES {
+            true => Capabilities::Empty,
+            false => Capabilities::Shared(share(capabilities)),
         }
     }
 }

@@ -13,6 +13,7 @@ use mcpl_core::types::{
     ReadResourceRequestParams, ReadResourceResult, ResourceRequestParams, SetLevelRequestParams,
     TaskSupport, names,
 };
+use std::borrow::Cow;
 use std::future::Future;
 
 use futures::FutureExt as _;
@@ -76,6 +77,18 @@ impl Reply {
             Reply::Json(value) | Reply::Page(value) => Ok(value),
             Reply::Tool(result) => encode(result),
         }
+    }
+}
+
+/// `method` kept as a name: the methods whose handlers a server registers (those a panic is
+/// logged under and a `requestState` is bound to) are borrowed, with no copy for every
+/// request; any other is copied.
+pub(crate) fn method_name(method: &str) -> Cow<'static, str> {
+    match method {
+        names::TOOLS_CALL => Cow::Borrowed(names::TOOLS_CALL),
+        names::RESOURCES_READ => Cow::Borrowed(names::RESOURCES_READ),
+        names::PROMPTS_GET => Cow::Borrowed(names::PROMPTS_GET),
+        other => Cow::Owned(other.to_owned()),
     }
 }
 
@@ -485,4 +498,17 @@ async fn complete(server: &Server, ctx: Context, params: Option<Value>) -> Handl
         }
     };
     encode(CompleteResult::default().with_completion(capped(values)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handler_methods_are_borrowed_and_others_copied() {
+        for method in [names::TOOLS_CALL, names::RESOURCES_READ, names::PROMPTS_GET] {
+            assert!(matches!(method_name(method), Cow::Borrowed(m) if m == method));
+        }
+        assert!(matches!(method_name("x/y"), Cow::Owned(m) if m == "x/y"));
+    }
 }

@@ -462,10 +462,7 @@ fn route(
             )))))
         }
         _ => {
-            // Its fields set in place: each builder call would move the whole context.
-            let mut ctx = Context::new(ctx, client);
-            ctx.access_token = token;
-            ctx.server = Some(side.clone());
+            let ctx = Context::served(ctx, client, token, side.clone());
             let server = server.clone();
             Either::Right(Either::Right(async move { dispatch(&server, ctx, params).await }))
         }

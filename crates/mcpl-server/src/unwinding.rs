@@ -5,7 +5,6 @@ use std::future::Future;
 
 use futures::FutureExt as _;
 use mcpl_core::jsonrpc::ErrorObject;
-use mcpl_core::types::names;
 
 /// Runs a handler's future, answering a panic with `-32603` and logging it once (at ERROR, with
 /// what it panicked with: a panic is a bug of the server, not of the client). The engine does
@@ -34,28 +33,4 @@ where
             Err(ErrorObject::internal("the request handler panicked"))
         }
     })
-}
-
-/// `method` as [`unwinding`] names it: the methods whose handlers a server registers are
-/// borrowed (no copy of the name for every request), any other is copied.
-pub(crate) fn method_name(method: &str) -> Cow<'static, str> {
-    match method {
-        names::TOOLS_CALL => Cow::Borrowed(names::TOOLS_CALL),
-        names::RESOURCES_READ => Cow::Borrowed(names::RESOURCES_READ),
-        names::PROMPTS_GET => Cow::Borrowed(names::PROMPTS_GET),
-        other => Cow::Owned(other.to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn handler_methods_are_borrowed_and_others_copied() {
-        for method in [names::TOOLS_CALL, names::RESOURCES_READ, names::PROMPTS_GET] {
-            assert!(matches!(method_name(method), Cow::Borrowed(m) if m == method));
-        }
-        assert!(matches!(method_name("x/y"), Cow::Owned(m) if m == "x/y"));
-    }
 }

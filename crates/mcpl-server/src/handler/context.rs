@@ -193,6 +193,17 @@ impl Context {
         }
     }
 
+    /// The context of a request served for `server` that carried `token` (verified): made
+    /// whole, not through builder calls that would each move it.
+    pub(crate) fn served(
+        request: RequestContext,
+        client: SharedClientState,
+        token: Option<Arc<AccessToken>>,
+        server: Arc<dyn ServerSide>,
+    ) -> Self {
+        Context { server: Some(server), access_token: token, ..Context::new(request, client) }
+    }
+
     /// The answers and state this request was given (none, unless it was asked again).
     fn input(&self) -> &InputState {
         self.input.given().unwrap_or(&NO_INPUT)

@@ -702,7 +702,7 @@ impl InputSlot {
         match self {
             InputSlot::None => None,
             InputSlot::Bound(name) => {
-                let method = crate::unwinding::method_name(ctx.request().method());
+                let method = crate::router::method_name(ctx.request().method());
                 let binding = Binding::new(method, name.clone()).for_principal(ctx.principal());
                 Some(Cow::Owned(binding))
             }

@@ -229,14 +229,11 @@ async fn call(
     let (Request { id, method, params }, meta, mut sender) = request.into_parts();
     let run =
         embed::run_request(&http.inner.stateless, id, method, meta, None, &mut sender, |ctx| {
-            let method = crate::unwinding::method_name(ctx.method());
+            let method = crate::router::method_name(ctx.method());
             // The engine did not see the params: what they name goes on the span here.
             let span = tracing::Span::current();
             mcpl_core::trace::record_target(&span, &method, params.as_ref());
-            // Its fields set in place: each builder call would move the whole context.
-            let mut ctx = Context::new(ctx, client);
-            ctx.access_token = token;
-            ctx.server = Some(server_side);
+            let ctx = Context::served(ctx, client, token, server_side);
             // Made here, not in an `async` block that would hold the context a second time.
             let reply = crate::router::dispatch_reply(server, ctx, params);
             crate::unwinding::unwinding(method, reply).map(move |outcome| {

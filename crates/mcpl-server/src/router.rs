@@ -6,7 +6,7 @@
 //! are unknown methods (`-32601`).
 
 use mcpl_core::engine::HandlerResult;
-use mcpl_core::jsonrpc::{ErrorObject, RawJson};
+use mcpl_core::jsonrpc::{ErrorObject, RawJson, RequestId};
 use mcpl_core::types::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionReference, EmptyResult, GetPromptRequestParams, PaginatedRequestParams,
@@ -70,7 +70,31 @@ pub(crate) enum Reply {
     Page(RawJson),
 }
 
+/// How the router answered a request.
+pub(crate) type Outcome = Result<Reply, ErrorObject>;
+
 impl Reply {
+    /// The response to request `id` with this answer as its result, as it goes on the wire:
+    /// a tool's result serialized straight from its type.
+    pub(crate) fn to_response(&self, id: &RequestId) -> serde_json::Result<Vec<u8>> {
+        let size = match self {
+            Reply::Json(value) | Reply::Page(value) => value.len(),
+            Reply::Tool(_) => 192,
+        };
+        let mut out = Vec::with_capacity(64 + size);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id)?;
+        out.extend_from_slice(br#","result":"#);
+        match self {
+            Reply::Json(value) | Reply::Page(value) => {
+                out.extend_from_slice(value.as_str().as_bytes())
+            }
+            Reply::Tool(result) => serde_json::to_writer(&mut out, result)?,
+        }
+        out.push(b'}');
+        Ok(out)
+    }
+
     /// The answer as encoded JSON; a failure is `-32603`.
     pub(crate) fn into_json(self) -> HandlerResult {
         match self {

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::Either;
 use mcpl_core::engine::{CloseReason, Engine, HandlerResult, RequestContext};
+#[cfg(feature = "http")]
+use mcpl_core::engine::{NotRun, Running};
 use mcpl_core::jsonrpc::ErrorObject;
 use mcpl_core::types::{
     ClientCapabilities, Implementation, InitializeRequestParams, InitializeResult, names,
@@ -467,6 +469,49 @@ fn route(
             Either::Right(Either::Right(async move { dispatch(&server, ctx, params).await }))
         }
     }
+}
+
+/// Whether [`run_reply`] serves `request` on `driven`: once `initialize` was answered, every
+/// request but `initialize` itself (which [`route`] refuses).
+#[cfg(feature = "http")]
+pub(crate) fn runs_reply(
+    driven: &mcpl_core::engine::Driven,
+    request: &mcpl_core::jsonrpc::Request,
+) -> bool {
+    driven.data::<SessionState>().is_some_and(SessionState::is_initialized)
+        && request.method != names::INITIALIZE
+}
+
+/// Runs a request of an initialized session on `driven` (see [`runs_reply`]) for a transport
+/// that writes its answer itself (a 2025 HTTP session answering with one JSON body), as
+/// [`route`] serves it, but keeping the router's answer typed (see
+/// [`Reply`](crate::router::Reply)): no handler looked up, no message built and queued for
+/// the answer.
+#[cfg(feature = "http")]
+pub(crate) fn run_reply(
+    driven: &mcpl_core::engine::Driven,
+    server: &Server,
+    side: &Arc<dyn ServerSide>,
+    request: mcpl_core::jsonrpc::Request,
+    token: Option<Arc<crate::principal::AccessToken>>,
+) -> std::result::Result<Running<crate::router::Outcome>, NotRun> {
+    let Some(state) = driven.data::<SessionState>() else { return Err(NotRun::Closed) };
+    let (server, side, client) = (server.clone(), side.clone(), state.client.clone());
+    driven.run_request(request, move |ctx, params| {
+        if let Err(error) = crate::router::check_progress_token(ctx.meta()) {
+            return Either::Left(ready(Err(error)));
+        }
+        let token = token.or_else(|| lock(&client).access_token.clone());
+        let method = crate::router::method_name(ctx.method());
+        let span = tracing::Span::current();
+        let ctx = Context::served(ctx, client, token, side);
+        Either::Right(async move {
+            let reply = crate::router::dispatch_reply(&server, ctx, params);
+            let outcome = crate::unwinding::unwinding(method, reply).await;
+            crate::router::record_reply(&span, &outcome);
+            outcome
+        })
+    })
 }
 
 fn initialize(

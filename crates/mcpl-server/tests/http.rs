@@ -428,6 +428,100 @@ async fn json_response_mode_answers_with_one_body() {
     assert!(msgs[0]["result"]["tools"].is_array());
 }
 
+/// JSON mode, where an initialized session's request runs on its POST and is answered there:
+/// the session's rules still hold (one request per id in flight, a client's cancel, a client
+/// that stops waiting is no cancel).
+#[tokio::test]
+async fn json_mode_requests_keep_the_sessions_rules() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let finished = Arc::new(AtomicUsize::new(0));
+    let f = finished.clone();
+    let server = Server::builder("http-test", "0.0.1")
+        .tool(Tool::new("wait", ToolSchema::object()), move |ctx, args| {
+            let f = f.clone();
+            async move {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(300);
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                    () = ctx.cancelled() => return Ok(ToolOutput::text("cancelled")),
+                }
+                f.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolOutput::text(format!("waited {ms}")))
+            }
+        })
+        .build();
+    let app =
+        StreamableHttp::new(server, HttpConfig::new().json_response(true)).into_router("/mcp");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcpl_server::http::serve(listener, app));
+    let mut http = Http::new(addr);
+    let resp = http
+        .post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+        .send()
+        .await
+        .unwrap();
+    http.session = Some(resp.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+    let call = |id: u64, ms: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "wait", "arguments": {"ms": ms}}})
+    };
+
+    // Answered on its POST, naming the session, a tool's result as it would be sent.
+    let resp = http.post(&call(1, 1)).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["mcp-session-id"], http.session.as_deref().unwrap());
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let answer: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": "waited 1"}]}})
+    );
+    // An unknown tool's error, and a method's error, on the same path.
+    let (status, msgs) =
+        http.call(json!({"jsonrpc": "2.0", "id": 2, "method": "nope/nothing"})).await;
+    assert_eq!((status.as_u16(), msgs[0]["error"]["code"].as_i64()), (200, Some(-32601)));
+
+    // One request per id in flight.
+    let first = tokio::spawn(http.post(&call(3, 300)).send());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, msgs) = http.call(call(3, 1)).await;
+    assert_eq!(status, 409);
+    assert_eq!(msgs[0]["error"]["code"], -32600);
+    let answer = first.await.unwrap().unwrap().bytes().await.unwrap();
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "waited 300");
+    // Its id is free once answered.
+    let (status, _) = http.call(call(3, 1)).await;
+    assert_eq!(status, 200);
+
+    // The client's cancel ends the request, with no result.
+    let before = finished.load(Ordering::SeqCst);
+    let cancelled = tokio::spawn(http.post(&call(4, 5_000)).send());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, _) = http
+        .call(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}))
+        .await;
+    assert_eq!(status, 202);
+    let resp =
+        tokio::time::timeout(Duration::from_secs(2), cancelled).await.unwrap().unwrap().unwrap();
+    assert_eq!(resp.status(), 404);
+    assert!(resp.text().await.unwrap().contains("-32001"));
+
+    // A client that stops waiting does not cancel: the tool finishes.
+    let gone = tokio::spawn(http.post(&call(5, 300)).send());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    gone.abort();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while finished.load(Ordering::SeqCst) == before {
+        assert!(tokio::time::Instant::now() < deadline, "the abandoned call finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn the_standalone_stream_is_single_and_session_bound() {
     let addr = start(HttpConfig::new()).await;

@@ -116,6 +116,65 @@ impl Driven {
         Ok(Serving { serve: Some(serve) })
     }
 
+    /// Runs `handler` for the incoming `request` on the caller's task, and gives what it
+    /// returned: unlike [`serve`](Self::serve), the caller answers, so a result can go to the
+    /// wire without becoming a [`Message`] first (a session's request answered with one JSON
+    /// body, say).
+    ///
+    /// The request counts as in flight on the connection until the handler returns:
+    /// `notifications/cancelled` from the peer, or closing, cancels it (the returned future
+    /// then gives `None`, and nothing should answer it). The request's `params._meta` (an
+    /// object) moves into the context; `handler` gets the params without it. What the handler
+    /// sends meanwhile goes through the connection's queue, as with [`deliver`](Self::deliver);
+    /// callbacks it registers with [`RequestContext::after_answer`] run once it returned, as
+    /// the caller gets its output.
+    ///
+    /// Dropping the future before it is done does not cancel the request (as with
+    /// [`serve`](Self::serve)): the handler goes on in a task of its own, and its output is
+    /// dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`NotRun`]: the connection has closed, a request with the same id is in flight, or too
+    /// many are (the last two with the answer to send in the request's place).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::engine::{Engine, embed};
+    /// use mcpl_core::jsonrpc::{Message, Request, RequestId, Response};
+    /// use mcpl_core::transport::{Transport, memory};
+    /// use serde_json::json;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> mcpl_core::Result<()> {
+    /// let engine = Engine::new();
+    /// let (ours, _theirs) = memory::pair();
+    /// let (sender, _unused) = ours.start().await?;
+    /// let driven = embed::drive(&engine, sender);
+    /// let request = Request::new(RequestId::from(1), "add", Some(json!({"a": 2, "b": 3})));
+    /// let running = driven
+    ///     .run_request(request, |_ctx, params| async move {
+    ///         let p = params.unwrap_or_default();
+    ///         p["a"].as_i64().unwrap_or(0) + p["b"].as_i64().unwrap_or(0)
+    ///     })
+    ///     .unwrap();
+    /// // The caller answers.
+    /// assert_eq!(running.await, Some(5));
+    /// # Ok(()) }
+    /// ```
+    pub fn run_request<F, Fut>(
+        &self,
+        request: Request,
+        handler: F,
+    ) -> std::result::Result<Running<Fut::Output>, NotRun>
+    where
+        F: FnOnce(super::RequestContext, Option<serde_json::Value>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        self.conn.run_for_caller(request, handler)
+    }
+
     /// A handle for sending requests and notifications to the peer.
     pub fn peer(&self) -> Peer {
         Peer { conn: self.conn.clone(), related: None, served: None }
@@ -172,6 +231,65 @@ impl Drop for Serving {
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
             handle.spawn(serve);
+        }
+    }
+}
+
+/// Why [`Driven::run_request`] did not run a request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NotRun {
+    /// The connection has closed.
+    Closed,
+    /// A request with the same id is in flight on the connection: the answer to send in this
+    /// one's place (`-32600`).
+    Duplicate(Message),
+    /// Too many requests are in flight on the connection
+    /// ([`EngineConfig::max_inflight_requests`](super::EngineConfig::max_inflight_requests)):
+    /// the answer to send in this one's place (`-32000`).
+    Busy(Message),
+}
+
+/// A request run for its caller: see [`Driven::run_request`]. Gives the handler's output, or
+/// `None` if the request was cancelled. Dropped before it is done, it goes on in a task of its
+/// own.
+#[must_use = "the request runs as the future is polled (or once it is dropped)"]
+pub struct Running<T: 'static> {
+    run: Option<BoxFuture<'static, Option<T>>>,
+}
+
+impl<T: 'static> Running<T> {
+    pub(crate) fn new(run: BoxFuture<'static, Option<T>>) -> Self {
+        Running { run: Some(run) }
+    }
+}
+
+impl<T: 'static> fmt::Debug for Running<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Running").field("done", &self.run.is_none()).finish()
+    }
+}
+
+impl<T: 'static> Future for Running<T> {
+    type Output = Option<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Option<T>> {
+        let Some(run) = self.run.as_mut() else { return Poll::Ready(None) };
+        let output = ready!(run.as_mut().poll(cx));
+        self.run = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<T: 'static> Drop for Running<T> {
+    fn drop(&mut self) {
+        // The caller stopped waiting (its HTTP client went away, say): that is no cancel.
+        if let Some(run) = self.run.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                run.await;
+            });
         }
     }
 }

@@ -15,7 +15,7 @@
 
 use std::future::Future;
 
-pub use super::driven::{Driven, Serving};
+pub use super::driven::{Driven, NotRun, Running, Serving};
 pub use super::lazy_meta::LazyMeta;
 use super::{Engine, RequestContext};
 use crate::error::Result;

@@ -89,6 +89,19 @@ pub(crate) enum MetaSlot {
 }
 
 impl MetaSlot {
+    /// The `_meta` object of `params`, moved out of them (a `_meta` that is no object stays).
+    pub(crate) fn take_from(params: &mut Option<Value>) -> MetaSlot {
+        let Some(Value::Object(p)) = params else { return MetaSlot::Absent };
+        match p.remove("_meta") {
+            Some(Value::Object(meta)) => MetaSlot::Tree(Arc::new(meta)),
+            Some(other) => {
+                p.insert("_meta".to_owned(), other);
+                MetaSlot::Absent
+            }
+            None => MetaSlot::Absent,
+        }
+    }
+
     pub(crate) fn get(&self) -> Option<&Map<String, Value>> {
         match self {
             MetaSlot::Absent => None,

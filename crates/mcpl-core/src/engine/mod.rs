@@ -60,7 +60,7 @@ mod typed;
 use self::connection::Connection;
 pub use self::connection::Peer;
 #[doc(hidden)]
-pub use self::driven::Driven;
+pub use self::driven::{Driven, NotRun, Running};
 pub use self::handler::{
     BoxFuture, HandlerResult, IntoResult, NotificationContext, NotificationHandler, RequestContext,
     RequestHandler,

@@ -303,3 +303,120 @@ async fn a_served_request_is_cancelled_by_the_peer_like_a_delivered_one() {
     let Message::Response(r) = next(&mut script).await else { panic!("expected a response") };
     assert_eq!(r.id, RequestId::from(2));
 }
+
+#[tokio::test]
+async fn run_request_gives_the_handler_output_to_its_caller_on_its_task() {
+    let engine = Engine::new();
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive_with(sender, "alice".to_owned());
+    let params = json!({"x": 1, "_meta": {"progressToken": "p"}});
+    let running = driven
+        .run_request(Request::new(RequestId::from(3), "anything", Some(params)), |ctx, params| {
+            let seen = (
+                ctx.id().clone(),
+                ctx.method().to_owned(),
+                ctx.progress_token().cloned(),
+                ctx.peer().data::<String>().cloned(),
+                params,
+            );
+            async move {
+                let _ = ctx.peer().notify("working", None).await;
+                (seen, tokio::task::try_id())
+            }
+        })
+        .unwrap();
+    assert_eq!(driven.peer().inflight_requests(), 1);
+    let caller = tokio::spawn(async move { (running.await, tokio::task::id()) });
+    let (output, caller) = tokio::time::timeout(WAIT, caller).await.unwrap().unwrap();
+    let ((id, method, token, data, params), ran_on) = output.unwrap();
+    assert_eq!((id, method.as_str()), (RequestId::from(3), "anything"));
+    assert_eq!(token, Some(json!("p")));
+    assert_eq!(data.as_deref(), Some("alice"));
+    // `_meta` moved into the context; the params come without it.
+    assert_eq!(params, Some(json!({"x": 1})));
+    assert_eq!(ran_on, Some(caller));
+    assert_eq!(driven.peer().inflight_requests(), 0);
+    // What the handler sent went out, related to its request; the caller answers, not the
+    // engine: nothing else was sent.
+    let Message::Notification(n) = next(&mut script).await else { panic!("the notification") };
+    assert_eq!(n.method, "working");
+    assert_eq!(script.related.recv().await.unwrap(), Some(RequestId::from(3)));
+    assert!(script.sent.try_recv().is_err());
+}
+
+#[tokio::test]
+async fn run_request_refuses_a_duplicate_id_over_the_limit_and_once_closed() {
+    use mcpl_core::engine::{EngineConfig, NotRun};
+    let engine = Engine::with_config(EngineConfig::new().max_inflight_requests(2));
+    let (sender, _script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let wait = |gate: Arc<tokio::sync::Semaphore>| {
+        move |_ctx, _params| async move {
+            let _permit = gate.acquire().await;
+        }
+    };
+    let first = driven.run_request(served(1, "wait"), wait(gate.clone())).unwrap();
+    let Err(NotRun::Duplicate(Message::Error(e))) =
+        driven.run_request(served(1, "wait"), wait(gate.clone()))
+    else {
+        panic!("a duplicate id is refused")
+    };
+    assert_eq!((e.id, e.error.code.0), (Some(RequestId::from(1)), -32600));
+    let second = driven.run_request(served(2, "wait"), wait(gate.clone())).unwrap();
+    let Err(NotRun::Busy(Message::Error(e))) =
+        driven.run_request(served(3, "wait"), wait(gate.clone()))
+    else {
+        panic!("a third request is over the limit")
+    };
+    assert_eq!((e.id, e.error.code.0), (Some(RequestId::from(3)), -32000));
+    let both = tokio::spawn(async move { (first.await, second.await) });
+    gate.add_permits(2);
+    assert_eq!(tokio::time::timeout(WAIT, both).await.unwrap().unwrap(), (Some(()), Some(())));
+    assert_eq!(driven.peer().inflight_requests(), 0);
+    driven.close().await.unwrap();
+    assert!(matches!(
+        driven.run_request(served(4, "wait"), wait(gate.clone())),
+        Err(NotRun::Closed)
+    ));
+}
+
+#[tokio::test]
+async fn a_request_run_for_its_caller_is_cancelled_by_the_peer_or_the_close() {
+    let engine = Engine::new();
+    let (sender, _script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    let forever = |ctx: mcpl_core::engine::RequestContext, _| async move {
+        ctx.cancelled().await;
+        "never given"
+    };
+    let running = tokio::spawn(driven.run_request(served(1, "forever"), forever).unwrap());
+    let cancel = Notification::new("notifications/cancelled", Some(json!({"requestId": 1})));
+    driven.deliver(cancel.into()).await.unwrap();
+    assert_eq!(tokio::time::timeout(WAIT, running).await.unwrap().unwrap(), None);
+    // Its id is free again.
+    let running = tokio::spawn(driven.run_request(served(1, "forever"), forever).unwrap());
+    driven.close().await.unwrap();
+    assert_eq!(tokio::time::timeout(WAIT, running).await.unwrap().unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_request_run_for_a_caller_that_stops_waiting_goes_on() {
+    let engine = Engine::new();
+    let (sender, _script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    let (release, done) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (r, d) = (release.clone(), done.clone());
+    let running = driven
+        .run_request(served(1, "wait"), move |ctx, _| async move {
+            assert!(ctx.after_answer(move || d.notify_one()));
+            r.notified().await;
+        })
+        .unwrap();
+    // Polled once (the handler waits), then dropped, as when an HTTP client goes away.
+    assert!(tokio::time::timeout(Duration::from_millis(20), running).await.is_err());
+    assert_eq!(driven.peer().inflight_requests(), 1, "not cancelled");
+    release.notify_one();
+    tokio::time::timeout(WAIT, done.notified()).await.expect("the handler finished");
+    assert_eq!(driven.peer().inflight_requests(), 0);
+}

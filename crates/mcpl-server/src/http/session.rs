@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcpl_core::engine::Engine;
-use mcpl_core::engine::embed::{self, Driven};
+use mcpl_core::engine::embed::{self, Driven, NotRun, Running};
 use mcpl_core::jsonrpc::{Message, RequestId};
 use mcpl_core::transport::TransportSender;
 use mcpl_core::types::{ClientCapabilities, Implementation};
@@ -348,6 +348,24 @@ impl HttpSession {
             lock_client(client).forget_request_token(&id);
         }
         serving
+    }
+
+    /// Whether [`run_reply`](Self::run_reply) serves `request` (the session is initialized).
+    pub(crate) fn runs_reply(&self, request: &mcpl_core::jsonrpc::Request) -> bool {
+        crate::session::runs_reply(&self.driven, request)
+    }
+
+    /// Runs client request `request` (see [`runs_reply`](Self::runs_reply)), which carried
+    /// `token` (verified), on the caller's task, for the caller to write its answer: a request
+    /// answered with one JSON body, which no stream, store or queue needs to see.
+    pub(crate) fn run_reply(
+        &self,
+        server: &crate::server::Server,
+        side: &Arc<dyn crate::context::ServerSide>,
+        request: mcpl_core::jsonrpc::Request,
+        token: Option<Arc<AccessToken>>,
+    ) -> std::result::Result<Running<crate::router::Outcome>, NotRun> {
+        crate::session::run_reply(&self.driven, server, side, request, token)
     }
 
     /// Opens the SSE stream of client request `id`.

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::task::Poll;
 
-use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::super::handler::RequestContext;
@@ -40,17 +39,9 @@ impl Connection {
         };
         let tool_call = method == "tools/call";
         // The one request owns `_meta`: it moves into the context instead of being copied.
-        let meta = match (meta, &mut params) {
-            (Some(meta), _) => MetaSlot::Lazy(meta),
-            (None, Some(Value::Object(p))) => match p.remove("_meta") {
-                Some(Value::Object(meta)) => MetaSlot::Tree(Arc::new(meta)),
-                Some(other) => {
-                    p.insert("_meta".to_owned(), other);
-                    MetaSlot::Absent
-                }
-                None => MetaSlot::Absent,
-            },
-            (None, _) => MetaSlot::Absent,
+        let meta = match meta {
+            Some(meta) => MetaSlot::Lazy(meta),
+            None => MetaSlot::take_from(&mut params),
         };
         let head = (id.clone(), method);
         let outcome = self

@@ -29,6 +29,7 @@ use crate::jsonrpc::{
 use crate::trace::{self, Direction, TraceFacts};
 use crate::transport::{TransportEvent, TransportReceiver};
 
+mod caller;
 mod cancel;
 mod inline;
 mod io;
@@ -456,33 +457,7 @@ impl Connection {
             return Err(ErrorResponse::new(Some(id), error).into());
         };
         let tool_call = method == "tools/call";
-        let cancel = RequestCancel::new();
-        {
-            let mut inflight = lock(&self.inflight);
-            if inflight.contains_key(&id) {
-                drop(inflight);
-                let error = ErrorObject::invalid_request(format_args!(
-                    "request id {id} is already in flight"
-                ));
-                return Err(ErrorResponse::new(Some(id), error).into());
-            }
-            if inflight.len() >= self.common.config.max_inflight_requests {
-                // Refused at once, never queued: the peer may retry once answers come back.
-                drop(inflight);
-                self.refused(Refusal::InFlightLimit {
-                    limit: self.common.config.max_inflight_requests,
-                });
-                let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight").with_data(
-                    serde_json::json!({ "maxInFlight": self.common.config.max_inflight_requests }),
-                );
-                return Err(ErrorResponse::new(Some(id), error).into());
-            }
-            inflight.insert(id.clone(), cancel.clone());
-        }
-        // Started as the connection closed, after its requests were cancelled: cancelled too.
-        if self.is_closed() {
-            cancel.cancel();
-        }
+        let cancel = self.admit(&id).map_err(TurnedAway::into_answer)?;
         let mut ctx = self.request_context(&id, method, params.as_ref(), cancel.clone());
         let after = Arc::new(AfterAnswer::default());
         ctx.after_answer = Some(after.clone());
@@ -526,6 +501,40 @@ impl Connection {
                 after.run();
             }
         })
+    }
+
+    /// Counts incoming request `id` as in flight: its cancel, or why it cannot run (its id is
+    /// in flight already, or too many are). A request admitted as the connection closes is
+    /// cancelled at once.
+    pub(crate) fn admit(&self, id: &RequestId) -> std::result::Result<RequestCancel, TurnedAway> {
+        let cancel = RequestCancel::new();
+        {
+            let mut inflight = lock(&self.inflight);
+            if inflight.contains_key(id) {
+                drop(inflight);
+                let error = ErrorObject::invalid_request(format_args!(
+                    "request id {id} is already in flight"
+                ));
+                return Err(TurnedAway::Duplicate(
+                    ErrorResponse::new(Some(id.clone()), error).into(),
+                ));
+            }
+            let limit = self.common.config.max_inflight_requests;
+            if inflight.len() >= limit {
+                // Refused at once, never queued: the peer may retry once answers come back.
+                drop(inflight);
+                self.refused(Refusal::InFlightLimit { limit });
+                let error = ErrorObject::new(SERVER_BUSY, "too many requests in flight")
+                    .with_data(serde_json::json!({ "maxInFlight": limit }));
+                return Err(TurnedAway::Busy(ErrorResponse::new(Some(id.clone()), error).into()));
+            }
+            inflight.insert(id.clone(), cancel.clone());
+        }
+        // Started as the connection closed, after its requests were cancelled: cancelled too.
+        if self.is_closed() {
+            cancel.cancel();
+        }
+        Ok(cancel)
     }
 
     /// The context a handler of request `id` runs in, bound to this connection.
@@ -729,6 +738,22 @@ impl Connection {
 pub(crate) fn serve_first_here(mut serve: crate::engine::BoxFuture<'static, ()>) {
     if serve.as_mut().now_or_never().is_none() {
         tokio::spawn(serve);
+    }
+}
+
+/// Why [`Connection::admit`] turned a request away, with the answer to send in its place.
+pub(crate) enum TurnedAway {
+    /// A request with the same id is in flight (`-32600`).
+    Duplicate(Message),
+    /// Too many requests are in flight (`-32000`).
+    Busy(Message),
+}
+
+impl TurnedAway {
+    fn into_answer(self) -> Message {
+        match self {
+            TurnedAway::Duplicate(answer) | TurnedAway::Busy(answer) => answer,
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use mcpl_core::ProtocolVersion;
+use mcpl_core::engine::NotRun;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
 use mcpl_core::types::names;
 use tokio::sync::{mpsc, oneshot};
@@ -67,6 +68,9 @@ pub(super) async fn post(
         return reject.respond(id);
     }
     match message {
+        Message::Request(req) if http.inner.config.json_response && session.runs_reply(&req) => {
+            json_request(http, &session, req, token).await
+        }
         Message::Request(req) => {
             let id = req.id.clone();
             let opened = if http.inner.config.json_response {
@@ -108,7 +112,7 @@ pub(super) async fn post(
             match opened {
                 Opened::Json(rx) => {
                     serving.await;
-                    json_reply(rx, &session.id).await
+                    json_reply(rx, &session).await
                 }
                 Opened::Sse(stream, rx) => {
                     let mut live = Live { rx, serving: Some(serving) };
@@ -148,6 +152,50 @@ pub(super) async fn post(
             }
         }
     }
+}
+
+/// Serves a request of an initialized session answered with one JSON body: run on this task
+/// (see [`HttpSession::run_reply`]) and its answer written here, a tool's result straight
+/// from its type; no stream opened for it, nothing stored, nothing queued.
+async fn json_request(
+    http: &StreamableHttp,
+    session: &HttpSession,
+    request: mcpl_core::jsonrpc::Request,
+    token: Option<Arc<AccessToken>>,
+) -> Response {
+    let id = request.id.clone();
+    let inner = &http.inner;
+    let running = match session.run_reply(&inner.server, &inner.server_side, request, token) {
+        Ok(running) => running,
+        Err(NotRun::Duplicate(answer)) => return json_body(StatusCode::CONFLICT, &answer),
+        Err(NotRun::Busy(answer)) => {
+            return with_session_id(json_body(StatusCode::OK, &answer), session);
+        }
+        Err(_) => {
+            return rpc_error_for(
+                Some(id),
+                StatusCode::NOT_FOUND,
+                ErrorCode(-32001),
+                "session ended",
+            );
+        }
+    };
+    let body = match running.await {
+        Some(Ok(reply)) => reply.to_response(&id).map_err(ErrorObject::internal),
+        Some(Err(error)) => Err(error),
+        // Cancelled by the client, or the session ended meanwhile.
+        None => {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                ErrorCode(-32001),
+                "session ended before the response",
+            );
+        }
+    };
+    let body = body.unwrap_or_else(|error| {
+        serde_json::to_vec(&Message::Error(ErrorResponse::new(Some(id), error))).unwrap_or_default()
+    });
+    with_session_id(json_bytes(StatusCode::OK, body), session)
 }
 
 /// A request's stream, as its answer is given: one JSON body, or an SSE stream.
@@ -322,15 +370,9 @@ async fn initialize(
 }
 
 /// Waits for the response on a JSON-mode request stream.
-async fn json_reply(rx: oneshot::Receiver<Event>, session_id: &str) -> Response {
+async fn json_reply(rx: oneshot::Receiver<Event>, session: &HttpSession) -> Response {
     match rx.await {
-        Ok(event) => {
-            let mut response = json_bytes(StatusCode::OK, event.data);
-            if let Ok(value) = HeaderValue::from_str(session_id) {
-                response.headers_mut().insert(SESSION_ID_HEADER, value);
-            }
-            response
-        }
+        Ok(event) => with_session_id(json_bytes(StatusCode::OK, event.data), session),
         Err(_) => {
             rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended before the response")
         }

@@ -42,7 +42,6 @@ use super::stateless_body::Incoming;
 use super::{StreamableHttp, json_body};
 use crate::context::Context;
 use crate::principal::AccessToken;
-use crate::router::Reply;
 use crate::stateless::admission::{MetaFacts, admit};
 use crate::stateless::decoration;
 use crate::stateless::listen::Listen;
@@ -255,8 +254,7 @@ async fn call(
 /// when the client goes away.
 type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>> + Send>>;
 
-/// How the router answered.
-type Outcome = std::result::Result<Reply, ErrorObject>;
+use crate::router::Outcome;
 
 /// Adds what every stateless-era result carries.
 struct Decorator<'a> {

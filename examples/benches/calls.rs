@@ -18,7 +18,11 @@
 //!   (`Client` over `HttpTransport`) and a raw `reqwest` POST loop sending the same bytes.
 //! - `stdio`: sequential `tools/call` over a child's stdin/stdout: the four pairs of
 //!   {our client, a raw line writer} x {our stdio server, a raw line echo}, so that the client's
-//!   and the server's shares can be told apart.
+//!   and the server's shares can be told apart; and the same line writer and echo written on
+//!   tokio (current-thread runtimes, the pipes read and written through the runtime's IO
+//!   driver as our transports do), alone and with our server: what any async pair pays over
+//!   the raw blocking one. `BENCH_WRAP` runs the tokio writer's child under a wrapper (say
+//!   `valgrind --tool=dhat`, with `BENCH_CALLS` and `BENCH_ONLY`), to profile a server.
 //!
 //! Each line reports calls per second and, for the bench process itself (the client; servers run
 //! in child processes), CPU microseconds per call, read from `/proc/self/stat`. The bench checks
@@ -56,6 +60,7 @@ fn main() {
     match std::env::var(ROLE).as_deref() {
         Ok("limit") => return limit_server(),
         Ok("echo") => return line_echo(),
+        Ok("tokio-echo") => return tokio_line_echo(),
         Ok("stdio-server") => return stdio_server(),
         _ => {}
     }
@@ -81,6 +86,9 @@ fn main() {
         (STDIO_PAIR, STDIO_RAW_PAIR, "our pair / raw pair"),
         (STDIO_CLIENT, STDIO_RAW_PAIR, "our client (against the echo) / raw"),
         (STDIO_SERVER, STDIO_RAW_PAIR, "our server (raw lines to it) / the echo"),
+        (STDIO_TOKIO_PAIR, STDIO_RAW_PAIR, "tokio pair / raw pair"),
+        (STDIO_PAIR, STDIO_TOKIO_PAIR, "our pair / tokio pair"),
+        (STDIO_TOKIO_SERVER, STDIO_TOKIO_PAIR, "our server (tokio lines to it) / tokio echo"),
     ]);
 }
 
@@ -90,6 +98,8 @@ const STDIO_PAIR: &str = "ours -> our stdio server";
 const STDIO_CLIENT: &str = "ours -> raw line echo";
 const STDIO_SERVER: &str = "raw lines -> our stdio server";
 const STDIO_RAW_PAIR: &str = "raw lines -> raw line echo";
+const STDIO_TOKIO_PAIR: &str = "tokio lines -> tokio line echo";
+const STDIO_TOKIO_SERVER: &str = "tokio lines -> our stdio server";
 
 /// One run of one variant: the calls it made, its wall time and this process's CPU time.
 #[derive(Clone, Copy)]
@@ -342,11 +352,21 @@ fn limit_server() {
 
 fn stdio(run: Duration, round: usize, results: &mut Results) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let variants = [STDIO_PAIR, STDIO_SERVER, STDIO_CLIENT, STDIO_RAW_PAIR];
+    let variants = [
+        STDIO_PAIR,
+        STDIO_SERVER,
+        STDIO_CLIENT,
+        STDIO_RAW_PAIR,
+        STDIO_TOKIO_PAIR,
+        STDIO_TOKIO_SERVER,
+    ];
     for variant in rotated(&variants, round) {
         let server = if variant.ends_with("echo") { "echo" } else { "stdio-server" };
         let figure = if variant.starts_with("ours") {
             rt.block_on(ours_stdio(server, variant, run))
+        } else if variant.starts_with("tokio") {
+            let server = if variant.ends_with("echo") { "tokio-echo" } else { "stdio-server" };
+            rt.block_on(tokio_stdio_client(server, variant, run))
         } else {
             raw_stdio_client(server, variant, run)
         };
@@ -417,6 +437,89 @@ fn raw_stdio_client(role: &str, variant: &str, run: Duration) -> Option<Figure> 
     child.kill().ok();
     child.wait().ok();
     Some(figure)
+}
+
+/// The raw client's loop on tokio: a child's pipes read and written through the runtime, after
+/// a 2025 handshake (which the echo answers like any line).
+async fn tokio_stdio_client(role: &str, variant: &str, run: Duration) -> Option<Figure> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    if !selected(variant) {
+        return None;
+    }
+    // The child under a wrapper, to profile it: `BENCH_WRAP="valgrind --tool=dhat"`.
+    let mut command = match std::env::var("BENCH_WRAP") {
+        Ok(wrap) => {
+            let mut parts = wrap.split_whitespace();
+            let mut c = tokio::process::Command::new(parts.next().unwrap());
+            c.args(parts).arg(std::env::current_exe().unwrap());
+            c
+        }
+        Err(_) => tokio::process::Command::new(std::env::current_exe().unwrap()),
+    };
+    let mut child = command
+        .env(ROLE, role)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1.0.0"}}}"#;
+    input.write_all(format!("{init}\n").as_bytes()).await.unwrap();
+    output.read_line(&mut line).await.unwrap();
+    input
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let (cpu0, t0) = (cpu_time(), Instant::now());
+    let mut calls = 0u64;
+    let limit = fixed_calls();
+    while limit.map_or(t0.elapsed() < run, |n| calls < n) {
+        calls += 1;
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{calls},\"method\":\"tools/call\",\"params\":{{\"name\":\"test_simple_text\",\"arguments\":{{}}}}}}\n"
+        );
+        input.write_all(request.as_bytes()).await.unwrap();
+        line.clear();
+        output.read_line(&mut line).await.unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], calls, "{line}");
+        assert_eq!(answer["result"]["content"][0]["text"], TEXT);
+    }
+    let figure = Figure { calls, wall: t0.elapsed(), cpu: cpu_time() - cpu0 };
+    drop(input);
+    // Stdin closed, the child ends (a server under a profiler writes its profile first).
+    if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
+        child.kill().await.ok();
+    }
+    Some(figure)
+}
+
+/// The raw echo on tokio: stdin and stdout as our stdio transport opens them (pipes through
+/// the runtime's IO driver), one line in, one answer out.
+fn tokio_line_echo() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut input = tokio::io::BufReader::new(mcpl_core::transport::stdio::StdinReader::new());
+        let mut out = mcpl_core::transport::stdio::StdoutWriter::new();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if let Some(mut answer) = answer(&line) {
+                answer.push(b'\n');
+                out.write_all(&answer).await.unwrap();
+                out.flush().await.unwrap();
+            }
+        }
+    });
 }
 
 fn line_echo() {

@@ -126,8 +126,9 @@ impl Driven {
     /// then gives `None`, and nothing should answer it). The request's `params._meta` (an
     /// object) moves into the context; `handler` gets the params without it. What the handler
     /// sends meanwhile goes through the connection's queue, as with [`deliver`](Self::deliver);
-    /// callbacks it registers with [`RequestContext::after_answer`] run once it returned, as
-    /// the caller gets its output.
+    /// callbacks it registers with
+    /// [`RequestContext::after_answer`](super::RequestContext::after_answer) run once it
+    /// returned, as the caller gets its output.
     ///
     /// Dropping the future before it is done does not cancel the request (as with
     /// [`serve`](Self::serve)): the handler goes on in a task of its own, and its output is

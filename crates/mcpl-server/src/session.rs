@@ -9,8 +9,8 @@
 //! to its client: list changes, and updates of the resources the client subscribed to.
 
 use std::future::{Future, ready};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures::future::Either;
 use mcpl_core::engine::{CloseReason, Engine, HandlerResult, RequestContext};
@@ -199,7 +199,7 @@ impl Server {
         let client = ClientState { access_token: token, ..ClientState::default() };
         let state = Arc::new(SessionState {
             phase: AtomicU8::new(NEW),
-            client: Arc::new(crate::context::ClientCell::new(None, client)),
+            client: Arc::new(Mutex::new(client)),
         });
         let ours = state.clone();
         install(&engine, self, move |_peer| Some(ours.clone()));
@@ -241,7 +241,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.state.client.version()
+        lock(&self.state.client).version
     }
 
     /// The client's identity, once it initialized.
@@ -534,8 +534,8 @@ fn initialize(
     let experimental = params.capabilities.experimental.as_ref();
     crate::mcpl::initialize(server, peer, client, experimental, &mut capabilities);
     {
-        client.set_version(version);
         let mut c = lock(client);
+        c.version = Some(version);
         c.client_info = Some(crate::interned::client_info(params.client_info));
         c.client_capabilities = Some(crate::interned::client_capabilities(params.capabilities));
     }

@@ -2,7 +2,7 @@
 
 use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use std::collections::BTreeMap;
 
@@ -27,6 +27,7 @@ use mcpl_core::mcpl::state::StateRequestFields;
 /// request's `_meta` (stateless era).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientState {
+    pub(crate) version: Option<ProtocolVersion>,
     /// The client's `clientInfo` (2025 era: from `initialize`), shared by the sessions of
     /// clients that sent the same (see [`crate::interned`]).
     pub(crate) client_info: Option<Arc<Implementation>>,
@@ -93,39 +94,10 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
-/// What the server knows about the client, shared by the handlers of a connection (or of one
-/// request): the protocol version, set once and read without a lock (every request reads it,
-/// on whichever thread serves it), and the rest behind one.
-#[derive(Debug, Default)]
-pub(crate) struct ClientCell {
-    version: OnceLock<ProtocolVersion>,
-    state: Mutex<ClientState>,
-}
+pub(crate) type SharedClientState = Arc<Mutex<ClientState>>;
 
-impl ClientCell {
-    /// A client speaking `version` (`None`: not negotiated yet), as `state` describes it.
-    pub(crate) fn new(version: Option<ProtocolVersion>, state: ClientState) -> Self {
-        ClientCell {
-            version: version.map(OnceLock::from).unwrap_or_default(),
-            state: Mutex::new(state),
-        }
-    }
-
-    /// The protocol version in use, once negotiated.
-    pub(crate) fn version(&self) -> Option<ProtocolVersion> {
-        self.version.get().copied()
-    }
-
-    /// Records the negotiated version; `false` (and nothing changed) if one was already.
-    pub(crate) fn set_version(&self, version: ProtocolVersion) -> bool {
-        self.version.set(version).is_ok()
-    }
-}
-
-pub(crate) type SharedClientState = Arc<ClientCell>;
-
-pub(crate) fn lock(s: &ClientCell) -> std::sync::MutexGuard<'_, ClientState> {
-    s.state.lock().unwrap_or_else(PoisonError::into_inner)
+pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientState> {
+    s.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The context of one request served by a server handler.
@@ -364,7 +336,7 @@ impl Context {
     /// # drop(server);
     /// ```
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.client.version()
+        lock(&self.client).version
     }
 
     /// The era of the protocol version in use.

@@ -211,7 +211,7 @@ impl HttpSession {
 
     /// The protocol version negotiated by `initialize`, once it happened.
     pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.state().and_then(|s| s.client.version())
+        self.state().and_then(|s| lock_client(&s.client).version)
     }
 
     /// The client's identity, once it initialized.

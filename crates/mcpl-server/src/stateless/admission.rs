@@ -71,8 +71,6 @@ pub(crate) struct Admitted {
     /// stays in `_meta`, read from there when a handler asks
     /// ([`Context::client_info`](crate::Context::client_info)).
     pub(crate) client: ClientState,
-    /// The protocol version the request names.
-    pub(crate) version: ProtocolVersion,
     /// Whether the client asked for what a handler sends as it goes (it sent a progress token
     /// or a log level): on Streamable HTTP, whether the answer is a stream. (A connection
     /// carries what the handler sends either way.)
@@ -117,8 +115,8 @@ pub(crate) fn admit(
     Ok(Admitted {
         #[cfg(feature = "http")]
         streaming: progress.is_some() || log_level.is_some(),
-        version: parsed,
         client: ClientState {
+            version: Some(parsed),
             client_capabilities: capabilities,
             log_level,
             ..ClientState::default()
@@ -187,7 +185,7 @@ mod tests {
         .unwrap();
         #[cfg(feature = "http")]
         assert!(admitted.streaming);
-        assert_eq!(admitted.version, ProtocolVersion::V2026_07_28);
+        assert_eq!(admitted.client.version, Some(ProtocolVersion::V2026_07_28));
         assert_eq!(admitted.client.log_level, Some(LoggingLevel::Info));
         assert!(admitted.client.client_capabilities.unwrap().roots.is_some());
         let meta = json!({

@@ -13,7 +13,7 @@ pub(crate) mod admission;
 pub(crate) mod decoration;
 pub(crate) mod listen;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpl_core::engine::{HandlerResult, RequestContext};
@@ -57,13 +57,14 @@ pub(crate) async fn serve(
     let reply = match method.as_str() {
         names::SERVER_DISCOVER => {
             // (The router records the revision of the requests it serves.)
-            mcpl_core::trace::record_version(&tracing::Span::current(), admitted.version);
+            if let Some(version) = admitted.client.version {
+                mcpl_core::trace::record_version(&tracing::Span::current(), version);
+            }
             return Ok(decoration::discover(server, Duration::ZERO).into());
         }
         names::SUBSCRIPTIONS_LISTEN => Reply::Json(listen(server, &ctx, params.as_ref()).await?),
         _ => {
-            let client =
-                Arc::new(crate::context::ClientCell::new(Some(admitted.version), admitted.client));
+            let client = Arc::new(Mutex::new(admitted.client));
             let ctx = Context::new(ctx, client).with_access_token(token);
             crate::router::dispatch_reply(server, ctx, params).await?
         }

@@ -6,7 +6,7 @@
 //! are unknown methods (`-32601`).
 
 use mcpl_core::engine::HandlerResult;
-use mcpl_core::jsonrpc::{ErrorObject, RawJson, RequestId};
+use mcpl_core::jsonrpc::{ErrorObject, RawJson};
 use mcpl_core::types::{
     CacheScope, CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionReference, EmptyResult, GetPromptRequestParams, PaginatedRequestParams,
@@ -71,12 +71,17 @@ pub(crate) enum Reply {
 }
 
 /// How the router answered a request.
+#[cfg(feature = "http")]
 pub(crate) type Outcome = Result<Reply, ErrorObject>;
 
 impl Reply {
     /// The response to request `id` with this answer as its result, as it goes on the wire:
     /// a tool's result serialized straight from its type.
-    pub(crate) fn to_response(&self, id: &RequestId) -> serde_json::Result<Vec<u8>> {
+    #[cfg(feature = "http")]
+    pub(crate) fn to_response(
+        &self,
+        id: &mcpl_core::jsonrpc::RequestId,
+    ) -> serde_json::Result<Vec<u8>> {
         let size = match self {
             Reply::Json(value) | Reply::Page(value) => value.len(),
             Reply::Tool(_) => 192,

@@ -34,6 +34,12 @@ fn server(cancelled: Arc<AtomicBool>) -> Server {
             ctx.progress(1.0, Some(2.0), None).await.ok();
             Ok(ToolOutput::text("chatted"))
         })
+        .tool(Tool::new("flood", ToolSchema::object()), |ctx, _args| async move {
+            for i in 0..FLOOD {
+                ctx.progress(f64::from(i), None, None).await.ok();
+            }
+            Ok(ToolOutput::text("flooded"))
+        })
         .tool(Tool::new("decorated", ToolSchema::object()), |ctx, _args| async move {
             ctx.progress(1.0, None, None).await.ok();
             let mut result = ToolOutput::structured_value(json!({"n": 3, "quote": "a \"b\""}));
@@ -256,6 +262,30 @@ async fn logs_and_progress_only_when_asked_and_on_the_request_stream() {
         [json!("notifications/message"), json!("notifications/progress"), Value::Null]
     );
     assert_eq!(msgs[2]["result"]["content"][0]["text"], "chatted");
+}
+
+/// How many progress notifications the `flood` tool sends: several times what may wait for a
+/// slow reader of the response's stream.
+const FLOOD: u32 = 500;
+
+#[tokio::test]
+async fn a_handler_sending_more_than_the_stream_holds_is_streamed_whole_and_in_order() {
+    let (addr, _, _) = start().await;
+    let mut m = meta();
+    m["progressToken"] = json!("tok");
+    let (_, ct, msgs) =
+        post(addr, &request(json!(1), "tools/call", json!({"name": "flood", "_meta": m})), &[])
+            .await;
+    assert!(ct.starts_with("text/event-stream"));
+    let progress: Vec<f64> = msgs[..msgs.len() - 1]
+        .iter()
+        .map(|m| {
+            assert_eq!(m["method"], "notifications/progress");
+            m["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(progress, (0..FLOOD).map(f64::from).collect::<Vec<_>>());
+    assert_eq!(msgs.last().unwrap()["result"]["content"][0]["text"], "flooded");
 }
 
 #[tokio::test]

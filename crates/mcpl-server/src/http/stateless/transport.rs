@@ -4,8 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::SinkExt;
 use futures::StreamExt;
-use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender};
+use futures::channel::mpsc::{Receiver, Sender, UnboundedReceiver, UnboundedSender};
 use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::transport::{Transport, TransportReceiver, TransportSender};
@@ -67,7 +68,20 @@ struct Parts {
     meta: Option<LazyMeta>,
     /// Where what the engine sends goes; `None`: nowhere (nothing but the answer is wanted,
     /// and the caller writes that itself).
-    output: Option<UnboundedSender<Message>>,
+    output: Option<Sender<Message>>,
+}
+
+/// How many messages may wait in a [`StatelessOutput`] for their reader (an HTTP client
+/// reading the response's stream slowly): past this, a send waits, and with it the handler
+/// (whose own sends wait for room in its connection's queue). A reader that stops for good is
+/// cut by the connection's write timeout.
+const OUTPUT_BUFFER: usize = 64;
+
+/// A channel of [`OUTPUT_BUFFER`] messages (futures' channels allocate nothing up front;
+/// Tokio's allocate a block of slots).
+fn output_channel() -> (Sender<Message>, StatelessOutput) {
+    let (output, rx) = futures::channel::mpsc::channel(OUTPUT_BUFFER);
+    (output, StatelessOutput { rx })
 }
 
 /// Receives what the engine sends through a [`StatelessTransport`], in order.
@@ -90,7 +104,7 @@ struct Parts {
 /// ```
 #[derive(Debug)]
 pub struct StatelessOutput {
-    rx: UnboundedReceiver<Message>,
+    rx: Receiver<Message>,
 }
 
 impl StatelessOutput {
@@ -151,15 +165,14 @@ impl StatelessTransport {
     /// # drop(transport);
     /// ```
     pub fn new(request: Request) -> (StatelessTransport, StatelessOutput) {
-        // Futures channels allocate nothing up front (Tokio's allocate a block of slots).
-        let (output, rx) = futures::channel::mpsc::unbounded();
-        (StatelessTransport::of(request, None, Some(output)), StatelessOutput { rx })
+        let (output, rx) = output_channel();
+        (StatelessTransport::of(request, None, Some(output)), rx)
     }
 
     fn of(
         request: Request,
         meta: Option<LazyMeta>,
-        output: Option<UnboundedSender<Message>>,
+        output: Option<Sender<Message>>,
     ) -> StatelessTransport {
         let parts = Parts { request, meta, output };
         let shared = SingleUse { claimed: AtomicBool::new(false), parts: Mutex::new(Some(parts)) };
@@ -193,8 +206,8 @@ impl InlineRequest {
     ) -> (InlineRequest, Option<StatelessOutput>) {
         let (output, rx) = match streaming {
             true => {
-                let (output, rx) = futures::channel::mpsc::unbounded();
-                (Some(output), Some(StatelessOutput { rx }))
+                let (output, rx) = output_channel();
+                (Some(output), Some(rx))
             }
             false => (None, None),
         };
@@ -255,8 +268,8 @@ impl Transport for StatelessTransport {
 #[derive(Debug)]
 pub struct StatelessSender {
     id: RequestId,
-    /// Where what is sent goes; `None`: nowhere.
-    output: Option<UnboundedSender<Message>>,
+    /// Where what is sent goes (at most [`OUTPUT_BUFFER`] messages waiting); `None`: nowhere.
+    output: Option<Sender<Message>>,
     /// To the receiving half, if there is one.
     loopback: Option<UnboundedSender<Option<Message>>>,
 }
@@ -282,8 +295,9 @@ impl TransportSender for StatelessSender {
             message => {
                 let done = message.id() == Some(&self.id)
                     && matches!(message, Message::Response(_) | Message::Error(_));
-                if let Some(output) = &self.output {
-                    output.unbounded_send(message).map_err(|_| Error::ConnectionClosed)?;
+                if let Some(output) = &mut self.output {
+                    // Waits while the reader is behind (see `OUTPUT_BUFFER`).
+                    output.send(message).await.map_err(|_| Error::ConnectionClosed)?;
                 }
                 if done {
                     // The one exchange is over: end the receiving side too.
@@ -337,6 +351,36 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
     use mcpl_core::engine::{Engine, embed};
+
+    #[tokio::test]
+    async fn what_waits_for_a_slow_reader_is_bounded() {
+        use mcpl_core::jsonrpc::Notification;
+        let request = Request::new(1, "work", None);
+        let (request, output) = InlineRequest::new(request, None, true);
+        let (_, _, mut sender) = request.into_parts();
+        let mut output = output.unwrap();
+        let note = |i: usize| Message::from(Notification::new("n", Some(json!(i))));
+        let wait = std::time::Duration::from_millis(50);
+        let mut sent = 0;
+        // Nobody reads: sends complete until the buffer (and the sender's own slot) is full.
+        while tokio::time::timeout(wait, sender.send(note(sent))).await.is_ok() {
+            sent += 1;
+            assert!(sent <= 10 * OUTPUT_BUFFER, "sends never wait");
+        }
+        assert_eq!(sent, OUTPUT_BUFFER);
+        // What waits for the reader: the buffer, and the send that then waited (futures'
+        // channels give each sender a slot of its own besides the buffer), in order.
+        let mut waiting = 0;
+        while let Ok(Message::Notification(n)) = output.rx.try_recv() {
+            assert_eq!(n.params, Some(json!(waiting)));
+            waiting += 1;
+        }
+        assert_eq!(waiting, OUTPUT_BUFFER + 1);
+        // Read, the sender goes on at once.
+        tokio::time::timeout(wait, sender.send(note(waiting))).await.unwrap().unwrap();
+        let next = output.recv().await;
+        assert!(matches!(next, Some(Message::Notification(n)) if n.params == Some(json!(waiting))));
+    }
 
     #[tokio::test]
     async fn the_endpoint_serves_an_inline_request_its_handler_sending_to_the_output() {

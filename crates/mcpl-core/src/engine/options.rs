@@ -122,7 +122,9 @@ impl RequestOptions {
     ///
     /// For protocols that stream partial results of a request as notifications naming it
     /// (MCPL's `inference/chunk`). Such notifications do not reach the engine's notification
-    /// handlers while the request is pending.
+    /// handlers while the request is pending. At most 1,024 of them wait for `f`; a peer that
+    /// sends more before `f` takes them fails the request with
+    /// [`Error::ProtocolViolation`](crate::Error::ProtocolViolation), none dropped unseen.
     ///
     /// # Examples
     ///

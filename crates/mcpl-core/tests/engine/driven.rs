@@ -420,3 +420,31 @@ async fn a_request_run_for_a_caller_that_stops_waiting_goes_on() {
     tokio::time::timeout(WAIT, done.notified()).await.expect("the handler finished");
     assert_eq!(driven.peer().inflight_requests(), 0);
 }
+
+#[tokio::test]
+async fn a_peer_flooding_a_pending_request_with_related_notifications_fails_it() {
+    let engine = Engine::new();
+    let (sender, mut script) = driven_sender().await;
+    let driven = engine.drive(sender);
+    let peer = driven.peer();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s = seen.clone();
+    let call = tokio::spawn(async move {
+        let options = RequestOptions::new().on_related_notification("chunk", move |_| {
+            s.fetch_add(1, Ordering::SeqCst);
+        });
+        peer.request("stream", None, options).await
+    });
+    let Message::Request(sent) = next(&mut script).await else { panic!("expected a request") };
+    // Delivered with no turn for the caller's task in between (this test's runtime has one
+    // thread): far more than the request's queue of them holds.
+    for i in 0..5_000 {
+        let chunk = Notification::new("chunk", Some(json!({"requestId": sent.id, "i": i})));
+        driven.deliver(chunk.into()).await.unwrap();
+    }
+    driven.deliver(Response::new(sent.id.clone(), json!("done")).into()).await.unwrap();
+    let error = tokio::time::timeout(WAIT, call).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ProtocolViolation, "{error}");
+    assert!(error.to_string().contains("chunk"), "{error}");
+    assert!(seen.load(Ordering::SeqCst) <= 1_024, "at most a queue's worth handed over");
+}

@@ -107,11 +107,18 @@ pub(crate) const INLINE_GENERATION: u64 = 0;
 /// How many progress updates may wait for a request's caller before more are dropped.
 const PROGRESS_QUEUE: usize = 64;
 
+/// How many notifications related to a pending request (see
+/// [`RequestOptions::on_related_notification`](super::RequestOptions::on_related_notification))
+/// may wait for the request's callback. They carry content (streamed chunks), so none is
+/// dropped: a peer that sends more than this before the callback takes them fails the request
+/// instead of growing the queue.
+const RELATED_QUEUE: usize = 1024;
+
 struct PendingEntry {
     tx: oneshot::Sender<Result<RawJson>>,
     progress: Option<mpsc::Sender<ProgressUpdate>>,
     /// The method of the notifications related to this request, and where they go.
-    related: Option<(String, mpsc::UnboundedSender<Value>)>,
+    related: Option<(String, mpsc::Sender<Value>)>,
 }
 
 /// The reader and notifier tasks of a connection started by `connect` (it has no writer task:
@@ -596,14 +603,27 @@ impl Connection {
         else {
             return Some(n);
         };
-        let pending = lock(&self.pending);
-        match pending.get(&id).and_then(|e| e.related.as_ref()) {
-            Some((method, tx)) if *method == n.method => {
-                let _ = tx.send(n.params.unwrap_or(Value::Null));
-                None
-            }
-            _ => Some(n),
+        let mut pending = lock(&self.pending);
+        let Some((method, tx)) = pending.get(&id).and_then(|e| e.related.as_ref()) else {
+            return Some(n);
+        };
+        if *method != n.method {
+            return Some(n);
         }
+        let full = matches!(
+            tx.try_send(n.params.unwrap_or(Value::Null)),
+            Err(mpsc::error::TrySendError::Full(_))
+        );
+        if full && let Some(entry) = pending.remove(&id) {
+            tracing::debug!(%id, "related notifications flooded a pending request; it fails");
+            let detail = format!(
+                "the peer sent more than {RELATED_QUEUE} {} notifications for request {id} \
+                 before they were handled",
+                n.method
+            );
+            let _ = entry.tx.send(Err(Error::ProtocolViolation { detail, source: None }));
+        }
+        None
     }
 
     fn on_progress(&self, params: Option<&Value>) {

@@ -201,7 +201,7 @@ impl Peer {
         let (tx, mut rx) = oneshot::channel();
         let (related_tx, mut related_rx, on_related) = match related {
             Some((method, f)) => {
-                let (tx, rx) = mpsc::unbounded_channel();
+                let (tx, rx) = mpsc::channel(super::RELATED_QUEUE);
                 (Some((method, tx)), Some(rx), Some(f))
             }
             None => (None, None, None),
@@ -245,7 +245,7 @@ impl Peer {
                     None => continue,
                 },
                 result = &mut rx => result.unwrap_or(Err(Error::ConnectionClosed)),
-                Some(params) = recv_unbounded(&mut related_rx) => {
+                Some(params) = recv_opt(&mut related_rx) => {
                     if let Some(f) = &on_related {
                         f(params);
                     }
@@ -470,13 +470,6 @@ async fn cancelled(token: Option<&CancellationToken>) {
 async fn request_cancelled(served: Option<&RequestCancel>) {
     match served {
         Some(served) => served.cancelled().await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn recv_unbounded<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
-    match rx {
-        Some(rx) => rx.recv().await,
         None => std::future::pending().await,
     }
 }

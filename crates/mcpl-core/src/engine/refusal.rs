@@ -34,10 +34,19 @@ pub enum Refusal {
         /// The timeout.
         timeout: Duration,
     },
+    /// The peer sent more notifications related to one pending request (see
+    /// [`RequestOptions::on_related_notification`](super::RequestOptions::on_related_notification))
+    /// than may wait for the request's callback: the request failed with
+    /// [`Error::ProtocolViolation`](crate::Error::ProtocolViolation).
+    RelatedNotificationFlood {
+        /// How many may wait.
+        limit: usize,
+    },
 }
 
 impl Refusal {
-    /// A stable snake-case name, for logs and metrics: `in_flight_limit`, `write_timeout`.
+    /// A stable snake-case name, for logs and metrics: `in_flight_limit`, `write_timeout`,
+    /// `related_notification_flood`.
     ///
     /// # Examples
     ///
@@ -52,6 +61,7 @@ impl Refusal {
         match self {
             Refusal::InFlightLimit { .. } => "in_flight_limit",
             Refusal::WriteTimeout { .. } => "write_timeout",
+            Refusal::RelatedNotificationFlood { .. } => "related_notification_flood",
         }
     }
 }
@@ -65,6 +75,10 @@ impl fmt::Display for Refusal {
             Refusal::WriteTimeout { timeout } => {
                 write!(f, "the peer read nothing for {timeout:?} (write timeout)")
             }
+            Refusal::RelatedNotificationFlood { limit } => write!(
+                f,
+                "the peer sent more than {limit} notifications related to one request before they were handled"
+            ),
         }
     }
 }

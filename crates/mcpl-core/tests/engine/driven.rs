@@ -424,6 +424,9 @@ async fn a_request_run_for_a_caller_that_stops_waiting_goes_on() {
 #[tokio::test]
 async fn a_peer_flooding_a_pending_request_with_related_notifications_fails_it() {
     let engine = Engine::new();
+    let refusals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let r = refusals.clone();
+    engine.on_refusal(move |refusal: &mcpl_core::engine::Refusal| r.lock().unwrap().push(*refusal));
     let (sender, mut script) = driven_sender().await;
     let driven = engine.drive(sender);
     let peer = driven.peer();
@@ -447,4 +450,7 @@ async fn a_peer_flooding_a_pending_request_with_related_notifications_fails_it()
     assert_eq!(error.kind(), ErrorKind::ProtocolViolation, "{error}");
     assert!(error.to_string().contains("chunk"), "{error}");
     assert!(seen.load(Ordering::SeqCst) <= 1_024, "at most a queue's worth handed over");
+    // Told once, however many more came.
+    let flood = mcpl_core::engine::Refusal::RelatedNotificationFlood { limit: 1_024 };
+    assert_eq!(*refusals.lock().unwrap(), [flood]);
 }

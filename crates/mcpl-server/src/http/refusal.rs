@@ -250,7 +250,11 @@ impl Refusals {
             let kind = match refusal {
                 Refusal::InFlightLimit { .. } => RefusalKind::InFlightLimit,
                 Refusal::WriteTimeout { .. } => RefusalKind::WriteTimeout,
-                _ => return,
+                // Not one this endpoint counts: logged as the engine would without a hook.
+                other => {
+                    tracing::debug!(refusal = other.as_str(), ?peer, "{other}");
+                    return;
+                }
             };
             refusals.record(kind, peer, &refusal.to_string());
         });

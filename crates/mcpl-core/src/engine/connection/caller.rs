@@ -9,7 +9,7 @@ use tracing::Instrument as _;
 use super::super::driven::{NotRun, Running};
 use super::super::handler::{AfterAnswer, RequestContext};
 use super::super::lazy_meta::MetaSlot;
-use super::{Connection, Peer, TurnedAway, lock};
+use super::{Connection, Peer, lock};
 use crate::jsonrpc::Request;
 use crate::trace;
 
@@ -32,19 +32,12 @@ impl Connection {
         }
         let Request { id, method, mut params } = request;
         let span = self.server_span(&method, &id, params.as_ref());
-        let cancel = match self.admit(&id) {
-            Ok(cancel) => cancel,
-            Err(turned) => {
-                let (TurnedAway::Duplicate(answer) | TurnedAway::Busy(answer)) = &turned;
-                if let crate::jsonrpc::Message::Error(e) = answer {
-                    trace::record_error(&span, &e.error);
-                }
-                return Err(match turned {
-                    TurnedAway::Duplicate(answer) => NotRun::Duplicate(answer),
-                    TurnedAway::Busy(answer) => NotRun::Busy(answer),
-                });
+        let cancel = self.admit(&id).map_err(|turned| {
+            if let crate::jsonrpc::Message::Error(e) = turned.answer() {
+                trace::record_error(&span, &e.error);
             }
-        };
+            NotRun::from(turned)
+        })?;
         let meta = MetaSlot::take_from(&mut params);
         let after = Arc::new(AfterAnswer::default());
         let ctx = RequestContext {

@@ -13,6 +13,7 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::driven::NotRun;
 use super::handler::{
     AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
 };
@@ -614,8 +615,11 @@ impl Connection {
             tx.try_send(n.params.unwrap_or(Value::Null)),
             Err(mpsc::error::TrySendError::Full(_))
         );
-        if full && let Some(entry) = pending.remove(&id) {
-            tracing::debug!(%id, "related notifications flooded a pending request; it fails");
+        let flooded = if full { pending.remove(&id) } else { None };
+        drop(pending);
+        if let Some(entry) = flooded {
+            // Told once: the request leaves the table, and what follows goes to the handlers.
+            self.refused(Refusal::RelatedNotificationFlood { limit: RELATED_QUEUE });
             let detail = format!(
                 "the peer sent more than {RELATED_QUEUE} {} notifications for request {id} \
                  before they were handled",
@@ -770,9 +774,25 @@ pub(crate) enum TurnedAway {
 }
 
 impl TurnedAway {
+    /// The answer to send in the request's place.
+    fn answer(&self) -> &Message {
+        match self {
+            TurnedAway::Duplicate(answer) | TurnedAway::Busy(answer) => answer,
+        }
+    }
+
     fn into_answer(self) -> Message {
         match self {
             TurnedAway::Duplicate(answer) | TurnedAway::Busy(answer) => answer,
+        }
+    }
+}
+
+impl From<TurnedAway> for NotRun {
+    fn from(turned: TurnedAway) -> NotRun {
+        match turned {
+            TurnedAway::Duplicate(answer) => NotRun::Duplicate(answer),
+            TurnedAway::Busy(answer) => NotRun::Busy(answer),
         }
     }
 }

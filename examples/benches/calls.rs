@@ -21,7 +21,7 @@
 //!   and the server's shares can be told apart; and the same line writer and echo written on
 //!   tokio (current-thread runtimes, the pipes read and written through the runtime's IO
 //!   driver as our transports do), alone and with our server: what any async pair pays over
-//!   the raw blocking one. `BENCH_WRAP` runs the tokio writer's child under a wrapper (say
+//!   the raw blocking one. `BENCH_WRAP` runs the children it spawns under a wrapper (say
 //!   `valgrind --tool=dhat`, with `BENCH_CALLS` and `BENCH_ONLY`), to profile a server.
 //!
 //! Each line reports calls per second and, for the bench process itself (the client; servers run
@@ -257,13 +257,24 @@ where
 }
 
 fn spawn_role(role: &str) -> std::process::Child {
-    std::process::Command::new(std::env::current_exe().unwrap())
-        .env(ROLE, role)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap()
+    role_command(role).spawn().unwrap()
+}
+
+/// This bench run as `role`, its stdin and stdout piped; under `BENCH_WRAP` if set (to
+/// profile the child: `BENCH_WRAP="valgrind --tool=dhat"`).
+fn role_command(role: &str) -> std::process::Command {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match std::env::var("BENCH_WRAP") {
+        Ok(wrap) => {
+            let mut parts = wrap.split_whitespace();
+            let mut command = std::process::Command::new(parts.next().unwrap());
+            command.args(parts).arg(exe);
+            command
+        }
+        Err(_) => std::process::Command::new(exe),
+    };
+    command.env(ROLE, role).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    command
 }
 
 /// `items` in turn, starting from the `round`th: each round runs its variants in another order.
@@ -446,24 +457,8 @@ async fn tokio_stdio_client(role: &str, variant: &str, run: Duration) -> Option<
     if !selected(variant) {
         return None;
     }
-    // The child under a wrapper, to profile it: `BENCH_WRAP="valgrind --tool=dhat"`.
-    let mut command = match std::env::var("BENCH_WRAP") {
-        Ok(wrap) => {
-            let mut parts = wrap.split_whitespace();
-            let mut c = tokio::process::Command::new(parts.next().unwrap());
-            c.args(parts).arg(std::env::current_exe().unwrap());
-            c
-        }
-        Err(_) => tokio::process::Command::new(std::env::current_exe().unwrap()),
-    };
-    let mut child = command
-        .env(ROLE, role)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child =
+        tokio::process::Command::from(role_command(role)).kill_on_drop(true).spawn().unwrap();
     let mut input = child.stdin.take().unwrap();
     let mut output = tokio::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();

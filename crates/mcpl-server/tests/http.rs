@@ -37,7 +37,11 @@ fn server() -> Server {
 }
 
 async fn start(config: HttpConfig) -> SocketAddr {
-    let app = StreamableHttp::new(server(), config).into_router("/mcp");
+    start_with(server(), config).await
+}
+
+async fn start_with(server: Server, config: HttpConfig) -> SocketAddr {
+    let app = StreamableHttp::new(server, config).into_router("/mcp");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(mcpl_server::http::serve(listener, app));
@@ -127,9 +131,13 @@ impl Http {
         assert_eq!(session.len(), 32, "128-bit hex session id");
         assert!(session.bytes().all(|b| b.is_ascii_hexdigit()));
         self.session = Some(session);
+        let json = resp.headers()["content-type"] == "application/json";
         let text = resp.text().await.unwrap();
-        let events = parse_sse(&text);
-        let result: Value = serde_json::from_str(&events.last().unwrap().1).unwrap();
+        let result: Value = if json {
+            serde_json::from_str(&text).unwrap()
+        } else {
+            serde_json::from_str(&parse_sse(&text).last().unwrap().1).unwrap()
+        };
         let (status, _) =
             self.call(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         assert_eq!(status, 202);
@@ -451,19 +459,9 @@ async fn json_mode_requests_keep_the_sessions_rules() {
             }
         })
         .build();
-    let app =
-        StreamableHttp::new(server, HttpConfig::new().json_response(true)).into_router("/mcp");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(mcpl_server::http::serve(listener, app));
+    let addr = start_with(server, HttpConfig::new().json_response(true)).await;
     let mut http = Http::new(addr);
-    let resp = http
-        .post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
-        .send()
-        .await
-        .unwrap();
-    http.session = Some(resp.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+    http.initialize("2025-11-25").await;
     let call = |id: u64, ms: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "wait", "arguments": {"ms": ms}}})

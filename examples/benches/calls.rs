@@ -24,6 +24,10 @@
 //!   the raw blocking one. `BENCH_WRAP` runs the children it spawns under a wrapper (say
 //!   `valgrind --tool=dhat`, with `BENCH_CALLS` and `BENCH_ONLY`), to profile a server.
 //!
+//! `BENCH_ECHO_WORK_US=N` makes the baselines' peers (the line echoes and the limit server) spin
+//! for N microseconds before each answer: how much a peer's work per message costs a c=1 round
+//! trip on the machine at hand (on a virtual machine whose idle CPUs halt, far more than N).
+//!
 //! Each line reports calls per second and, for the bench process itself (the client; servers run
 //! in child processes), CPU microseconds per call, read from `/proc/self/stat`. The bench checks
 //! every answer (the id matches, the text is there), so no variant measures an error path.

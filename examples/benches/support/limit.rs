@@ -6,6 +6,8 @@
 
 use std::future::Future;
 use std::io::Write;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -40,9 +42,12 @@ pub(crate) fn find_value<'a>(body: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     Some(&body[start..i])
 }
 
-/// The precomputed answer to a request line or body, `None` for a notification.
+/// The precomputed answer to a request line or body, `None` for a notification; after
+/// `BENCH_ECHO_WORK_US` microseconds of busy work when that is set (to see what the work a peer
+/// does per message costs a round trip).
 pub(crate) fn answer(request: &[u8]) -> Option<Vec<u8>> {
     let id = find_value(request, b"\"id\"")?;
+    busy_work();
     let method = find_value(request, b"\"method\"").unwrap_or(b"");
     let result = match method {
         b"\"server/discover\"" => DISCOVER,
@@ -55,6 +60,22 @@ pub(crate) fn answer(request: &[u8]) -> Option<Vec<u8>> {
     out.push(b',');
     out.extend_from_slice(result.as_bytes());
     Some(out)
+}
+
+/// Spins for `BENCH_ECHO_WORK_US` microseconds (read once; none by default): work that costs a
+/// peer CPU time and nothing else, no allocation, no syscall, no sleep.
+fn busy_work() {
+    static WORK: OnceLock<Duration> = OnceLock::new();
+    let work = *WORK.get_or_init(|| {
+        let micros = std::env::var("BENCH_ECHO_WORK_US").ok().and_then(|s| s.parse().ok());
+        Duration::from_micros(micros.unwrap_or(0))
+    });
+    if !work.is_zero() {
+        let start = Instant::now();
+        while start.elapsed() < work {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// Serves on a loopback port it prints on stdout, on `runtime`, until killed.

@@ -47,7 +47,7 @@ fn names(host: &Host) -> Vec<String> {
 }
 
 async fn next_event(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
+    events: &mut mpsc::Receiver<HostEvent>,
     what: &str,
     pred: impl Fn(&HostEvent) -> bool,
 ) -> HostEvent {

@@ -22,20 +22,31 @@ impl SeenEvents {
         SeenEvents { servers: HashMap::new(), cap: cap.max(1) }
     }
 
+    /// Whether `event_id` was recorded for `server` (and not forgotten since).
+    pub(crate) fn contains(&self, server: &str, event_id: &str) -> bool {
+        self.servers.get(server).is_some_and(|recent| recent.ids.contains(event_id))
+    }
+
     /// Records `event_id` for `server`: `true` the first time, `false` for a repeat.
+    #[cfg(test)]
     pub(crate) fn first_time(&mut self, server: &str, event_id: &str) -> bool {
-        let recent = self.servers.entry(server.to_owned()).or_default();
-        if recent.ids.contains(event_id) {
+        if self.contains(server, event_id) {
             return false;
         }
-        recent.ids.insert(event_id.to_owned());
-        recent.order.push_back(event_id.to_owned());
+        self.record(server, event_id.to_owned());
+        true
+    }
+
+    /// Records `event_id` for `server` (not recorded yet), forgetting the oldest past the cap.
+    pub(crate) fn record(&mut self, server: &str, event_id: String) {
+        let recent = self.servers.entry(server.to_owned()).or_default();
+        recent.ids.insert(event_id.clone());
+        recent.order.push_back(event_id);
         while recent.order.len() > self.cap {
             if let Some(old) = recent.order.pop_front() {
                 recent.ids.remove(&old);
             }
         }
-        true
     }
 
     /// Forgets `server` (removed for good).

@@ -47,7 +47,7 @@
 //! These crates' types appear in this crate's API, so a new major version of one is a new
 //! major version of `mcpl-host`: `mcpl-core` and `mcpl-client` (their types in hook, sampling
 //! and elicitation handlers); `serde_json` 1; `tokio` 1 (the
-//! `tokio::sync::mpsc::UnboundedReceiver` of [`HostEvent`]s from [`HostBuilder::start`]).
+//! `tokio::sync::mpsc::Receiver` of [`HostEvent`]s from [`HostBuilder::start`]).
 //! reqwest stays private.
 
 #![warn(missing_docs)]

@@ -49,7 +49,7 @@ fn skip(test: &str) {
 }
 
 /// A host with the embedder's handlers for sampling, elicitation and roots.
-async fn host(server: Value) -> (Host, mpsc::UnboundedReceiver<HostEvent>) {
+async fn host(server: Value) -> (Host, mpsc::Receiver<HostEvent>) {
     let config =
         HostConfig::from_json(&json!({"servers": {"everything": server}}).to_string()).unwrap();
     let builder = Host::builder(config)

@@ -75,6 +75,81 @@ async fn a_push_retried_after_a_reconnect_is_delivered_once() {
     host.shutdown().await;
 }
 
+/// An MCPL server whose `flood` tool pushes `count` events with ids `evt-{from}` onwards and
+/// says how many the host accepted (a server flooding a host whose application reads slowly).
+fn flooding() -> Server {
+    let manifest = Manifest::new()
+        .with_push_events(true)
+        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
+    Server::builder("flood", "1.0.0")
+        .mcpl(Mcpl::new(manifest))
+        .tool(Tool::new("flood", ToolSchema::object()), |ctx, args| async move {
+            let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
+            let number = |key: &str| args.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            let (from, count) = (number("from"), number("count"));
+            let mut accepted = Vec::new();
+            let mut reasons = std::collections::BTreeSet::new();
+            for i in from..from + count {
+                let event = PushEvent::new("alerts", vec![McplContent::text("more")])
+                    .event_id(format!("evt-{i}"));
+                match mcpl.push_event(event).await {
+                    Ok(result) if result.accepted => accepted.push(i),
+                    Ok(result) => {
+                        reasons.insert(result.reason.unwrap_or_default());
+                    }
+                    Err(refused) => return Ok(ToolOutput::error(refused.to_string())),
+                }
+            }
+            Ok(ToolOutput::text(json!({"accepted": accepted, "reasons": reasons}).to_string()))
+        })
+        .build()
+}
+
+fn pushed_ids(events: &[HostEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            HostEvent::Push { event, .. } => Some(event.event_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_flood_of_pushes_waits_in_a_bounded_queue_and_the_rest_are_declined() {
+    let config = server("flood", &format!("ws://{}/ws", serve(flooding()).await), json!({}));
+    let (host, mut events) = Host::builder(HostConfig::default().with_servers(vec![config]))
+        .event_capacity(8)
+        .start()
+        .await
+        .unwrap();
+    next_event(&mut events, "the tools", |e| matches!(e, HostEvent::ToolsChanged { .. })).await;
+    drain(&mut events);
+
+    // Nobody reads: 8 fit, the other 992 are declined, and the host holds no more than 8.
+    let call = host.call_tool("mcpl--flood--flood", json!({"from": 0, "count": 1000})).await;
+    let answer: serde_json::Value = serde_json::from_str(&text(&call.unwrap().result)).unwrap();
+    assert_eq!(answer["accepted"], json!((0..8).collect::<Vec<_>>()));
+    let reasons = answer["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1);
+    assert!(reasons[0].as_str().unwrap().contains("queue is full"), "{reasons:?}");
+    let read = drain(&mut events);
+    assert_eq!(pushed_ids(&read), (0..8).map(|i| format!("evt-{i}")).collect::<Vec<_>>());
+    assert!(!read.iter().any(|e| matches!(e, HostEvent::Missed { .. })), "a push is never missed");
+
+    // A declined event is not remembered: sent again once there is room, it is delivered.
+    let call = host.call_tool("mcpl--flood--flood", json!({"from": 8, "count": 3})).await;
+    let answer: serde_json::Value = serde_json::from_str(&text(&call.unwrap().result)).unwrap();
+    assert_eq!(answer["accepted"], json!([8, 9, 10]));
+    assert_eq!(pushed_ids(&drain(&mut events)), ["evt-8", "evt-9", "evt-10"]);
+    // An accepted one is: sent again, it is answered and not delivered twice.
+    let call = host.call_tool("mcpl--flood--flood", json!({"from": 10, "count": 1})).await;
+    let answer: serde_json::Value = serde_json::from_str(&text(&call.unwrap().result)).unwrap();
+    assert_eq!(answer["accepted"], json!([10]));
+    assert!(pushed_ids(&drain(&mut events)).is_empty());
+    host.shutdown().await;
+}
+
 /// A plain MCP server whose tools need the client's model, user and roots.
 fn asking() -> Server {
     Server::builder("asker", "1.0.0")

@@ -74,6 +74,8 @@ fn event_json(event: &HostEvent) -> Value {
                    "detail": format!("{diagnostic:?}")})
         }
         HostEvent::Alert(alert) => json!({"type": "alert", "alert": alert}),
+        HostEvent::Missed { count } => json!({"type": "missed", "count": count}),
+        other => json!({"type": "other", "detail": format!("{other:?}")}),
     }
 }
 

@@ -54,6 +54,7 @@ pub struct HostBuilder {
     pub(super) reserved: Vec<String>,
     pub(super) clock: Option<Arc<dyn Clock>>,
     pub(super) push_dedupe: usize,
+    pub(super) event_capacity: usize,
 }
 
 impl std::fmt::Debug for HostBuilder {
@@ -70,6 +71,7 @@ impl std::fmt::Debug for HostBuilder {
             .field("reserved", &self.reserved)
             .field("clock", &self.clock)
             .field("push_dedupe", &self.push_dedupe)
+            .field("event_capacity", &self.event_capacity)
             .finish()
     }
 }
@@ -393,6 +395,30 @@ impl HostBuilder {
         self
     }
 
+    /// How many [`HostEvent`]s wait for the application to read them (default 1024, at
+    /// least 2). Past that, a push event is declined (its server may send it again) and any
+    /// other event is dropped and counted, the count read as one [`HostEvent::Missed`] in
+    /// their place: a server that floods the host costs it no more than this.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_host::Host;
+    /// use mcpl_host::config::HostConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, events) = Host::builder(HostConfig::default()).event_capacity(64).start().await?;
+    /// assert_eq!(events.max_capacity(), 64);
+    /// # host.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn event_capacity(mut self, events: usize) -> HostBuilder {
+        self.event_capacity = events.max(2);
+        self
+    }
+
     /// Checks the whole configuration, opens the checkpoint store, then connects every
     /// configured server concurrently (see [`Host::start`]).
     ///
@@ -413,7 +439,7 @@ impl HostBuilder {
     /// assert!(host.servers().is_empty());
     /// # Ok(()) }
     /// ```
-    pub async fn start(self) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
+    pub async fn start(self) -> Result<(Host, mpsc::Receiver<HostEvent>), HostError> {
         Host::start_with(self).await
     }
 }

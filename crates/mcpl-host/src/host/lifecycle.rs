@@ -30,6 +30,9 @@ use crate::unavailable::{self};
 use super::calls::state_call;
 use super::*;
 
+/// Why a push event the application has no room for is declined.
+const EVENTS_FULL: &str = "the host is busy: its events queue is full; send the event again later";
+
 impl Host {
     /// Connects a server at run time. Every check runs first: an id that is connecting or
     /// registered, or a prefix meeting another server's (or equal to a reserved name), is
@@ -389,13 +392,27 @@ impl Host {
             .on_push_event(move |event| {
                 // Deduplicated per (server, eventId) across reconnects too: a server that
                 // retries an event on its next connection is answered, not delivered twice.
-                if let Some(inner) = push_host.upgrade()
-                    && lock(&inner.pushes).first_time(&push_server, &event.event_id)
-                {
-                    let _ =
-                        inner.events.send(HostEvent::Push { server: push_server.clone(), event });
-                }
-                async { PushOutcome::accepted(None) }
+                // One the application has no room for is declined, not remembered: the
+                // server may send it again.
+                let outcome = match push_host.upgrade() {
+                    Some(inner) => {
+                        let mut seen = lock(&inner.pushes);
+                        if seen.contains(&push_server, &event.event_id) {
+                            PushOutcome::accepted(None)
+                        } else {
+                            let id = event.event_id.clone();
+                            let push = HostEvent::Push { server: push_server.clone(), event };
+                            if inner.events.offer(push) {
+                                seen.record(&push_server, id);
+                                PushOutcome::accepted(None)
+                            } else {
+                                PushOutcome::declined(EVENTS_FULL)
+                            }
+                        }
+                    }
+                    None => PushOutcome::accepted(None),
+                };
+                async { outcome }
             })
             .on_state(move |call| {
                 let checkpoints = weak.upgrade().map(|inner| inner.checkpoints.clone());
@@ -411,7 +428,7 @@ impl Host {
                 }
             })
             .on_diagnostic(move |d| {
-                let _ = diag_events.send(HostEvent::Diagnostic {
+                diag_events.send(HostEvent::Diagnostic {
                     server: diag_server.clone(),
                     diagnostic: d.clone(),
                 });

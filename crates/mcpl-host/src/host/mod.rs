@@ -51,11 +51,14 @@ use crate::tools::ToolIndex;
 
 mod builder;
 mod calls;
+mod events;
 mod lifecycle;
 
 use self::builder::Handlers;
 pub use self::builder::HostBuilder;
 pub use self::calls::{describe, state_view};
+pub(crate) use self::events::DEFAULT_EVENT_CAPACITY;
+use self::events::EventSender;
 
 /// How long a handshake (initialize and the initial policy) may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -104,6 +107,7 @@ const WEBHOOK_WINDOW: Duration = Duration::from_secs(15 * 60);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum HostEvent {
     /// A server pushed an event (admitted, and deduplicated per server and `eventId` across
     /// reconnects).
@@ -141,6 +145,15 @@ pub enum HostEvent {
     },
     /// An ops alert was raised.
     Alert(OpsAlert),
+    /// Events that did not fit in the queue, the application reading too slowly, and were
+    /// dropped in this one's place: `count` of them. Each reported state the host can be asked
+    /// for again ([`Host::servers`], [`Host::tools`]); push events are never among them (a push
+    /// that does not fit is declined, and its server may send it again). The queue holds
+    /// [`HostBuilder::event_capacity`] events.
+    Missed {
+        /// How many.
+        count: u64,
+    },
 }
 
 /// The outcome of a tool call.
@@ -261,7 +274,7 @@ struct Inner {
     tools: RwLock<ToolIndex>,
     checkpoints: CheckpointManager,
     alerts: Alerts,
-    events: mpsc::UnboundedSender<HostEvent>,
+    events: EventSender,
     refreshing: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Orders each server's commits and removals (a disconnect during a connect wins).
     lifecycle: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -373,9 +386,7 @@ impl Host {
     /// # host.shutdown().await;
     /// # Ok(()) }
     /// ```
-    pub async fn start(
-        config: HostConfig,
-    ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
+    pub async fn start(config: HostConfig) -> Result<(Host, mpsc::Receiver<HostEvent>), HostError> {
         Host::builder(config).start().await
     }
 
@@ -400,13 +411,15 @@ impl Host {
             reserved: Vec::new(),
             clock: None,
             push_dedupe: DEFAULT_PUSH_DEDUPE,
+            event_capacity: DEFAULT_EVENT_CAPACITY,
         }
     }
 
     async fn start_with(
         builder: HostBuilder,
-    ) -> Result<(Host, mpsc::UnboundedReceiver<HostEvent>), HostError> {
-        let HostBuilder { config, handlers, reserved, clock, push_dedupe } = builder;
+    ) -> Result<(Host, mpsc::Receiver<HostEvent>), HostError> {
+        let HostBuilder { config, handlers, reserved, clock, push_dedupe, event_capacity } =
+            builder;
         // The whole configuration is checked before anything starts, in id order and through
         // the registry's one rule (the same refusals as a runtime connect).
         let mut servers = config.servers;
@@ -442,7 +455,7 @@ impl Host {
                 "opsWebhook ignored: posting alerts needs the `http` feature of mcpl-host"
             );
         }
-        let (events, rx) = mpsc::unbounded_channel();
+        let (events, rx) = EventSender::channel(event_capacity);
         let host = Host {
             inner: Arc::new(Inner {
                 handlers,
@@ -485,7 +498,7 @@ impl Host {
     }
 
     fn emit(&self, event: HostEvent) {
-        let _ = self.inner.events.send(event);
+        self.inner.events.send(event);
     }
 
     fn alert(&self, alert: OpsAlert) {

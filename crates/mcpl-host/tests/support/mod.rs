@@ -53,7 +53,7 @@ pub fn server(id: &str, url: &str, extra: Value) -> ServerConfig {
 
 /// The next event matching `pred` (earlier ones are dropped).
 pub async fn next_event(
-    events: &mut mpsc::UnboundedReceiver<HostEvent>,
+    events: &mut mpsc::Receiver<HostEvent>,
     what: &str,
     pred: impl Fn(&HostEvent) -> bool,
 ) -> HostEvent {
@@ -69,7 +69,7 @@ pub async fn next_event(
 }
 
 /// Every event already queued.
-pub fn drain(events: &mut mpsc::UnboundedReceiver<HostEvent>) -> Vec<HostEvent> {
+pub fn drain(events: &mut mpsc::Receiver<HostEvent>) -> Vec<HostEvent> {
     let mut out = Vec::new();
     while let Ok(e) = events.try_recv() {
         out.push(e);

@@ -1,0 +1,148 @@
+//! The queue of [`HostEvent`]s the embedder reads: bounded, so that a server that floods the
+//! host (pushes, diagnostics, reconnects) while the application reads slowly, or not at all,
+//! costs a fixed amount of memory.
+//!
+//! What does not fit is never dropped unseen. A push event is declined (the server keeps it
+//! and may send it again later); any other event, which reports state the host can be asked
+//! for again ([`Host::servers`](super::Host::servers), its tools), is counted, and the count
+//! is queued as one [`HostEvent::Missed`] where those events would have been, as soon as
+//! there is room.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc::{self, error::TrySendError};
+
+use super::{HostEvent, lock};
+
+/// How many events wait for the application by default
+/// ([`HostBuilder::event_capacity`](super::HostBuilder::event_capacity)).
+pub(crate) const DEFAULT_EVENT_CAPACITY: usize = 1024;
+
+/// The host's end of the events queue (cloned into every connection's handlers).
+#[derive(Clone)]
+pub(crate) struct EventSender {
+    tx: mpsc::Sender<HostEvent>,
+    /// Events dropped since the last one queued; sends happen under this lock, so that a
+    /// `Missed` lands between the events it stands between.
+    missed: Arc<Mutex<u64>>,
+}
+
+impl EventSender {
+    /// A queue of `capacity` events (at least 2: room for a `Missed` and the next event).
+    pub(crate) fn channel(capacity: usize) -> (EventSender, mpsc::Receiver<HostEvent>) {
+        let (tx, rx) = mpsc::channel(capacity.max(2));
+        (EventSender { tx, missed: Arc::new(Mutex::new(0)) }, rx)
+    }
+
+    /// Queues `event`; when the queue is full, counts it as missed (see the module docs).
+    pub(crate) fn send(&self, event: HostEvent) {
+        let mut missed = lock(&self.missed);
+        if Self::flush(&self.tx, &mut missed) {
+            match self.tx.try_send(event) {
+                Ok(()) | Err(TrySendError::Closed(_)) => return,
+                Err(TrySendError::Full(_)) => {}
+            }
+        }
+        if *missed == 0 {
+            tracing::warn!(
+                capacity = self.tx.max_capacity(),
+                "host events queue full: events are dropped (and counted) until the application reads"
+            );
+        }
+        *missed += 1;
+    }
+
+    /// Queues `event` if there is room; `false` when the queue is full (nothing counted: the
+    /// caller turns the event away, as a declined push).
+    pub(crate) fn offer(&self, event: HostEvent) -> bool {
+        let mut missed = lock(&self.missed);
+        if !Self::flush(&self.tx, &mut missed) {
+            return false;
+        }
+        !matches!(self.tx.try_send(event), Err(TrySendError::Full(_)))
+    }
+
+    /// Queues the `Missed` of the events dropped so far, if any; `false` when there was no
+    /// room for it.
+    fn flush(tx: &mpsc::Sender<HostEvent>, missed: &mut u64) -> bool {
+        if *missed == 0 {
+            return true;
+        }
+        match tx.try_send(HostEvent::Missed { count: *missed }) {
+            Ok(()) | Err(TrySendError::Closed(_)) => {
+                *missed = 0;
+                true
+            }
+            Err(TrySendError::Full(_)) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn connected(n: usize) -> HostEvent {
+        HostEvent::Connected { server: format!("s{n}") }
+    }
+
+    fn names(rx: &mut mpsc::Receiver<HostEvent>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|event| match event {
+                HostEvent::Connected { server } => server,
+                HostEvent::Missed { count } => format!("missed {count}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn what_does_not_fit_is_counted_and_told_in_its_place() {
+        let (tx, mut rx) = EventSender::channel(3);
+        for n in 0..10 {
+            tx.send(connected(n));
+        }
+        assert_eq!(names(&mut rx), ["s0", "s1", "s2"]);
+        tx.send(connected(10));
+        tx.send(connected(11));
+        assert_eq!(names(&mut rx), ["missed 7", "s10", "s11"]);
+        tx.send(connected(12));
+        assert_eq!(names(&mut rx), ["s12"], "counted once");
+    }
+
+    #[test]
+    fn a_missed_count_waits_for_room_of_its_own() {
+        let (tx, mut rx) = EventSender::channel(2);
+        for n in 0..4 {
+            tx.send(connected(n));
+        }
+        assert_eq!(rx.try_recv().ok().map(|_| ()), Some(()));
+        // One slot free: the count goes in, the event does not (and is counted anew).
+        tx.send(connected(4));
+        assert_eq!(names(&mut rx), ["s1", "missed 2"]);
+        tx.send(connected(5));
+        assert_eq!(names(&mut rx), ["missed 1", "s5"]);
+    }
+
+    #[test]
+    fn an_offer_is_turned_away_when_full_and_counts_nothing() {
+        let (tx, mut rx) = EventSender::channel(2);
+        assert!(tx.offer(connected(0)));
+        assert!(tx.offer(connected(1)));
+        assert!(!tx.offer(connected(2)));
+        tx.send(connected(3));
+        assert_eq!(names(&mut rx), ["s0", "s1"]);
+        assert!(tx.offer(connected(4)), "the count first, then the offer");
+        assert_eq!(names(&mut rx), ["missed 1", "s4"]);
+    }
+
+    #[test]
+    fn nobody_reading_is_no_error() {
+        let (tx, rx) = EventSender::channel(2);
+        drop(rx);
+        tx.send(connected(0));
+        assert!(tx.offer(connected(1)));
+    }
+}

@@ -21,7 +21,8 @@
 //!   and the server's shares can be told apart; and the same line writer and echo written on
 //!   tokio (current-thread runtimes, the pipes read and written through the runtime's IO
 //!   driver as our transports do), alone and with our server: what any async pair pays over
-//!   the raw blocking one. `BENCH_WRAP` runs the children it spawns under a wrapper (say
+//!   the raw blocking one; and both echoes with each line read and answered through
+//!   `serde_json::Value`: the least any JSON-RPC server pays. `BENCH_WRAP` runs the children it spawns under a wrapper (say
 //!   `valgrind --tool=dhat`, with `BENCH_CALLS` and `BENCH_ONLY`), to profile a server.
 //!
 //! `BENCH_ECHO_WORK_US=N` makes the baselines' peers (the line echoes and the limit server) spin
@@ -64,7 +65,9 @@ fn main() {
     match std::env::var(ROLE).as_deref() {
         Ok("limit") => return limit_server(),
         Ok("echo") => return line_echo(),
-        Ok("tokio-echo") => return tokio_line_echo(),
+        Ok("tokio-echo") => return tokio_line_echo(false),
+        Ok("tokio-serde-echo") => return tokio_line_echo(true),
+        Ok("serde-echo") => return serde_line_echo(),
         Ok("stdio-server") => return stdio_server(),
         _ => {}
     }
@@ -93,6 +96,10 @@ fn main() {
         (STDIO_TOKIO_PAIR, STDIO_RAW_PAIR, "tokio pair / raw pair"),
         (STDIO_PAIR, STDIO_TOKIO_PAIR, "our pair / tokio pair"),
         (STDIO_TOKIO_SERVER, STDIO_TOKIO_PAIR, "our server (tokio lines to it) / tokio echo"),
+        (STDIO_SERDE_PAIR, STDIO_RAW_PAIR, "serde_json echo / raw echo (raw lines to both)"),
+        (STDIO_SERVER, STDIO_SERDE_PAIR, "our server / serde_json echo (raw lines to both)"),
+        (STDIO_TOKIO_SERDE, STDIO_TOKIO_PAIR, "tokio serde_json echo / tokio echo"),
+        (STDIO_TOKIO_SERVER, STDIO_TOKIO_SERDE, "our server / tokio serde_json echo (tokio lines)"),
     ]);
 }
 
@@ -104,6 +111,8 @@ const STDIO_SERVER: &str = "raw lines -> our stdio server";
 const STDIO_RAW_PAIR: &str = "raw lines -> raw line echo";
 const STDIO_TOKIO_PAIR: &str = "tokio lines -> tokio line echo";
 const STDIO_TOKIO_SERVER: &str = "tokio lines -> our stdio server";
+const STDIO_SERDE_PAIR: &str = "raw lines -> serde_json line echo";
+const STDIO_TOKIO_SERDE: &str = "tokio lines -> tokio serde_json echo";
 
 /// One run of one variant: the calls it made, its wall time and this process's CPU time.
 #[derive(Clone, Copy)]
@@ -374,13 +383,27 @@ fn stdio(run: Duration, round: usize, results: &mut Results) {
         STDIO_RAW_PAIR,
         STDIO_TOKIO_PAIR,
         STDIO_TOKIO_SERVER,
+        STDIO_SERDE_PAIR,
+        STDIO_TOKIO_SERDE,
     ];
     for variant in rotated(&variants, round) {
-        let server = if variant.ends_with("echo") { "echo" } else { "stdio-server" };
+        let server = if variant.ends_with("serde_json line echo") {
+            "serde-echo"
+        } else if variant.ends_with("echo") {
+            "echo"
+        } else {
+            "stdio-server"
+        };
         let figure = if variant.starts_with("ours") {
             rt.block_on(ours_stdio(server, variant, run))
         } else if variant.starts_with("tokio") {
-            let server = if variant.ends_with("echo") { "tokio-echo" } else { "stdio-server" };
+            let server = if variant.ends_with("serde_json echo") {
+                "tokio-serde-echo"
+            } else if variant.ends_with("echo") {
+                "tokio-echo"
+            } else {
+                "stdio-server"
+            };
             rt.block_on(tokio_stdio_client(server, variant, run))
         } else {
             raw_stdio_client(server, variant, run)
@@ -449,6 +472,11 @@ fn raw_stdio_client(role: &str, variant: &str, run: Duration) -> Option<Figure> 
     }
     let figure = Figure { calls, wall: t0.elapsed(), cpu: cpu_time() - cpu0 };
     drop(input);
+    // Stdin closed, the child ends (a server under a profiler writes its profile first).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     child.kill().ok();
     child.wait().ok();
     Some(figure)
@@ -498,8 +526,9 @@ async fn tokio_stdio_client(role: &str, variant: &str, run: Duration) -> Option<
 }
 
 /// The raw echo on tokio: stdin and stdout as our stdio transport opens them (pipes through
-/// the runtime's IO driver), one line in, one answer out.
-fn tokio_line_echo() {
+/// the runtime's IO driver), one line in, one answer out; `with_serde`, each answered as the
+/// serde_json echo does.
+fn tokio_line_echo(with_serde: bool) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
@@ -512,8 +541,15 @@ fn tokio_line_echo() {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}
             }
-            if let Some(mut answer) = answer(&line) {
-                answer.push(b'\n');
+            let answer = if with_serde {
+                serde_answer(&line)
+            } else {
+                answer(&line).map(|mut answer| {
+                    answer.push(b'\n');
+                    answer
+                })
+            };
+            if let Some(answer) = answer {
                 out.write_all(&answer).await.unwrap();
                 out.flush().await.unwrap();
             }
@@ -538,6 +574,52 @@ fn line_echo() {
             out.flush().unwrap();
         }
     }
+}
+
+/// The least a JSON-RPC server does with a line: the raw echo's blocking loop, but each
+/// request read into a `serde_json::Value` (its method and id looked up, its params checked
+/// for the tool's name) and the answer built as a `Value` and written with `serde_json`: what
+/// any JSON-RPC implementation pays before it does anything of its own.
+fn serde_line_echo() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = Vec::new();
+    let mut input = stdin.lock();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if let Some(answer) = serde_answer(&line) {
+            out.write_all(&answer).unwrap();
+            out.flush().unwrap();
+        }
+    }
+}
+
+/// The serde_json echo's answer to a request line (`None` for anything else), its newline
+/// included.
+fn serde_answer(line: &[u8]) -> Option<Vec<u8>> {
+    use serde_json::{Value, json};
+    let request = serde_json::from_slice::<Value>(line).ok()?;
+    let id = request.get("id")?;
+    let result = match request["method"].as_str() {
+        Some("initialize") => json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "serde-echo", "version": "1.0.0"},
+        }),
+        _ if request["params"]["name"] == "test_simple_text" => json!({
+            "content": [{"type": "text", "text": TEXT}],
+            "isError": false,
+        }),
+        _ => return None,
+    };
+    let mut answer =
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "result": result})).ok()?;
+    answer.push(b'\n');
+    Some(answer)
 }
 
 fn stdio_server() {

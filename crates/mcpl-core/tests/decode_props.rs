@@ -71,6 +71,27 @@ proptest! {
     }
 
     #[test]
+    fn reading_as_text_decides_as_reading_bytes(
+        v in message(),
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        // A valid message with one byte put in somewhere: often invalid UTF-8 or JSON.
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        bytes.insert(at.index(bytes.len() + 1), byte);
+        let ours = Message::decode(&bytes);
+        let serde = serde_json::from_slice::<Message>(&bytes);
+        prop_assert_eq!(ours.is_ok(), serde.is_ok());
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            match (&ours, Message::decode_str(text)) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, &b),
+                (Err(a), Err(b)) => prop_assert_eq!(a.code(), b.code()),
+                _ => prop_assert!(false, "decode and decode_str disagree"),
+            }
+        }
+    }
+
+    #[test]
     fn valid_json_is_never_a_parse_error(v in json_value()) {
         let bytes = serde_json::to_vec(&v).unwrap();
         if let Err(e) = Message::decode(&bytes) {

@@ -135,10 +135,35 @@ impl Message {
     /// `-32600` invalid request, carrying the message's id when one could be read; a JSON array
     /// (a batch, removed from MCP after 2025-03-26) is a `-32600` too. Never panics.
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
-        match serde_json::from_slice::<Message>(bytes) {
-            Ok(msg) => Ok(msg),
-            Err(e) => Err(DecodeError::classify(bytes, e)),
+        // The whole input checked as UTF-8 at once, then read as text: serde_json then checks
+        // no string of it again (a message is mostly strings, each checked on its own
+        // otherwise). Input that is not UTF-8 is read as bytes, for serde_json's own error.
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Message::decode_str(text),
+            Err(_) => serde_json::from_slice::<Message>(bytes)
+                .map_err(|e| DecodeError::classify(bytes, e)),
         }
+    }
+
+    /// Decodes one message from untrusted text: [`Message::decode`] for input already known
+    /// to be UTF-8 (a WebSocket text frame, an SSE event's data), which is not checked again.
+    ///
+    /// # Errors
+    ///
+    /// As [`Message::decode`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use mcpl_core::jsonrpc::Message;
+    ///
+    /// let msg = Message::decode_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)?;
+    /// assert_eq!(msg.method(), Some("notifications/initialized"));
+    /// assert!(Message::decode_str("{").unwrap_err().is_parse_error());
+    /// # Ok::<(), mcpl_core::jsonrpc::DecodeError>(())
+    /// ```
+    pub fn decode_str(text: &str) -> Result<Message, DecodeError> {
+        serde_json::from_str::<Message>(text).map_err(|e| DecodeError::classify(text.as_bytes(), e))
     }
 
     /// Encodes the message as compact JSON (no trailing newline).
@@ -509,6 +534,15 @@ mod tests {
             let wire: Value = serde_json::to_value(Message::Error(e.to_response())).unwrap();
             assert_eq!(wire["id"], Value::Null);
         }
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_parse_error() {
+        let mut bytes = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec();
+        bytes[28] = 0xff; // inside "ping"
+        let e = Message::decode(&bytes).unwrap_err();
+        assert!(e.is_parse_error(), "{e}");
+        assert_eq!(e.id, None);
     }
 
     #[test]

@@ -504,7 +504,7 @@ impl TransportReceiver for FramedReceiver {
                     if text.bytes().all(|b| b.is_ascii_whitespace()) {
                         continue;
                     }
-                    return Message::decode(text.as_bytes())
+                    return Message::decode_str(&text)
                         .map(Some)
                         .map_err(|e| Error::InvalidMessage(Box::new(e)));
                 }

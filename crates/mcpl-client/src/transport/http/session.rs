@@ -112,7 +112,7 @@ impl Shared {
                 let chunk = chunk.map_err(|e| e.to_string())?;
                 for event in parser.feed(&chunk) {
                     let Ok(data) = event else { continue };
-                    match Message::decode(data.as_bytes()) {
+                    match Message::decode_str(&data) {
                         Ok(m) if m.id() == Some(&id) => {
                             found = Some(m);
                             break 'read;

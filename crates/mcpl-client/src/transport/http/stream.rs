@@ -264,7 +264,7 @@ impl Shared {
                     }
                     Err(ReadError::Http(_)) => continue,
                 };
-                match Message::decode(data.as_bytes()) {
+                match Message::decode_str(&data) {
                     Ok(message) => {
                         let answers = id.is_some()
                             && matches!(&message, Message::Response(_) | Message::Error(_))

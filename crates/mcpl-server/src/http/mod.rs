@@ -132,6 +132,7 @@ pub mod event_store;
 pub(crate) mod guard;
 mod head_timer;
 mod refusal;
+mod self_wake;
 mod service;
 pub(crate) mod serving;
 mod session;

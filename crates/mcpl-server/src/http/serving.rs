@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::head_timer::HeadTimer;
 use super::refusal::{RefusalKind, Refusals};
+use super::self_wake::AbsorbSelfWake;
 use super::threads::{ConnectionThreads, Workers};
 
 /// The default connection cap: 1024 open HTTP connections per listener.
@@ -620,13 +621,13 @@ where
             let write_timeout = config.write_timeout;
             let io = Watched { io: stream, seen: seen.clone(), write_timeout, stall: None };
             let conn = http.serve_connection(TokioIo::new(io), service).with_upgrades();
-            tokio::pin!(conn);
+            let mut conn = AbsorbSelfWake::new(Box::pin(conn));
             let ended = tokio::select! {
                 biased;
-                ended = conn.as_mut() => ended,
+                ended = &mut conn => ended,
                 () = shutdown.cancelled(), if !draining => {
                     // Idle connections close now; busy ones after their response.
-                    conn.as_mut().graceful_shutdown();
+                    conn.get_mut().as_mut().graceful_shutdown();
                     conn.await
                 }
             };

@@ -84,14 +84,16 @@ impl<F: Future + Unpin> Future for AbsorbSelfWake<F> {
         this.signal.task.register(cx.waker());
         let mut repolls = 0;
         loop {
-            this.signal.woken.store(false, Ordering::SeqCst);
             this.signal.polling.store(true, Ordering::SeqCst);
             let polled = Pin::new(&mut this.inner).poll(&mut Context::from_waker(&this.waker));
             this.signal.polling.store(false, Ordering::SeqCst);
             if polled.is_ready() {
                 return polled;
             }
-            if !this.signal.woken.load(Ordering::SeqCst) {
+            // Taken, not just read: a wake noted from here on stays noted for the next look
+            // (a flag cleared before each poll could erase one that came in between, whose
+            // sender, seeing the poll under way, relied on it).
+            if !this.signal.woken.swap(false, Ordering::SeqCst) {
                 return Poll::Pending;
             }
             if repolls == REPOLLS {
@@ -176,13 +178,35 @@ mod tests {
         assert_eq!(Pin::new(&mut absorbed).poll(&mut cx), Poll::Ready(Ok(7)));
     }
 
+    /// A receiver that also wakes itself on its first few polls: the polls again at once run
+    /// while another thread may be sending.
+    struct Restless {
+        rx: futures::channel::oneshot::Receiver<u32>,
+        restless: usize,
+    }
+
+    impl Future for Restless {
+        type Output = Result<u32, futures::channel::oneshot::Canceled>;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let polled = Pin::new(&mut self.rx).poll(cx);
+            if polled.is_pending() && self.restless > 0 {
+                self.restless -= 1;
+                cx.waker().wake_by_ref();
+            }
+            polled
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn wakes_from_other_threads_during_polls_are_never_lost() {
         // Each round a value is sent from another thread while the receiving task may be in
-        // the middle of a poll; a lost wake would hang the round (the timeout says so).
-        for round in 0..2_000u32 {
+        // the middle of a poll, or polling again after waking itself; a lost wake would hang
+        // the round (the timeout says so).
+        for round in 0..4_000u32 {
             let (tx, rx) = futures::channel::oneshot::channel::<u32>();
-            let received = tokio::spawn(AbsorbSelfWake::new(rx));
+            let restless = (round % 4) as usize;
+            let received = tokio::spawn(AbsorbSelfWake::new(Restless { rx, restless }));
             std::thread::spawn(move || {
                 let _ = tx.send(round);
             });

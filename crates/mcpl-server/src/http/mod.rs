@@ -358,6 +358,12 @@ impl StreamableHttp {
 
     /// An axum router serving the endpoint at `path`.
     ///
+    /// Serve it with [`serve`] or [`serve_with`] (any router, with routes of your own merged
+    /// in) rather than `axum::serve`: besides the connection caps, timeouts and graceful
+    /// shutdown, their loop polls a connection again at once when it wakes itself mid-poll
+    /// (hyper does so on every request with a body), where the runtime would requeue it and,
+    /// on the multi-threaded runtime, wake another worker to take it.
+    ///
     /// # Examples
     ///
     /// ```

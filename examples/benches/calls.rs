@@ -558,6 +558,17 @@ fn tokio_line_echo(with_serde: bool) {
 }
 
 fn line_echo() {
+    blocking_echo(|line| {
+        answer(line).map(|mut answer| {
+            answer.push(b'\n');
+            answer
+        })
+    });
+}
+
+/// Reads request lines from stdin until it closes and writes what `respond` makes of each
+/// (its newline included) to stdout, flushed: the blocking echoes' loop.
+fn blocking_echo(respond: impl Fn(&[u8]) -> Option<Vec<u8>>) {
     let stdin = std::io::stdin();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut line = Vec::new();
@@ -568,9 +579,8 @@ fn line_echo() {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        if let Some(answer) = answer(&line) {
+        if let Some(answer) = respond(&line) {
             out.write_all(&answer).unwrap();
-            out.write_all(b"\n").unwrap();
             out.flush().unwrap();
         }
     }
@@ -581,21 +591,7 @@ fn line_echo() {
 /// for the tool's name) and the answer built as a `Value` and written with `serde_json`: what
 /// any JSON-RPC implementation pays before it does anything of its own.
 fn serde_line_echo() {
-    let stdin = std::io::stdin();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut line = Vec::new();
-    let mut input = stdin.lock();
-    loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if let Some(answer) = serde_answer(&line) {
-            out.write_all(&answer).unwrap();
-            out.flush().unwrap();
-        }
-    }
+    blocking_echo(serde_answer);
 }
 
 /// The serde_json echo's answer to a request line (`None` for anything else), its newline

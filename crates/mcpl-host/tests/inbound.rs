@@ -25,14 +25,18 @@ use mcpl_server::{Server, ToolOutput};
 use serde_json::json;
 use support::{Gate, Mode, drain, next_event, serve, server, text};
 
+/// The manifest of a server that pushes events in one feature set, `alerts`.
+fn pushes_alerts() -> Manifest {
+    Manifest::new()
+        .with_push_events(true)
+        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]))
+}
+
 /// An MCPL server whose `alert` tool pushes the event `evt-1` every time (a server retrying an
 /// event it is not sure was delivered).
 fn alerts() -> Server {
-    let manifest = Manifest::new()
-        .with_push_events(true)
-        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     Server::builder("alerts", "1.0.0")
-        .mcpl(Mcpl::new(manifest))
+        .mcpl(Mcpl::new(pushes_alerts()))
         .tool(Tool::new("alert", ToolSchema::object()), |ctx, _args| async move {
             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
             let event = PushEvent::new("alerts", vec![McplContent::text("Disk almost full")])
@@ -78,11 +82,8 @@ async fn a_push_retried_after_a_reconnect_is_delivered_once() {
 /// An MCPL server whose `flood` tool pushes `count` events with ids `evt-{from}` onwards and
 /// says how many the host accepted (a server flooding a host whose application reads slowly).
 fn flooding() -> Server {
-    let manifest = Manifest::new()
-        .with_push_events(true)
-        .with_feature_set("alerts", FeatureSet::new("Alerts", ["pushEvents"]));
     Server::builder("flood", "1.0.0")
-        .mcpl(Mcpl::new(manifest))
+        .mcpl(Mcpl::new(pushes_alerts()))
         .tool(Tool::new("flood", ToolSchema::object()), |ctx, args| async move {
             let Some(mcpl) = ctx.mcpl() else { return Ok(ToolOutput::error("no MCPL host")) };
             let number = |key: &str| args.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);

@@ -22,44 +22,83 @@ pub(crate) const DEFAULT_EVENT_CAPACITY: usize = 1024;
 #[derive(Clone)]
 pub(crate) struct EventSender {
     tx: mpsc::Sender<HostEvent>,
-    /// Events dropped since the last one queued; sends happen under this lock, so that a
-    /// `Missed` lands between the events it stands between.
-    missed: Arc<Mutex<u64>>,
+    /// What the queue turned away since it last took an event; sends happen under this lock,
+    /// so that a `Missed` lands between the events it stands between.
+    overflow: Arc<Mutex<Overflow>>,
+}
+
+/// What a full queue turned away.
+#[derive(Default)]
+struct Overflow {
+    /// Events dropped since the last one queued.
+    missed: u64,
+    /// The queue turned an event away (dropped or declined) since it last took one: told
+    /// once, when it starts.
+    full: bool,
+}
+
+impl Overflow {
+    /// Notes that an event was turned away: `true` if it is the first since the queue last
+    /// took one (the time to say so).
+    fn start_turning_away(&mut self) -> bool {
+        !std::mem::replace(&mut self.full, true)
+    }
 }
 
 impl EventSender {
     /// A queue of `capacity` events (at least 2: room for a `Missed` and the next event).
     pub(crate) fn channel(capacity: usize) -> (EventSender, mpsc::Receiver<HostEvent>) {
         let (tx, rx) = mpsc::channel(capacity.max(2));
-        (EventSender { tx, missed: Arc::new(Mutex::new(0)) }, rx)
+        (EventSender { tx, overflow: Arc::default() }, rx)
     }
 
     /// Queues `event`; when the queue is full, counts it as missed (see the module docs).
     pub(crate) fn send(&self, event: HostEvent) {
-        let mut missed = lock(&self.missed);
-        if Self::flush(&self.tx, &mut missed) {
+        let mut overflow = lock(&self.overflow);
+        if Self::flush(&self.tx, &mut overflow.missed) {
             match self.tx.try_send(event) {
-                Ok(()) | Err(TrySendError::Closed(_)) => return,
-                Err(TrySendError::Full(_)) => {}
+                Ok(()) | Err(TrySendError::Closed(_)) => {
+                    overflow.full = false;
+                    return;
+                }
+                Err(TrySendError::Full(event)) => self.turned_away(&mut overflow, &event),
             }
+        } else {
+            self.turned_away(&mut overflow, &event);
         }
-        if *missed == 0 {
-            tracing::warn!(
-                capacity = self.tx.max_capacity(),
-                "host events queue full: events are dropped (and counted) until the application reads"
-            );
-        }
-        *missed += 1;
+        overflow.missed += 1;
     }
 
     /// Queues `event` if there is room; `false` when the queue is full (nothing counted: the
     /// caller turns the event away, as a declined push).
     pub(crate) fn offer(&self, event: HostEvent) -> bool {
-        let mut missed = lock(&self.missed);
-        if !Self::flush(&self.tx, &mut missed) {
-            return false;
+        let mut overflow = lock(&self.overflow);
+        let event = if Self::flush(&self.tx, &mut overflow.missed) {
+            match self.tx.try_send(event) {
+                Ok(()) | Err(TrySendError::Closed(_)) => {
+                    overflow.full = false;
+                    return true;
+                }
+                Err(TrySendError::Full(event)) => event,
+            }
+        } else {
+            event
+        };
+        self.turned_away(&mut overflow, &event);
+        false
+    }
+
+    /// Says once, when the queue starts turning events away, that it does and whose event
+    /// was the first.
+    fn turned_away(&self, overflow: &mut Overflow, event: &HostEvent) {
+        if overflow.start_turning_away() {
+            tracing::warn!(
+                capacity = self.tx.max_capacity(),
+                server = event.server().unwrap_or("-"),
+                "host events queue full: push events are declined, other events dropped and \
+                 counted, until the application reads"
+            );
         }
-        !matches!(self.tx.try_send(event), Err(TrySendError::Full(_)))
     }
 
     /// Queues the `Missed` of the events dropped so far, if any; `false` when there was no
@@ -136,6 +175,26 @@ mod tests {
         assert_eq!(names(&mut rx), ["s0", "s1"]);
         assert!(tx.offer(connected(4)), "the count first, then the offer");
         assert_eq!(names(&mut rx), ["missed 1", "s4"]);
+    }
+
+    #[test]
+    fn a_full_queue_is_told_once_until_it_takes_an_event_again() {
+        let (tx, mut rx) = EventSender::channel(2);
+        let full = |tx: &EventSender| lock(&tx.overflow).full;
+        tx.send(connected(0));
+        tx.send(connected(1));
+        assert!(!full(&tx));
+        // Dropped, then declined: one burst, told when it starts.
+        tx.send(connected(2));
+        assert!(full(&tx));
+        assert!(!lock(&tx.overflow).start_turning_away(), "already told");
+        assert!(!tx.offer(connected(3)));
+        assert!(full(&tx));
+        // Taken again: the next burst is told anew.
+        assert_eq!(names(&mut rx), ["s0", "s1"]);
+        assert!(tx.offer(connected(4)));
+        assert!(!full(&tx));
+        assert!(lock(&tx.overflow).start_turning_away());
     }
 
     #[test]

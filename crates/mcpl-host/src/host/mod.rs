@@ -156,6 +156,20 @@ pub enum HostEvent {
     },
 }
 
+impl HostEvent {
+    /// The server the event is about, if it is about one.
+    fn server(&self) -> Option<&str> {
+        match self {
+            HostEvent::Push { server, .. }
+            | HostEvent::ToolsChanged { server, .. }
+            | HostEvent::Connected { server }
+            | HostEvent::Disconnected { server }
+            | HostEvent::Diagnostic { server, .. } => Some(server),
+            HostEvent::Alert(_) | HostEvent::Missed { .. } => None,
+        }
+    }
+}
+
 /// The outcome of a tool call.
 ///
 /// # Examples

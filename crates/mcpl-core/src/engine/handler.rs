@@ -110,9 +110,10 @@ pub struct RequestContext {
     pub(crate) meta: super::lazy_meta::MetaSlot,
     pub(crate) peer: Peer,
     pub(crate) cancel: RequestCancel,
-    /// What runs once the response is queued; `None` where the engine cannot tell (a request
-    /// served on its own, see [`embed::serve_request`](super::embed::serve_request)).
-    pub(crate) after_answer: Option<Arc<AfterAnswer>>,
+    /// Whether the engine runs what [`after_answer`](Self::after_answer) registers (kept in
+    /// `cancel`) once the response is queued; not where it cannot tell when that is (a
+    /// request served on its own, see [`embed::serve_request`](super::embed::serve_request)).
+    pub(crate) answers_after: bool,
 }
 
 /// Callbacks that run once a request's response was queued for sending.
@@ -120,6 +121,11 @@ pub struct RequestContext {
 pub(crate) struct AfterAnswer(std::sync::Mutex<Vec<Box<dyn FnOnce() + Send>>>);
 
 impl AfterAnswer {
+    /// Adds `f` to what runs.
+    pub(crate) fn push(&self, f: Box<dyn FnOnce() + Send>) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(f);
+    }
+
     /// Runs (and drops) every callback registered so far.
     pub(crate) fn run(&self) {
         let callbacks =
@@ -159,13 +165,7 @@ impl RequestContext {
     /// });
     /// ```
     pub fn after_answer(&self, f: impl FnOnce() + Send + 'static) -> bool {
-        match &self.after_answer {
-            Some(after) => {
-                after.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Box::new(f));
-                true
-            }
-            None => false,
-        }
+        self.answers_after && self.cancel.after_answer(Box::new(f))
     }
 
     /// The request id.

@@ -840,7 +840,9 @@ async fn post<B: RequestBody>(
     };
     // A well-formed stateless-era request is read straight from the body; anything else, and
     // every other request, goes through the general decoder.
-    let declared = crate::stateless::era_of(None, stateless::declared_version(&headers));
+    // `MCP-Protocol-Version`, read once for every check below.
+    let version_header = stateless::declared_version(&headers);
+    let declared = crate::stateless::era_of(None, version_header);
     if declared == Era::Stateless && http.shutting_down() {
         return http.shutdown_refused(peer, None);
     }
@@ -861,10 +863,10 @@ async fn post<B: RequestBody>(
     if let (Message::Request(req), true) = (&message, http.shutting_down()) {
         return http.shutdown_refused(peer, Some(req.id.clone()));
     }
-    if stateless::era_of(&message, &headers) == Era::Stateless {
+    if declared == Era::Stateless || stateless::era_of(&message) == Era::Stateless {
         return stateless::serve(http, headers, message, token).await;
     }
-    stateful::post(http, headers, message, peer, token).await
+    stateful::post(http, &headers, version_header, message, peer, token).await
 }
 
 /// When an SSE stream of `http` ends at shutdown: a stream that carries a request's response

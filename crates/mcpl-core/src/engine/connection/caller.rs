@@ -7,7 +7,7 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::super::driven::{NotRun, Running};
-use super::super::handler::{AfterAnswer, RequestContext};
+use super::super::handler::RequestContext;
 use super::super::lazy_meta::MetaSlot;
 use super::{Connection, Peer, lock};
 use crate::jsonrpc::Request;
@@ -39,7 +39,6 @@ impl Connection {
             NotRun::from(turned)
         })?;
         let meta = MetaSlot::take_from(&mut params);
-        let after = Arc::new(AfterAnswer::default());
         let ctx = RequestContext {
             id: id.clone(),
             method,
@@ -50,7 +49,7 @@ impl Connection {
                 served: Some(cancel.clone()),
             },
             cancel: cancel.clone(),
-            after_answer: Some(after.clone()),
+            answers_after: true,
         };
         let conn = self.clone();
         // The handler's future is made inside the box, where it stays: only what it is made
@@ -67,7 +66,7 @@ impl Connection {
             let outcome = outcome.filter(|_| !cancel.is_cancelled());
             if outcome.is_some() {
                 lock(&conn.inflight).remove(&id);
-                after.run();
+                cancel.answered();
             } else {
                 tracing::debug!("request cancelled; no answer");
             }

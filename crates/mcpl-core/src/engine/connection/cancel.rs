@@ -19,6 +19,8 @@ use futures::task::AtomicWaker;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::handler::AfterAnswer;
+
 /// The cancellation of one incoming request, shared by the connection's in-flight table,
 /// the request's future, its handler's context and peer handles. Cheap to clone.
 #[derive(Clone, Default)]
@@ -38,6 +40,10 @@ struct Signal {
     waker: AtomicWaker,
     /// Whoever else waits (a handler's `cancelled()`, a request sent from the handler).
     waiters: Notify,
+    /// What runs once the request's response was queued (see
+    /// [`RequestContext::after_answer`](crate::engine::RequestContext::after_answer)): here,
+    /// not in an allocation of its own per request.
+    after_answer: AfterAnswer,
 }
 
 /// A flag set once, and a [`CancellationToken`] made only when first asked for, cancelled
@@ -115,6 +121,22 @@ impl RequestCancel {
         if signal.flag.is_cancelled() { Poll::Ready(()) } else { Poll::Pending }
     }
 
+    /// Registers `f` to run once the request's response was queued; `false` (dropping `f`)
+    /// for a request cancelled only with its connection, which has nowhere to keep it.
+    pub(crate) fn after_answer(&self, f: Box<dyn FnOnce() + Send>) -> bool {
+        let Some(signal) = &self.0 else { return false };
+        signal.after_answer.push(f);
+        true
+    }
+
+    /// Runs (and drops) what [`after_answer`](Self::after_answer) registered so far: once the
+    /// request's response was queued.
+    pub(crate) fn answered(&self) {
+        if let Some(signal) = &self.0 {
+            signal.after_answer.run();
+        }
+    }
+
     /// Resolves once cancelled (never, for [`with_connection`](Self::with_connection)).
     ///
     /// # Cancel safety
@@ -144,6 +166,24 @@ impl RequestCancel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_runs_after_the_answer_is_kept_with_the_cancel_and_runs_once() {
+        let cancel = RequestCancel::new();
+        let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for _ in 0..2 {
+            let ran = ran.clone();
+            // Registered through a clone: every clone shares one list.
+            assert!(cancel.clone().after_answer(Box::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })));
+        }
+        cancel.answered();
+        cancel.answered();
+        assert_eq!(ran.load(Ordering::SeqCst), 2, "each callback ran once");
+        // A request cancelled only with its connection has nowhere to keep one.
+        assert!(!RequestCancel::with_connection().after_answer(Box::new(|| {})));
+    }
 
     #[tokio::test]
     async fn a_cancel_wakes_the_request_every_waiter_and_its_token() {

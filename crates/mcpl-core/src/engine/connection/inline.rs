@@ -103,7 +103,7 @@ impl Connection {
             meta,
             peer: Peer { conn: self.clone(), related: Some(id), served: Some(cancel.clone()) },
             cancel,
-            after_answer: None,
+            answers_after: false,
         };
         let handler = span.in_scope(|| handler(ctx)).instrument(span);
         tokio::pin!(handler);

@@ -14,9 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::driven::NotRun;
-use super::handler::{
-    AfterAnswer, HandlerResult, NotificationContext, RequestContext, SharedRequestHandler,
-};
+use super::handler::{HandlerResult, NotificationContext, RequestContext, SharedRequestHandler};
 use super::lazy_meta::MetaSlot;
 use super::options::ProgressUpdate;
 use super::outgoing::{Queue, Sending};
@@ -467,8 +465,7 @@ impl Connection {
         let tool_call = method == "tools/call";
         let cancel = self.admit(&id).map_err(TurnedAway::into_answer)?;
         let mut ctx = self.request_context(&id, method, params.as_ref(), cancel.clone());
-        let after = Arc::new(AfterAnswer::default());
-        ctx.after_answer = Some(after.clone());
+        ctx.answers_after = true;
         let conn = self.clone();
         let request_span = span.clone();
         Ok(async move {
@@ -491,7 +488,7 @@ impl Connection {
                     // waiting there, so it takes no room in it.
                     lock(&conn.inflight).remove(&id);
                     sending.await;
-                    after.run();
+                    cancel.answered();
                     return;
                 }
                 Err(message) => message,
@@ -506,7 +503,7 @@ impl Connection {
             let Some(room) = room.filter(|_| !cancel.is_cancelled()) else { return };
             lock(&conn.inflight).remove(&id);
             if conn.send_now(message, Some(id), Some(room)).is_ok() {
-                after.run();
+                cancel.answered();
             }
         })
     }
@@ -566,7 +563,7 @@ impl Connection {
                 served: Some(cancel.clone()),
             },
             cancel,
-            after_answer: None,
+            answers_after: false,
         }
     }
 

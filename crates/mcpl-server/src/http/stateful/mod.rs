@@ -39,7 +39,8 @@ use self::table::{find_session, new_session_id, store_unavailable};
 /// Serves a POST of the stateful era: `initialize`, or a message of a session.
 pub(super) async fn post(
     http: &StreamableHttp,
-    headers: HeaderMap,
+    headers: &HeaderMap,
+    version_header: Option<&str>,
     message: Message,
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,
@@ -60,16 +61,19 @@ pub(super) async fn post(
     }
     let id = request_id(&message);
     let principal = token.as_ref().and_then(|t| t.principal());
-    let session = match find_session(http, &headers, principal.as_ref()).await {
+    let session = match find_session(http, headers, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.respond(id),
     };
-    if let Err(reject) = check_version_header(&headers, &session) {
+    if let Err(reject) = check_version_header(version_header, &session) {
         return reject.respond(id);
     }
+    // The session's id as the request named it: its answer names the session with the same
+    // header value (no copy, no check).
+    let sent = headers.get(&SESSION_ID_HEADER);
     match message {
         Message::Request(req) if http.inner.config.json_response && session.runs_reply(&req) => {
-            json_request(http, &session, req, token).await
+            json_request(http, &session, sent, req, token).await
         }
         Message::Request(req) => {
             let id = req.id.clone();
@@ -112,14 +116,16 @@ pub(super) async fn post(
             match opened {
                 Opened::Json(rx) => {
                     serving.await;
-                    json_reply(rx, &session).await
+                    json_reply(rx, &session, sent).await
                 }
                 Opened::Sse(stream, rx) => {
                     let mut live = Live { rx, serving: Some(serving) };
                     match live.at_once().await {
-                        AtOnce::Answered(events) => sse_complete(http, &session, stream, &events),
+                        AtOnce::Answered(events) => {
+                            sse_complete(http, &session, sent, stream, &events)
+                        }
                         AtOnce::Pending(ahead) => {
-                            sse_reply(http, &session, stream, ahead, Some(live), true)
+                            sse_reply(http, &session, sent, stream, ahead, Some(live), true)
                         }
                     }
                 }
@@ -160,6 +166,7 @@ pub(super) async fn post(
 async fn json_request(
     http: &StreamableHttp,
     session: &HttpSession,
+    sent: Option<&HeaderValue>,
     request: mcpl_core::jsonrpc::Request,
     token: Option<Arc<AccessToken>>,
 ) -> Response {
@@ -169,7 +176,7 @@ async fn json_request(
         Ok(running) => running,
         Err(NotRun::Duplicate(answer)) => return json_body(StatusCode::CONFLICT, &answer),
         Err(NotRun::Busy(answer)) => {
-            return with_session_id(json_body(StatusCode::OK, &answer), session);
+            return with_session_id(json_body(StatusCode::OK, &answer), session, sent);
         }
         Err(_) => {
             return rpc_error_for(
@@ -195,7 +202,7 @@ async fn json_request(
     let body = body.unwrap_or_else(|error| {
         serde_json::to_vec(&Message::Error(ErrorResponse::new(Some(id), error))).unwrap_or_default()
     });
-    with_session_id(json_bytes(StatusCode::OK, body), session)
+    with_session_id(json_bytes(StatusCode::OK, body), session, sent)
 }
 
 /// A request's stream, as its answer is given: one JSON body, or an SSE stream.
@@ -231,9 +238,9 @@ fn cancelled_request(message: &Message) -> Option<RequestId> {
     serde_json::from_value(id.clone()).ok()
 }
 
-/// Checks `MCP-Protocol-Version` on a request after `initialize`.
-fn check_version_header(headers: &HeaderMap, session: &HttpSession) -> Result<(), Reject> {
-    let Some(value) = header_str(headers, &PROTOCOL_VERSION_HEADER) else {
+/// Checks `MCP-Protocol-Version` (`value`) on a request after `initialize`.
+fn check_version_header(value: Option<&str>, session: &HttpSession) -> Result<(), Reject> {
+    let Some(value) = value else {
         // Absent: the client predates the header (2025-03-26); accept.
         return Ok(());
     };
@@ -361,7 +368,7 @@ async fn initialize(
     let mut response = if http.inner.config.json_response {
         json_bytes(StatusCode::OK, event.data)
     } else {
-        sse_reply(http, &session, event.position.stream, vec![event], None, false)
+        sse_reply(http, &session, None, event.position.stream, vec![event], None, false)
     };
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(SESSION_ID_HEADER, value);
@@ -370,9 +377,13 @@ async fn initialize(
 }
 
 /// Waits for the response on a JSON-mode request stream.
-async fn json_reply(rx: oneshot::Receiver<Event>, session: &HttpSession) -> Response {
+async fn json_reply(
+    rx: oneshot::Receiver<Event>,
+    session: &HttpSession,
+    sent: Option<&HeaderValue>,
+) -> Response {
     match rx.await {
-        Ok(event) => with_session_id(json_bytes(StatusCode::OK, event.data), session),
+        Ok(event) => with_session_id(json_bytes(StatusCode::OK, event.data), session, sent),
         Err(_) => {
             rpc_error(StatusCode::NOT_FOUND, ErrorCode(-32001), "session ended before the response")
         }
@@ -387,6 +398,7 @@ fn sse_event(event: &Event) -> SseEvent {
 fn sse_reply(
     http: &StreamableHttp,
     session: &HttpSession,
+    sent: Option<&HeaderValue>,
     stream: u64,
     replay: Vec<Event>,
     live: Option<Live>,
@@ -428,7 +440,8 @@ fn sse_reply(
     );
     let events = futures::stream::iter(first).chain(events).map(Ok::<_, Infallible>);
     let stop = stop_at_shutdown(http, live_request);
-    with_session_id(sse::response_until(events, http.inner.config.keep_alive, Some(stop)), session)
+    let response = sse::response_until(events, http.inner.config.keep_alive, Some(stop));
+    with_session_id(response, session, sent)
 }
 
 /// The event that primes a request's stream: an id and empty data, which clients of
@@ -440,9 +453,18 @@ fn primer(http: &StreamableHttp, session: &HttpSession, stream: u64) -> Option<S
     primes.then(|| SseEvent::default().id(EventPosition { stream, seq: 0 }).retry(retry).data(""))
 }
 
-/// `response` naming `session` in `Mcp-Session-Id`.
-fn with_session_id(mut response: Response, session: &HttpSession) -> Response {
-    if let Ok(value) = HeaderValue::from_str(&session.id) {
+/// `response` naming `session` in `Mcp-Session-Id`: with `sent`, the value the request named
+/// it with, if that is the session's id (a clone shares the request's bytes).
+fn with_session_id(
+    mut response: Response,
+    session: &HttpSession,
+    sent: Option<&HeaderValue>,
+) -> Response {
+    let value = match sent {
+        Some(sent) if sent.as_bytes() == session.id.as_bytes() => Some(sent.clone()),
+        _ => HeaderValue::from_str(&session.id).ok(),
+    };
+    if let Some(value) = value {
         response.headers_mut().insert(SESSION_ID_HEADER, value);
     }
     response
@@ -454,6 +476,7 @@ fn with_session_id(mut response: Response, session: &HttpSession) -> Response {
 fn sse_complete(
     http: &StreamableHttp,
     session: &HttpSession,
+    sent: Option<&HeaderValue>,
     stream: u64,
     events: &[Event],
 ) -> Response {
@@ -467,7 +490,7 @@ fn sse_complete(
     }
     let (store, id) = (http.inner.events.clone(), session.id.clone());
     let forget = Box::pin(async move { store.discard_stream(&id, stream).await });
-    with_session_id(sse::response_complete(frame.into(), forget), session)
+    with_session_id(sse::response_complete(frame.into(), forget), session, sent)
 }
 
 /// What a live SSE stream carries: the events routed to it and, for a request's own stream,
@@ -559,9 +582,12 @@ pub(super) async fn get(
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
-    if let Err(reject) = check_version_header(headers, &session) {
+    if let Err(reject) =
+        check_version_header(header_str(headers, &PROTOCOL_VERSION_HEADER), &session)
+    {
         return reject.into_response();
     }
+    let sent = headers.get(&SESSION_ID_HEADER);
     if let Some(last) = header_str(headers, LAST_EVENT_ID) {
         let Some(position) = EventPosition::parse(last) else {
             return rpc_error(
@@ -572,7 +598,8 @@ pub(super) async fn get(
         };
         return match session.resume(position).await {
             Some((replay, live)) => {
-                sse_reply(http, &session, position.stream, replay, live.map(Live::new), false)
+                let live = live.map(Live::new);
+                sse_reply(http, &session, sent, position.stream, replay, live, false)
             }
             None => rpc_error(
                 StatusCode::NOT_FOUND,
@@ -583,7 +610,7 @@ pub(super) async fn get(
     }
     match session.open_standalone() {
         Ok((stream, rx)) => {
-            sse_reply(http, &session, stream, Vec::new(), Some(Live::new(rx)), true)
+            sse_reply(http, &session, sent, stream, Vec::new(), Some(Live::new(rx)), true)
         }
         Err(StreamError::StandaloneTaken) => rpc_error(
             StatusCode::CONFLICT,

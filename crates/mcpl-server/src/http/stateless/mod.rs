@@ -71,16 +71,16 @@ pub const MCP_NAME: &str = "mcp-name";
 /// ```
 pub const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
-/// The era of a POST carrying `message` with `headers`, by the one rule
-/// ([`crate::stateless::era_of`]).
-pub(crate) fn era_of(message: &Message, headers: &HeaderMap) -> Era {
+/// The era `message` names itself, by the one rule ([`crate::stateless::era_of`]): a POST
+/// is of the stateless era if this says so or its `MCP-Protocol-Version` header does.
+pub(crate) fn era_of(message: &Message) -> Era {
     let params = match message {
         Message::Request(r) => r.params.as_ref(),
         Message::Notification(n) => n.params.as_ref(),
         _ => None,
     };
     let meta = params.and_then(|p| p.get("_meta")).and_then(Value::as_object);
-    crate::stateless::era_of(meta, declared_version(headers))
+    crate::stateless::era_of(meta, None)
 }
 
 /// The version the `MCP-Protocol-Version` header declares, if any.

@@ -49,8 +49,10 @@ fn authority_host(authority: &str) -> Option<&str> {
             rest => (host, Some(rest.strip_prefix(':')?)),
         }
     } else {
-        let (host, port) = match authority.split_once(':') {
-            Some((host, port)) => (host, Some(port)),
+        // A reg-name holds no `:`, so the first one starts the port (found by byte: the
+        // check runs on every request).
+        let (host, port) = match authority.bytes().position(|b| b == b':') {
+            Some(at) => (&authority[..at], Some(&authority[at + 1..])),
             None => (authority, None),
         };
         if !is_reg_name(host) {
@@ -82,12 +84,30 @@ fn is_reg_name(host: &str) -> bool {
                 }
                 i += 3;
             }
-            b if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b) => i += 1,
+            b if REG_NAME[usize::from(b)] => i += 1,
             _ => return false,
         }
     }
     !bytes.is_empty()
 }
+
+/// The bytes a `reg-name` holds as they are: unreserved characters and sub-delimiters (a
+/// table: the check runs on every request's `Host`).
+const REG_NAME: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    let others = b"-._~!$&'()*+,;=";
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// Whether `host` (of a parsed authority) is `allowed` (an entry of the allow-list): the same
 /// name ignoring ASCII case, or the same IPv6 address however it is written.
@@ -239,11 +259,10 @@ pub(crate) fn check_get_accept(headers: &HeaderMap) -> Result<(), Refusal> {
 
 /// A POST body must be JSON.
 pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refusal> {
-    let ok = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"))
-        .unwrap_or(false);
+    let ok = headers.get(header::CONTENT_TYPE).is_some_and(|v| {
+        let media = v.as_bytes().split(|&b| b == b';').next().unwrap_or_default();
+        media.trim_ascii().eq_ignore_ascii_case(b"application/json")
+    });
     if ok {
         Ok(())
     } else {
@@ -362,6 +381,15 @@ mod tests {
         ];
         for (authority, host) in table {
             assert_eq!(authority_host(authority), host, "{authority:?}");
+        }
+    }
+
+    #[test]
+    fn a_reg_name_holds_exactly_the_unreserved_and_sub_delimiter_bytes() {
+        // RFC 3986: unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~"; sub-delims.
+        let listed = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=".contains(&b);
+        for b in 0..=255u8 {
+            assert_eq!(REG_NAME[usize::from(b)], listed(b), "byte {b:#04x}");
         }
     }
 

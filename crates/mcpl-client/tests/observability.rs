@@ -155,7 +155,11 @@ fn server() -> Server {
 }
 
 async fn start() -> SocketAddr {
-    let http = StreamableHttp::new(server(), HttpConfig::new());
+    start_with(HttpConfig::new()).await
+}
+
+async fn start_with(config: HttpConfig) -> SocketAddr {
+    let http = StreamableHttp::new(server(), config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(mcpl_server::http::serve(listener, http.into_router("/mcp")));
@@ -272,6 +276,35 @@ async fn a_2025_session_over_http_is_traced_on_both_sides() {
         })
         .collect();
     assert_eq!(initialized.len(), 1, "{initialized:#?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_2025_session_answered_with_json_names_each_tool_on_its_span() {
+    let capture = Capture::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let addr = start_with(HttpConfig::new().json_response(true)).await;
+    let client = Client::new("observer", "1.0.0")
+        .with_negotiation(Negotiation::pinned(ProtocolVersion::V2025_11_25));
+    let work = async {
+        client.connect(HttpTransport::new(format!("http://{addr}/mcp"))).await.unwrap();
+        // A plain call (a name and arguments, no `_meta`), whose params the endpoint reads
+        // typed, and one with a progress token in `_meta`, read as a tree.
+        assert_eq!(client.call_tool("fail", ()).await.unwrap().is_error, Some(true));
+        let options = RequestOptions::new().on_progress(|_| {});
+        client.call_tool_with("work", (), options).await.unwrap();
+        client.close().await.unwrap();
+    };
+    tokio::time::timeout(Duration::from_secs(30), work).await.expect("the calls hang");
+    for tool in ["fail", "work"] {
+        let served = capture.call("mcp.server.request", tool);
+        assert_eq!(served.fields["mcp.protocol.version"], "2025-11-25", "{served:#?}");
+        assert_eq!(served.fields["mcpl.era"], "stateful", "{served:#?}");
+        assert!(served.fields.contains_key("mcp.session.id"), "{served:#?}");
+        assert_eq!(served.parent, Some("mcp.http"), "{served:#?}");
+    }
+    let failed = capture.call("mcp.server.request", "fail");
+    assert_eq!(failed.fields["error.type"], "tool_error", "{failed:#?}");
 }
 
 #[tokio::test(flavor = "current_thread")]

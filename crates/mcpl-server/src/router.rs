@@ -140,7 +140,45 @@ pub(crate) async fn dispatch(
     ctx: Context,
     params: Option<Value>,
 ) -> HandlerResult {
-    dispatch_reply(server, ctx, params).await?.into_json()
+    dispatch_reply(server, ctx, Params::Tree(params)).await?.into_json()
+}
+
+/// A request's params as the router takes them.
+#[derive(Debug)]
+pub(crate) enum Params {
+    /// As the general decoder reads them: a tree (`None`: the request has none).
+    Tree(Option<Value>),
+    /// A `tools/call`'s, read typed from the body (see `http::stateless_body`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    Call(PlainToolCall),
+}
+
+impl Params {
+    /// The params as a tree.
+    fn into_tree(self) -> Option<Value> {
+        match self {
+            Params::Tree(tree) => tree,
+            Params::Call(call) => serde_json::to_value(call.into_params()).ok(),
+        }
+    }
+}
+
+/// The params of a `tools/call` that carries a tool's `name` and its `arguments` and nothing
+/// else, as most do: small (moved by value as the request is served), and typed once the call
+/// is planned.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) struct PlainToolCall {
+    pub(crate) name: String,
+    pub(crate) arguments: Option<serde_json::Map<String, Value>>,
+}
+
+impl PlainToolCall {
+    fn into_params(self) -> CallToolRequestParams {
+        let mut params = CallToolRequestParams::new(self.name);
+        params.arguments = self.arguments;
+        params
+    }
 }
 
 /// Serves one request of an initialized client, keeping a tool's result typed (see [`Reply`]).
@@ -154,7 +192,7 @@ pub(crate) async fn dispatch(
 pub(crate) fn dispatch_reply<'a>(
     server: &'a Server,
     mut ctx: Context,
-    mut params: Option<Value>,
+    mut params: Params,
 ) -> impl Future<Output = Result<Reply, ErrorObject>> + use<'a> {
     if ctx.server.is_none() {
         ctx.server = Some(std::sync::Arc::new(server.clone()));
@@ -169,13 +207,13 @@ pub(crate) fn dispatch_reply<'a>(
     }
     // Handlers read `_meta` from the context (the engine kept a copy); decoding it again into
     // each typed params struct would be wasted work.
-    if let Some(Value::Object(p)) = &mut params {
+    if let Params::Tree(Some(Value::Object(p))) = &mut params {
         p.remove("_meta");
     }
     if ctx.request.method() == names::TOOLS_CALL {
         return Either::Left(call_tool(server, ctx, params));
     }
-    let method = ctx.request.method().to_owned();
+    let (method, params) = (ctx.request.method().to_owned(), params.into_tree());
     Either::Right(Box::pin(async move { dispatch_other(server, ctx, &method, params).await }))
 }
 
@@ -335,19 +373,22 @@ enum ToolCall {
 fn plan_tool_call(
     server: &Server,
     ctx: &mut Context,
-    params: Option<Value>,
+    params: Params,
 ) -> Result<ToolCall, ErrorObject> {
     // One look at the registry per call: its lock is shared by every request.
     let registry = server.read();
     if !registry.has_tools {
         return Err(ErrorObject::method_not_found(names::TOOLS_CALL));
     }
-    let mut params = match check_input_members(params)? {
-        // The members move into the typed params (no second walk of the arguments).
-        Some(Value::Object(object)) => {
-            CallToolRequestParams::from_object(object).map_err(ErrorObject::invalid_params)?
-        }
-        other => decode(other)?,
+    let mut params = match params {
+        Params::Call(call) => call.into_params(),
+        Params::Tree(tree) => match check_input_members(tree)? {
+            // The members move into the typed params (no second walk of the arguments).
+            Some(Value::Object(object)) => {
+                CallToolRequestParams::from_object(object).map_err(ErrorObject::invalid_params)?
+            }
+            other => decode(other)?,
+        },
     };
     let found = registry.tools.get(&params.name).filter(|t| t.enabled);
     let found = found.map(|t| (t.runner.clone(), t.task));
@@ -385,7 +426,7 @@ fn plan_tool_call(
 fn call_tool<'a>(
     server: &'a Server,
     mut ctx: Context,
-    params: Option<Value>,
+    params: Params,
 ) -> impl Future<Output = Result<Reply, ErrorObject>> + 'a {
     let (runner, binding, args, responses, state) = match plan_tool_call(server, &mut ctx, params) {
         Ok(ToolCall::Run { runner, binding, args, responses, state }) => {

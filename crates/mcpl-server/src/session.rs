@@ -493,6 +493,7 @@ pub(crate) fn run_reply(
     server: &Server,
     side: &Arc<dyn ServerSide>,
     request: mcpl_core::jsonrpc::Request,
+    call: Option<crate::router::PlainToolCall>,
     token: Option<Arc<crate::principal::AccessToken>>,
 ) -> std::result::Result<Running<crate::router::Outcome>, NotRun> {
     let Some(state) = driven.data::<SessionState>() else { return Err(NotRun::Closed) };
@@ -504,6 +505,17 @@ pub(crate) fn run_reply(
         let token = token.or_else(|| lock(&client).access_token.clone());
         let method = crate::router::method_name(ctx.method());
         let span = tracing::Span::current();
+        let params = match call {
+            Some(call) => {
+                // The span names the tool, as it does from a tree of the params.
+                if !span.is_disabled() {
+                    let named = serde_json::json!({ "name": call.name });
+                    mcpl_core::trace::record_target(&span, ctx.method(), Some(&named));
+                }
+                crate::router::Params::Call(call)
+            }
+            None => crate::router::Params::Tree(params),
+        };
         let ctx = Context::served(ctx, client, token, side);
         Either::Right(async move {
             let reply = crate::router::dispatch_reply(&server, ctx, params);

@@ -855,18 +855,27 @@ async fn post<B: RequestBody>(
     // A well-formed request (what a 2025 session's POST usually carries) is read straight from
     // the body too, `_meta` left in its params; the reader defers anything else to the general
     // decoder, which then answers exactly as it always did.
-    let read = stateless_body::read_request(&body).map(Message::Request);
-    let message = match read.map_or_else(|| Message::decode(&body), Ok) {
+    // A plain `tools/call` has its params read typed (`call`), not into the request's tree.
+    let (message, call) = match stateless_body::read_request(&body) {
+        Some(read) => (Ok(Message::Request(read.request)), read.call),
+        None => (Message::decode(&body), None),
+    };
+    let message = match message {
         Ok(message) => message,
         Err(e) => return json_body(StatusCode::BAD_REQUEST, &Message::Error(e.to_response())),
     };
     if let (Message::Request(req), true) = (&message, http.shutting_down()) {
         return http.shutdown_refused(peer, Some(req.id.clone()));
     }
+    // (A typed call has no `_meta`: its era is the header's.)
     if declared == Era::Stateless || stateless::era_of(&message) == Era::Stateless {
+        let message = match message {
+            Message::Request(req) => Message::Request(stateless_body::with_params(req, call)),
+            other => other,
+        };
         return stateless::serve(http, headers, message, token).await;
     }
-    stateful::post(http, &headers, version_header, message, peer, token).await
+    stateful::post(http, &headers, version_header, message, call, peer, token).await
 }
 
 /// When an SSE stream of `http` ends at shutdown: a stream that carries a request's response

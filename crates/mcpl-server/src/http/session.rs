@@ -357,15 +357,17 @@ impl HttpSession {
 
     /// Runs client request `request` (see [`runs_reply`](Self::runs_reply)), which carried
     /// `token` (verified), on the caller's task, for the caller to write its answer: a request
-    /// answered with one JSON body, which no stream, store or queue needs to see.
+    /// answered with one JSON body, which no stream, store or queue needs to see. `call`: the
+    /// params of a `tools/call` read typed, which `request` then does not carry.
     pub(crate) fn run_reply(
         &self,
         server: &crate::server::Server,
         side: &Arc<dyn crate::context::ServerSide>,
         request: mcpl_core::jsonrpc::Request,
+        call: Option<crate::router::PlainToolCall>,
         token: Option<Arc<AccessToken>>,
     ) -> std::result::Result<Running<crate::router::Outcome>, NotRun> {
-        crate::session::run_reply(&self.driven, server, side, request, token)
+        crate::session::run_reply(&self.driven, server, side, request, call, token)
     }
 
     /// Opens the SSE stream of client request `id`.

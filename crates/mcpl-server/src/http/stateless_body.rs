@@ -10,6 +10,10 @@
 //! endpoint checks ([`MetaFacts`]), borrowed from the body; a handler that asks for `_meta`
 //! gets it read from the body then ([`LazyMeta`]).
 //!
+//! A 2025 session's `tools/call` of the plain form (a tool's `name` and `arguments`, nothing
+//! else in its params, read after its `method`) is read with its params typed
+//! ([`ReadRequest::call`]): no tree of them made and taken apart again by the router.
+//!
 //! Anything this reader does not take as it is (a member it does not know, a duplicate, an
 //! escaped key, `params` or `_meta` that is not an object, a `_meta` member of an unexpected
 //! type, deep nesting in `_meta`) makes [`read`] return `None`, and the body goes to the general
@@ -20,12 +24,13 @@ use std::fmt;
 use axum::body::Bytes;
 use mcpl_core::engine::embed::LazyMeta;
 use mcpl_core::jsonrpc::{Message, Request, RequestId};
-use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys};
+use mcpl_core::types::{ClientCapabilities, LoggingLevel, meta_keys, names};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::interned::Capabilities;
+use crate::router::PlainToolCall;
 use crate::stateless::admission::MetaFacts;
 
 impl MetaFacts {
@@ -92,7 +97,7 @@ const MAX_META_BRACKETS: usize = 64;
 pub(crate) fn read(body: &Bytes) -> Option<Incoming> {
     // One UTF-8 check of the whole body, instead of one per string as reading bytes does.
     let text = std::str::from_utf8(body).ok()?;
-    let Envelope { request, meta } = envelope(text, false)?;
+    let Envelope { request, meta, .. } = envelope(text, false)?;
     let (meta, facts) = match meta {
         Some(view) => {
             let facts = MetaFacts::of_view(view)?;
@@ -118,7 +123,40 @@ fn meta_of(body: &[u8]) -> Option<Map<String, Value>> {
 
 struct Envelope<'a> {
     request: Request,
+    /// A `tools/call`'s params, read typed (the request's own `params` are then `None`).
+    call: Option<PlainToolCall>,
     meta: Option<MetaView<'a>>,
+}
+
+/// A whole request as [`read_request`] reads it.
+#[derive(Debug)]
+pub(crate) struct ReadRequest {
+    /// The request; without params if they are in `call`.
+    pub(crate) request: Request,
+    /// The params of a `tools/call` of the plain form (see the module docs), typed: what the
+    /// router would make of them (see `router::Params`).
+    pub(crate) call: Option<PlainToolCall>,
+}
+
+#[cfg(test)]
+impl ReadRequest {
+    /// The request as the general decoder makes it: `call` back in its params.
+    fn into_request(self) -> Request {
+        with_params(self.request, self.call)
+    }
+}
+
+/// `request` with the params of `call`, if any, back in it as the tree the body held.
+pub(crate) fn with_params(mut request: Request, call: Option<PlainToolCall>) -> Request {
+    if let Some(call) = call {
+        let mut params = Map::new();
+        params.insert("name".to_owned(), Value::String(call.name));
+        if let Some(arguments) = call.arguments {
+            params.insert("arguments".to_owned(), Value::Object(arguments));
+        }
+        request.params = Some(Value::Object(params));
+    }
+    request
 }
 
 /// The request in `text`, its `_meta` read apart (or, with `keep_meta`, left in its params as
@@ -133,9 +171,9 @@ fn envelope(text: &str, keep_meta: bool) -> Option<Envelope<'_>> {
 
 /// Reads a well-formed request, `_meta` and all, into the [`Request`] the general decoder
 /// would make of it (what a 2025 session's POST carries); `None` for anything else.
-pub(crate) fn read_request(body: &Bytes) -> Option<Request> {
+pub(crate) fn read_request(body: &Bytes) -> Option<ReadRequest> {
     let text = std::str::from_utf8(body).ok()?;
-    envelope(text, true).map(|envelope| envelope.request)
+    envelope(text, true).map(|Envelope { request, call, .. }| ReadRequest { request, call })
 }
 
 fn unexpected<E: de::Error>(what: &str) -> E {
@@ -169,7 +207,9 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 "id" if id.is_none() => id = Some(map.next_value()?),
                 "method" if method.is_none() => method = Some(map.next_value()?),
                 "params" if params.is_none() => {
-                    let seed = ParamsSeed { keep_meta: self.keep_meta };
+                    // Typed: a 2025 `tools/call` whose method came first.
+                    let typed_call = self.keep_meta && method.as_deref() == Some(names::TOOLS_CALL);
+                    let seed = ParamsSeed { keep_meta: self.keep_meta, typed_call };
                     params = Some(map.next_value_seed(seed)?);
                 }
                 _ => return Err(unexpected("member")),
@@ -178,22 +218,57 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
         let (true, Some(id), Some(method)) = (version, id, method) else {
             return Err(unexpected("not a request"));
         };
-        let (params, meta) = match params {
-            Some(Params { rest, meta }) => (Some(Value::Object(rest)), meta),
-            None => (None, None),
+        let (params, call, meta) = match params {
+            Some(Params { members: Members::Tree(rest), meta }) => {
+                (Some(Value::Object(rest)), None, meta)
+            }
+            Some(Params { members: Members::Call(call), meta }) => (None, Some(call), meta),
+            None => (None, None, None),
         };
-        Ok(Envelope { request: Request { id, method, params }, meta })
+        Ok(Envelope { request: Request { id, method, params }, call, meta })
     }
 }
 
 struct Params<'a> {
-    rest: Map<String, Value>,
+    members: Members,
     meta: Option<MetaView<'a>>,
+}
+
+/// The members of `params` (but `_meta`, when read apart).
+enum Members {
+    /// As a tree.
+    Tree(Map<String, Value>),
+    /// A `tools/call`'s `name` and `arguments`, and nothing else (see the module docs).
+    Call(PlainToolCall),
+}
+
+/// A `tools/call`'s members as they are read, while they are of the plain form.
+#[derive(Default)]
+struct PlainCall {
+    name: Option<String>,
+    arguments: Option<Map<String, Value>>,
+    /// Whether `arguments` came before `name` (a tree made of them keeps their order).
+    arguments_first: bool,
+}
+
+impl PlainCall {
+    /// Into `tree` (empty so far: these were the first members read), in the order read.
+    fn spill(self, tree: &mut Map<String, Value>) {
+        let name = self.name.map(|n| ("name", Value::String(n)));
+        let arguments = self.arguments.map(|a| ("arguments", Value::Object(a)));
+        let (first, second) =
+            if self.arguments_first { (arguments, name) } else { (name, arguments) };
+        for (key, value) in first.into_iter().chain(second) {
+            tree.insert(key.to_owned(), value);
+        }
+    }
 }
 
 struct ParamsSeed {
     /// Leave `_meta` among the params, as any other member.
     keep_meta: bool,
+    /// Read a `tools/call`'s params typed while they are of the plain form.
+    typed_call: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for ParamsSeed {
@@ -214,7 +289,29 @@ impl<'de> Visitor<'de> for ParamsSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
         let mut rest = Map::new();
         let mut meta = None;
+        // Typed until a member of another form: then a tree, what was read first in it.
+        let mut plain = self.typed_call.then(PlainCall::default);
         while let Some(key) = map.next_key::<&'de str>()? {
+            if let Some(call) = &mut plain {
+                match (key, map.next_value::<Value>()?) {
+                    ("name", Value::String(name)) if call.name.is_none() => {
+                        call.name = Some(name);
+                        continue;
+                    }
+                    ("arguments", Value::Object(arguments)) if call.arguments.is_none() => {
+                        call.arguments_first = call.name.is_none();
+                        call.arguments = Some(arguments);
+                        continue;
+                    }
+                    (key, value) => {
+                        if let Some(call) = plain.take() {
+                            call.spill(&mut rest);
+                        }
+                        rest.insert(key.to_owned(), value);
+                        continue;
+                    }
+                }
+            }
             if key == "_meta" && !self.keep_meta {
                 if meta.is_some() {
                     return Err(unexpected("a second _meta"));
@@ -225,7 +322,18 @@ impl<'de> Visitor<'de> for ParamsSeed {
                 rest.insert(key.to_owned(), map.next_value()?);
             }
         }
-        Ok(Params { rest, meta })
+        let members = match plain {
+            Some(PlainCall { name: Some(name), arguments, .. }) => {
+                Members::Call(PlainToolCall { name, arguments })
+            }
+            // No name: the router refuses it from the tree, as it always did.
+            Some(call) => {
+                call.spill(&mut rest);
+                Members::Tree(rest)
+            }
+            None => Members::Tree(rest),
+        };
+        Ok(Params { members, meta })
     }
 }
 
@@ -385,7 +493,7 @@ mod tests {
             let Message::Request(general) = Message::decode(body.as_bytes()).unwrap() else {
                 panic!("a request: {body}")
             };
-            assert_eq!(read, general, "{body}");
+            assert_eq!(read.into_request(), general, "{body}");
         }
         // What the reader does not take is the general decoder's, in this mode too.
         for body in [
@@ -396,6 +504,109 @@ mod tests {
             r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
         ] {
             assert!(read_request(&Bytes::copy_from_slice(body.as_bytes())).is_none(), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_plain_tool_call_has_its_params_read_typed_and_any_other_as_a_tree() {
+        let read = |body: &str| read_request(&Bytes::copy_from_slice(body.as_bytes())).unwrap();
+        // The plain form, `arguments` or not, either order: typed, the request without params.
+        for (body, arguments) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#,
+                Some(json!({"a": 1})),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"name":"t"}}"#,
+                Some(json!({})),
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#, None),
+        ] {
+            let ReadRequest { request, call } = read(body);
+            let call = call.unwrap_or_else(|| panic!("typed: {body}"));
+            assert_eq!((request.params, call.name.as_str()), (None, "t"), "{body}");
+            assert_eq!(call.arguments.map(Value::Object), arguments, "{body}");
+        }
+        // Anything else is a tree, with what was read before the member that made it one.
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"params":{"name":"t","arguments":{}},"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"task":{},"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","name":"u"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","requestState":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"t"}}"#,
+        ] {
+            let read = read(body);
+            assert!(read.call.is_none(), "a tree: {body}");
+            let Message::Request(general) = Message::decode(body.as_bytes()).unwrap() else {
+                panic!("a request: {body}")
+            };
+            assert_eq!(read.request, general, "{body}");
+        }
+        // The stateless reader never types them (its `_meta` is read apart, as always).
+        let stateless = read_str(CALL).unwrap();
+        assert!(stateless.request.params.is_some());
+    }
+
+    mod props {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// The members of a `tools/call`'s params: duplicates, any order, values of any kind.
+        fn members() -> impl Strategy<Value = Vec<(&'static str, &'static str)>> {
+            let key = prop::sample::select(vec!["name", "arguments", "_meta", "task", "x"]);
+            let value = prop::sample::select(vec![
+                r#""t""#,
+                r#""u""#,
+                "7",
+                "null",
+                "{}",
+                r#"{"a":[1,{"b":null}]}"#,
+                r#"{"progressToken":1}"#,
+                "[]",
+            ]);
+            prop::collection::vec((key, value), 0..5)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+
+            #[test]
+            fn a_tool_call_reads_as_the_general_decoder_reads_it(
+                members in members(),
+                method_first in any::<bool>(),
+            ) {
+                let params = members
+                    .iter()
+                    .map(|(k, v)| format!(r#""{k}":{v}"#))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let (head, tail) = (r#""method":"tools/call""#, format!(r#""params":{{{params}}}"#));
+                let (first, second) = if method_first { (head, tail.as_str()) } else { (tail.as_str(), head) };
+                let body = format!(r#"{{"jsonrpc":"2.0","id":1,{first},{second}}}"#);
+                let read = read_request(&Bytes::copy_from_slice(body.as_bytes()));
+                let Ok(Message::Request(general)) = Message::decode(body.as_bytes()) else {
+                    panic!("a request: {body}")
+                };
+                let read = read.unwrap_or_else(|| panic!("read: {body}"));
+                // Typed only in the plain form, and only with the method first.
+                let plain = method_first
+                    && members.iter().any(|(k, v)| *k == "name" && v.starts_with('"'))
+                    && general.params.as_ref().and_then(Value::as_object).is_some_and(|p| {
+                        members.len() == p.len()
+                            && p.iter().all(|(k, v)| match k.as_str() {
+                                "name" => v.is_string(),
+                                "arguments" => v.is_object(),
+                                _ => false,
+                            })
+                    });
+                prop_assert_eq!(read.call.is_some(), plain, "{}", body);
+                prop_assert_eq!(read.into_request(), general, "{}", body);
+            }
         }
     }
 

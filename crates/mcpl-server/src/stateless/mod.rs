@@ -66,7 +66,7 @@ pub(crate) async fn serve(
         _ => {
             let client = Arc::new(Mutex::new(admitted.client));
             let ctx = Context::new(ctx, client).with_access_token(token);
-            crate::router::dispatch_reply(server, ctx, params).await?
+            crate::router::dispatch_reply(server, ctx, crate::router::Params::Tree(params)).await?
         }
     };
     let page = matches!(reply, Reply::Page(_));

@@ -42,6 +42,7 @@ pub(super) async fn post(
     headers: &HeaderMap,
     version_header: Option<&str>,
     message: Message,
+    call: Option<crate::router::PlainToolCall>,
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,
 ) -> Response {
@@ -73,9 +74,11 @@ pub(super) async fn post(
     let sent = headers.get(&SESSION_ID_HEADER);
     match message {
         Message::Request(req) if http.inner.config.json_response && session.runs_reply(&req) => {
-            json_request(http, &session, sent, req, token).await
+            json_request(http, &session, sent, req, call, token).await
         }
         Message::Request(req) => {
+            // Through the session's pipeline, which takes params as a tree.
+            let req = super::stateless_body::with_params(req, call);
             let id = req.id.clone();
             let opened = if http.inner.config.json_response {
                 session.open_json_request(&id).map(Opened::Json)
@@ -168,11 +171,13 @@ async fn json_request(
     session: &HttpSession,
     sent: Option<&HeaderValue>,
     request: mcpl_core::jsonrpc::Request,
+    call: Option<crate::router::PlainToolCall>,
     token: Option<Arc<AccessToken>>,
 ) -> Response {
     let id = request.id.clone();
     let inner = &http.inner;
-    let running = match session.run_reply(&inner.server, &inner.server_side, request, token) {
+    let running = session.run_reply(&inner.server, &inner.server_side, request, call, token);
+    let running = match running {
         Ok(running) => running,
         Err(NotRun::Duplicate(answer)) => return json_body(StatusCode::CONFLICT, &answer),
         Err(NotRun::Busy(answer)) => {

@@ -234,6 +234,7 @@ async fn call(
             mcpl_core::trace::record_target(&span, &method, params.as_ref());
             let ctx = Context::served(ctx, client, token, server_side);
             // Made here, not in an `async` block that would hold the context a second time.
+            let params = crate::router::Params::Tree(params);
             let reply = crate::router::dispatch_reply(server, ctx, params);
             crate::unwinding::unwinding(method, reply).map(move |outcome| {
                 crate::router::record_reply(&span, &outcome);

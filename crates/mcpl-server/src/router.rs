@@ -154,6 +154,21 @@ pub(crate) enum Params {
 }
 
 impl Params {
+    /// Records on `span` what the params of a request of `method` name (its tool, prompt or
+    /// resource), as the engine does for params it reads (see `mcpl_core::trace`).
+    #[cfg(feature = "http")]
+    pub(crate) fn record_target(&self, span: &tracing::Span, method: &str) {
+        match self {
+            Params::Tree(tree) => mcpl_core::trace::record_target(span, method, tree.as_ref()),
+            // A tree of the name alone, made only for a span that records it.
+            Params::Call(call) if !span.is_disabled() => {
+                let named = serde_json::json!({ "name": call.name });
+                mcpl_core::trace::record_target(span, method, Some(&named));
+            }
+            Params::Call(_) => {}
+        }
+    }
+
     /// The params as a tree.
     fn into_tree(self) -> Option<Value> {
         match self {

@@ -507,12 +507,10 @@ pub(crate) fn run_reply(
         let span = tracing::Span::current();
         let params = match call {
             Some(call) => {
-                // The span names the tool, as it does from a tree of the params.
-                if !span.is_disabled() {
-                    let named = serde_json::json!({ "name": call.name });
-                    mcpl_core::trace::record_target(&span, ctx.method(), Some(&named));
-                }
-                crate::router::Params::Call(call)
+                // The engine did not see these params: the span names the tool here.
+                let params = crate::router::Params::Call(call);
+                params.record_target(&span, ctx.method());
+                params
             }
             None => crate::router::Params::Tree(params),
         };

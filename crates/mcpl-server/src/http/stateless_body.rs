@@ -10,9 +10,10 @@
 //! endpoint checks ([`MetaFacts`]), borrowed from the body; a handler that asks for `_meta`
 //! gets it read from the body then ([`LazyMeta`]).
 //!
-//! A 2025 session's `tools/call` of the plain form (a tool's `name` and `arguments`, nothing
-//! else in its params, read after its `method`) is read with its params typed
-//! ([`ReadRequest::call`]): no tree of them made and taken apart again by the router.
+//! A `tools/call` of the plain form (a tool's `name` and `arguments`, nothing else in its
+//! params but a `_meta` read apart, read after its `method`) is read with its params typed
+//! ([`Incoming::call`], [`ReadRequest::call`]): no tree of them made and taken apart again by
+//! the router.
 //!
 //! Anything this reader does not take as it is (a member it does not know, a duplicate, an
 //! escaped key, `params` or `_meta` that is not an object, a `_meta` member of an unexpected
@@ -84,7 +85,10 @@ struct MetaView<'a> {
 /// A request read from the body, its params without `_meta`.
 #[derive(Debug)]
 pub(crate) struct Incoming {
+    /// The request; without params if they are in `call`.
     pub(crate) request: Request,
+    /// The params of a `tools/call` of the plain form, typed (see the module docs).
+    pub(crate) call: Option<PlainToolCall>,
     pub(crate) meta: Option<LazyMeta>,
     pub(crate) facts: MetaFacts,
 }
@@ -97,7 +101,7 @@ const MAX_META_BRACKETS: usize = 64;
 pub(crate) fn read(body: &Bytes) -> Option<Incoming> {
     // One UTF-8 check of the whole body, instead of one per string as reading bytes does.
     let text = std::str::from_utf8(body).ok()?;
-    let Envelope { request, meta, .. } = envelope(text, false)?;
+    let Envelope { request, call, meta } = envelope(text, false)?;
     let (meta, facts) = match meta {
         Some(view) => {
             let facts = MetaFacts::of_view(view)?;
@@ -106,7 +110,7 @@ pub(crate) fn read(body: &Bytes) -> Option<Incoming> {
         }
         None => (None, MetaFacts::of_tree(None)),
     };
-    Some(Incoming { request, meta, facts })
+    Some(Incoming { request, call, meta, facts })
 }
 
 /// The `_meta` object of the request in `body`, for a handler that asks for it.
@@ -207,8 +211,8 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 "id" if id.is_none() => id = Some(map.next_value()?),
                 "method" if method.is_none() => method = Some(map.next_value()?),
                 "params" if params.is_none() => {
-                    // Typed: a 2025 `tools/call` whose method came first.
-                    let typed_call = self.keep_meta && method.as_deref() == Some(names::TOOLS_CALL);
+                    // Typed: a `tools/call` whose method came first.
+                    let typed_call = method.as_deref() == Some(names::TOOLS_CALL);
                     let seed = ParamsSeed { keep_meta: self.keep_meta, typed_call };
                     params = Some(map.next_value_seed(seed)?);
                 }
@@ -292,6 +296,13 @@ impl<'de> Visitor<'de> for ParamsSeed {
         // Typed until a member of another form: then a tree, what was read first in it.
         let mut plain = self.typed_call.then(PlainCall::default);
         while let Some(key) = map.next_key::<&'de str>()? {
+            if key == "_meta" && !self.keep_meta {
+                if meta.is_some() {
+                    return Err(unexpected("a second _meta"));
+                }
+                meta = Some(map.next_value_seed(MetaSeed)?);
+                continue;
+            }
             if let Some(call) = &mut plain {
                 match (key, map.next_value::<Value>()?) {
                     ("name", Value::String(name)) if call.name.is_none() => {
@@ -312,15 +323,8 @@ impl<'de> Visitor<'de> for ParamsSeed {
                     }
                 }
             }
-            if key == "_meta" && !self.keep_meta {
-                if meta.is_some() {
-                    return Err(unexpected("a second _meta"));
-                }
-                meta = Some(map.next_value_seed(MetaSeed)?);
-            } else {
-                // As in a tree: the last of duplicate members stands.
-                rest.insert(key.to_owned(), map.next_value()?);
-            }
+            // As in a tree: the last of duplicate members stands.
+            rest.insert(key.to_owned(), map.next_value()?);
         }
         let members = match plain {
             Some(PlainCall { name: Some(name), arguments, .. }) => {
@@ -464,7 +468,9 @@ mod tests {
 
     #[test]
     fn a_well_formed_request_reads_as_the_general_decoder_reads_it() {
-        let Incoming { request, meta, facts } = read_str(CALL).unwrap();
+        let Incoming { request, call, meta, facts } = read_str(CALL).unwrap();
+        assert!(call.is_some(), "a plain call, its _meta read apart: typed");
+        let request = with_params(request, call);
         let Message::Request(mut general) = Message::decode(CALL.as_bytes()).unwrap() else {
             panic!("a request")
         };
@@ -546,9 +552,17 @@ mod tests {
             };
             assert_eq!(read.request, general, "{body}");
         }
-        // The stateless reader never types them (its `_meta` is read apart, as always).
-        let stateless = read_str(CALL).unwrap();
-        assert!(stateless.request.params.is_some());
+        // The stateless reader types them too, `_meta` read apart wherever it is.
+        for body in [
+            CALL,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"name":"t"}}"#,
+        ] {
+            let read = read_str(body).unwrap();
+            assert!(read.call.is_some() && read.request.params.is_none(), "{body}");
+        }
+        // ... but not when the method comes after the params.
+        let late = r#"{"jsonrpc":"2.0","id":1,"params":{"name":"t"},"method":"tools/call"}"#;
+        assert!(read_str(late).unwrap().call.is_none());
     }
 
     mod props {
@@ -606,6 +620,33 @@ mod tests {
                     });
                 prop_assert_eq!(read.call.is_some(), plain, "{}", body);
                 prop_assert_eq!(read.into_request(), general, "{}", body);
+            }
+
+            #[test]
+            fn a_stateless_tool_call_reads_as_the_general_decoder_reads_it(
+                members in members(),
+                method_first in any::<bool>(),
+            ) {
+                let params = members
+                    .iter()
+                    .map(|(k, v)| format!(r#""{k}":{v}"#))
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let (head, tail) = (r#""method":"tools/call""#, format!(r#""params":{{{params}}}"#));
+                let (first, second) = if method_first { (head, tail.as_str()) } else { (tail.as_str(), head) };
+                let body = format!(r#"{{"jsonrpc":"2.0","id":1,{first},{second}}}"#);
+                let Ok(Message::Request(mut general)) = Message::decode(body.as_bytes()) else {
+                    panic!("a request: {body}")
+                };
+                // What the reader takes (a `_meta` it reads apart: one object), it reads as the
+                // general decoder does, `_meta` aside.
+                if let Some(Incoming { request, call, .. }) = read(&Bytes::copy_from_slice(body.as_bytes())) {
+                    if let Some(Value::Object(p)) = &mut general.params {
+                        p.remove("_meta");
+                    }
+                    prop_assert!(call.is_none() || method_first, "{}", body);
+                    prop_assert_eq!(with_params(request, call), general, "{}", body);
+                }
             }
         }
     }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX};
 use crate::http::PROTOCOL_VERSION_HEADER;
+use crate::router::PlainToolCall;
 use crate::server::Server;
 
 /// The headers read on every request, parsed once.
@@ -24,11 +25,13 @@ fn mismatch(detail: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {detail}"))
 }
 
-/// Checks the headers of `request`, whose `_meta` names `version`, against its body.
+/// Checks the headers of `request`, whose `_meta` names `version`, against its body (its
+/// params in `call`, if they were read typed).
 pub(super) fn check(
     server: &Server,
     headers: &HeaderMap,
     request: &Request,
+    call: Option<&PlainToolCall>,
     version: &str,
 ) -> Result<(), ErrorObject> {
     match header(headers, &PROTOCOL_VERSION_HEADER).map(|v| v.trim_matches([' ', '\t'])) {
@@ -43,6 +46,15 @@ pub(super) fn check(
     }
     let no_params = Map::new();
     let params = request.params.as_ref().and_then(Value::as_object).unwrap_or(&no_params);
+    // What the body names, and a tool's arguments, from wherever the params are.
+    let member = |field: &str| match call {
+        Some(call) => (field == "name").then_some(call.name.as_str()),
+        None => params.get(field).and_then(Value::as_str),
+    };
+    let arguments = match call {
+        Some(call) => call.arguments.as_ref(),
+        None => params.get("arguments").and_then(Value::as_object),
+    };
     let name_field = match request.method.as_str() {
         names::TOOLS_CALL | names::PROMPTS_GET => Some("name"),
         names::RESOURCES_READ => Some("uri"),
@@ -50,7 +62,7 @@ pub(super) fn check(
         _ => None,
     };
     if let Some(field) = name_field {
-        let body = params.get(field).and_then(Value::as_str);
+        let body = member(field);
         let sent = header(headers, &NAME_HEADER).and_then(|raw| header_value(raw, true));
         match (body, sent) {
             (Some(b), Some(s)) if b == s => {}
@@ -59,7 +71,7 @@ pub(super) fn check(
         }
     }
     if request.method == names::TOOLS_CALL {
-        check_param_headers(server, headers, params).map_err(mismatch)?;
+        check_param_headers(server, headers, member("name"), arguments).map_err(mismatch)?;
     }
     Ok(())
 }
@@ -102,12 +114,13 @@ fn same_param(header: &str, body: &Value) -> bool {
 fn check_param_headers(
     server: &Server,
     headers: &HeaderMap,
-    params: &Map<String, Value>,
+    name: Option<&str>,
+    arguments: Option<&Map<String, Value>>,
 ) -> Result<(), String> {
-    let Some(name) = params.get("name").and_then(Value::as_str) else { return Ok(()) };
+    let Some(name) = name else { return Ok(()) };
     let checked = server.with_tool_definition(name, |tool| {
         let Some(properties) = tool.input_schema.properties.as_ref() else { return Ok(()) };
-        check_tool_headers(properties, headers, params)
+        check_tool_headers(properties, headers, arguments)
     });
     checked.unwrap_or(Ok(()))
 }
@@ -116,9 +129,8 @@ fn check_param_headers(
 fn check_tool_headers(
     properties: &Map<String, Value>,
     headers: &HeaderMap,
-    params: &Map<String, Value>,
+    arguments: Option<&Map<String, Value>>,
 ) -> Result<(), String> {
-    let arguments = params.get("arguments").and_then(Value::as_object);
     for (property, schema) in properties {
         let Some(header_name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
             continue;

@@ -133,7 +133,7 @@ pub(crate) async fn serve(
     };
     let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let facts = MetaFacts::of_tree(meta);
-    Box::pin(serve_request(http, headers, request, None, facts, token)).await
+    Box::pin(serve_request(http, headers, request, None, None, facts, token)).await
 }
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
@@ -146,11 +146,12 @@ pub(crate) fn serve_read<'a>(
     read: Incoming,
     token: Option<Arc<AccessToken>>,
 ) -> impl Future<Output = Response> + Send + 'a {
-    serve_request(http, headers, read.request, read.meta, read.facts, token)
+    serve_request(http, headers, read.request, read.call, read.meta, read.facts, token)
 }
 
-/// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`; `facts`
-/// are what admission reads of it; `token` is the request's verified access token, if any.
+/// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`, and
+/// whose params are in `call` if they were read typed; `facts` are what admission reads of
+/// it; `token` is the request's verified access token, if any.
 ///
 /// Not an `async fn`: admission and the answers given at once happen here, and the returned
 /// future holds only what serving the method needs (not the request's `_meta` facts too).
@@ -159,6 +160,7 @@ fn serve_request<'a>(
     http: &'a StreamableHttp,
     headers: HeaderMap,
     request: Request,
+    plain: Option<PlainToolCall>,
     raw_meta: Option<LazyMeta>,
     facts: MetaFacts,
     token: Option<Arc<AccessToken>>,
@@ -166,7 +168,7 @@ fn serve_request<'a>(
     let id = request.id.clone();
     let server = &http.inner.server;
     let checked = admit(facts, &request.method, |version| {
-        headers::check(server, &headers, &request, version)
+        headers::check(server, &headers, &request, plain.as_ref(), version)
     });
     let admitted = match checked {
         Ok(admitted) => admitted,
@@ -196,7 +198,7 @@ fn serve_request<'a>(
             let stop = super::stop_at_shutdown(http, true);
             // The response body polls it, after this handler returned: it keeps this span.
             let owned = http.clone();
-            let call = async move { call(&owned, request, client, token).await };
+            let call = async move { call(&owned, request, plain, client, token).await };
             let driver = Box::pin(call.in_current_span());
             let decorate = Decorator { http: Cow::Owned(http.clone()), cacheable };
             let keep_alive = http.inner.config.keep_alive;
@@ -208,7 +210,7 @@ fn serve_request<'a>(
             // inlined into the endpoint's future), the call's future is neither copied into a
             // box of its own (about 1.4 KB, past the allocator's per-thread cache) nor moved
             // between layers.
-            let outcome = call(http, request, client, token).await;
+            let outcome = call(http, request, plain, client, token).await;
             json_reply(&id, outcome, &Decorator { http: Cow::Borrowed(http), cacheable })
         }),
     }
@@ -216,10 +218,12 @@ fn serve_request<'a>(
 
 /// The method itself, served inline on this task: the engine runs the router and hands its
 /// answer back, for the endpoint to write (a tool's result straight from its type, see
-/// `wire_reply`). `None`: the request ended without one.
+/// `wire_reply`). `plain`: the params, if they were read typed. `None`: the request ended
+/// without one.
 async fn call(
     http: &StreamableHttp,
     request: InlineRequest,
+    plain: Option<PlainToolCall>,
     client: crate::context::SharedClientState,
     token: Option<Arc<AccessToken>>,
 ) -> Option<Outcome> {
@@ -229,12 +233,15 @@ async fn call(
     let run =
         embed::run_request(&http.inner.stateless, id, method, meta, None, &mut sender, |ctx| {
             let method = crate::router::method_name(ctx.method());
+            let params = match plain {
+                Some(plain) => Params::Call(plain),
+                None => Params::Tree(params),
+            };
             // The engine did not see the params: what they name goes on the span here.
             let span = tracing::Span::current();
-            mcpl_core::trace::record_target(&span, &method, params.as_ref());
+            params.record_target(&span, ctx.method());
             let ctx = Context::served(ctx, client, token, server_side);
             // Made here, not in an `async` block that would hold the context a second time.
-            let params = crate::router::Params::Tree(params);
             let reply = crate::router::dispatch_reply(server, ctx, params);
             crate::unwinding::unwinding(method, reply).map(move |outcome| {
                 crate::router::record_reply(&span, &outcome);
@@ -255,7 +262,7 @@ async fn call(
 /// when the client goes away.
 type Driver = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Outcome>> + Send>>;
 
-use crate::router::Outcome;
+use crate::router::{Outcome, Params, PlainToolCall};
 
 /// Adds what every stateless-era result carries.
 struct Decorator<'a> {

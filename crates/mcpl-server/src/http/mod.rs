@@ -849,7 +849,7 @@ async fn post<B: RequestBody>(
     if declared == Era::Stateless {
         // In a block of its own, so that what was read is not kept across the waits below.
         if let Some(read) = stateless_body::read(&body) {
-            return stateless::serve_read(http, headers, read, token).await;
+            return stateless::serve_read(http, &headers, version_header, read, token).await;
         }
     }
     // A well-formed request (what a 2025 session's POST usually carries) is read straight from

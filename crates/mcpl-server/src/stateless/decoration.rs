@@ -202,8 +202,10 @@ pub(crate) fn write_meta(
         if !meta.is_empty() {
             out.push(b',');
         }
-        serde_json::to_writer(&mut *out, meta_keys::SERVER_INFO)?;
-        out.push(b':');
+        // A key of plain characters, written as it is (no escaping to look for).
+        out.push(b'"');
+        out.extend_from_slice(meta_keys::SERVER_INFO.as_bytes());
+        out.extend_from_slice(b"\":");
         out.extend_from_slice(server_info.as_bytes());
     }
     out.push(b'}');
@@ -258,6 +260,17 @@ impl<'de> Deserialize<'de> for Key<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_info_key_needs_no_escaping() {
+        // `write_meta` writes it as it is.
+        let escaped = serde_json::to_string(meta_keys::SERVER_INFO).unwrap();
+        assert_eq!(escaped, format!("\"{}\"", meta_keys::SERVER_INFO));
+        let mut out = Vec::new();
+        write_meta(&mut out, &Map::new(), r#"{"name":"s"}"#).unwrap();
+        let written: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(written[meta_keys::SERVER_INFO]["name"], "s");
+    }
 
     #[test]
     fn what_the_handler_set_stays() {

@@ -12,7 +12,6 @@ use mcpl_core::types::names;
 use serde_json::{Map, Value};
 
 use super::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX};
-use crate::http::PROTOCOL_VERSION_HEADER;
 use crate::router::PlainToolCall;
 use crate::server::Server;
 
@@ -25,16 +24,23 @@ fn mismatch(detail: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {detail}"))
 }
 
+/// A request's headers, its `MCP-Protocol-Version` read already.
+pub(super) struct Sent<'a> {
+    pub(super) headers: &'a HeaderMap,
+    pub(super) version: Option<&'a str>,
+}
+
 /// Checks the headers of `request`, whose `_meta` names `version`, against its body (its
 /// params in `call`, if they were read typed).
 pub(super) fn check(
     server: &Server,
-    headers: &HeaderMap,
+    sent: &Sent<'_>,
     request: &Request,
     call: Option<&PlainToolCall>,
     version: &str,
 ) -> Result<(), ErrorObject> {
-    match header(headers, &PROTOCOL_VERSION_HEADER).map(|v| v.trim_matches([' ', '\t'])) {
+    let headers = sent.headers;
+    match sent.version.map(|v| v.trim_matches([' ', '\t'])) {
         Some(v) if v == version => {}
         Some(_) => return Err(mismatch("MCP-Protocol-Version differs from _meta")),
         None => return Err(mismatch("missing MCP-Protocol-Version")),

@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use futures::future::Either;
 use futures::{FutureExt as _, StreamExt};
 use mcpl_core::Era;
-use mcpl_core::engine::embed::{self, LazyMeta};
+use mcpl_core::engine::embed;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request, RequestId};
 use mcpl_core::types::names;
 use serde_json::Value;
@@ -133,7 +133,9 @@ pub(crate) async fn serve(
     };
     let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let facts = MetaFacts::of_tree(meta);
-    Box::pin(serve_request(http, headers, request, None, None, facts, token)).await
+    let sent = headers::Sent { headers: &headers, version: declared_version(&headers) };
+    let read = Incoming { request, call: None, meta: None, facts };
+    Box::pin(serve_request(http, &sent, read, token)).await
 }
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
@@ -142,33 +144,33 @@ pub(crate) async fn serve(
 #[inline(always)]
 pub(crate) fn serve_read<'a>(
     http: &'a StreamableHttp,
-    headers: HeaderMap,
+    headers: &HeaderMap,
+    version_header: Option<&str>,
     read: Incoming,
     token: Option<Arc<AccessToken>>,
-) -> impl Future<Output = Response> + Send + 'a {
-    serve_request(http, headers, read.request, read.call, read.meta, read.facts, token)
+) -> impl Future<Output = Response> + Send + use<'a> {
+    serve_request(http, &headers::Sent { headers, version: version_header }, read, token)
 }
 
-/// Serves `request`, whose `_meta` is in its params or, read on demand, in `raw_meta`, and
-/// whose params are in `call` if they were read typed; `facts` are what admission reads of
-/// it; `token` is the request's verified access token, if any.
+/// Serves the request `read`, whose `_meta` is in its params or, read on demand, in its `meta`,
+/// and whose params are in its `call` if they were read typed; its `facts` are what admission
+/// reads of it; `token` is the request's verified access token, if any. Its headers (`sent`)
+/// are checked before it is served.
 ///
 /// Not an `async fn`: admission and the answers given at once happen here, and the returned
 /// future holds only what serving the method needs (not the request's `_meta` facts too).
 #[inline(always)]
 fn serve_request<'a>(
     http: &'a StreamableHttp,
-    headers: HeaderMap,
-    request: Request,
-    plain: Option<PlainToolCall>,
-    raw_meta: Option<LazyMeta>,
-    facts: MetaFacts,
+    sent: &headers::Sent<'_>,
+    read: Incoming,
     token: Option<Arc<AccessToken>>,
-) -> impl Future<Output = Response> + Send + 'a {
+) -> impl Future<Output = Response> + Send + use<'a> {
+    let Incoming { request, call: plain, meta: raw_meta, facts } = read;
     let id = request.id.clone();
     let server = &http.inner.server;
     let checked = admit(facts, &request.method, |version| {
-        headers::check(server, &headers, &request, plain.as_ref(), version)
+        headers::check(server, sent, &request, plain.as_ref(), version)
     });
     let admitted = match checked {
         Ok(admitted) => admitted,

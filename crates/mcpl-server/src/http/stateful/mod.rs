@@ -62,16 +62,16 @@ pub(super) async fn post(
     }
     let id = request_id(&message);
     let principal = token.as_ref().and_then(|t| t.principal());
-    let session = match find_session(http, headers, principal.as_ref()).await {
+    // The session's id as the request named it: its answer names the session with the same
+    // header value (no copy, no check).
+    let sent = headers.get(&SESSION_ID_HEADER);
+    let session = match find_session(http, sent, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.respond(id),
     };
     if let Err(reject) = check_version_header(version_header, &session) {
         return reject.respond(id);
     }
-    // The session's id as the request named it: its answer names the session with the same
-    // header value (no copy, no check).
-    let sent = headers.get(&SESSION_ID_HEADER);
     match message {
         Message::Request(req) if http.inner.config.json_response && session.runs_reply(&req) => {
             json_request(http, &session, sent, req, call, token).await
@@ -583,7 +583,8 @@ pub(super) async fn get(
     if let Err(r) = guard::check_get_accept(headers) {
         return refused(r);
     }
-    let session = match find_session(http, headers, principal.as_ref()).await {
+    let sent = headers.get(&SESSION_ID_HEADER);
+    let session = match find_session(http, sent, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
@@ -592,7 +593,6 @@ pub(super) async fn get(
     {
         return reject.into_response();
     }
-    let sent = headers.get(&SESSION_ID_HEADER);
     if let Some(last) = header_str(headers, LAST_EVENT_ID) {
         let Some(position) = EventPosition::parse(last) else {
             return rpc_error(
@@ -634,10 +634,13 @@ pub(super) async fn delete(
     if !request.headers().contains_key(&SESSION_ID_HEADER) {
         return no_session_method();
     }
-    let session = match find_session(http, request.headers(), principal.as_ref()).await {
-        Ok(s) => s,
-        Err(reject) => return reject.into_response(),
-    };
+    let session =
+        match find_session(http, request.headers().get(&SESSION_ID_HEADER), principal.as_ref())
+            .await
+        {
+            Ok(s) => s,
+            Err(reject) => return reject.into_response(),
+        };
     if let Some(store) = &http.inner.store
         && let Err(e) = store.remove(&session.id).await
     {

@@ -5,13 +5,13 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderValue, StatusCode};
 use mcpl_core::jsonrpc::{ErrorCode, RequestId};
 use mcpl_core::types::{InitializeRequestParams, names};
 
 use crate::http::session::HttpSession;
 use crate::http::session_store::{self, SessionRecord};
-use crate::http::{Inner, Reject, SESSION_ID_HEADER, StreamableHttp, header_str};
+use crate::http::{Inner, Reject, StreamableHttp};
 use crate::principal::Principal;
 
 impl StreamableHttp {
@@ -231,15 +231,16 @@ pub(super) fn new_session_id() -> Result<String, getrandom::Error> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Finds the session a request names: `400` without the header, `404` for one that is
-/// neither live here nor recorded in the session store, or that another principal created
-/// (the request acts for `principal`): to the request, the session does not exist.
+/// Finds the session a request names in its `Mcp-Session-Id` (`sent`): `400` without the
+/// header, `404` for one that is neither live here nor recorded in the session store, or that
+/// another principal created (the request acts for `principal`): to the request, the session
+/// does not exist.
 pub(super) async fn find_session(
     http: &StreamableHttp,
-    headers: &HeaderMap,
+    sent: Option<&HeaderValue>,
     principal: Option<&Principal>,
 ) -> Result<Arc<HttpSession>, Reject> {
-    let Some(id) = header_str(headers, &SESSION_ID_HEADER) else {
+    let Some(id) = sent.and_then(|v| v.to_str().ok()) else {
         return Err(Reject::new(
             StatusCode::BAD_REQUEST,
             ErrorCode::INVALID_REQUEST,

@@ -173,7 +173,7 @@ impl Params {
     fn into_tree(self) -> Option<Value> {
         match self {
             Params::Tree(tree) => tree,
-            Params::Call(call) => serde_json::to_value(call.into_params()).ok(),
+            Params::Call(call) => Some(call.into_tree()),
         }
     }
 }
@@ -189,6 +189,16 @@ pub(crate) struct PlainToolCall {
 }
 
 impl PlainToolCall {
+    /// The params as the tree the body held (`name`, then `arguments` if it was there).
+    pub(crate) fn into_tree(self) -> Value {
+        let mut params = serde_json::Map::new();
+        params.insert("name".to_owned(), Value::String(self.name));
+        if let Some(arguments) = self.arguments {
+            params.insert("arguments".to_owned(), Value::Object(arguments));
+        }
+        Value::Object(params)
+    }
+
     fn into_params(self) -> CallToolRequestParams {
         let mut params = CallToolRequestParams::new(self.name);
         params.arguments = self.arguments;

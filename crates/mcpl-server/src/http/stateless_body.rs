@@ -153,12 +153,7 @@ impl ReadRequest {
 /// `request` with the params of `call`, if any, back in it as the tree the body held.
 pub(crate) fn with_params(mut request: Request, call: Option<PlainToolCall>) -> Request {
     if let Some(call) = call {
-        let mut params = Map::new();
-        params.insert("name".to_owned(), Value::String(call.name));
-        if let Some(arguments) = call.arguments {
-            params.insert("arguments".to_owned(), Value::Object(arguments));
-        }
-        request.params = Some(Value::Object(params));
+        request.params = Some(call.into_tree());
     }
     request
 }

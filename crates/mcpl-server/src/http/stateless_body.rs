@@ -581,6 +581,17 @@ mod tests {
             prop::collection::vec((key, value), 0..5)
         }
 
+        /// A `tools/call` with params of `members`, its method before or after them.
+        fn call_body(members: &[(&str, &str)], method_first: bool) -> String {
+            let params =
+                members.iter().map(|(k, v)| format!(r#""{k}":{v}"#)).collect::<Vec<_>>().join(",");
+            let (method, params) =
+                (r#""method":"tools/call""#, format!(r#""params":{{{params}}}"#));
+            let (first, second) =
+                if method_first { (method, params.as_str()) } else { (params.as_str(), method) };
+            format!(r#"{{"jsonrpc":"2.0","id":1,{first},{second}}}"#)
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -589,14 +600,7 @@ mod tests {
                 members in members(),
                 method_first in any::<bool>(),
             ) {
-                let params = members
-                    .iter()
-                    .map(|(k, v)| format!(r#""{k}":{v}"#))
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let (head, tail) = (r#""method":"tools/call""#, format!(r#""params":{{{params}}}"#));
-                let (first, second) = if method_first { (head, tail.as_str()) } else { (tail.as_str(), head) };
-                let body = format!(r#"{{"jsonrpc":"2.0","id":1,{first},{second}}}"#);
+                let body = call_body(&members, method_first);
                 let read = read_request(&Bytes::copy_from_slice(body.as_bytes()));
                 let Ok(Message::Request(general)) = Message::decode(body.as_bytes()) else {
                     panic!("a request: {body}")
@@ -622,14 +626,7 @@ mod tests {
                 members in members(),
                 method_first in any::<bool>(),
             ) {
-                let params = members
-                    .iter()
-                    .map(|(k, v)| format!(r#""{k}":{v}"#))
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let (head, tail) = (r#""method":"tools/call""#, format!(r#""params":{{{params}}}"#));
-                let (first, second) = if method_first { (head, tail.as_str()) } else { (tail.as_str(), head) };
-                let body = format!(r#"{{"jsonrpc":"2.0","id":1,{first},{second}}}"#);
+                let body = call_body(&members, method_first);
                 let Ok(Message::Request(mut general)) = Message::decode(body.as_bytes()) else {
                     panic!("a request: {body}")
                 };

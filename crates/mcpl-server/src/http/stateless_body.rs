@@ -558,6 +558,15 @@ mod tests {
         // ... but not when the method comes after the params.
         let late = r#"{"jsonrpc":"2.0","id":1,"params":{"name":"t"},"method":"tools/call"}"#;
         assert!(read_str(late).unwrap().call.is_none());
+        // Arguments nested past the decoder's depth limit: refused by both readers alike.
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{}{}}}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(read_request(&Bytes::copy_from_slice(deep.as_bytes())).is_none());
+        assert!(read_str(&deep).is_none());
+        assert!(Message::decode(deep.as_bytes()).is_err(), "the general decoder refuses it too");
     }
 
     mod props {

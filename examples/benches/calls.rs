@@ -100,6 +100,10 @@ fn main() {
         (STDIO_SERVER, STDIO_SERDE_PAIR, "our server / serde_json echo (raw lines to both)"),
         (STDIO_TOKIO_SERDE, STDIO_TOKIO_PAIR, "tokio serde_json echo / tokio echo"),
         (STDIO_TOKIO_SERVER, STDIO_TOKIO_SERDE, "our server / tokio serde_json echo (tokio lines)"),
+        // The least a JSON-RPC pair on tokio does (each side reads the other's lines into a
+        // `serde_json::Value`) against the raw pair: the floor for the stdio goal.
+        (STDIO_TOKIO_SERDE, STDIO_RAW_PAIR, "tokio JSON pair / raw pair"),
+        (STDIO_PAIR, STDIO_TOKIO_SERDE, "our pair / tokio JSON pair"),
     ]);
 }
 

@@ -45,7 +45,8 @@ pub(crate) struct ClientState {
     pub(crate) access_token: Option<Arc<AccessToken>>,
     /// The verified tokens of requests handed to the connection and not yet served (a 2025
     /// HTTP session: each request carries its own), by request id.
-    pub(crate) request_tokens: Vec<(RequestId, Arc<AccessToken>)>,
+    /// One word while empty (as every idle session keeps it), not a `Vec`'s three.
+    pub(crate) request_tokens: thin_vec::ThinVec<(RequestId, Arc<AccessToken>)>,
 }
 
 impl ClientState {
@@ -70,7 +71,7 @@ impl ClientState {
         let at = self.request_tokens.iter().position(|(i, _)| i == id)?;
         let (_, token) = self.request_tokens.swap_remove(at);
         if self.request_tokens.is_empty() {
-            self.request_tokens = Vec::new();
+            self.request_tokens = thin_vec::ThinVec::new();
         }
         Some(token)
     }

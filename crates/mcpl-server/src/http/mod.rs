@@ -243,6 +243,8 @@ struct Inner {
     /// The engine every stateful-era session is a driven connection of.
     session_engine: mcpl_core::Engine,
     reaper: std::sync::Once,
+    /// What its sessions' times count from (they keep milliseconds since it, not instants).
+    epoch: tokio::time::Instant,
 }
 
 impl std::fmt::Debug for StreamableHttp {
@@ -352,6 +354,7 @@ impl StreamableHttp {
                 sessions: RwLock::new(HashMap::default()),
                 reserved: std::sync::atomic::AtomicUsize::new(0),
                 reaper: std::sync::Once::new(),
+                epoch: tokio::time::Instant::now(),
             }),
         }
     }

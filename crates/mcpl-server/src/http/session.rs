@@ -150,10 +150,22 @@ pub(crate) struct HttpSession {
     driven: Driven,
     routes: SharedRoutes,
     events: Arc<dyn EventStore>,
-    /// When the session was last active, in milliseconds after `created` (an idle session
-    /// keeps 8 bytes for it, not a lock and an `Instant`).
+    /// When the session was last active, in milliseconds after its endpoint's epoch (an idle
+    /// session keeps 8 bytes for it, not a lock and an `Instant`).
     last_active: AtomicU64,
-    created: Instant,
+    /// When it was created, in milliseconds after the same epoch (8 bytes, not an `Instant`'s
+    /// 16).
+    created: u64,
+}
+
+/// Milliseconds from `epoch` to now.
+fn millis_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The instant `millis` milliseconds after `epoch`.
+fn at_millis(epoch: Instant, millis: u64) -> Instant {
+    epoch.checked_add(Duration::from_millis(millis)).unwrap_or(epoch)
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -165,11 +177,12 @@ impl std::fmt::Debug for HttpSession {
 impl HttpSession {
     /// Starts a new session with id `id` on `engine` (see [`crate::session::shared_engine`]),
     /// numbering its streams after `first_stream` (a session restored from the store starts at
-    /// a random point, so its streams never take the ids of those another endpoint opened).
+    /// a random point, so its streams never take the ids of those another endpoint opened);
+    /// its times count from `epoch` (its endpoint's, see [`Self::touch`]).
     pub(crate) fn start(
         id: Arc<str>,
         principal: Option<Principal>,
-        engine: &Engine,
+        (engine, epoch): (&Engine, Instant),
         events: Arc<dyn EventStore>,
         first_stream: u64,
     ) -> HttpSession {
@@ -188,15 +201,15 @@ impl HttpSession {
         let driven = embed::drive_with(engine, sender, state);
         // The spans of the session's requests name it.
         driven.peer().update_trace_facts(|facts| facts.session_id = Some(id.clone()));
-        let now = Instant::now();
+        let created = millis_since(epoch);
         HttpSession {
             id,
             principal: principal.map(Box::new),
             driven,
             routes,
             events,
-            last_active: AtomicU64::new(0),
-            created: now,
+            last_active: AtomicU64::new(created),
+            created,
         }
     }
 
@@ -235,19 +248,20 @@ impl HttpSession {
         self.driven.peer()
     }
 
-    pub(crate) fn touch(&self) {
-        let since = u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_active.fetch_max(since, Ordering::Relaxed);
+    /// Records that the session is active now; `epoch` is its endpoint's (the one it was
+    /// started with, as for [`Self::idle_since`] and [`Self::created`]).
+    pub(crate) fn touch(&self, epoch: Instant) {
+        self.last_active.fetch_max(millis_since(epoch), Ordering::Relaxed);
     }
 
-    pub(crate) fn idle_since(&self) -> Instant {
-        let since = Duration::from_millis(self.last_active.load(Ordering::Relaxed));
-        self.created.checked_add(since).unwrap_or(self.created)
+    /// When the session was last active.
+    pub(crate) fn idle_since(&self, epoch: Instant) -> Instant {
+        at_millis(epoch, self.last_active.load(Ordering::Relaxed))
     }
 
     /// When the session was created.
-    pub(crate) fn created(&self) -> Instant {
-        self.created
+    pub(crate) fn created(&self, epoch: Instant) -> Instant {
+        at_millis(epoch, self.created)
     }
 
     /// Whether the client finished the handshake (`notifications/initialized`).

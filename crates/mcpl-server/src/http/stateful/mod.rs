@@ -306,7 +306,7 @@ async fn initialize(
     let session = Arc::new(HttpSession::start(
         Arc::from(id.as_str()),
         token.as_ref().and_then(|t| t.principal()),
-        &http.inner.session_engine,
+        (&http.inner.session_engine, http.inner.epoch),
         http.inner.events.clone(),
         0,
     ));

@@ -43,7 +43,7 @@ impl StreamableHttp {
             let victim = sessions
                 .values()
                 .filter(|s| !s.is_busy())
-                .min_by_key(|s| (s.is_ready(), s.idle_since()))
+                .min_by_key(|s| (s.is_ready(), s.idle_since(inner.epoch)))
                 .map(|s| s.id.clone())?;
             sessions.remove(&victim)
         };
@@ -197,12 +197,12 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
                 .filter(|(_, s)| {
                     if s.is_busy() {
                         // In-flight requests and open streams are activity.
-                        s.touch();
+                        s.touch(inner.epoch);
                         false
                     } else if !s.is_ready() {
-                        s.created().elapsed() > handshake
+                        s.created(inner.epoch).elapsed() > handshake
                     } else {
-                        s.idle_since().elapsed() > idle
+                        s.idle_since(inner.epoch).elapsed() > idle
                     }
                 })
                 .map(|(id, _)| id.clone())
@@ -256,7 +256,7 @@ pub(super) async fn find_session(
         if session.principal() != principal {
             return Err(another());
         }
-        session.touch();
+        session.touch(http.inner.epoch);
         if let Some(store) = &http.inner.store {
             match store.touch(id).await {
                 Ok(true) => {}
@@ -316,7 +316,7 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     let session = Arc::new(HttpSession::start(
         Arc::from(record.id.as_str()),
         record.principal.clone(),
-        &http.inner.session_engine,
+        (&http.inner.session_engine, http.inner.epoch),
         http.inner.events.clone(),
         first_stream,
     ));

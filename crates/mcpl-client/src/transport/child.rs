@@ -7,11 +7,11 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpl_core::jsonrpc::Message;
+use mcpl_core::jsonrpc::{Message, RequestId};
 use mcpl_core::log_safe::LogSafe;
 use mcpl_core::transport::lines::{LineReceiver, LineSender};
 use mcpl_core::transport::{
-    DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender,
+    DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender, WriteNow,
 };
 use mcpl_core::{Error, Result};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
@@ -502,6 +502,14 @@ pub struct ChildSender {
 impl TransportSender for ChildSender {
     async fn send(&mut self, message: Message) -> Result<()> {
         self.lines.send(message).await
+    }
+
+    fn write_now(&mut self, message: &Message, related: Option<&RequestId>) -> WriteNow {
+        self.lines.write_now(message, related)
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        self.lines.finish().await
     }
 
     /// Closes the child's stdin, gives it a moment to exit, then kills it.

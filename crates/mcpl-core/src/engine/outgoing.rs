@@ -29,7 +29,7 @@ use super::{CloseReason, lock};
 use crate::engine::BoxFuture;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Message, RequestId};
-use crate::transport::{ApartSender, SendApart, TransportSender};
+use crate::transport::{ApartSender, SendApart, TransportSender, WriteNow};
 
 /// A [`TransportSender`] behind a pointer, so a connection can hold any sender.
 pub(crate) trait DynSender: Send {
@@ -43,6 +43,8 @@ pub(crate) trait DynSender: Send {
         message: Message,
         related: Option<RequestId>,
     ) -> std::result::Result<SendApart, (Message, Option<RequestId>)>;
+    fn write_now(&mut self, message: &Message, related: Option<&RequestId>) -> WriteNow;
+    fn finish(&mut self) -> BoxFuture<'_, Result<()>>;
     fn close(self: Box<Self>) -> BoxFuture<'static, Result<()>>;
 }
 
@@ -61,6 +63,14 @@ impl<S: TransportSender> DynSender for S {
         related: Option<RequestId>,
     ) -> std::result::Result<SendApart, (Message, Option<RequestId>)> {
         TransportSender::send_apart(self, message, related)
+    }
+
+    fn write_now(&mut self, message: &Message, related: Option<&RequestId>) -> WriteNow {
+        TransportSender::write_now(self, message, related)
+    }
+
+    fn finish(&mut self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(TransportSender::finish(self))
     }
 
     fn close(self: Box<Self>) -> BoxFuture<'static, Result<()>> {
@@ -167,6 +177,15 @@ impl Queue {
             }
             Err((message, related)) => Outbound { message, related, held: Held::default() },
         };
+        // Most messages go out whole on this call: no future is made for them.
+        let first = match sender.write_now(&item.message, item.related.as_ref()) {
+            WriteNow::Written => {
+                hand_back(&self.state, conn, sender);
+                return Sending::done();
+            }
+            WriteNow::Started => First::Finish,
+            WriteNow::NotWritten => First::Send(item),
+        };
         // Boxed as it is made (an `async` block around it would hold the message and the
         // sender twice: as what it captured and again in what it awaits).
         let (state, weak, timeout) =
@@ -176,7 +195,7 @@ impl Queue {
             weak,
             timeout,
             sender,
-            Some(item),
+            Some(first),
         )))))
     }
 
@@ -370,6 +389,14 @@ async fn drain(
     drain_with(state, conn, timeout, sender, None).await;
 }
 
+/// The caller's own message a [`drain_with`] sends first.
+enum First {
+    /// To be sent.
+    Send(Outbound),
+    /// Started by [`TransportSender::write_now`]: its rest is to be finished.
+    Finish,
+}
+
 /// [`drain`] with the sender taken (and `draining` set): `first` first, then what is queued.
 /// Given a `first`, it sends that one only and leaves the rest to a [`drain`] task of its own
 /// (the sender back in the state, `draining` still set).
@@ -378,13 +405,20 @@ async fn drain_with(
     conn: Weak<Connection>,
     timeout: Option<std::time::Duration>,
     mut sender: Box<dyn DynSender>,
-    mut first: Option<Outbound>,
+    mut first: Option<First>,
 ) {
     // Past `first` (sent on the first turn), the rest is left to a task of its own.
     let hand_off = first.is_some();
     loop {
         let next = match first.take() {
-            Some(item) => Some(item),
+            Some(First::Send(item)) => Some(item),
+            Some(First::Finish) => {
+                if let Err(e) = write_within(sender.finish(), timeout, &conn).await {
+                    failed(&state, &conn, sender, e).await;
+                    return;
+                }
+                continue;
+            }
             None => {
                 let mut s = lock(&state);
                 if hand_off && !s.items.is_empty() {
@@ -424,23 +458,40 @@ async fn drain_with(
         if let Some(conn) = conn.upgrade() {
             conn.taken(&item);
         }
-        let send = sender.send_related(item.message, item.related);
-        if let Err(e) = write_within(send, timeout, &conn).await {
-            tracing::debug!(error = %e, "transport send failed");
-            {
-                let mut s = lock(&state);
-                s.items.clear();
-                s.draining = false;
-                s.closing = true;
+        let sent = match sender.write_now(&item.message, item.related.as_ref()) {
+            WriteNow::Written => Ok(()),
+            WriteNow::Started => write_within(sender.finish(), timeout, &conn).await,
+            WriteNow::NotWritten => {
+                let send = sender.send_related(item.message, item.related);
+                write_within(send, timeout, &conn).await
             }
-            if let Some(conn) = conn.upgrade() {
-                conn.lost(CloseReason::Failed(Arc::new(e)));
-            }
-            let closed = sender.close().await;
-            tell_closed(&state, closed);
+        };
+        if let Err(e) = sent {
+            failed(&state, &conn, sender, e).await;
             return;
         }
     }
+}
+
+/// A write failed: the connection is lost, what it queued dropped, its sender closed.
+async fn failed(
+    state: &Arc<Mutex<QueueState>>,
+    conn: &Weak<Connection>,
+    sender: Box<dyn DynSender>,
+    error: Error,
+) {
+    tracing::debug!(error = %error, "transport send failed");
+    {
+        let mut s = lock(state);
+        s.items.clear();
+        s.draining = false;
+        s.closing = true;
+    }
+    if let Some(conn) = conn.upgrade() {
+        conn.lost(CloseReason::Failed(Arc::new(error)));
+    }
+    let closed = sender.close().await;
+    tell_closed(state, closed);
 }
 
 /// Tells a waiting [`Closing::Told`] how closing the sender went.

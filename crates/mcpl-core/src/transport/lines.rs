@@ -5,11 +5,14 @@
 //! buffering it, and reported as [`Error::MessageTooLarge`]; reading then goes on with the next
 //! line.
 
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-use super::{DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender};
+use super::{DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender, WriteNow};
 use crate::error::{Error, Result};
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
 
 /// A transport that frames messages as lines of JSON over a reader and a writer.
 ///
@@ -71,17 +74,39 @@ where
 pub struct LineSender<W> {
     writer: W,
     buf: Vec<u8>,
+    /// What [`TransportSender::write_now`] left of the line in `buf`.
+    rest: Option<Rest>,
+}
+
+/// The part of a line [`TransportSender::write_now`] did not write.
+#[derive(Debug)]
+enum Rest {
+    /// `buf` from this offset, then a flush.
+    From(usize),
+    /// The write failed after part of the line went out.
+    Failed(std::io::Error),
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> LineSender<W> {
     /// Creates a sender writing one line of JSON per message to `writer`.
     pub fn new(writer: W) -> Self {
-        LineSender { writer, buf: Vec::with_capacity(1024) }
+        LineSender { writer, buf: Vec::with_capacity(1024), rest: None }
+    }
+
+    /// What `write_now` does when a write fails after `at` bytes of the line.
+    fn stopped(&mut self, at: usize, error: std::io::Error) -> WriteNow {
+        if at == 0 {
+            // Nothing went out: the regular send writes the line again and reports it.
+            return WriteNow::NotWritten;
+        }
+        self.rest = Some(Rest::Failed(error));
+        WriteNow::Started
     }
 }
 
 impl<W: AsyncWrite + Unpin + Send + 'static> TransportSender for LineSender<W> {
     async fn send(&mut self, message: Message) -> Result<()> {
+        self.finish().await?;
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, &message)
             .map_err(|source| Error::Serialization { what: "outgoing message".into(), source })?;
@@ -91,7 +116,73 @@ impl<W: AsyncWrite + Unpin + Send + 'static> TransportSender for LineSender<W> {
         Ok(())
     }
 
+    /// Writes the line as far as the writer takes it without waiting: polled once per write
+    /// with a waker that does nothing (whoever sends next polls with its own).
+    fn write_now(&mut self, message: &Message, _related: Option<&RequestId>) -> WriteNow {
+        if self.rest.is_some() {
+            return WriteNow::NotWritten;
+        }
+        self.buf.clear();
+        if serde_json::to_writer(&mut self.buf, message).is_err() {
+            return WriteNow::NotWritten;
+        }
+        self.buf.push(b'\n');
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut at = 0;
+        while at < self.buf.len() {
+            match Pin::new(&mut self.writer).poll_write(&mut cx, &self.buf[at..]) {
+                Poll::Ready(Ok(0)) => {
+                    return self.stopped(at, std::io::ErrorKind::WriteZero.into());
+                }
+                Poll::Ready(Ok(n)) => at += n,
+                Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => return self.stopped(at, e),
+                Poll::Pending if at == 0 => return WriteNow::NotWritten,
+                Poll::Pending => {
+                    self.rest = Some(Rest::From(at));
+                    return WriteNow::Started;
+                }
+            }
+        }
+        match Pin::new(&mut self.writer).poll_flush(&mut cx) {
+            Poll::Ready(Ok(())) => WriteNow::Written,
+            Poll::Ready(Err(e)) => {
+                self.rest = Some(Rest::Failed(e));
+                WriteNow::Started
+            }
+            // All of it written, the flush still to come.
+            Poll::Pending => {
+                self.rest = Some(Rest::From(at));
+                WriteNow::Started
+            }
+        }
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        loop {
+            match self.rest.take() {
+                None => return Ok(()),
+                Some(Rest::Failed(e)) => return Err(e.into()),
+                Some(Rest::From(at)) if at < self.buf.len() => {
+                    // Kept up to date as it goes: dropped halfway, the rest is still known.
+                    self.rest = Some(Rest::From(at));
+                    let n = self.writer.write(&self.buf[at..]).await?;
+                    if n == 0 {
+                        return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
+                    }
+                    self.rest = Some(Rest::From(at + n));
+                }
+                Some(Rest::From(at)) => {
+                    self.rest = Some(Rest::From(at));
+                    self.writer.flush().await?;
+                    self.rest = None;
+                }
+            }
+        }
+    }
+
     async fn close(mut self) -> Result<()> {
+        self.finish().await?;
         self.writer.flush().await?;
         self.writer.shutdown().await?;
         Ok(())
@@ -282,12 +373,107 @@ mod tests {
     async fn sender_writes_one_line_per_message() {
         let (a, mut b) = tokio::io::duplex(1024);
         let (_r, w) = tokio::io::split(a);
-        let mut tx = LineSender { writer: w, buf: Vec::new() };
+        let mut tx = LineSender::new(w);
         tx.send(crate::jsonrpc::Notification::new("x", None).into()).await.unwrap();
         tx.close().await.unwrap();
         let mut out = Vec::new();
         tokio::io::AsyncReadExt::read_to_end(&mut b, &mut out).await.unwrap();
         assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n");
         b.shutdown().await.unwrap();
+    }
+
+    fn note(method: &str) -> Message {
+        crate::jsonrpc::Notification::new(method, None).into()
+    }
+
+    fn line_of(method: &str) -> String {
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{method}\"}}\n")
+    }
+
+    /// Everything `b` receives until the other end closes.
+    async fn all_of(mut b: tokio::io::DuplexStream) -> String {
+        let mut out = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut b, &mut out).await.unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[tokio::test]
+    async fn write_now_writes_a_line_the_stream_has_room_for() {
+        let (a, b) = tokio::io::duplex(1024);
+        let (_r, w) = tokio::io::split(a);
+        let mut tx = LineSender::new(w);
+        assert_eq!(tx.write_now(&note("x"), None), WriteNow::Written);
+        tx.close().await.unwrap();
+        assert_eq!(all_of(b).await, line_of("x"));
+    }
+
+    #[tokio::test]
+    async fn write_now_leaves_what_the_stream_cannot_take_to_finish() {
+        // The pipe takes 8 bytes: the line goes out in part; the next message is not written
+        // until the rest of it is.
+        let (a, b) = tokio::io::duplex(8);
+        let (_r, w) = tokio::io::split(a);
+        let mut tx = LineSender::new(w);
+        let reader = tokio::spawn(all_of(b));
+        assert_eq!(tx.write_now(&note("first"), None), WriteNow::Started);
+        assert_eq!(tx.write_now(&note("second"), None), WriteNow::NotWritten);
+        tx.finish().await.unwrap();
+        tx.send(note("second")).await.unwrap();
+        tx.close().await.unwrap();
+        assert_eq!(reader.await.unwrap(), format!("{}{}", line_of("first"), line_of("second")));
+    }
+
+    #[tokio::test]
+    async fn write_now_writes_nothing_into_a_full_stream() {
+        let (a, b) = tokio::io::duplex(8);
+        let (_r, mut w) = tokio::io::split(a);
+        w.write_all(b"12345678").await.unwrap();
+        let mut tx = LineSender::new(w);
+        assert_eq!(tx.write_now(&note("x"), None), WriteNow::NotWritten);
+        // Sent the regular way once the reader makes room.
+        let reader = tokio::spawn(all_of(b));
+        tx.send(note("x")).await.unwrap();
+        tx.close().await.unwrap();
+        assert_eq!(reader.await.unwrap(), format!("12345678{}", line_of("x")));
+    }
+
+    /// A writer that takes `room` bytes, then fails.
+    struct Breaking {
+        room: usize,
+    }
+
+    impl AsyncWrite for Breaking {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            if self.room == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            Poll::Ready(Ok(n))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_that_fails_after_part_of_a_line_fails_its_finish() {
+        let mut tx = LineSender::new(Breaking { room: 5 });
+        assert_eq!(tx.write_now(&note("x"), None), WriteNow::Started);
+        let err = tx.finish().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Transport);
+        // Failing before any of it went out, it is left to the regular send (which fails too).
+        let mut tx = LineSender::new(Breaking { room: 0 });
+        assert_eq!(tx.write_now(&note("x"), None), WriteNow::NotWritten);
+        assert!(tx.send(note("x")).await.is_err());
     }
 }

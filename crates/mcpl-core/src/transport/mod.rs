@@ -152,12 +152,52 @@ pub trait TransportSender: Send + 'static {
         None
     }
 
+    /// For transports that write to one stream: writes `message` on this call, if the stream
+    /// takes it without waiting, so that the engine sends it without a future of its own (the
+    /// common case of a message sent when nothing else is being sent). The engine calls it
+    /// only with nothing else being sent and anything it [`Started`](WriteNow::Started)
+    /// finished, and never from its reader task.
+    ///
+    /// [`Written`](WriteNow::Written): all of it was written (and flushed).
+    /// [`Started`](WriteNow::Started): part of it was; the engine awaits
+    /// [`finish`](Self::finish) (under its write timeout) before it sends anything else, so
+    /// that the stream never carries half a message. [`NotWritten`](WriteNow::NotWritten):
+    /// none of it was (the stream is full, failed, or the transport has no such path); the
+    /// engine sends it with [`send_related`](Self::send_related), which reports any failure.
+    ///
+    /// The default writes nothing.
+    fn write_now(&mut self, message: &Message, related: Option<&RequestId>) -> WriteNow {
+        let _ = (message, related);
+        WriteNow::NotWritten
+    }
+
+    /// Finishes the message [`write_now`](Self::write_now) started; the default has nothing to
+    /// finish.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send): the engine treats it as the end of the connection.
+    fn finish(&mut self) -> impl Future<Output = Result<()>> + Send {
+        std::future::ready(Ok(()))
+    }
+
     /// Flushes and closes the sending side, consuming it.
     ///
     /// # Errors
     ///
     /// A failure to close; the connection is closed regardless.
     fn close(self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// What [`TransportSender::write_now`] did with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteNow {
+    /// All of it was written and flushed: the message is out.
+    Written,
+    /// Part of it was written; the rest goes out with [`TransportSender::finish`].
+    Started,
+    /// None of it was written: it is to be sent with [`TransportSender::send_related`].
+    NotWritten,
 }
 
 /// Starts sends apart ([`TransportSender::send_apart`]) without the sender, from any number of

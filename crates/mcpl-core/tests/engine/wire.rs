@@ -215,3 +215,33 @@ async fn closing_waits_for_a_write_in_progress_and_then_closes_the_pipe() {
     assert_eq!(lines[0]["params"]["pad"].as_str().map(str::len), Some(10_000));
     assert!(all.ends_with('\n'));
 }
+
+#[tokio::test]
+async fn messages_written_whole_and_in_parts_arrive_whole_and_once() {
+    // A 256-byte pipe, read as the test goes: small requests go out whole on their callers'
+    // tasks, large ones a part at a time, all of them racing for the one stream.
+    let (_client, peer, mut theirs, _w) = raw_peer_of_a_client(256).await;
+    let size = |i: u64| if i.is_multiple_of(3) { 5_000 } else { 10 };
+    let calls: Vec<_> = (0..40u64)
+        .map(|i| {
+            let (peer, pad) = (peer.clone(), "z".repeat(size(i)));
+            tokio::spawn(async move {
+                let _ = peer
+                    .request("echo", Some(json!({"i": i, "pad": pad})), RequestOptions::new())
+                    .await;
+            })
+        })
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        let request =
+            tokio::time::timeout(Duration::from_secs(10), line(&mut theirs)).await.unwrap();
+        assert_eq!(request["method"], "echo");
+        let i = request["params"]["i"].as_u64().unwrap();
+        assert_eq!(request["params"]["pad"].as_str().map(str::len), Some(size(i)));
+        assert!(seen.insert(i), "request {i} arrived twice");
+    }
+    for call in calls {
+        call.abort();
+    }
+}

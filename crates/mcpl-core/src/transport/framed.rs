@@ -65,14 +65,15 @@
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 
-use super::{DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender};
+use super::{DEFAULT_MAX_MESSAGE_SIZE, Transport, TransportReceiver, TransportSender, WriteNow};
 use crate::error::{Error, Result};
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
 
 /// One thing received on a message-oriented connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,7 +341,7 @@ impl Transport for FramedTransport {
             interval
         });
         Ok((
-            FramedSender { shared: shared.clone(), closed: false },
+            FramedSender { shared: shared.clone(), closed: false, rest: None },
             FramedReceiver {
                 stream: self.stream,
                 shared,
@@ -362,6 +363,8 @@ impl Transport for FramedTransport {
 pub struct FramedSender {
     shared: Arc<Shared>,
     closed: bool,
+    /// What [`TransportSender::write_now`] left: a flush, or the error that stopped it.
+    rest: Option<std::result::Result<(), Error>>,
 }
 
 impl fmt::Debug for FramedSender {
@@ -372,9 +375,58 @@ impl fmt::Debug for FramedSender {
 
 impl TransportSender for FramedSender {
     async fn send(&mut self, message: Message) -> Result<()> {
+        self.finish().await?;
         let text = serde_json::to_string(&message)
             .map_err(|source| Error::Serialization { what: "outgoing message".into(), source })?;
         self.shared.sink.lock().await.send(Outbound::Text(text)).await
+    }
+
+    /// Hands the message to the sink and flushes it, if the sink is free (not sending a
+    /// keep-alive) and ready without waiting: polled with a waker that does nothing (whoever
+    /// sends next polls with its own).
+    fn write_now(&mut self, message: &Message, _related: Option<&RequestId>) -> WriteNow {
+        if self.rest.is_some() {
+            return WriteNow::NotWritten;
+        }
+        let Ok(mut writer) = self.shared.sink.try_lock() else { return WriteNow::NotWritten };
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if !writer.sound || !matches!(writer.sink.poll_ready_unpin(&mut cx), Poll::Ready(Ok(()))) {
+            // Not ready, or failed: the regular send waits for it, or reports it.
+            return WriteNow::NotWritten;
+        }
+        let Ok(text) = serde_json::to_string(message) else { return WriteNow::NotWritten };
+        // The message is in the sink once it takes it: only a flush may be left.
+        let flushed = match writer.sink.start_send_unpin(Outbound::Text(text)) {
+            Ok(()) => writer.sink.poll_flush_unpin(&mut cx),
+            Err(e) => Poll::Ready(Err(e)),
+        };
+        match flushed {
+            Poll::Ready(Ok(())) => return WriteNow::Written,
+            Poll::Ready(Err(e)) => {
+                writer.sound = false;
+                self.rest = Some(Err(e));
+            }
+            Poll::Pending => self.rest = Some(Ok(())),
+        }
+        WriteNow::Started
+    }
+
+    async fn finish(&mut self) -> Result<()> {
+        match self.rest.take() {
+            None => Ok(()),
+            Some(Err(e)) => Err(e),
+            Some(Ok(())) => {
+                let mut writer = self.shared.sink.lock().await;
+                if !writer.sound {
+                    return Err(Error::ConnectionClosed);
+                }
+                // As a send: unsound until the flush completes.
+                writer.sound = false;
+                writer.sink.flush().await?;
+                writer.sound = true;
+                Ok(())
+            }
+        }
     }
 
     async fn close(mut self) -> Result<()> {
@@ -705,5 +757,38 @@ mod tests {
         assert_eq!(CloseCode::TooLarge.code(), 1009);
         assert_eq!(CloseCode::GoingAway.code(), 1001);
         assert_eq!(CloseCode::GoingAway.reason(), "going away");
+    }
+
+    fn is_text(item: Option<Outbound>, method: &str) -> bool {
+        matches!(item, Some(Outbound::Text(t)) if t.contains(&format!("\"method\":\"{method}\"")))
+    }
+
+    #[tokio::test]
+    async fn write_now_hands_a_ready_sink_the_message() {
+        let (t, mut ends) = transport();
+        let (mut tx, _rx) = t.start().await.unwrap();
+        let note: Message = Notification::new("now", None).into();
+        assert_eq!(tx.write_now(&note, None), WriteNow::Written);
+        assert!(is_text(ends.written.next().await, "now"));
+    }
+
+    #[tokio::test]
+    async fn write_now_leaves_a_sink_that_is_not_ready_to_finish_and_the_regular_send() {
+        // A channel with room for one message, flushed once it is taken: the first message is
+        // in the sink but not flushed, the second waits for the first to be taken.
+        let (_to_receiver, inbound) = mpsc::unbounded::<Result<Inbound>>();
+        let (out, mut written) = mpsc::channel::<Outbound>(0);
+        let sink = out.sink_map_err(|e| Error::transport("sink", e));
+        let (mut tx, _rx) = FramedTransport::new(inbound, sink).start().await.unwrap();
+        let (first, second): (Message, Message) =
+            (Notification::new("first", None).into(), Notification::new("second", None).into());
+        assert_eq!(tx.write_now(&first, None), WriteNow::Started);
+        assert_eq!(tx.write_now(&second, None), WriteNow::NotWritten);
+        let reader = tokio::spawn(async move {
+            (is_text(written.next().await, "first"), is_text(written.next().await, "second"))
+        });
+        tx.finish().await.unwrap();
+        tx.send(second).await.unwrap();
+        assert_eq!(reader.await.unwrap(), (true, true));
     }
 }

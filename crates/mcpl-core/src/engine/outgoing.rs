@@ -172,31 +172,21 @@ impl Queue {
         let Outbound { message, related, .. } = item;
         let item = match sender.send_apart(message, related) {
             Ok(apart) => {
-                hand_back(&self.state, conn, sender);
+                hand_back(&self.state, &Arc::downgrade(conn), conn.write_timeout(), sender);
                 return Sending(Some(Transfer::Apart(apart, Arc::downgrade(conn))));
             }
             Err((message, related)) => Outbound { message, related, held: Held::default() },
         };
-        // Most messages go out whole on this call: no future is made for them.
-        let first = match sender.write_now(&item.message, item.related.as_ref()) {
-            WriteNow::Written => {
-                hand_back(&self.state, conn, sender);
-                return Sending::done();
-            }
-            WriteNow::Started => First::Finish,
-            WriteNow::NotWritten => First::Send(item),
-        };
-        // Boxed as it is made (an `async` block around it would hold the message and the
-        // sender twice: as what it captured and again in what it awaits).
-        let (state, weak, timeout) =
-            (self.state.clone(), Arc::downgrade(conn), conn.write_timeout());
-        Sending(Some(Transfer::Written(Box::pin(drain_with(
-            state,
-            weak,
-            timeout,
+        // Written when first polled, not here: what the caller does before it awaits the
+        // send (a request's entry in the pending table, an answered request leaving the
+        // in-flight table) happens before the peer can see the message.
+        Sending(Some(Transfer::Unstarted(Unstarted {
+            state: self.state.clone(),
+            conn: Arc::downgrade(conn),
+            timeout: conn.write_timeout(),
             sender,
-            Some(first),
-        )))))
+            item,
+        })))
     }
 
     /// Marks the queue closed: the sender is closed once what is queued was sent (each write
@@ -269,9 +259,15 @@ impl Closing {
     }
 }
 
-/// Gives the sender back after a message went apart: others' messages queued meanwhile are
-/// drained by a task of their own; a connection that closed meanwhile has it closed there.
-fn hand_back(state: &Arc<Mutex<QueueState>>, conn: &Arc<Connection>, sender: Box<dyn DynSender>) {
+/// Gives the sender back after a message went apart or out at once: others' messages queued
+/// meanwhile are drained by a task of their own; a connection that closed meanwhile has it
+/// closed there.
+fn hand_back(
+    state: &Arc<Mutex<QueueState>>,
+    conn: &Weak<Connection>,
+    timeout: Option<Duration>,
+    sender: Box<dyn DynSender>,
+) {
     let mut s = lock(state);
     s.sender = Some(sender);
     if s.items.is_empty() && !s.closing {
@@ -281,15 +277,23 @@ fn hand_back(state: &Arc<Mutex<QueueState>>, conn: &Arc<Connection>, sender: Box
     drop(s);
     // `draining` stays set: the drain task sends what waits (and closes the sender if the
     // connection closed).
-    spawn_drain(state, conn);
+    spawn_drain_for(state, conn, timeout);
 }
 
 /// Starts a drain task (`draining` is set): what is queued goes out in order.
 fn spawn_drain(state: &Arc<Mutex<QueueState>>, conn: &Arc<Connection>) {
+    spawn_drain_for(state, &Arc::downgrade(conn), conn.write_timeout());
+}
+
+/// [`spawn_drain`], each write within `timeout` (if any).
+fn spawn_drain_for(
+    state: &Arc<Mutex<QueueState>>,
+    conn: &Weak<Connection>,
+    timeout: Option<Duration>,
+) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
-            let timeout = conn.write_timeout();
-            handle.spawn(drain(state.clone(), Arc::downgrade(conn), timeout));
+            handle.spawn(drain(state.clone(), conn.clone(), timeout));
         }
         Err(_) => {
             tracing::warn!("connection used outside a Tokio runtime; message dropped");
@@ -307,11 +311,58 @@ pub(crate) struct Sending(Option<Transfer>);
 
 /// What a [`Sending`] runs.
 enum Transfer {
+    /// A write with the connection's sender not yet started.
+    Unstarted(Unstarted),
     /// A write with the connection's sender (then what others queued meanwhile).
     Written(BoxFuture<'static, ()>),
     /// A send apart from the sender, whose answer (if it ends with one) settles its request
     /// on the connection.
     Apart(SendApart, Weak<Connection>),
+}
+
+/// A message to write with the sender a [`Queue::take_idle`] gave.
+struct Unstarted {
+    state: Arc<Mutex<QueueState>>,
+    conn: Weak<Connection>,
+    timeout: Option<Duration>,
+    sender: Box<dyn DynSender>,
+    item: Outbound,
+}
+
+impl Unstarted {
+    /// Writes the message at once if the transport can ([`TransportSender::write_now`]),
+    /// handing the sender back; else the write (or the rest of it) as a future of its own.
+    fn start(self) -> Option<BoxFuture<'static, ()>> {
+        let Unstarted { state, conn, timeout, mut sender, item } = self;
+        let first = match sender.write_now(&item.message, item.related.as_ref()) {
+            WriteNow::Written => {
+                hand_back(&state, &conn, timeout, sender);
+                return None;
+            }
+            WriteNow::Started => First::Finish,
+            WriteNow::NotWritten => First::Send(item),
+        };
+        Some(self::write(state, conn, timeout, sender, first))
+    }
+
+    /// The write as a future of its own, started with nothing written.
+    fn into_write(self) -> BoxFuture<'static, ()> {
+        let Unstarted { state, conn, timeout, sender, item } = self;
+        write(state, conn, timeout, sender, First::Send(item))
+    }
+}
+
+/// [`drain_with`] for the caller's own message, boxed as it is made (an `async` block around
+/// it would hold the message and the sender twice: as what it captured and again in what it
+/// awaits).
+fn write(
+    state: Arc<Mutex<QueueState>>,
+    conn: Weak<Connection>,
+    timeout: Option<Duration>,
+    sender: Box<dyn DynSender>,
+    first: First,
+) -> BoxFuture<'static, ()> {
+    Box::pin(drain_with(state, conn, timeout, sender, Some(first)))
 }
 
 /// Settles the request `answer` answers, if the connection is still there.
@@ -346,8 +397,15 @@ impl Future for Sending {
     type Output = Option<Message>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Option<Message>> {
+        if let Some(Transfer::Unstarted(_)) = &self.0
+            && let Some(Transfer::Unstarted(unstarted)) = self.0.take()
+        {
+            // Most messages go out whole here: no future is made for them.
+            self.0 = unstarted.start().map(Transfer::Written);
+        }
         let answer = match self.0.as_mut() {
-            None => return Poll::Ready(None),
+            // (Never unstarted here: started above.)
+            None | Some(Transfer::Unstarted(_)) => return Poll::Ready(None),
             Some(Transfer::Written(send)) => {
                 ready!(send.as_mut().poll(cx));
                 None
@@ -365,6 +423,9 @@ impl Drop for Sending {
         let Some(send) = self.0.take() else { return };
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
         match send {
+            Transfer::Unstarted(unstarted) => {
+                handle.spawn(unstarted.into_write());
+            }
             Transfer::Written(send) => {
                 handle.spawn(send);
             }

@@ -245,3 +245,46 @@ async fn messages_written_whole_and_in_parts_arrive_whole_and_once() {
         call.abort();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_comes_at_once_is_never_missed() {
+    // The peer answers the moment it reads a request, and the answer is read on another
+    // worker: a request must be in the pending table before it is written.
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    let server = Engine::new();
+    server.on_request("echo", |_ctx: RequestContext, p: Params| async move {
+        Ok(p.unwrap_or_default())
+    });
+    server.connect(LineTransport::new(br, bw)).await.unwrap();
+    let client = Engine::new();
+    let peer = client.connect(LineTransport::new(ar, aw)).await.unwrap();
+    let options = RequestOptions::new().timeout(Duration::from_secs(5));
+    for i in 0..3_000 {
+        let r = peer.request("echo", Some(json!({"i": i})), options.clone()).await.unwrap();
+        assert_eq!(r["i"], i);
+    }
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_answered_can_be_used_again_at_once() {
+    // A raw peer reuses one id, sending the next request the moment it reads the answer: an
+    // answered request must have left the in-flight table before the answer is written.
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (r, w) = tokio::io::split(theirs);
+    let server = Engine::new();
+    server.on_request("echo", |_ctx: RequestContext, p: Params| async move {
+        Ok(p.unwrap_or_default())
+    });
+    server.connect(LineTransport::new(r, w)).await.unwrap();
+    let (r, mut w) = tokio::io::split(ours);
+    let mut r = BufReader::new(r);
+    for i in 0..2_000 {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"i": i}});
+        w.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(5), line(&mut r)).await.unwrap();
+        assert_eq!(answer["result"]["i"], i, "{answer}");
+    }
+}

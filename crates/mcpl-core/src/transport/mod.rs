@@ -155,8 +155,8 @@ pub trait TransportSender: Send + 'static {
     /// For transports that write to one stream: writes `message` on this call, if the stream
     /// takes it without waiting, so that the engine sends it without a future of its own (the
     /// common case of a message sent when nothing else is being sent). The engine calls it
-    /// only with nothing else being sent and anything it [`Started`](WriteNow::Started)
-    /// finished, and never from its reader task.
+    /// where it would first poll [`send_related`](Self::send_related), with nothing else being
+    /// sent and anything it [`Started`](WriteNow::Started) finished.
     ///
     /// [`Written`](WriteNow::Written): all of it was written (and flushed).
     /// [`Started`](WriteNow::Started): part of it was; the engine awaits

@@ -63,18 +63,31 @@ async fn bad_bytes_get_typed_errors_and_the_connection_survives() {
     assert_eq!(v, json!({"jsonrpc": "2.0", "id": 0, "result": {"ok": true}}));
 }
 
-#[tokio::test]
-async fn two_engines_over_a_byte_pipe() {
-    let (a, b) = tokio::io::duplex(64 * 1024);
-    let (ar, aw) = tokio::io::split(a);
-    let (br, bw) = tokio::io::split(b);
+/// An engine that answers `echo` with its params.
+fn echo_server() -> Engine {
     let server = Engine::new();
     server.on_request("echo", |_ctx: RequestContext, p: Params| async move {
         Ok(p.unwrap_or_default())
     });
+    server
+}
+
+/// An echo server and a client engine over a byte pipe: the server, the client, and the
+/// client's peer.
+async fn echo_pair() -> (Engine, Engine, mcpl_core::engine::Peer) {
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    let server = echo_server();
     server.connect(LineTransport::new(br, bw)).await.unwrap();
     let client = Engine::new();
     let peer = client.connect(LineTransport::new(ar, aw)).await.unwrap();
+    (server, client, peer)
+}
+
+#[tokio::test]
+async fn two_engines_over_a_byte_pipe() {
+    let (server, client, peer) = echo_pair().await;
     let r =
         peer.request("echo", Some(json!({"s": "ü\n\"x\""})), RequestOptions::new()).await.unwrap();
     assert_eq!(r, json!({"s": "ü\n\"x\""}));
@@ -250,16 +263,7 @@ async fn messages_written_whole_and_in_parts_arrive_whole_and_once() {
 async fn an_answer_that_comes_at_once_is_never_missed() {
     // The peer answers the moment it reads a request, and the answer is read on another
     // worker: a request must be in the pending table before it is written.
-    let (a, b) = tokio::io::duplex(64 * 1024);
-    let (ar, aw) = tokio::io::split(a);
-    let (br, bw) = tokio::io::split(b);
-    let server = Engine::new();
-    server.on_request("echo", |_ctx: RequestContext, p: Params| async move {
-        Ok(p.unwrap_or_default())
-    });
-    server.connect(LineTransport::new(br, bw)).await.unwrap();
-    let client = Engine::new();
-    let peer = client.connect(LineTransport::new(ar, aw)).await.unwrap();
+    let (_server, client, peer) = echo_pair().await;
     let options = RequestOptions::new().timeout(Duration::from_secs(5));
     for i in 0..3_000 {
         let r = peer.request("echo", Some(json!({"i": i})), options.clone()).await.unwrap();
@@ -274,10 +278,7 @@ async fn an_id_answered_can_be_used_again_at_once() {
     // answered request must have left the in-flight table before the answer is written.
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
     let (r, w) = tokio::io::split(theirs);
-    let server = Engine::new();
-    server.on_request("echo", |_ctx: RequestContext, p: Params| async move {
-        Ok(p.unwrap_or_default())
-    });
+    let server = echo_server();
     server.connect(LineTransport::new(r, w)).await.unwrap();
     let (r, mut w) = tokio::io::split(ours);
     let mut r = BufReader::new(r);

@@ -53,6 +53,7 @@ use tokio_tungstenite::tungstenite;
 
 use crate::http::ConnectionConfig;
 use crate::http::guard::{OriginRules, check_host_and_origin};
+use crate::http::head::Head;
 use crate::http::serving::ConnectionSlot;
 use crate::http::{RefusalKind, Refusals};
 use crate::principal::AccessToken;
@@ -461,7 +462,7 @@ async fn upgrade(
 ) -> Response {
     let peer = extensions.get::<ConnectInfo<SocketAddr>>().map(|p| p.0);
     let refusals = endpoint.refusals();
-    if let Err(refusal) = check_host_and_origin(&endpoint.config.hosts, &headers) {
+    if let Err(refusal) = check_host_and_origin(&endpoint.config.hosts, &Head::read(&headers)) {
         let kind = match refusal.status {
             StatusCode::FORBIDDEN => RefusalKind::Forbidden,
             _ => RefusalKind::BadRequest,

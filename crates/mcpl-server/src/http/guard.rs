@@ -3,6 +3,8 @@
 
 use axum::http::{HeaderMap, StatusCode, header};
 
+use super::head::Head;
+
 /// Which `Host` and `Origin` headers an endpoint accepts: the DNS-rebinding protection shared
 /// by the Streamable HTTP and WebSocket endpoints.
 #[derive(Debug, Clone)]
@@ -144,16 +146,12 @@ fn host_allowed(config: &OriginRules, host: &str) -> bool {
 /// is allowed. `Origin`: when present, exactly one that parses as an origin
 /// (`scheme://host[:port]`, `http` or `https`) and is allowed; anything else is `403`, as the
 /// MCP transport requires for an invalid `Origin`.
-pub(crate) fn check_host_and_origin(
-    config: &OriginRules,
-    headers: &HeaderMap,
-) -> Result<(), Refusal> {
-    let mut hosts = headers.get_all(header::HOST).iter();
-    match (hosts.next(), hosts.next()) {
-        (Some(_), Some(_)) => {
+pub(crate) fn check_host_and_origin(config: &OriginRules, head: &Head<'_>) -> Result<(), Refusal> {
+    match (head.host.first, head.host.more) {
+        (Some(_), true) => {
             return Err(Refusal::new(StatusCode::BAD_REQUEST, "more than one Host header"));
         }
-        (Some(value), None) => {
+        (Some(value), false) => {
             let Some(host) = value.to_str().ok().and_then(authority_host) else {
                 return Err(Refusal::new(StatusCode::BAD_REQUEST, "malformed Host header"));
             };
@@ -169,12 +167,9 @@ pub(crate) fn check_host_and_origin(
         }
         (None, _) => {}
     }
-    let mut origins = headers.get_all(header::ORIGIN).iter();
-    match (origins.next(), origins.next()) {
-        (Some(_), Some(_)) => {
-            Err(Refusal::new(StatusCode::FORBIDDEN, "more than one Origin header"))
-        }
-        (Some(origin), None) => {
+    match (head.origin.first, head.origin.more) {
+        (Some(_), true) => Err(Refusal::new(StatusCode::FORBIDDEN, "more than one Origin header")),
+        (Some(origin), false) => {
             let origin = origin.to_str().unwrap_or_default();
             if origin_allowed(config, origin) {
                 Ok(())
@@ -231,14 +226,11 @@ fn accepted<const N: usize>(headers: &HeaderMap, wanted: [&str; N]) -> [bool; N]
 const POST_ACCEPT: &[u8] = b"application/json, text/event-stream";
 
 /// A POST must accept both JSON and SSE.
-pub(crate) fn check_post_accept(headers: &HeaderMap) -> Result<(), Refusal> {
-    let mut values = headers.get_all(header::ACCEPT).iter();
-    if let (Some(only), None) = (values.next(), values.next())
-        && only.as_bytes() == POST_ACCEPT
-    {
+pub(crate) fn check_post_accept(head: &Head<'_>) -> Result<(), Refusal> {
+    if head.accept.only().is_some_and(|only| only.as_bytes() == POST_ACCEPT) {
         return Ok(());
     }
-    if accepted(headers, ["application/json", "text/event-stream"]) == [true, true] {
+    if accepted(head.map, ["application/json", "text/event-stream"]) == [true, true] {
         Ok(())
     } else {
         Err(Refusal::new(
@@ -258,8 +250,8 @@ pub(crate) fn check_get_accept(headers: &HeaderMap) -> Result<(), Refusal> {
 }
 
 /// A POST body must be JSON.
-pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), Refusal> {
-    let ok = headers.get(header::CONTENT_TYPE).is_some_and(|v| {
+pub(crate) fn check_content_type(head: &Head<'_>) -> Result<(), Refusal> {
+    let ok = head.content_type.is_some_and(|v| {
         let media = v.as_bytes().split(|&b| b == b';').next().unwrap_or_default();
         media.trim_ascii().eq_ignore_ascii_case(b"application/json")
     });
@@ -286,6 +278,19 @@ mod tests {
             h.append(*k, HeaderValue::from_static(v));
         }
         h
+    }
+
+    // The checks as the endpoint makes them: on one pass over the map.
+    fn check_host_and_origin(rules: &OriginRules, map: &HeaderMap) -> Result<(), Refusal> {
+        super::check_host_and_origin(rules, &Head::read(map))
+    }
+
+    fn check_post_accept(map: &HeaderMap) -> Result<(), Refusal> {
+        super::check_post_accept(&Head::read(map))
+    }
+
+    fn check_content_type(map: &HeaderMap) -> Result<(), Refusal> {
+        super::check_content_type(&Head::read(map))
     }
 
     #[test]

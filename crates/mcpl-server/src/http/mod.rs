@@ -117,6 +117,7 @@ use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request
 
 use self::event_store::{EventStore, InMemoryEventStore};
 use self::guard::Refusal;
+use self::head::Head;
 use self::session::HttpSession;
 use self::session_store::SessionStore;
 use crate::principal::AccessToken;
@@ -130,6 +131,7 @@ mod body;
 mod config;
 pub mod event_store;
 pub(crate) mod guard;
+pub(crate) mod head;
 mod head_timer;
 mod refusal;
 mod self_wake;
@@ -425,6 +427,16 @@ impl StreamableHttp {
     /// Whether the shutdown signal fired.
     fn shutting_down(&self) -> bool {
         self.inner.config.connections.shutdown.is_cancelled()
+    }
+
+    /// The refusal of a request whose `Host` or `Origin` failed its check, logged and counted.
+    fn host_refused(&self, r: Refusal, peer: Option<std::net::SocketAddr>) -> Response {
+        let kind = match r.status {
+            StatusCode::FORBIDDEN => RefusalKind::Forbidden,
+            _ => RefusalKind::BadRequest,
+        };
+        self.refuse(kind, peer, &r.message);
+        refused(r)
     }
 
     /// `503` for what would start at shutdown (request `id`, if it is one), logged and counted.
@@ -782,24 +794,31 @@ async fn serve_in_span<B: RequestBody>(
     request: axum::http::Request<B>,
     peer: Option<std::net::SocketAddr>,
 ) -> Response {
-    if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, request.headers()) {
-        let kind = match r.status {
-            StatusCode::FORBIDDEN => RefusalKind::Forbidden,
-            _ => RefusalKind::BadRequest,
+    if request.method() == Method::POST {
+        // Only the headers are kept (the rest of the head is not needed past this point).
+        let (headers, body, token) = {
+            let (parts, body) = request.into_parts();
+            (parts.headers, body, access_token(&parts.extensions))
         };
-        http.refuse(kind, peer, &r.message);
-        return refused(r);
+        // The headers every POST reads, found in one pass.
+        let head = Head::read(&headers);
+        if let Err(r) = guard::check_host_and_origin(&http.inner.config.hosts, &head) {
+            return http.host_refused(r, peer);
+        }
+        return post(http, &head, body, peer, token).await;
+    }
+    if let Err(r) =
+        guard::check_host_and_origin(&http.inner.config.hosts, &Head::read(request.headers()))
+    {
+        return http.host_refused(r, peer);
     }
     // Shutting down, nothing new starts: no request and no stream (a client's answers and
     // notifications still reach the requests in flight, and DELETE still ends sessions).
     if request.method() == Method::GET && http.shutting_down() {
         return http.shutdown_refused(peer, None);
     }
-    // The access token a protecting layer verified (see `auth::BearerAuth`): what the
-    // request creates is bound to its principal, and its handler sees it.
-    let token = request.extensions().get::<AccessToken>().cloned().map(Arc::new);
+    let token = access_token(request.extensions());
     match *request.method() {
-        Method::POST => post(http, request, peer, token).await,
         Method::GET => {
             let request = request.map(axum::body::Body::new);
             stateful::get(http, request, token.and_then(|t| t.principal())).await
@@ -822,17 +841,20 @@ async fn serve_in_span<B: RequestBody>(
     }
 }
 
+/// The access token a protecting layer verified (see `auth::BearerAuth`): what the request
+/// creates is bound to its principal, and its handler sees it.
+fn access_token(extensions: &axum::http::Extensions) -> Option<Arc<AccessToken>> {
+    extensions.get::<AccessToken>().cloned().map(Arc::new)
+}
+
 async fn post<B: RequestBody>(
     http: &StreamableHttp,
-    request: axum::http::Request<B>,
+    head: &Head<'_>,
+    body: B,
     peer: Option<std::net::SocketAddr>,
     token: Option<Arc<AccessToken>>,
 ) -> Response {
-    // Only the headers are kept (the rest of the head is not needed past this point).
-    let (axum::http::request::Parts { headers, .. }, body) = request.into_parts();
-    if let Err(r) =
-        guard::check_post_accept(&headers).and_then(|()| guard::check_content_type(&headers))
-    {
+    if let Err(r) = guard::check_post_accept(head).and_then(|()| guard::check_content_type(head)) {
         http.refuse(RefusalKind::BadRequest, peer, &r.message);
         return refused(r);
     }
@@ -843,16 +865,14 @@ async fn post<B: RequestBody>(
     };
     // A well-formed stateless-era request is read straight from the body; anything else, and
     // every other request, goes through the general decoder.
-    // `MCP-Protocol-Version`, read once for every check below.
-    let version_header = stateless::declared_version(&headers);
-    let declared = crate::stateless::era_of(None, version_header);
+    let declared = crate::stateless::era_of(None, head.protocol_version());
     if declared == Era::Stateless && http.shutting_down() {
         return http.shutdown_refused(peer, None);
     }
     if declared == Era::Stateless {
         // In a block of its own, so that what was read is not kept across the waits below.
         if let Some(read) = stateless_body::read(&body) {
-            return stateless::serve_read(http, &headers, version_header, read, token).await;
+            return stateless::serve_read(http, head, read, token).await;
         }
     }
     // A well-formed request (what a 2025 session's POST usually carries) is read straight from
@@ -876,9 +896,9 @@ async fn post<B: RequestBody>(
             Message::Request(req) => Message::Request(stateless_body::with_params(req, call)),
             other => other,
         };
-        return stateless::serve(http, headers, message, token).await;
+        return stateless::serve(http, head, message, token).await;
     }
-    stateful::post(http, &headers, version_header, message, call, peer, token).await
+    stateful::post(http, head, message, call, peer, token).await
 }
 
 /// When an SSE stream of `http` ends at shutdown: a stream that carries a request's response

@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use mcpl_core::ProtocolVersion;
@@ -22,6 +22,7 @@ use mcpl_core::types::names;
 use tokio::sync::{mpsc, oneshot};
 
 use super::event_store::EventPosition;
+use super::head::Head;
 use super::session::{Event, HttpSession, STREAM_BUFFER, StreamError};
 use super::session_store::{self, SessionRecord};
 use super::sse::{self, SseEvent};
@@ -39,8 +40,7 @@ use self::table::{find_session, new_session_id, store_unavailable};
 /// Serves a POST of the stateful era: `initialize`, or a message of a session.
 pub(super) async fn post(
     http: &StreamableHttp,
-    headers: &HeaderMap,
-    version_header: Option<&str>,
+    head: &Head<'_>,
     message: Message,
     call: Option<crate::router::PlainToolCall>,
     peer: Option<std::net::SocketAddr>,
@@ -49,7 +49,7 @@ pub(super) async fn post(
     if let Message::Request(req) = &message
         && req.method == mcpl_core::types::names::INITIALIZE
     {
-        if headers.contains_key(&SESSION_ID_HEADER) {
+        if head.session_id.is_some() {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::INVALID_REQUEST,
@@ -64,12 +64,12 @@ pub(super) async fn post(
     let principal = token.as_ref().and_then(|t| t.principal());
     // The session's id as the request named it: its answer names the session with the same
     // header value (no copy, no check).
-    let sent = headers.get(&SESSION_ID_HEADER);
+    let sent = head.session_id;
     let session = match find_session(http, sent, principal.as_ref()).await {
         Ok(s) => s,
         Err(reject) => return reject.respond(id),
     };
-    if let Err(reject) = check_version_header(version_header, &session) {
+    if let Err(reject) = check_version_header(head.protocol_version(), &session) {
         return reject.respond(id);
     }
     match message {

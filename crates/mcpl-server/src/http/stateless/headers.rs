@@ -4,48 +4,38 @@
 
 use std::borrow::Cow;
 
+use axum::http::HeaderMap;
 use axum::http::header::AsHeaderName;
-use axum::http::{HeaderMap, HeaderName};
 use base64::Engine as _;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use mcpl_core::types::names;
 use serde_json::{Map, Value};
 
-use super::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX};
+use super::MCP_PARAM_PREFIX;
+use crate::http::head::{Head, text};
 use crate::router::PlainToolCall;
 use crate::server::Server;
-
-/// The headers read on every request, parsed once.
-const METHOD_HEADER: HeaderName = HeaderName::from_static(MCP_METHOD);
-const NAME_HEADER: HeaderName = HeaderName::from_static(MCP_NAME);
 
 /// The `-32020` refusal of headers that do not match the body.
 fn mismatch(detail: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(ErrorCode::HEADER_MISMATCH, format!("Header mismatch: {detail}"))
 }
 
-/// A request's headers, its `MCP-Protocol-Version` read already.
-pub(super) struct Sent<'a> {
-    pub(super) headers: &'a HeaderMap,
-    pub(super) version: Option<&'a str>,
-}
-
 /// Checks the headers of `request`, whose `_meta` names `version`, against its body (its
 /// params in `call`, if they were read typed).
 pub(super) fn check(
     server: &Server,
-    sent: &Sent<'_>,
+    head: &Head<'_>,
     request: &Request,
     call: Option<&PlainToolCall>,
     version: &str,
 ) -> Result<(), ErrorObject> {
-    let headers = sent.headers;
-    match sent.version.map(|v| v.trim_matches([' ', '\t'])) {
+    match head.protocol_version().map(|v| v.trim_matches([' ', '\t'])) {
         Some(v) if v == version => {}
         Some(_) => return Err(mismatch("MCP-Protocol-Version differs from _meta")),
         None => return Err(mismatch("missing MCP-Protocol-Version")),
     }
-    match header(headers, &METHOD_HEADER).map(|v| v.trim_matches([' ', '\t'])) {
+    match text(head.method).map(|v| v.trim_matches([' ', '\t'])) {
         Some(m) if m == request.method => {}
         Some(_) => return Err(mismatch("Mcp-Method differs from the body")),
         None => return Err(mismatch("missing Mcp-Method")),
@@ -69,7 +59,7 @@ pub(super) fn check(
     };
     if let Some(field) = name_field {
         let body = member(field);
-        let sent = header(headers, &NAME_HEADER).and_then(|raw| header_value(raw, true));
+        let sent = text(head.name).and_then(|raw| header_value(raw, true));
         match (body, sent) {
             (Some(b), Some(s)) if b == s => {}
             (_, None) => return Err(mismatch("missing Mcp-Name")),
@@ -77,7 +67,7 @@ pub(super) fn check(
         }
     }
     if request.method == names::TOOLS_CALL {
-        check_param_headers(server, headers, member("name"), arguments).map_err(mismatch)?;
+        check_param_headers(server, head.map, member("name"), arguments).map_err(mismatch)?;
     }
     Ok(())
 }
@@ -94,7 +84,7 @@ fn header_value(raw: &str, allow_base64: bool) -> Option<Cow<'_, str>> {
     Some(Cow::Borrowed(v))
 }
 
-pub(super) fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
+fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

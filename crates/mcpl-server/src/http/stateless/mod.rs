@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use std::future::{Future, ready};
 use std::sync::{Arc, Mutex};
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::future::Either;
 use futures::{FutureExt as _, StreamExt};
@@ -37,6 +37,7 @@ pub use self::transport::{
     StatelessOutput, StatelessReceiver, StatelessSender, StatelessTransport,
 };
 use self::wire::{wire, wire_reply};
+use super::head::Head;
 use super::sse::{self, SseEvent};
 use super::stateless_body::Incoming;
 use super::{StreamableHttp, json_body};
@@ -83,11 +84,6 @@ pub(crate) fn era_of(message: &Message) -> Era {
     crate::stateless::era_of(meta, None)
 }
 
-/// The version the `MCP-Protocol-Version` header declares, if any.
-pub(crate) fn declared_version(headers: &HeaderMap) -> Option<&str> {
-    headers::header(headers, &crate::http::PROTOCOL_VERSION_HEADER)
-}
-
 /// A stateless-era refusal: an HTTP status and a JSON-RPC error answering `id`.
 fn refuse(status: StatusCode, id: Option<RequestId>, error: ErrorObject) -> Response {
     json_body(status, &Message::Error(ErrorResponse::new(id, error)))
@@ -115,7 +111,7 @@ fn status_for(error: &ErrorObject) -> StatusCode {
 /// Serves one stateless-era POST read by the general decoder.
 pub(crate) async fn serve(
     http: &StreamableHttp,
-    headers: HeaderMap,
+    head: &Head<'_>,
     message: Message,
     token: Option<Arc<AccessToken>>,
 ) -> Response {
@@ -133,9 +129,8 @@ pub(crate) async fn serve(
     };
     let meta = request.params.as_ref().and_then(|p| p.get("_meta")).and_then(Value::as_object);
     let facts = MetaFacts::of_tree(meta);
-    let sent = headers::Sent { headers: &headers, version: declared_version(&headers) };
     let read = Incoming { request, call: None, meta: None, facts };
-    Box::pin(serve_request(http, &sent, read, token)).await
+    Box::pin(serve_request(http, head, read, token)).await
 }
 
 /// Serves one stateless-era POST read straight from its body (see `stateless_body`).
@@ -144,12 +139,11 @@ pub(crate) async fn serve(
 #[inline(always)]
 pub(crate) fn serve_read<'a>(
     http: &'a StreamableHttp,
-    headers: &HeaderMap,
-    version_header: Option<&str>,
+    head: &Head<'_>,
     read: Incoming,
     token: Option<Arc<AccessToken>>,
 ) -> impl Future<Output = Response> + Send + use<'a> {
-    serve_request(http, &headers::Sent { headers, version: version_header }, read, token)
+    serve_request(http, head, read, token)
 }
 
 /// Serves the request `read`, whose `_meta` is in its params or, read on demand, in its `meta`,
@@ -162,7 +156,7 @@ pub(crate) fn serve_read<'a>(
 #[inline(always)]
 fn serve_request<'a>(
     http: &'a StreamableHttp,
-    sent: &headers::Sent<'_>,
+    head: &Head<'_>,
     read: Incoming,
     token: Option<Arc<AccessToken>>,
 ) -> impl Future<Output = Response> + Send + use<'a> {
@@ -170,7 +164,7 @@ fn serve_request<'a>(
     let id = request.id.clone();
     let server = &http.inner.server;
     let checked = admit(facts, &request.method, |version| {
-        headers::check(server, sent, &request, plain.as_ref(), version)
+        headers::check(server, head, &request, plain.as_ref(), version)
     });
     let admitted = match checked {
         Ok(admitted) => admitted,

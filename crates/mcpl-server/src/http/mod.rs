@@ -104,7 +104,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -118,6 +118,7 @@ use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, Request
 use self::event_store::{EventStore, InMemoryEventStore};
 use self::guard::Refusal;
 use self::head::Head;
+use self::listed::Listed;
 use self::session::HttpSession;
 use self::session_store::SessionStore;
 use crate::principal::AccessToken;
@@ -133,6 +134,7 @@ pub mod event_store;
 pub(crate) mod guard;
 pub(crate) mod head;
 mod head_timer;
+mod listed;
 mod refusal;
 mod self_wake;
 mod service;
@@ -238,7 +240,7 @@ struct Inner {
     store: Option<Arc<dyn SessionStore>>,
     /// Keyed by the ids this endpoint made; looked up by the id a request names (a lookup
     /// adds nothing, so a fast hasher with a random seed, `foldhash`, serves).
-    sessions: RwLock<HashMap<Arc<str>, Arc<HttpSession>, foldhash::fast::RandomState>>,
+    sessions: RwLock<HashSet<Listed, foldhash::fast::RandomState>>,
     /// Session slots taken by handshakes under way (changed with `sessions` locked).
     reserved: std::sync::atomic::AtomicUsize,
     stateless: mcpl_core::Engine,
@@ -353,7 +355,7 @@ impl StreamableHttp {
                 store,
                 stateless,
                 session_engine,
-                sessions: RwLock::new(HashMap::default()),
+                sessions: RwLock::new(HashSet::default()),
                 reserved: std::sync::atomic::AtomicUsize::new(0),
                 reaper: std::sync::Once::new(),
                 epoch: tokio::time::Instant::now(),
@@ -512,7 +514,7 @@ impl StreamableHttp {
                         .sessions
                         .read()
                         .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    sessions.values().any(|s| s.is_busy())
+                    sessions.iter().any(|s| s.0.is_busy())
                 };
                 if !busy {
                     return;
@@ -524,7 +526,7 @@ impl StreamableHttp {
         let sessions: Vec<Arc<HttpSession>> = {
             let mut sessions =
                 self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            sessions.drain().map(|(_, s)| s).collect()
+            sessions.drain().map(|s| s.0).collect()
         };
         let fleet = self.inner.store.as_ref().is_some_and(|s| s.expires_idle());
         for session in sessions {

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::event_store::EventPosition;
 use super::head::Head;
+use super::listed::Listed;
 use super::session::{Event, HttpSession, STREAM_BUFFER, StreamError};
 use super::session_store::{self, SessionRecord};
 use super::sse::{self, SseEvent};
@@ -368,7 +369,7 @@ async fn initialize(
         .sessions
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(session.id.clone(), session.clone());
+        .insert(Listed(session.clone()));
     http.start_reaper();
     let mut response = if http.inner.config.json_response {
         json_bytes(StatusCode::OK, event.data)

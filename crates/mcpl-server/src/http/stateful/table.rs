@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode};
 use mcpl_core::jsonrpc::{ErrorCode, RequestId};
 use mcpl_core::types::{InitializeRequestParams, names};
 
+use crate::http::listed::Listed;
 use crate::http::session::HttpSession;
 use crate::http::session_store::{self, SessionRecord};
 use crate::http::{Inner, Reject, StreamableHttp};
@@ -21,11 +22,13 @@ impl StreamableHttp {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(id)
-            .cloned()
+            .map(|s| s.0.clone())
     }
 
     pub(super) fn remove_session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(id)
+        let mut sessions =
+            self.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        sessions.take(id).map(|s| s.0)
     }
 
     /// Takes a session slot for a handshake, atomically: at the cap, the idle session that
@@ -41,11 +44,12 @@ impl StreamableHttp {
             None
         } else {
             let victim = sessions
-                .values()
+                .iter()
+                .map(|s| &s.0)
                 .filter(|s| !s.is_busy())
                 .min_by_key(|s| (s.is_ready(), s.idle_since(inner.epoch)))
                 .map(|s| s.id.clone())?;
-            sessions.remove(&victim)
+            sessions.take(&*victim).map(|s| s.0)
         };
         inner.reserved.fetch_add(1, Ordering::SeqCst);
         Some((SessionSlot(inner), evicted))
@@ -132,8 +136,8 @@ async fn forward_changes(
             .sessions
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .cloned()
+            .iter()
+            .map(|s| s.0.clone())
             .collect();
         // In a fleet, a list change reaches a session through the instance where its
         // standalone stream is connected (the change relay tells every instance), not once
@@ -194,7 +198,8 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
                 inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             let ids: Vec<Arc<str>> = sessions
                 .iter()
-                .filter(|(_, s)| {
+                .map(|s| &s.0)
+                .filter(|s| {
                     if s.is_busy() {
                         // In-flight requests and open streams are activity.
                         s.touch(inner.epoch);
@@ -205,9 +210,9 @@ async fn reap(inner: Weak<Inner>, period: Duration) {
                         s.idle_since(inner.epoch).elapsed() > idle
                     }
                 })
-                .map(|(id, _)| id.clone())
+                .map(|s| s.id.clone())
                 .collect();
-            ids.iter().filter_map(|id| sessions.remove(id)).collect()
+            ids.iter().filter_map(|id| sessions.take(&**id).map(|s| s.0)).collect()
         };
         for session in expired {
             tracing::debug!(session = %session.id, "closing idle session");
@@ -345,7 +350,13 @@ async fn restore(http: &StreamableHttp, record: SessionRecord) -> Result<Arc<Htt
     let live = {
         let mut sessions =
             http.inner.sessions.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        sessions.entry(session.id.clone()).or_insert_with(|| session.clone()).clone()
+        match sessions.get(&*session.id) {
+            Some(live) => live.0.clone(),
+            None => {
+                sessions.insert(Listed(session.clone()));
+                session.clone()
+            }
+        }
     };
     if !Arc::ptr_eq(&live, &session) {
         session.close().await;

@@ -104,7 +104,7 @@ impl ServerEvent {
 
 /// Whether a session whose client state is `client` should be told about `event`: list
 /// changes go to everyone, resource updates only to subscribers of that resource.
-pub(crate) fn wanted(client: &SharedClientState, event: &ServerEvent) -> bool {
+pub(crate) fn wanted(client: &crate::context::ClientCell, event: &ServerEvent) -> bool {
     match event.resource_uri() {
         Some(uri) => lock(client).subscriptions.contains(uri),
         None => true,

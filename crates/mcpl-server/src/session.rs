@@ -9,8 +9,8 @@
 //! to its client: list changes, and updates of the resources the client subscribed to.
 
 use std::future::{Future, ready};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
 
 use futures::future::Either;
 use mcpl_core::engine::{CloseReason, Engine, HandlerResult, RequestContext};
@@ -24,7 +24,7 @@ use mcpl_core::{Era, Peer, ProtocolVersion, Result, Transport};
 use serde_json::Value;
 
 use crate::codec::{decode, encode};
-use crate::context::{ClientState, Context, ServerSide, SharedClientState, lock};
+use crate::context::{ClientCell, ClientState, Context, ServerSide, SharedClientState, lock};
 use crate::events;
 use crate::router::dispatch;
 use crate::server::Server;
@@ -73,14 +73,11 @@ pub struct Session {
     state: Arc<SessionState>,
 }
 
-/// What a stateful-era connection knows: how far the handshake went, and the client.
-#[derive(Debug, Default)]
-pub(crate) struct SessionState {
-    phase: AtomicU8,
-    pub(crate) client: SharedClientState,
-}
+/// What a stateful-era connection knows: how far the handshake went, and the client (one
+/// cell, which its handlers' contexts share).
+pub(crate) type SessionState = ClientCell;
 
-impl SessionState {
+impl ClientCell {
     /// Whether `initialize` was answered (events may flow to the client).
     pub(crate) fn is_initialized(&self) -> bool {
         self.phase.load(Ordering::SeqCst) != NEW
@@ -120,7 +117,7 @@ where
         async {}
     });
     engine.on_any_notification(move |ctx, params| {
-        let client = state(ctx.peer()).map(|s| s.client.clone());
+        let client = state(ctx.peer());
         let method = ctx.method().to_owned();
         async move {
             if let Some(client) = client {
@@ -197,17 +194,14 @@ impl Server {
         token: Option<Arc<crate::principal::AccessToken>>,
     ) -> Result<Session> {
         let client = ClientState { access_token: token, ..ClientState::default() };
-        let state = Arc::new(SessionState {
-            phase: AtomicU8::new(NEW),
-            client: Arc::new(Mutex::new(client)),
-        });
+        let state = ClientCell::new(client);
         let ours = state.clone();
         install(&engine, self, move |_peer| Some(ours.clone()));
         engine.on_close(|reason: &CloseReason| tracing::debug!(%reason, "session closed"));
         // Subscribe before connecting so no change made once the client can talk is missed.
         let events = self.subscribe_changes();
         let peer = engine.connect(transport).await?;
-        let (client, ours) = (state.client.clone(), state.clone());
+        let (client, ours) = (state.clone(), state.clone());
         let ready = move || ours.is_initialized();
         tokio::spawn(events::forward(events, peer.clone(), client, ready));
         Ok(Session { engine, peer, state })
@@ -241,7 +235,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
-        lock(&self.state.client).version
+        lock(&self.state).version
     }
 
     /// The client's identity, once it initialized.
@@ -268,7 +262,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn client_info(&self) -> Option<Implementation> {
-        lock(&self.state.client).client_info.as_deref().cloned()
+        lock(&self.state).client_info.as_deref().cloned()
     }
 
     /// The client's capabilities, once it initialized.
@@ -295,7 +289,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        lock(&self.state.client).client_capabilities.as_deref().cloned()
+        lock(&self.state).client_capabilities.as_deref().cloned()
     }
 
     /// The connection's MCPL side, once a host that advertised MCPL initialized (and the
@@ -318,7 +312,7 @@ impl Session {
     /// # }).unwrap();
     /// ```
     pub fn mcpl(&self) -> Option<crate::mcpl::McplConnection> {
-        lock(&self.state.client).mcpl.clone()
+        lock(&self.state).mcpl.clone()
     }
 
     /// Whether the client sent `notifications/initialized`.
@@ -439,7 +433,7 @@ fn route(
         let error = ErrorObject::internal("a session connection without its state");
         return Either::Left(ready(Err(error)));
     };
-    let (phase, client) = (&state.phase, state.client.clone());
+    let (phase, client) = (&state.phase, state.clone());
     let token = lock(&client).take_access_token(ctx.id());
     // Before any `initialize`, a request of the stateless era (2026-07-28) is served on its
     // own, by that era's pipeline (boxed: on a session's connection that is the rare path,
@@ -496,8 +490,8 @@ pub(crate) fn run_reply(
     call: Option<crate::router::PlainToolCall>,
     token: Option<Arc<crate::principal::AccessToken>>,
 ) -> std::result::Result<Running<crate::router::Outcome>, NotRun> {
-    let Some(state) = driven.data::<SessionState>() else { return Err(NotRun::Closed) };
-    let (server, side, client) = (server.clone(), side.clone(), state.client.clone());
+    let Some(client) = driven.shared_data::<SessionState>() else { return Err(NotRun::Closed) };
+    let (server, side) = (server.clone(), side.clone());
     driven.run_request(request, move |ctx, params| {
         if let Err(error) = crate::router::check_progress_token(ctx.meta()) {
             return Either::Left(ready(Err(error)));

@@ -186,6 +186,13 @@ impl Driven {
         self.conn.data()
     }
 
+    /// The data attached with [`embed::drive_with`](super::embed::drive_with) or
+    /// [`embed::drive_with_shared`](super::embed::drive_with_shared), if it is a `T`, as a
+    /// shared handle.
+    pub fn shared_data<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.conn.shared_data()
+    }
+
     /// Whether the connection has closed.
     pub fn is_closed(&self) -> bool {
         self.conn.is_closed()

@@ -13,6 +13,8 @@
 //! The same functions exist as hidden methods of [`Engine`] (`engine.serve_request(..)`,
 //! ...), where they used to be documented; those keep working.
 
+use std::sync::Arc;
+
 use std::future::Future;
 
 pub use super::driven::{Driven, NotRun, Running, Serving};
@@ -192,6 +194,41 @@ where
 /// ```
 pub fn drive<S: TransportSender>(engine: &Engine, sender: S) -> Driven {
     engine.drive(sender)
+}
+
+/// Like [`drive_with`], with `data` already shared: the caller keeps a handle to what the
+/// connection holds (the same `Arc`, not a copy or an `Arc` of its own), as
+/// [`Driven::shared_data`] and [`Peer::shared_data`](super::Peer::shared_data) give one.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+///
+/// use mcpl_core::engine::{Engine, embed};
+/// use mcpl_core::transport::Transport;
+/// use mcpl_core::transport::memory;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcpl_core::Result<()> {
+/// let engine = Engine::new();
+/// let (ours, _theirs) = memory::pair();
+/// let (sender, _unused) = ours.start().await?;
+/// let counter = Arc::new(AtomicU32::new(0));
+/// let driven = embed::drive_with_shared(&engine, sender, counter.clone());
+/// counter.fetch_add(1, Ordering::Relaxed);
+/// let held = driven.shared_data::<AtomicU32>().unwrap();
+/// assert!(Arc::ptr_eq(&held, &counter));
+/// assert_eq!(held.load(Ordering::Relaxed), 1);
+/// # Ok(()) }
+/// ```
+pub fn drive_with_shared<S, D>(engine: &Engine, sender: S, data: Arc<D>) -> Driven
+where
+    S: TransportSender,
+    D: std::any::Any + Send + Sync,
+{
+    engine.drive_with_shared(sender, data)
 }
 
 /// Like [`drive`], with `data` attached to the connection: its handlers read it with

@@ -736,8 +736,18 @@ impl Engine {
         S: TransportSender,
         D: std::any::Any + Send + Sync,
     {
+        self.drive_with_shared(sender, Arc::new(data))
+    }
+
+    /// Like [`drive_with`](Self::drive_with), with `data` already shared.
+    #[doc(hidden)]
+    pub fn drive_with_shared<S, D>(&self, sender: S, data: Arc<D>) -> Driven
+    where
+        S: TransportSender,
+        D: std::any::Any + Send + Sync,
+    {
         let generation = self.shared.next_generation.fetch_add(1, Ordering::Relaxed);
-        Driven::new(generation, &self.shared, sender, Some(Arc::new(data)))
+        Driven::new(generation, &self.shared, sender, Some(data))
     }
 
     /// Closes the current connection, if any.

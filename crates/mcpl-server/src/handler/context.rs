@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::sync::atomic::AtomicU8;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use std::collections::BTreeMap;
@@ -95,10 +96,28 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
-pub(crate) type SharedClientState = Arc<Mutex<ClientState>>;
+/// What the server knows about the client on one connection (or from one stateless
+/// request), and how far a stateful-era connection's handshake went: one allocation for both,
+/// which the connection, its sender and its handlers' contexts share (an idle 2025 session
+/// keeps it).
+#[derive(Debug, Default)]
+pub(crate) struct ClientCell {
+    /// The handshake's phase (see `crate::session`); a stateless request's stays at its start.
+    pub(crate) phase: AtomicU8,
+    client: Mutex<ClientState>,
+}
 
-pub(crate) fn lock(s: &SharedClientState) -> std::sync::MutexGuard<'_, ClientState> {
-    s.lock().unwrap_or_else(PoisonError::into_inner)
+impl ClientCell {
+    /// A cell holding `client`, its handshake not started.
+    pub(crate) fn new(client: ClientState) -> SharedClientState {
+        Arc::new(ClientCell { phase: AtomicU8::new(0), client: Mutex::new(client) })
+    }
+}
+
+pub(crate) type SharedClientState = Arc<ClientCell>;
+
+pub(crate) fn lock(s: &ClientCell) -> std::sync::MutexGuard<'_, ClientState> {
+    s.client.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The context of one request served by a server handler.

@@ -188,17 +188,17 @@ impl HttpSession {
     ) -> HttpSession {
         let routes: SharedRoutes =
             Arc::new(Mutex::new(Routes { next_stream: first_stream, ..Routes::default() }));
-        let state = SessionState::default();
+        let state: Arc<SessionState> = Arc::default();
         let sender = SessionSender {
             session: id.clone(),
             relays: events.relays(),
             routes: routes.clone(),
             events: events.clone(),
-            client: state.client.clone(),
+            client: state.clone(),
         };
         let closer: std::sync::Weak<Mutex<Routes>> = Arc::downgrade(&routes);
-        lock_client(&state.client).stream_closer = Some(crate::context::StreamCloser(closer));
-        let driven = embed::drive_with(engine, sender, state);
+        lock_client(&state).stream_closer = Some(crate::context::StreamCloser(closer));
+        let driven = embed::drive_with_shared(engine, sender, state);
         // The spans of the session's requests name it.
         driven.peer().update_trace_facts(|facts| facts.session_id = Some(id.clone()));
         let created = millis_since(epoch);
@@ -224,23 +224,23 @@ impl HttpSession {
 
     /// The protocol version negotiated by `initialize`, once it happened.
     pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
-        self.state().and_then(|s| lock_client(&s.client).version)
+        self.state().and_then(|s| lock_client(s).version)
     }
 
     /// The client's identity, once it initialized.
     pub(crate) fn client_info(&self) -> Option<Implementation> {
-        self.state().and_then(|s| lock_client(&s.client).client_info.as_deref().cloned())
+        self.state().and_then(|s| lock_client(s).client_info.as_deref().cloned())
     }
 
     /// The client's capabilities, once it initialized.
     pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.state().and_then(|s| lock_client(&s.client).client_capabilities.as_deref().cloned())
+        self.state().and_then(|s| lock_client(s).client_capabilities.as_deref().cloned())
     }
 
     /// Whether the session should be told about `event`: once initialized, list changes
     /// always, resource updates if the client subscribed.
     pub(crate) fn wants(&self, event: &crate::events::ServerEvent) -> bool {
-        self.state().is_some_and(|s| s.is_initialized() && crate::events::wanted(&s.client, event))
+        self.state().is_some_and(|s| s.is_initialized() && crate::events::wanted(s, event))
     }
 
     /// The client, for notifications not related to a request.
@@ -307,14 +307,14 @@ impl HttpSession {
         if !self.standalone_connected() {
             return false;
         }
-        let Some(state) = self.state() else { return false };
+        let Some(state) = self.driven.shared_data::<SessionState>() else { return false };
         // Made for the message (relayed messages are rare; an idle session keeps no sender).
         let mut sender = SessionSender {
             session: self.id.clone(),
             relays: false,
             routes: self.routes.clone(),
             events: self.events.clone(),
-            client: state.client.clone(),
+            client: state.clone(),
         };
         sender.send_related(message, None).await.is_ok()
     }
@@ -347,7 +347,7 @@ impl HttpSession {
         request: mcpl_core::jsonrpc::Request,
         token: Option<Arc<AccessToken>>,
     ) -> Result<embed::Serving> {
-        let client = self.state().map(|s| &s.client);
+        let client = self.state();
         let carried = match (token, client) {
             (Some(token), Some(client)) => {
                 lock_client(client).add_request_token(request.id.clone(), token);

@@ -13,7 +13,7 @@ pub(crate) mod admission;
 pub(crate) mod decoration;
 pub(crate) mod listen;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpl_core::engine::{HandlerResult, RequestContext};
@@ -64,7 +64,7 @@ pub(crate) async fn serve(
         }
         names::SUBSCRIPTIONS_LISTEN => Reply::Json(listen(server, &ctx, params.as_ref()).await?),
         _ => {
-            let client = Arc::new(Mutex::new(admitted.client));
+            let client = crate::context::ClientCell::new(admitted.client);
             let ctx = Context::new(ctx, client).with_access_token(token);
             crate::router::dispatch_reply(server, ctx, crate::router::Params::Tree(params)).await?
         }

@@ -19,7 +19,7 @@ mod wire;
 
 use std::borrow::Cow;
 use std::future::{Future, ready};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -185,7 +185,7 @@ fn serve_request<'a>(
     // the engine runs the router and hands its answer back, and this endpoint writes it (a
     // tool's result straight from its type, see `wire_reply`).
     let cacheable = decoration::cacheable(&request.method);
-    let client = Arc::new(Mutex::new(admitted.client));
+    let client = crate::context::ClientCell::new(admitted.client);
     let (request, output) = InlineRequest::new(request, raw_meta, admitted.streaming);
     match output {
         // What the handler sends as it goes (progress, log messages) is streamed before the

@@ -24,17 +24,12 @@ use mcpl_core::{Era, Peer, ProtocolVersion, Result, Transport};
 use serde_json::Value;
 
 use crate::codec::{decode, encode};
-use crate::context::{ClientCell, ClientState, Context, ServerSide, SharedClientState, lock};
+use crate::context::{
+    ClientCell, ClientState, Context, INITIALIZED, NEW, READY, ServerSide, SharedClientState, lock,
+};
 use crate::events;
 use crate::router::dispatch;
 use crate::server::Server;
-
-/// No `initialize` yet.
-const NEW: u8 = 0;
-/// `initialize` answered.
-const INITIALIZED: u8 = 1;
-/// `notifications/initialized` received.
-const READY: u8 = 2;
 
 /// One served stateful-era connection.
 ///

@@ -96,13 +96,21 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
+/// A handshake's phases ([`ClientCell::phase`]): no `initialize` yet.
+pub(crate) const NEW: u8 = 0;
+/// `initialize` answered.
+pub(crate) const INITIALIZED: u8 = 1;
+/// `notifications/initialized` received.
+pub(crate) const READY: u8 = 2;
+
 /// What the server knows about the client on one connection (or from one stateless
 /// request), and how far a stateful-era connection's handshake went: one allocation for both,
 /// which the connection, its sender and its handlers' contexts share (an idle 2025 session
 /// keeps it).
 #[derive(Debug, Default)]
 pub(crate) struct ClientCell {
-    /// The handshake's phase (see `crate::session`); a stateless request's stays at its start.
+    /// The handshake's phase ([`NEW`], [`INITIALIZED`], [`READY`]); a stateless request's
+    /// stays [`NEW`].
     pub(crate) phase: AtomicU8,
     client: Mutex<ClientState>,
 }
@@ -110,7 +118,7 @@ pub(crate) struct ClientCell {
 impl ClientCell {
     /// A cell holding `client`, its handshake not started.
     pub(crate) fn new(client: ClientState) -> SharedClientState {
-        Arc::new(ClientCell { phase: AtomicU8::new(0), client: Mutex::new(client) })
+        Arc::new(ClientCell { phase: AtomicU8::new(NEW), client: Mutex::new(client) })
     }
 }
 

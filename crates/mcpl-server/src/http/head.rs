@@ -40,7 +40,9 @@ pub(crate) struct Head<'a> {
     pub(crate) origin: Values<'a>,
     pub(crate) accept: Values<'a>,
     pub(crate) content_type: Option<&'a HeaderValue>,
-    pub(crate) protocol_version: Option<&'a HeaderValue>,
+    /// `MCP-Protocol-Version` as text (read once: every POST checks it twice), if sent and
+    /// readable.
+    protocol_version: Option<&'a str>,
     pub(crate) session_id: Option<&'a HeaderValue>,
     pub(crate) method: Option<&'a HeaderValue>,
     pub(crate) name: Option<&'a HeaderValue>,
@@ -50,6 +52,7 @@ impl<'a> Head<'a> {
     /// Reads `map` in one pass. A map holds at most the header count hyper's parser allows
     /// (100 by default), so the pass is bounded as any lookup is.
     pub(crate) fn read(map: &'a HeaderMap) -> Self {
+        let mut version = None;
         let mut head = Head {
             map,
             host: Values::default(),
@@ -71,19 +74,20 @@ impl<'a> Head<'a> {
                 "origin" => head.origin.see(value),
                 "accept" => head.accept.see(value),
                 "content-type" => first(&mut head.content_type),
-                PROTOCOL_VERSION => first(&mut head.protocol_version),
+                PROTOCOL_VERSION => first(&mut version),
                 SESSION_ID => first(&mut head.session_id),
                 MCP_METHOD => first(&mut head.method),
                 MCP_NAME => first(&mut head.name),
                 _ => {}
             }
         }
+        head.protocol_version = text(version);
         head
     }
 
     /// `MCP-Protocol-Version` as text, if sent and readable.
     pub(crate) fn protocol_version(&self) -> Option<&'a str> {
-        text(self.protocol_version)
+        self.protocol_version
     }
 }
 

@@ -110,7 +110,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcpl_core::Era;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId};
@@ -767,10 +767,6 @@ fn rpc_error_for(
 
 fn refused(r: Refusal) -> Response {
     rpc_error(r.status, ErrorCode::INVALID_REQUEST, r.message)
-}
-
-fn header_str(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Serves one request from `peer` (its address, when known: for refusals' logs), in an

@@ -22,14 +22,14 @@ use mcpl_core::types::names;
 use tokio::sync::{mpsc, oneshot};
 
 use super::event_store::EventPosition;
-use super::head::Head;
+use super::head::{Head, text};
 use super::listed::Listed;
 use super::session::{Event, HttpSession, STREAM_BUFFER, StreamError};
 use super::session_store::{self, SessionRecord};
 use super::sse::{self, SseEvent};
 use super::{
     LAST_EVENT_ID, PROTOCOL_VERSION_HEADER, RefusalKind, Reject, SESSION_ID_HEADER, StreamableHttp,
-    guard, header_str, json_body, json_bytes, refused, rpc_error, rpc_error_for, stop_at_shutdown,
+    guard, json_body, json_bytes, refused, rpc_error, rpc_error_for, stop_at_shutdown,
 };
 use crate::principal::{AccessToken, Principal};
 
@@ -589,12 +589,11 @@ pub(super) async fn get(
         Ok(s) => s,
         Err(reject) => return reject.into_response(),
     };
-    if let Err(reject) =
-        check_version_header(header_str(headers, &PROTOCOL_VERSION_HEADER), &session)
+    if let Err(reject) = check_version_header(text(headers.get(&PROTOCOL_VERSION_HEADER)), &session)
     {
         return reject.into_response();
     }
-    if let Some(last) = header_str(headers, LAST_EVENT_ID) {
+    if let Some(last) = text(headers.get(LAST_EVENT_ID)) {
         let Some(position) = EventPosition::parse(last) else {
             return rpc_error(
                 StatusCode::BAD_REQUEST,

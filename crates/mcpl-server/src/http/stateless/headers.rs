@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 
 use axum::http::HeaderMap;
-use axum::http::header::AsHeaderName;
 use base64::Engine as _;
 use mcpl_core::jsonrpc::{ErrorCode, ErrorObject, Request};
 use mcpl_core::types::names;
@@ -84,10 +83,6 @@ fn header_value(raw: &str, allow_base64: bool) -> Option<Cow<'_, str>> {
     Some(Cow::Borrowed(v))
 }
 
-fn header(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
 /// A tool argument as its `Mcp-Param-*` header would carry it.
 fn header_form(value: &Value) -> Option<String> {
     match value {
@@ -133,7 +128,7 @@ fn check_tool_headers(
         };
         let full = format!("{MCP_PARAM_PREFIX}{}", header_name.to_ascii_lowercase());
         let body = arguments.and_then(|a| a.get(property)).filter(|v| !v.is_null());
-        let sent = header(headers, &full);
+        let sent = text(headers.get(&full));
         match (body, sent) {
             (None, None) => {}
             (Some(_), None) => {

@@ -171,6 +171,58 @@ async fn a_chunked_body_over_the_limit_is_refused_as_it_arrives() {
 
 // Item 2: timeouts, the connection cap.
 
+// The headers every request reads are found in one pass over the head: what a peer repeats
+// or piles up is refused or read as before, and the pass is bounded by the parser's count.
+
+/// Sends a POST of `echo_body()` with `extra` header lines on a new connection; its status
+/// line and whatever else came with it.
+async fn post_with(addr: SocketAddr, extra: &str) -> String {
+    let body = echo_body();
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let head = post_head(&format!("{extra}content-length: {}\r\n", body.len()));
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(body.as_bytes()).await.unwrap();
+    read_until(&mut tcp, "\r\n\r\n").await
+}
+
+#[tokio::test]
+async fn a_repeated_host_or_origin_is_refused_and_counted_once() {
+    let (addr, endpoint) = start(HttpConfig::new()).await;
+    let answer = post_with(addr, "host: localhost\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let answer = post_with(addr, "origin: http://localhost\r\norigin: http://localhost\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert_eq!(endpoint.refusals().count(RefusalKind::BadRequest), 1);
+    assert_eq!(endpoint.refusals().count(RefusalKind::Forbidden), 1);
+    assert_eq!(endpoint.refusals().total(), 2, "{:?}", endpoint.refusals());
+}
+
+#[tokio::test]
+async fn piled_up_headers_are_read_to_the_parsers_bound_and_refused_past_it() {
+    let (addr, endpoint) = start(HttpConfig::new()).await;
+    // Within the parser's 100 headers: the first of each repeated header is the one read (a
+    // later `Mcp-Method` or `MCP-Protocol-Version` changes nothing), the rest is ignored.
+    let mut extra = String::from("mcp-method: ping\r\nmcp-protocol-version: 1999-01-01\r\n");
+    for i in 0..80 {
+        extra.push_str(&format!("x-junk-{i}: {}\r\n", "v".repeat(64)));
+    }
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let body = echo_body();
+    let head = post_head(&format!("{extra}content-length: {}\r\n", body.len()));
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(body.as_bytes()).await.unwrap();
+    let answer = read_until(&mut tcp, "\"result\"").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Past it: refused by the parser before the endpoint reads anything.
+    let mut extra = String::new();
+    for i in 0..150 {
+        extra.push_str(&format!("x-junk-{i}: v\r\n"));
+    }
+    let answer = post_with(addr, &extra).await;
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert_eq!(endpoint.refusals().total(), 0, "{:?}", endpoint.refusals());
+}
+
 fn quick() -> ConnectionConfig {
     ConnectionConfig::new()
         .header_read_timeout(Some(Duration::from_millis(300)))

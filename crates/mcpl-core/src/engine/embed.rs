@@ -13,9 +13,8 @@
 //! The same functions exist as hidden methods of [`Engine`] (`engine.serve_request(..)`,
 //! ...), where they used to be documented; those keep working.
 
-use std::sync::Arc;
-
 use std::future::Future;
+use std::sync::Arc;
 
 pub use super::driven::{Driven, NotRun, Running, Serving};
 pub use super::lazy_meta::LazyMeta;

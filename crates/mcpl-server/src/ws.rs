@@ -470,7 +470,7 @@ async fn upgrade(
         refusals.record(kind, peer, &refusal.message);
         return (refusal.status, refusal.message).into_response();
     }
-    if endpoint.config.connections.shutdown.is_cancelled() {
+    if endpoint.config.connections.shutdown.is_fired() {
         refusals.record(RefusalKind::ShuttingDown, peer, "websocket upgrade while shutting down");
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response();
     }
@@ -536,7 +536,7 @@ async fn serve_socket(
             let connections = &config.connections;
             tokio::select! {
                 () = session.closed() => {}
-                () = connections.shutdown.cancelled() => {
+                () = connections.shutdown.fired() => {
                     crate::session::drain(session.peer(), connections.shutdown_grace).await;
                     // The client may reconnect, to another instance: going away (1001).
                     close_code.set(CloseCode::GoingAway);

@@ -141,6 +141,7 @@ mod service;
 pub(crate) mod serving;
 mod session;
 pub mod session_store;
+mod shutdown;
 mod small_map;
 mod sse;
 mod stateful;
@@ -428,7 +429,7 @@ impl StreamableHttp {
 
     /// Whether the shutdown signal fired.
     fn shutting_down(&self) -> bool {
-        self.inner.config.connections.shutdown.is_cancelled()
+        self.inner.config.connections.shutdown.is_fired()
     }
 
     /// The refusal of a request whose `Host` or `Origin` failed its check, logged and counted.
@@ -537,7 +538,7 @@ impl StreamableHttp {
                 session.close().await;
             }
         }
-        if self.inner.config.connections.shutdown.is_cancelled() {
+        if self.inner.config.connections.shutdown.is_fired() {
             // Task handlers run apart from any request: they stop with the server.
             self.inner.server.inner.tasks.shutdown().await;
         }
@@ -905,10 +906,10 @@ async fn post<B: RequestBody>(
 /// [`serving::serve_connections`]).
 pub(crate) fn stop_at_shutdown(http: &StreamableHttp, carries_response: bool) -> sse::Stop {
     let connections = &http.inner.config.connections;
-    let (token, grace) = (connections.shutdown.clone(), connections.shutdown_grace);
+    let (fired, grace) = (connections.shutdown.fired(), connections.shutdown_grace);
     sse::Stop {
         stop: Box::pin(async move {
-            token.cancelled().await;
+            fired.await;
             if carries_response {
                 tokio::time::sleep(grace).await;
             }

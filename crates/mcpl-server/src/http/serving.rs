@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::head_timer::HeadTimer;
 use super::refusal::{RefusalKind, Refusals};
 use super::self_wake::AbsorbSelfWake;
+use super::shutdown::Shutdown;
 use super::threads::{ConnectionThreads, Workers};
 
 /// The default connection cap: 1024 open HTTP connections per listener.
@@ -83,7 +84,7 @@ pub struct ConnectionConfig {
     pub(crate) body_timeout: Option<Duration>,
     pub(crate) write_timeout: Option<Duration>,
     pub(crate) keep_alive: bool,
-    pub(crate) shutdown: CancellationToken,
+    pub(crate) shutdown: Shutdown,
     pub(crate) shutdown_grace: Duration,
     pub(crate) refusals: Refusals,
     /// Connections handed off to an upgrade (WebSocket) and still served: shutdown waits for
@@ -100,7 +101,7 @@ impl Default for ConnectionConfig {
             body_timeout: Some(Duration::from_secs(30)),
             write_timeout: Some(Duration::from_secs(30)),
             keep_alive: true,
-            shutdown: CancellationToken::new(),
+            shutdown: Shutdown::default(),
             shutdown_grace: Duration::from_secs(10),
             refusals: Refusals::new(),
             upgraded: Arc::default(),
@@ -235,7 +236,7 @@ impl ConnectionConfig {
     /// # drop(connections);
     /// ```
     pub fn shutdown_on(mut self, token: CancellationToken) -> Self {
-        self.shutdown = token;
+        self.shutdown = Shutdown::new(token);
         self
     }
 
@@ -528,7 +529,7 @@ where
         let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
         let accepted = tokio::select! {
             biased;
-            () = shutdown.cancelled(), if draining.is_none() => {
+            () = shutdown.fired(), if draining.is_none() => {
                 draining = Some(tokio::time::Instant::now() + config.shutdown_grace + FLUSH_MARGIN);
                 if connections.is_empty() {
                     break;
@@ -612,7 +613,7 @@ where
             };
             // Opened while draining: one request (an answer in-flight work waits for), then
             // closed.
-            let draining = shutdown.is_cancelled();
+            let draining = shutdown.is_fired();
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(HeadTimer::new())
                 .header_read_timeout(config.header_read_timeout)
@@ -625,7 +626,7 @@ where
             let ended = tokio::select! {
                 biased;
                 ended = &mut conn => ended,
-                () = shutdown.cancelled(), if !draining => {
+                () = shutdown.fired(), if !draining => {
                     // Idle connections close now; busy ones after their response.
                     conn.get_mut().as_mut().graceful_shutdown();
                     conn.await

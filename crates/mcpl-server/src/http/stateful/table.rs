@@ -84,7 +84,7 @@ impl StreamableHttp {
             }
             tokio::spawn(close_at_shutdown(
                 weak.clone(),
-                self.inner.config.connections.shutdown.clone(),
+                self.inner.config.connections.shutdown.fired(),
             ));
             tokio::spawn(reap(weak, period));
         });
@@ -92,8 +92,8 @@ impl StreamableHttp {
 }
 
 /// Closes every session once `shutdown` fires (see [`StreamableHttp::close`]).
-async fn close_at_shutdown(inner: Weak<Inner>, shutdown: tokio_util::sync::CancellationToken) {
-    shutdown.cancelled().await;
+async fn close_at_shutdown(inner: Weak<Inner>, shutdown: crate::http::shutdown::Fired) {
+    shutdown.await;
     if let Some(inner) = inner.upgrade() {
         StreamableHttp { inner }.close().await;
     }

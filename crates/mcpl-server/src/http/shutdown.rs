@@ -51,15 +51,16 @@ struct Waiting {
 impl Shutdown {
     /// Follows `token`.
     pub(crate) fn new(token: CancellationToken) -> Shutdown {
-        let inner = Arc::new(Inner { fired: AtomicBool::new(false), waiting: Mutex::default() });
+        let shutdown = Shutdown::default();
+        let inner = &shutdown.inner;
         let mut wait = Box::pin(token.cancelled_owned());
         // Registered with a waker that sets the flag: `cancel` calls it on its own thread.
-        let waker = Waker::from(Arc::new(OnCancel(Arc::downgrade(&inner))));
+        let waker = Waker::from(Arc::new(OnCancel(Arc::downgrade(inner))));
         match wait.as_mut().poll(&mut Context::from_waker(&waker)) {
             Poll::Ready(()) => inner.fired.store(true, Ordering::Release),
             Poll::Pending => inner.lock()._on_cancel = Some(wait),
         }
-        Shutdown { inner }
+        shutdown
     }
 
     /// Whether the token was cancelled.
@@ -79,9 +80,11 @@ impl fmt::Debug for Shutdown {
     }
 }
 
+/// A signal that never fires (a token nobody holds): no wait on a token to keep.
 impl Default for Shutdown {
     fn default() -> Self {
-        Shutdown::new(CancellationToken::new())
+        let inner = Inner { fired: AtomicBool::new(false), waiting: Mutex::default() };
+        Shutdown { inner: Arc::new(inner) }
     }
 }
 

@@ -62,14 +62,31 @@ fn authority_host(authority: &str) -> Option<&str> {
         }
         (host, port)
     };
-    if let Some(digits) = port {
-        let digits_only =
-            (1..=5).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
-        if !digits_only || digits.parse::<u16>().is_err() {
-            return None;
-        }
+    if port.is_some_and(|digits| !is_port(digits.as_bytes())) {
+        return None;
     }
     Some(host)
+}
+
+/// Whether `digits` is a port: 1 to 5 ASCII digits, at most 65535.
+fn is_port(digits: &[u8]) -> bool {
+    (1..=5).contains(&digits.len())
+        && digits.iter().all(u8::is_ascii_digit)
+        && digits.iter().fold(0u32, |n, d| n * 10 + u32::from(d - b'0')) <= u32::from(u16::MAX)
+}
+
+/// Whether `host` (a `Host` header's bytes) is an allowed entry as it is written, up to ASCII
+/// case, with or without a port: what a client sends on every request, found without parsing.
+/// Only a valid entry (one [`authority_host`] keeps whole) matches, so that what this accepts
+/// the full check accepts too; anything else takes the full check.
+fn listed_as_written(config: &OriginRules, host: &[u8]) -> bool {
+    let Some(hosts) = &config.allowed_hosts else { return false };
+    hosts.iter().any(|allowed| {
+        let Some((name, rest)) = host.split_at_checked(allowed.len()) else { return false };
+        name.eq_ignore_ascii_case(allowed.as_bytes())
+            && (rest.is_empty() || rest.strip_prefix(b":").is_some_and(is_port))
+            && authority_host(allowed) == Some(allowed.as_str())
+    })
 }
 
 /// Whether `host` is a non-empty `reg-name` (RFC 3986): unreserved characters, sub-delimiters
@@ -151,6 +168,7 @@ pub(crate) fn check_host_and_origin(config: &OriginRules, head: &Head<'_>) -> Re
         (Some(_), true) => {
             return Err(Refusal::new(StatusCode::BAD_REQUEST, "more than one Host header"));
         }
+        (Some(value), false) if listed_as_written(config, value.as_bytes()) => {}
         (Some(value), false) => {
             let Some(host) = value.to_str().ok().and_then(authority_host) else {
                 return Err(Refusal::new(StatusCode::BAD_REQUEST, "malformed Host header"));
@@ -386,6 +404,74 @@ mod tests {
         ];
         for (authority, host) in table {
             assert_eq!(authority_host(authority), host, "{authority:?}");
+        }
+    }
+
+    #[test]
+    fn ports() {
+        for (digits, ok) in [
+            ("1", true),
+            ("0", true),
+            ("00080", true),
+            ("65535", true),
+            ("65536", false),
+            ("99999", false),
+            ("000001", false),
+            ("", false),
+            ("+80", false),
+            ("8 0", false),
+        ] {
+            assert_eq!(is_port(digits.as_bytes()), ok, "{digits:?}");
+        }
+    }
+
+    #[test]
+    fn the_usual_hosts_are_matched_as_written() {
+        let rules = HttpConfig::new().hosts;
+        for host in ["127.0.0.1:18555", "localhost", "LOCALHOST:1", "[::1]:3000", "[::1]"] {
+            assert!(listed_as_written(&rules, host.as_bytes()), "{host:?}");
+        }
+        // These take the full check (which accepts the first and refuses the others).
+        for host in ["[0:0::1]:3000", "localhost:", "localhost:65536", "localhost.evil.com", "x"] {
+            assert!(!listed_as_written(&rules, host.as_bytes()), "{host:?}");
+        }
+        assert!(!listed_as_written(&HttpConfig::new().allow_any_host().hosts, b"localhost"));
+    }
+
+    /// The full check alone, without the written-as-listed shortcut.
+    fn parsed_and_allowed(rules: &OriginRules, host: &[u8]) -> bool {
+        std::str::from_utf8(host)
+            .ok()
+            .filter(|h| HeaderValue::from_str(h).is_ok_and(|v| v.to_str().is_ok()))
+            .and_then(authority_host)
+            .is_some_and(|h| host_allowed(rules, h))
+    }
+
+    #[test]
+    fn an_entry_that_is_no_host_is_never_matched_as_written() {
+        for entry in ["a b", "localhost:80", "", "[::1", "h\u{e9}te", "[::1]x"] {
+            let rules = HttpConfig::new().allowed_hosts([entry]).hosts;
+            for host in [entry.to_owned(), format!("{entry}:80"), ":80".to_owned()] {
+                assert!(!listed_as_written(&rules, host.as_bytes()), "{entry:?} {host:?}");
+                assert!(!parsed_and_allowed(&rules, host.as_bytes()), "{entry:?} {host:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// What the shortcut accepts, the full check accepts: any `Host` against any entries.
+        #[test]
+        fn a_host_matched_as_written_passes_the_full_check(
+            entries in proptest::collection::vec("[a-zA-Z0-9.:\\[\\]%-]{0,8}", 0..4),
+            host in "[a-zA-Z0-9.:\\[\\]% -]{0,14}",
+        ) {
+            let rules = HttpConfig::new().allowed_hosts(entries.iter().cloned()).hosts;
+            // Half of the hosts are built on an entry, so that the shortcut is taken often.
+            for host in [host.clone(), format!("{}{host}", entries.first().map_or("", |e| e))] {
+                if listed_as_written(&rules, host.as_bytes()) {
+                    proptest::prop_assert!(parsed_and_allowed(&rules, host.as_bytes()), "{host:?}");
+                }
+            }
         }
     }
 

@@ -116,6 +116,8 @@ mod interned;
 pub mod mcpl;
 mod pagination;
 pub mod registry;
+#[cfg(feature = "http")]
+mod result_json;
 mod router;
 pub mod server;
 pub mod session;

@@ -76,7 +76,7 @@ pub(crate) type Outcome = Result<Reply, ErrorObject>;
 
 impl Reply {
     /// The response to request `id` with this answer as its result, as it goes on the wire:
-    /// a tool's result serialized straight from its type.
+    /// a tool's result written straight from its type (see [`crate::result_json`]).
     #[cfg(feature = "http")]
     pub(crate) fn to_response(
         &self,
@@ -94,7 +94,7 @@ impl Reply {
             Reply::Json(value) | Reply::Page(value) => {
                 out.extend_from_slice(value.as_str().as_bytes())
             }
-            Reply::Tool(result) => serde_json::to_writer(&mut out, result)?,
+            Reply::Tool(result) => crate::result_json::write(&mut out, result)?,
         }
         out.push(b'}');
         Ok(out)

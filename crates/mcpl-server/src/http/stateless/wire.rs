@@ -72,7 +72,7 @@ pub(super) fn wire_reply(
     // The rest of the result is an object whose members follow the two above: its opening
     // brace becomes a comma (or, if it has no members, it goes).
     let at = out.len();
-    serde_json::to_writer(&mut out, &result)?;
+    crate::result_json::write(&mut out, &result)?;
     if out[at..] == *b"{}" {
         out.truncate(at);
     } else if out.get(at) == Some(&b'{') && out.last() == Some(&b'}') {

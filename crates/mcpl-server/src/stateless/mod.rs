@@ -37,7 +37,8 @@ use crate::server::Server;
 pub(crate) fn era_of(meta: Option<&Map<String, Value>>, declared: Option<&str>) -> Era {
     let in_meta = meta.is_some_and(|m| m.contains_key(meta_keys::PROTOCOL_VERSION));
     let declared = declared
-        .and_then(|v| ProtocolVersion::parse(v.trim_matches([' ', '\t'])))
+        // A header value as text: its only white space is spaces and tabs.
+        .and_then(|v| ProtocolVersion::parse(v.trim_ascii()))
         .is_some_and(|v| v.era() == Era::Stateless);
     if in_meta || declared { Era::Stateless } else { Era::Stateful }
 }

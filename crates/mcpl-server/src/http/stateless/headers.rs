@@ -29,12 +29,14 @@ pub(super) fn check(
     call: Option<&PlainToolCall>,
     version: &str,
 ) -> Result<(), ErrorObject> {
-    match head.protocol_version().map(|v| v.trim_matches([' ', '\t'])) {
+    // (Optional white space is spaces and tabs; a header value read as text holds no other
+    // ASCII white space, so `trim_ascii` trims exactly that.)
+    match head.protocol_version().map(str::trim_ascii) {
         Some(v) if v == version => {}
         Some(_) => return Err(mismatch("MCP-Protocol-Version differs from _meta")),
         None => return Err(mismatch("missing MCP-Protocol-Version")),
     }
-    match text(head.method).map(|v| v.trim_matches([' ', '\t'])) {
+    match text(head.method).map(str::trim_ascii) {
         Some(m) if m == request.method => {}
         Some(_) => return Err(mismatch("Mcp-Method differs from the body")),
         None => return Err(mismatch("missing Mcp-Method")),
@@ -71,9 +73,10 @@ pub(super) fn check(
     Ok(())
 }
 
-/// Trims optional whitespace and decodes the `=?base64?…?=` form.
+/// Trims optional white space (`raw` is a header value read as text: its only white space is
+/// spaces and tabs) and decodes the `=?base64?…?=` form.
 fn header_value(raw: &str, allow_base64: bool) -> Option<Cow<'_, str>> {
-    let v = raw.trim_matches([' ', '\t']);
+    let v = raw.trim_ascii();
     if allow_base64
         && let Some(inner) = v.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?="))
     {

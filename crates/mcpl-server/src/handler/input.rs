@@ -783,10 +783,21 @@ where
     // they would weigh on every stateless request's future too (which is the other branch).
     Either::Right(Box::pin(async move {
         let sealer = ctx.server().map(|s| s.state_sealer());
-        let mut input = Arc::new(InputState::open(sealer, binding, responses, request_state)?);
+        let mut input = match (responses, request_state) {
+            // A first call (what a 2025 client's request always is: it answers the server's
+            // own requests and does not retry) is bound by name, as in the stateless era: no
+            // state to open, nothing shared.
+            (None, None) => InputSlot::Bound(binding.name.clone()),
+            (responses, request_state) => InputSlot::Given(Arc::new(InputState::open(
+                sealer,
+                binding.clone(),
+                responses,
+                request_state,
+            )?)),
+        };
         for round in 0..=MAX_INPUT_ROUNDS {
             let mut round_ctx = ctx.clone();
-            round_ctx.input = InputSlot::Given(input.clone());
+            round_ctx.input = std::mem::take(&mut input);
             let required = match handler(round_ctx).await? {
                 Reply::Complete(t) => return Ok(Finished::Complete(t)),
                 Reply::InputRequired(required) => required.into_result()?,
@@ -801,11 +812,9 @@ where
             let state = required.request_state;
             // The next round is bound as this one was (copied only now: most requests end
             // in their first round).
-            // (`open` always sets it.)
-            let again = input.binding.clone().ok_or_else(|| {
-                ErrorObject::internal("the request's binding is missing between rounds")
-            })?;
-            input = Arc::new(InputState::open(sealer, again, Some(answers), state)?);
+            let again = binding.clone();
+            input =
+                InputSlot::Given(Arc::new(InputState::open(sealer, again, Some(answers), state)?));
         }
         Err(ErrorObject::internal(format_args!(
             "the handler still required input after {MAX_INPUT_ROUNDS} rounds"

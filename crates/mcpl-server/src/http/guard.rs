@@ -270,8 +270,11 @@ pub(crate) fn check_get_accept(headers: &HeaderMap) -> Result<(), Refusal> {
 /// A POST body must be JSON.
 pub(crate) fn check_content_type(head: &Head<'_>) -> Result<(), Refusal> {
     let ok = head.content_type.is_some_and(|v| {
-        let media = v.as_bytes().split(|&b| b == b';').next().unwrap_or_default();
-        media.trim_ascii().eq_ignore_ascii_case(b"application/json")
+        // What clients send, compared whole before the general parse.
+        v.as_bytes() == b"application/json" || {
+            let media = v.as_bytes().split(|&b| b == b';').next().unwrap_or_default();
+            media.trim_ascii().eq_ignore_ascii_case(b"application/json")
+        }
     });
     if ok {
         Ok(())
@@ -514,5 +517,11 @@ mod tests {
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
         assert!(check_content_type(&HeaderMap::new()).is_err());
+        for json in ["application/json", "Application/JSON", " application/json ;q=1"] {
+            assert!(check_content_type(&headers(&[("content-type", json)])).is_ok(), "{json}");
+        }
+        for other in ["application/jsonx", "application/json-seq", "text/json", ""] {
+            assert!(check_content_type(&headers(&[("content-type", other)])).is_err(), "{other}");
+        }
     }
 }

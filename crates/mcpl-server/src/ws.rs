@@ -178,7 +178,7 @@ impl WsConfig {
     /// # drop(config);
     /// ```
     pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
-        self.hosts.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self.hosts.allow_hosts(hosts.into_iter().map(Into::into).collect());
         self
     }
 
@@ -191,7 +191,7 @@ impl WsConfig {
     /// # drop(config);
     /// ```
     pub fn allow_any_host(mut self) -> Self {
-        self.hosts.allowed_hosts = None;
+        self.hosts.allow_any_host();
         self
     }
 

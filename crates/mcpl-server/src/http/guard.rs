@@ -10,17 +10,34 @@ use super::head::Head;
 #[derive(Debug, Clone)]
 pub(crate) struct OriginRules {
     /// Host names (without port) allowed in `Host`; `None`: any.
-    pub(crate) allowed_hosts: Option<Vec<String>>,
+    allowed_hosts: Option<Vec<String>>,
+    /// Which of `allowed_hosts` are hosts as written (those [`listed_as_written`] may match),
+    /// found once when the list is set.
+    whole: Vec<bool>,
     /// Origins allowed besides those on an allowed host.
     pub(crate) allowed_origins: Vec<String>,
 }
 
 impl Default for OriginRules {
     fn default() -> Self {
-        OriginRules {
-            allowed_hosts: Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]),
-            allowed_origins: Vec::new(),
-        }
+        let mut rules =
+            OriginRules { allowed_hosts: None, whole: Vec::new(), allowed_origins: Vec::new() };
+        rules.allow_hosts(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()]);
+        rules
+    }
+}
+
+impl OriginRules {
+    /// Allows `Host` headers on these hosts only.
+    pub(crate) fn allow_hosts(&mut self, hosts: Vec<String>) {
+        self.whole = hosts.iter().map(|h| authority_host(h) == Some(h.as_str())).collect();
+        self.allowed_hosts = Some(hosts);
+    }
+
+    /// Allows any `Host` header.
+    pub(crate) fn allow_any_host(&mut self) {
+        self.allowed_hosts = None;
+        self.whole.clear();
     }
 }
 
@@ -77,15 +94,15 @@ fn is_port(digits: &[u8]) -> bool {
 
 /// Whether `host` (a `Host` header's bytes) is an allowed entry as it is written, up to ASCII
 /// case, with or without a port: what a client sends on every request, found without parsing.
-/// Only a valid entry (one [`authority_host`] keeps whole) matches, so that what this accepts
-/// the full check accepts too; anything else takes the full check.
+/// Only a valid entry (one [`authority_host`] keeps whole: `OriginRules::whole`) matches, so
+/// that what this accepts the full check accepts too; anything else takes the full check.
 fn listed_as_written(config: &OriginRules, host: &[u8]) -> bool {
     let Some(hosts) = &config.allowed_hosts else { return false };
-    hosts.iter().any(|allowed| {
+    hosts.iter().zip(&config.whole).any(|(allowed, &whole)| {
         let Some((name, rest)) = host.split_at_checked(allowed.len()) else { return false };
-        name.eq_ignore_ascii_case(allowed.as_bytes())
+        whole
+            && name.eq_ignore_ascii_case(allowed.as_bytes())
             && (rest.is_empty() || rest.strip_prefix(b":").is_some_and(is_port))
-            && authority_host(allowed) == Some(allowed.as_str())
     })
 }
 
